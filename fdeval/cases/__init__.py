@@ -1,1 +1,26 @@
-"""cases"""
+"""Test cases on disk: the JSON manifest format, strict loading and atomic writing.
+
+See ``docs/cases.md`` for the format.
+"""
+
+from fdeval.cases.reference import reference_for_policy
+from fdeval.cases.schema import (
+    SCHEMA_VERSION,
+    case_files,
+    case_from_dict,
+    case_to_dict,
+    load_case,
+    load_cases,
+    write_case,
+)
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "case_files",
+    "case_from_dict",
+    "case_to_dict",
+    "load_case",
+    "load_cases",
+    "reference_for_policy",
+    "write_case",
+]

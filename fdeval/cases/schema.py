@@ -1,0 +1,447 @@
+"""The on-disk JSON form of a test case, and its strict validation.
+
+One JSON object per file. It is a superset of the Instruct-FD test case schema (paper, A.7): the
+instruction (``policy_name``, ``system_instruction``) and an ordered manifest of user turns
+(``turns``), plus what the later stages need — per-turn text and word timings, trigger points,
+the expected turn-taking reference, and the instructions the case is judged against. The format
+is documented field by field in ``docs/cases.md``.
+
+Reading is strict: every field is type- and range-checked, unknown keys are rejected, and every
+failure raises :class:`fdeval.errors.CaseError` naming the file, the case and the field as a dotted
+path (``turns[2].barge_in_after_s``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path, PurePosixPath
+from typing import Any, Mapping
+
+from fdeval.errors import CaseError
+from fdeval.files import write_json_atomic
+from fdeval.types import POLICIES, ReferenceLine, TestCase, Trigger, Turn, WordTiming
+
+SCHEMA_VERSION = 1
+
+# Slack for float comparisons between times that were rounded independently (seconds).
+TIME_EPS_S = 1e-3
+
+NO_POLICY = "none"
+TURN_TYPES = ("take-turn", "barge-in")
+HANDLINGS = ("hold", "yield")
+SUBTYPES = ("interrupt", "backchannel")
+TRIGGER_KINDS = ("backchannel", "interrupt")
+SPEAKERS = ("user", "model")
+REFERENCE_TAGS = ("", "backchannel", "interrupt", "take-turn")
+BARGE_IN_KEYS = ("barge_in_after_s", "barge_in_handling", "subtype")
+
+# key -> required?  (order here is the order written to disk)
+CASE_KEYS: dict[str, bool] = {
+    "schema_version": True,
+    "test_case_id": True,
+    "conversation_id": True,
+    "benchmark": True,
+    "scenario": True,
+    "policy_name": True,
+    "system_instruction": True,  # required key; null only for policy "none"
+    "judge_policies": True,
+    "judge_instructions": False,
+    "seed": False,
+    "version": False,
+    "turns": True,
+    "reference": True,
+}
+TURN_KEYS: dict[str, bool] = {
+    "speaker": True,
+    "label": True,
+    "turn_type": True,
+    "audio_path": True,
+    "timeout_s": True,
+    "barge_in_after_s": False,  # required for barge-in, forbidden for take-turn
+    "barge_in_handling": False,
+    "subtype": False,
+    "text": True,
+    "duration_s": True,
+    "words": True,
+    "triggers": False,
+}
+WORD_KEYS: dict[str, bool] = {"text": True, "start_s": True, "end_s": True}
+TRIGGER_KEYS: dict[str, bool] = {"kind": True, "at_s": True, "word_index": True, "phrase": True}
+REFERENCE_KEYS: dict[str, bool] = {"speaker": True, "text": True, "tag": False}
+
+_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+# --------------------------------------------------------------------------------------------
+# Writing
+
+
+def _word_to_dict(w: WordTiming) -> dict[str, Any]:
+    return {"text": w.text, "start_s": float(w.start_s), "end_s": float(w.end_s)}
+
+
+def _turn_to_dict(turn: Turn) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "speaker": "user",
+        "label": turn.label,
+        "turn_type": turn.turn_type,
+        "audio_path": turn.audio_path,
+        "timeout_s": float(turn.timeout_s),
+    }
+    if turn.turn_type == "barge-in":
+        d["barge_in_after_s"] = (
+            None if turn.barge_in_after_s is None else float(turn.barge_in_after_s)
+        )
+        d["barge_in_handling"] = turn.barge_in_handling
+        d["subtype"] = turn.subtype
+    d["text"] = turn.text
+    d["duration_s"] = float(turn.duration_s)
+    d["words"] = [_word_to_dict(w) for w in turn.words]
+    d["triggers"] = [
+        {"kind": t.kind, "at_s": float(t.at_s), "word_index": int(t.word_index), "phrase": t.phrase}
+        for t in turn.triggers
+    ]
+    return d
+
+
+def case_to_dict(case: TestCase) -> dict[str, Any]:
+    """The JSON object for `case` (key order fixed; `Turn.index` and `Turn.case_id` are implied)."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "test_case_id": case.case_id,
+        "conversation_id": case.conversation_id,
+        "benchmark": case.benchmark,
+        "scenario": case.scenario,
+        "policy_name": case.policy_name,
+        "system_instruction": case.system_instruction,
+        "judge_policies": list(case.judge_policies),
+        "judge_instructions": dict(case.judge_instructions),
+        "seed": case.seed,
+        "version": case.version,
+        "turns": [_turn_to_dict(t) for t in case.turns],
+        "reference": [{"speaker": r.speaker, "text": r.text, "tag": r.tag} for r in case.reference],
+    }
+
+
+def write_case(case: TestCase, path: str | Path) -> None:
+    """Validate `case` (all but the audio files' existence) and write it to `path` atomically."""
+    d = case_to_dict(case)
+    case_from_dict(d, path, root=None)
+    write_json_atomic(path, d)
+
+
+# --------------------------------------------------------------------------------------------
+# Reading
+
+
+class _Ctx:
+    """Where we are, for error messages."""
+
+    def __init__(self, path: str | Path, case_id: str | None):
+        self.path, self.case_id = str(path), case_id
+
+    def fail(self, field: str, message: str) -> CaseError:
+        return CaseError(self.path, self.case_id, field or "<root>", message)
+
+
+def _join(prefix: str, key: str) -> str:
+    return f"{prefix}.{key}" if prefix else key
+
+
+def _check_keys(ctx: _Ctx, obj: Any, spec: Mapping[str, bool], where: str) -> dict[str, Any]:
+    if not isinstance(obj, dict):
+        raise ctx.fail(where, f"expected an object, got {type(obj).__name__}")
+    for key in obj:
+        if key not in spec:
+            raise ctx.fail(
+                _join(where, str(key)), f"unknown key {key!r}; valid keys: {', '.join(spec)}"
+            )
+    for key, required in spec.items():
+        if required and key not in obj:
+            raise ctx.fail(_join(where, key), "missing required field")
+    return obj
+
+
+def _str(ctx: _Ctx, value: Any, field: str, *, empty: bool = False) -> str:
+    if not isinstance(value, str):
+        raise ctx.fail(field, f"expected a string, got {_kind(value)}")
+    if not empty and not value.strip():
+        raise ctx.fail(field, "must not be empty")
+    return value
+
+
+def _enum(ctx: _Ctx, value: Any, field: str, allowed: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value not in allowed:
+        raise ctx.fail(field, f"invalid value {value!r}; expected one of {', '.join(map(repr, allowed))}")
+    return value
+
+
+def _num(ctx: _Ctx, value: Any, field: str, *, min_: float | None = None, positive: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ctx.fail(field, f"expected a number, got {_kind(value)}")
+    if not math.isfinite(value):
+        raise ctx.fail(field, f"must be finite, got {value!r}")
+    if positive and value <= 0:
+        raise ctx.fail(field, f"must be > 0, got {value!r}")
+    if min_ is not None and value < min_:
+        raise ctx.fail(field, f"must be >= {min_:g}, got {value!r}")
+    return float(value)
+
+
+def _int(ctx: _Ctx, value: Any, field: str, *, min_: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ctx.fail(field, f"expected an integer, got {_kind(value)}")
+    if min_ is not None and value < min_:
+        raise ctx.fail(field, f"must be >= {min_}, got {value!r}")
+    return value
+
+
+def _list(ctx: _Ctx, value: Any, field: str, *, nonempty: bool = False) -> list[Any]:
+    if not isinstance(value, list):
+        raise ctx.fail(field, f"expected a list, got {_kind(value)}")
+    if nonempty and not value:
+        raise ctx.fail(field, "must not be empty")
+    return value
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _ident(ctx: _Ctx, value: Any, field: str) -> str:
+    s = _str(ctx, value, field)
+    if not _ID_RE.match(s):
+        raise ctx.fail(field, f"{s!r} is not a valid id (letters, digits, '.', '_', '-'; no leading punctuation)")
+    return s
+
+
+def _audio_path(ctx: _Ctx, value: Any, field: str, root: Path | None) -> str:
+    s = _str(ctx, value, field)
+    if "\\" in s:
+        raise ctx.fail(field, f"{s!r}: use '/' as the separator")
+    p = PurePosixPath(s)
+    if p.is_absolute() or re.match(r"^[A-Za-z]:", s):
+        raise ctx.fail(field, f"{s!r} is absolute; audio paths are relative to the dataset root")
+    if ".." in p.parts:
+        raise ctx.fail(field, f"{s!r} contains '..'; audio paths must stay inside the dataset root")
+    if root is not None:
+        root_r = Path(root).resolve()
+        full = (root_r / p).resolve()
+        if full != root_r and root_r not in full.parents:
+            raise ctx.fail(field, f"{s!r} resolves outside the dataset root {root_r}")
+        if not full.is_file():
+            raise ctx.fail(field, f"audio file not found: {full}")
+    return s
+
+
+def _words(ctx: _Ctx, value: Any, where: str, text: str, duration_s: float) -> tuple[WordTiming, ...]:
+    items = _list(ctx, value, where)
+    tokens = text.split()
+    if items and len(items) != len(tokens):
+        raise ctx.fail(where, f"has {len(items)} words but text has {len(tokens)} whitespace tokens")
+    out: list[WordTiming] = []
+    prev_end = 0.0
+    for i, item in enumerate(items):
+        f = f"{where}[{i}]"
+        _check_keys(ctx, item, WORD_KEYS, f)
+        w_text = _str(ctx, item["text"], f"{f}.text")
+        if w_text != tokens[i]:
+            raise ctx.fail(f"{f}.text", f"{w_text!r} does not match token {i} of text ({tokens[i]!r})")
+        start = _num(ctx, item["start_s"], f"{f}.start_s", min_=0.0)
+        end = _num(ctx, item["end_s"], f"{f}.end_s", min_=0.0)
+        if end < start:
+            raise ctx.fail(f"{f}.end_s", f"end {end:g} is before start {start:g}")
+        if start < prev_end - TIME_EPS_S:
+            raise ctx.fail(f"{f}.start_s", f"start {start:g} is before the previous word's end {prev_end:g} (words must be monotonic)")
+        if end > duration_s + TIME_EPS_S:
+            raise ctx.fail(f"{f}.end_s", f"end {end:g} is past the turn duration {duration_s:g}")
+        prev_end = end
+        out.append(WordTiming(w_text, start, end))
+    return tuple(out)
+
+
+def _triggers(ctx: _Ctx, value: Any, where: str, words: tuple[WordTiming, ...], duration_s: float) -> tuple[Trigger, ...]:
+    out: list[Trigger] = []
+    for i, item in enumerate(_list(ctx, value, where)):
+        f = f"{where}[{i}]"
+        _check_keys(ctx, item, TRIGGER_KEYS, f)
+        kind = _enum(ctx, item["kind"], f"{f}.kind", TRIGGER_KINDS)
+        at = _num(ctx, item["at_s"], f"{f}.at_s", min_=0.0)
+        if at > duration_s + TIME_EPS_S:
+            raise ctx.fail(f"{f}.at_s", f"{at:g} is past the turn duration {duration_s:g}")
+        wi = _int(ctx, item["word_index"], f"{f}.word_index", min_=0)
+        if wi > len(words):
+            raise ctx.fail(f"{f}.word_index", f"{wi} is past the turn's {len(words)} words")
+        if words:
+            if wi > 0 and at < words[wi - 1].end_s - TIME_EPS_S:
+                raise ctx.fail(f"{f}.at_s", f"{at:g} is before the end of word {wi - 1} ({words[wi - 1].end_s:g})")
+            if wi < len(words) and at > words[wi].start_s + TIME_EPS_S:
+                raise ctx.fail(f"{f}.at_s", f"{at:g} is after the start of word {wi} ({words[wi].start_s:g})")
+        phrase = _str(ctx, item["phrase"], f"{f}.phrase")
+        out.append(Trigger(kind, at, wi, phrase))  # type: ignore[arg-type]
+    return tuple(out)
+
+
+def _turn(ctx: _Ctx, item: Any, index: int, case_id: str, root: Path | None) -> Turn:
+    where = f"turns[{index}]"
+    d = _check_keys(ctx, item, TURN_KEYS, where)
+    _enum(ctx, d["speaker"], f"{where}.speaker", ("user",))
+    label = _ident(ctx, d["label"], f"{where}.label")
+    turn_type = _enum(ctx, d["turn_type"], f"{where}.turn_type", TURN_TYPES)
+    audio_path = _audio_path(ctx, d["audio_path"], f"{where}.audio_path", root)
+    timeout_s = _num(ctx, d["timeout_s"], f"{where}.timeout_s", positive=True)
+    after = handling = subtype = None
+    if turn_type == "barge-in":
+        for key in BARGE_IN_KEYS:
+            if d.get(key) is None:
+                raise ctx.fail(f"{where}.{key}", "required for a barge-in turn")
+        after = _num(ctx, d["barge_in_after_s"], f"{where}.barge_in_after_s", min_=0.0)
+        handling = _enum(ctx, d["barge_in_handling"], f"{where}.barge_in_handling", HANDLINGS)
+        subtype = _enum(ctx, d["subtype"], f"{where}.subtype", SUBTYPES)
+    else:
+        for key in BARGE_IN_KEYS:
+            if d.get(key) is not None:
+                raise ctx.fail(f"{where}.{key}", "only allowed on a barge-in turn")
+    text = _str(ctx, d["text"], f"{where}.text")
+    duration_s = _num(ctx, d["duration_s"], f"{where}.duration_s", positive=True)
+    words = _words(ctx, d["words"], f"{where}.words", text, duration_s)
+    triggers = _triggers(ctx, d.get("triggers", []), f"{where}.triggers", words, duration_s)
+    if triggers and turn_type != "take-turn":
+        raise ctx.fail(f"{where}.triggers", "triggers (model cut-in points) belong to take-turn turns")
+    return Turn(
+        case_id=case_id,
+        index=index,
+        label=label,
+        turn_type=turn_type,  # type: ignore[arg-type]
+        audio_path=audio_path,
+        text=text,
+        words=words,
+        duration_s=duration_s,
+        timeout_s=timeout_s,
+        barge_in_after_s=after,
+        barge_in_handling=handling,  # type: ignore[arg-type]
+        subtype=subtype,  # type: ignore[arg-type]
+        triggers=triggers,
+    )
+
+
+def case_from_dict(d: Any, path: str | Path, root: str | Path | None) -> TestCase:
+    """Validate the JSON object `d` (read from `path`) and build its :class:`TestCase`.
+
+    `root` is the dataset root the turns' ``audio_path`` values are relative to; each must resolve
+    inside it to an existing file. With ``root=None`` the paths are still checked for shape
+    (relative, no ``..``) but not looked up. Raises :class:`CaseError` on the first problem.
+    """
+    case_id = None
+    if isinstance(d, dict) and isinstance(d.get("test_case_id"), str):
+        case_id = d["test_case_id"]
+    ctx = _Ctx(path, case_id)
+    _check_keys(ctx, d, CASE_KEYS, "")
+    sv = _int(ctx, d["schema_version"], "schema_version")
+    if sv != SCHEMA_VERSION:
+        raise ctx.fail("schema_version", f"unsupported schema version {sv}; this fdeval reads {SCHEMA_VERSION}")
+    case_id = _ident(ctx, d["test_case_id"], "test_case_id")
+    conversation_id = _ident(ctx, d["conversation_id"], "conversation_id")
+    benchmark = _str(ctx, d["benchmark"], "benchmark")
+    scenario = _str(ctx, d["scenario"], "scenario")
+    policy = _enum(ctx, d["policy_name"], "policy_name", (*POLICIES, NO_POLICY))
+    instruction = d["system_instruction"]
+    if policy == NO_POLICY:
+        if instruction is not None:
+            raise ctx.fail("system_instruction", "must be null when policy_name is 'none'")
+    else:
+        if instruction is None:
+            raise ctx.fail("system_instruction", f"is null but policy_name is {policy!r}; only 'none' has no instruction")
+        _str(ctx, instruction, "system_instruction")
+
+    jp_raw = _list(ctx, d["judge_policies"], "judge_policies", nonempty=True)
+    judge_policies = tuple(_enum(ctx, p, f"judge_policies[{i}]", POLICIES) for i, p in enumerate(jp_raw))
+    if len(set(judge_policies)) != len(judge_policies):
+        raise ctx.fail("judge_policies", f"has duplicates: {list(judge_policies)}")
+    if policy != NO_POLICY and policy not in judge_policies:
+        raise ctx.fail("judge_policies", f"must include the case's own policy {policy!r}")
+    ji_raw = d.get("judge_instructions", {})
+    if not isinstance(ji_raw, dict):
+        raise ctx.fail("judge_instructions", f"expected an object, got {_kind(ji_raw)}")
+    judge_instructions: dict[str, str] = {}
+    for key, text in ji_raw.items():
+        if key not in judge_policies:
+            raise ctx.fail(f"judge_instructions.{key}", f"{key!r} is not in judge_policies {list(judge_policies)}")
+        judge_instructions[key] = _str(ctx, text, f"judge_instructions.{key}")
+    if policy != NO_POLICY and policy in judge_instructions and judge_instructions[policy] != instruction:
+        raise ctx.fail(f"judge_instructions.{policy}", "differs from system_instruction")
+
+    seed = _int(ctx, d.get("seed", 0), "seed")
+    version = _str(ctx, d.get("version", "1"), "version")
+
+    turns_raw = _list(ctx, d["turns"], "turns", nonempty=True)
+    root_p = None if root is None else Path(root)
+    turns = tuple(_turn(ctx, item, i, case_id, root_p) for i, item in enumerate(turns_raw))
+    seen: dict[str, int] = {}
+    for t in turns:
+        if t.label in seen:
+            raise ctx.fail(f"turns[{t.index}].label", f"duplicate label {t.label!r} (also turns[{seen[t.label]}])")
+        seen[t.label] = t.index
+
+    reference: list[ReferenceLine] = []
+    for i, item in enumerate(_list(ctx, d["reference"], "reference", nonempty=True)):
+        f = f"reference[{i}]"
+        _check_keys(ctx, item, REFERENCE_KEYS, f)
+        speaker = _enum(ctx, item["speaker"], f"{f}.speaker", SPEAKERS)
+        text = _str(ctx, item["text"], f"{f}.text")
+        tag = _enum(ctx, item.get("tag", ""), f"{f}.tag", REFERENCE_TAGS)
+        reference.append(ReferenceLine(speaker, text, tag))  # type: ignore[arg-type]
+
+    return TestCase(
+        case_id=case_id,
+        conversation_id=conversation_id,
+        benchmark=benchmark,
+        scenario=scenario,
+        policy_name=policy,  # type: ignore[arg-type]
+        system_instruction=instruction,
+        turns=turns,
+        reference=tuple(reference),
+        judge_policies=judge_policies,
+        judge_instructions=judge_instructions,
+        seed=seed,
+        version=version,
+    )
+
+
+def load_case(path: str | Path, root: str | Path | None) -> TestCase:
+    """Read and validate one case file. `root`: see :func:`case_from_dict`."""
+    path = Path(path)
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise CaseError(str(path), None, "<file>", f"cannot read: {e.strerror or e}") from None
+    try:
+        d = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise CaseError(str(path), None, "<json>", f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    return case_from_dict(d, path, root)
+
+
+def case_files(cases_dir: str | Path) -> list[Path]:
+    """The case files of a directory: ``*.json``, not hidden (atomic-write temporaries), sorted."""
+    return sorted(p for p in Path(cases_dir).glob("*.json") if not p.name.startswith(".") and p.is_file())
+
+
+def load_cases(cases_dir: str | Path, root: str | Path | None) -> list[TestCase]:
+    """Load every case file in `cases_dir` (not recursive), sorted by case id.
+
+    A case id that appears in two files is an error naming both.
+    """
+    cases_dir = Path(cases_dir)
+    if not cases_dir.is_dir():
+        raise CaseError(str(cases_dir), None, "<dir>", "cases directory not found")
+    by_id: dict[str, tuple[TestCase, Path]] = {}
+    for path in case_files(cases_dir):
+        case = load_case(path, root)
+        if case.case_id in by_id:
+            other = by_id[case.case_id][1]
+            raise CaseError(str(path), case.case_id, "test_case_id", f"duplicate case id, also in {other}")
+        by_id[case.case_id] = (case, path)
+    return [by_id[k][0] for k in sorted(by_id)]

@@ -1,0 +1,245 @@
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from fdeval.cases import case_from_dict, case_to_dict, load_case, load_cases, write_case
+from fdeval.errors import CaseError
+from fdeval.types import ReferenceLine
+
+CASE_ID = "conv1__backchannel"
+
+
+def _valid_dict() -> dict[str, Any]:
+    return {
+        "schema_version": 1,
+        "test_case_id": CASE_ID,
+        "conversation_id": "conv1",
+        "benchmark": "instructfd",
+        "scenario": "User Attention Check",
+        "policy_name": "backchannel",
+        "system_instruction": "Give short listener signals when the user checks in.",
+        "judge_policies": ["backchannel"],
+        "judge_instructions": {"backchannel": "Give short listener signals when the user checks in."},
+        "seed": 3,
+        "version": "1.0",
+        "turns": [
+            {
+                "speaker": "user",
+                "label": "turn1",
+                "turn_type": "take-turn",
+                "audio_path": "audio/conv1/turn1.wav",
+                "timeout_s": 20.0,
+                "text": "so here is the plan, right? and then we go",
+                "duration_s": 3.2,
+                "words": [
+                    {"text": t, "start_s": 0.1 + 0.3 * i, "end_s": 0.35 + 0.3 * i}
+                    for i, t in enumerate("so here is the plan, right? and then we go".split())
+                ],
+                "triggers": [{"kind": "backchannel", "at_s": 1.9, "word_index": 6, "phrase": "yeah"}],
+            },
+            {
+                "speaker": "user",
+                "label": "turn2_interrupt",
+                "turn_type": "barge-in",
+                "audio_path": "audio/conv1/turn2_interrupt.wav",
+                "timeout_s": 20.0,
+                "barge_in_after_s": 3.0,
+                "barge_in_handling": "yield",
+                "subtype": "interrupt",
+                "text": "wait, hold on",
+                "duration_s": 1.0,
+                "words": [
+                    {"text": "wait,", "start_s": 0.0, "end_s": 0.3},
+                    {"text": "hold", "start_s": 0.35, "end_s": 0.6},
+                    {"text": "on", "start_s": 0.6, "end_s": 0.9},
+                ],
+            },
+        ],
+        "reference": [
+            {"speaker": "user", "text": "so here is the plan, right?", "tag": ""},
+            {"speaker": "model", "text": "yeah", "tag": "backchannel"},
+            {"speaker": "user", "text": "and then we go", "tag": ""},
+            {"speaker": "model", "text": "Sounds good. The first thing", "tag": "take-turn"},
+            {"speaker": "user", "text": "wait, hold on", "tag": "interrupt"},
+            {"speaker": "model", "text": "Sure, go ahead."},
+        ],
+    }
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    for name in ("turn1", "turn2_interrupt"):
+        p = tmp_path / "audio" / "conv1" / f"{name}.wav"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(b"RIFF")
+    (tmp_path / "cases").mkdir()
+    return tmp_path
+
+
+def test_round_trip(root: Path) -> None:
+    d = _valid_dict()
+    case = case_from_dict(d, "x.json", root)
+    assert case.case_id == CASE_ID and len(case.turns) == 2
+    assert all(t.case_id == CASE_ID for t in case.turns)
+    assert [t.index for t in case.turns] == [0, 1]
+    assert case.turns[0].barge_in_after_s is None and case.turns[1].subtype == "interrupt"
+    assert case.reference[-1] == ReferenceLine("model", "Sure, go ahead.", "")
+    again = case_to_dict(case)
+    assert case_from_dict(again, "x.json", root) == case
+    assert again["judge_instructions"] == d["judge_instructions"]
+    path = root / "cases" / f"{CASE_ID}.json"
+    write_case(case, path)
+    assert load_case(path, root) == case
+    assert json.loads(path.read_text())["test_case_id"] == CASE_ID
+    assert not [p for p in path.parent.iterdir() if p.name.startswith(".")]
+
+
+def test_baseline_case(root: Path) -> None:
+    d = _valid_dict()
+    d["test_case_id"] = "conv1__none"
+    d["policy_name"] = "none"
+    d["system_instruction"] = None
+    d["judge_policies"] = ["backchannel", "listen"]
+    d["judge_instructions"] = {"backchannel": "a", "listen": "b"}
+    case = case_from_dict(d, "x.json", root)
+    assert case.system_instruction is None and case.judge_policies == ("backchannel", "listen")
+
+
+def _set(path: str, value: Any) -> Callable[[dict], None]:
+    """Mutator: set a dotted/indexed path (e.g. 'turns.1.subtype') to value; DELETE removes it."""
+
+    def apply(d: dict) -> None:
+        keys = [int(k) if k.isdigit() else k for k in path.split(".")]
+        obj: Any = d
+        for k in keys[:-1]:
+            obj = obj[k]
+        if value is DELETE:
+            del obj[keys[-1]]
+        else:
+            obj[keys[-1]] = value
+
+    return apply
+
+
+DELETE = object()
+
+BAD_INPUTS: list[tuple[str, Callable[[dict], None], str, str]] = [
+    # (id, mutation, expected field, expected message fragment)
+    ("missing_case_field", _set("scenario", DELETE), "scenario", "missing"),
+    ("missing_turn_field", _set("turns.0.audio_path", DELETE), "turns[0].audio_path", "missing"),
+    ("missing_barge_in_handling", _set("turns.1.barge_in_handling", DELETE), "turns[1].barge_in_handling", "required"),
+    ("bad_turn_type", _set("turns.0.turn_type", "take_turn"), "turns[0].turn_type", "invalid value"),
+    ("bad_subtype", _set("turns.1.subtype", "cough"), "turns[1].subtype", "invalid value"),
+    ("bad_handling", _set("turns.1.barge_in_handling", "pause"), "turns[1].barge_in_handling", "invalid value"),
+    ("bad_policy", _set("policy_name", "shout"), "policy_name", "invalid value"),
+    ("bad_judge_policy", _set("judge_policies", ["backchannel", "none"]), "judge_policies[1]", "invalid value"),
+    ("empty_judge_policies", _set("judge_policies", []), "judge_policies", "empty"),
+    ("bad_tag", _set("reference.1.tag", "laugh"), "reference[1].tag", "invalid value"),
+    ("bad_speaker", _set("turns.0.speaker", "model"), "turns[0].speaker", "invalid value"),
+    ("negative_delay", _set("turns.1.barge_in_after_s", -0.5), "turns[1].barge_in_after_s", ">= 0"),
+    ("zero_timeout", _set("turns.0.timeout_s", 0), "turns[0].timeout_s", "> 0"),
+    ("string_number", _set("turns.0.timeout_s", "20"), "turns[0].timeout_s", "expected a number"),
+    ("bool_number", _set("seed", True), "seed", "expected an integer"),
+    ("barge_in_key_on_take_turn", _set("turns.0.subtype", "interrupt"), "turns[0].subtype", "only allowed"),
+    ("path_escape", _set("turns.0.audio_path", "audio/../../etc/passwd"), "turns[0].audio_path", "'..'"),
+    ("absolute_path", _set("turns.0.audio_path", "/etc/passwd"), "turns[0].audio_path", "absolute"),
+    ("missing_audio", _set("turns.1.audio_path", "audio/conv1/nope.wav"), "turns[1].audio_path", "not found"),
+    ("unknown_key", _set("turns.1.volume", 3), "turns[1].volume", "valid keys: speaker"),
+    ("unknown_case_key", _set("notes", "x"), "notes", "valid keys: schema_version"),
+    ("non_monotonic_words", _set("turns.1.words.2.start_s", 0.1), "turns[1].words[2].start_s", "monotonic"),
+    ("word_end_before_start", _set("turns.1.words.1.end_s", 0.2), "turns[1].words[1].end_s", "before start"),
+    ("word_past_duration", _set("turns.1.words.2.end_s", 1.5), "turns[1].words[2].end_s", "past the turn duration"),
+    ("word_count", _set("turns.1.text", "wait hold on now"), "turns[1].words", "whitespace tokens"),
+    ("trigger_past_duration", _set("turns.0.triggers.0.at_s", 3.5), "turns[0].triggers[0].at_s", "past the turn duration"),
+    ("trigger_not_between_words", _set("turns.0.triggers.0.at_s", 0.5), "turns[0].triggers[0].at_s", "before the end of word"),
+    ("trigger_bad_kind", _set("turns.0.triggers.0.kind", "laugh"), "turns[0].triggers[0].kind", "invalid value"),
+    ("null_instruction", _set("system_instruction", None), "system_instruction", "only 'none'"),
+    ("instruction_on_baseline", _set("policy_name", "none"), "system_instruction", "must be null"),
+    ("own_policy_not_judged", _set("judge_policies", ["listen"]), "judge_policies", "own policy"),
+    ("duplicate_label", _set("turns.1.label", "turn1"), "turns[1].label", "duplicate label"),
+    ("bad_schema_version", _set("schema_version", 99), "schema_version", "unsupported"),
+    ("empty_turns", _set("turns", []), "turns", "empty"),
+]
+
+
+@pytest.mark.parametrize("mutate,field,fragment", [b[1:] for b in BAD_INPUTS], ids=[b[0] for b in BAD_INPUTS])
+def test_bad_input_names_file_case_and_field(root: Path, mutate, field: str, fragment: str) -> None:
+    d = _valid_dict()
+    mutate(d)
+    path = root / "cases" / "bad.json"
+    path.write_text(json.dumps(d))
+    with pytest.raises(CaseError) as info:
+        load_case(path, root)
+    err = info.value
+    assert err.path == str(path)
+    assert err.case_id == CASE_ID
+    assert err.field == field
+    assert fragment in err.message
+    line = str(err)
+    assert str(path) in line and CASE_ID in line and field in line and "\n" not in line
+
+
+def test_symlink_escaping_root_is_rejected(root: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    outside = tmp_path_factory.mktemp("outside") / "x.wav"
+    outside.write_bytes(b"RIFF")
+    (root / "audio" / "link.wav").symlink_to(outside)
+    d = _valid_dict()
+    d["turns"][0]["audio_path"] = "audio/link.wav"
+    with pytest.raises(CaseError, match="outside the dataset root") as info:
+        case_from_dict(d, "c.json", root)
+    assert info.value.field == "turns[0].audio_path"
+
+
+def test_root_none_skips_existence_but_not_shape() -> None:
+    d = _valid_dict()
+    case_from_dict(d, "c.json", None)
+    d["turns"][0]["audio_path"] = "../x.wav"
+    with pytest.raises(CaseError):
+        case_from_dict(d, "c.json", None)
+
+
+def test_not_an_object_and_bad_json(root: Path) -> None:
+    with pytest.raises(CaseError, match="expected an object"):
+        case_from_dict([1, 2], "c.json", root)
+    p = root / "cases" / "broken.json"
+    p.write_text("{not json")
+    with pytest.raises(CaseError, match="invalid JSON") as info:
+        load_case(p, root)
+    assert info.value.path == str(p)
+
+
+def test_load_cases_sorted_and_duplicates(root: Path) -> None:
+    cases_dir = root / "cases"
+    for cid in ("b_case__listen", "a_case__listen"):
+        d = _valid_dict()
+        d.update(test_case_id=cid, policy_name="listen", judge_policies=["listen"], judge_instructions={})
+        (cases_dir / f"{cid}.json").write_text(json.dumps(d))
+    (cases_dir / ".tmp_ignored.json").write_text("garbage")
+    assert [c.case_id for c in load_cases(cases_dir, root)] == ["a_case__listen", "b_case__listen"]
+
+    d = _valid_dict()
+    d.update(test_case_id="a_case__listen", policy_name="listen", judge_policies=["listen"], judge_instructions={})
+    (cases_dir / "zz_copy.json").write_text(json.dumps(d))
+    with pytest.raises(CaseError, match="duplicate case id") as info:
+        load_cases(cases_dir, root)
+    err = info.value
+    assert err.case_id == "a_case__listen" and err.field == "test_case_id"
+    assert "zz_copy.json" in str(err) and "a_case__listen.json" in str(err)
+
+
+def test_load_cases_missing_dir(tmp_path: Path) -> None:
+    with pytest.raises(CaseError, match="not found"):
+        load_cases(tmp_path / "nope", tmp_path)
+
+
+def test_write_case_refuses_invalid(root: Path) -> None:
+    case = case_from_dict(_valid_dict(), "x.json", root)
+    bad = dataclasses.replace(case, turns=())
+    with pytest.raises(CaseError, match="must not be empty"):
+        write_case(bad, root / "cases" / "bad.json")
+    assert not (root / "cases" / "bad.json").exists()

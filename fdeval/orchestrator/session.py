@@ -1,0 +1,165 @@
+"""Run one test case against one model: the frame loop that ties clock, turns, model and playback.
+
+Each tick of `frame_s`: the turn manager gives the user frame (its audio or silence, so the model
+always hears something), the frame goes to the model at the model's rate, whatever the model
+produced is placed on the played model channel (playback semantics), the newly played audio
+goes through Silero VAD, and the turn manager sees the VAD state. Every send, chunk, text piece,
+flush and injection is logged with its session time.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from fdeval.audio.resample import StreamResampler
+from fdeval.audio.vad import SileroVAD
+from fdeval.models.base import DuplexModel, ModelEvent
+from fdeval.orchestrator.clock import Clock
+from fdeval.orchestrator.playback import Playback
+from fdeval.orchestrator.recorder import SessionLog
+from fdeval.orchestrator.turns import TurnConfig, TurnManager
+from fdeval.types import TestCase
+
+
+@dataclass(frozen=True)
+class OrchestratorConfig:
+    sample_rate: int = 16000
+    vad_threshold: float = 0.5
+    vad_min_silence_s: float = 0.1
+    turns: TurnConfig = TurnConfig()
+
+
+@dataclass
+class SessionResult:
+    log: SessionLog
+    user: np.ndarray
+    model: np.ndarray
+    wall_s: float
+
+
+class _Rebuffer:
+    """Cut a stream of variable-length arrays into exact frames of `n` samples."""
+
+    def __init__(self, n: int):
+        self.n, self._buf = n, np.zeros(0, dtype=np.float32)
+
+    def push(self, x: np.ndarray) -> list[np.ndarray]:
+        self._buf = np.concatenate([self._buf, x]) if len(self._buf) else x
+        out = []
+        while len(self._buf) >= self.n:
+            out.append(self._buf[: self.n])
+            self._buf = self._buf[self.n :]
+        return out
+
+
+async def run_session(
+    case: TestCase,
+    turn_audio: list[np.ndarray],
+    model: DuplexModel,
+    cfg: OrchestratorConfig,
+    clock: Clock,
+    vad: SileroVAD,
+    seed: int = 0,
+    instruction: str | None = None,
+    attrs: dict[str, Any] | None = None,
+) -> SessionResult:
+    """Play `case` (its turns' audio at `cfg.sample_rate`) to `model` and record the session."""
+    sr = cfg.sample_rate
+    frame_n = int(round(model.frame_s * sr))
+    log = SessionLog(case.case_id, sr, frame_n / sr, clock.kind, attrs=dict(attrs or {}))
+    turn_cfg = cfg.turns
+    if model.turn_silence_s is not None:
+        turn_cfg = TurnConfig(**{**asdict(turn_cfg), "silence_s": model.turn_silence_s})
+    tm = TurnManager(list(case.turns), turn_audio, sr, turn_cfg, log.event)
+    playback = Playback(sr)
+    vstream = vad.stream(threshold=cfg.vad_threshold, min_silence_s=cfg.vad_min_silence_s)
+    to_model = StreamResampler(sr, model.sample_rate)
+    from_model = StreamResampler(model.sample_rate, sr)
+    model_frames = _Rebuffer(int(round(model.frame_s * model.sample_rate)))
+    user_track: list[np.ndarray] = []
+    actual_start: dict[int, float] = {}
+    log.attrs.update({"turn_config": asdict(turn_cfg), "model_frame_s": model.frame_s, "model_sample_rate": model.sample_rate})
+
+    wall0 = time.perf_counter()
+    async with model.session(instruction, seed) as sess:
+        clock.start()
+        log.event(0.0, "session_start", -1, clock.kind)
+        k = 0
+        while not tm.done:
+            n0 = k * frame_n
+            t0 = n0 / sr
+            await clock.wait_until(t0)
+            before = (tm.i, tm.state)
+            frame, starts = tm.frame(n0, frame_n)
+            sent_s = clock.now()
+            lateness = sent_s - t0
+            for idx, offset in starts:
+                # The first barge-in sample leaves with this frame: it is `lateness` behind schedule.
+                actual_start[idx] = (n0 + offset) / sr + lateness
+                log.event(actual_start[idx], "turn_start", idx, f"offset_n={offset}")
+            streaming = before[0] if before[1] == "stream" or starts else -1
+            log.user_frames.append((t0, sent_s, frame_n, streaming))
+            user_track.append(frame)
+            for f in model_frames.push(to_model.push(frame)):
+                await sess.send(f)
+            events = await sess.receive()
+            _place(events, clock, t0 + frame_n / sr, playback, from_model, log)
+            n_end = n0 + frame_n
+            vad_events = vstream.push(playback.render_to(n_end))
+            onsets = [e.t_s for e in vad_events if e.kind == "onset"]
+            for e in vad_events:
+                log.event(e.t_s, f"vad_{e.kind}", -1, "model channel")
+            tm.observe(n_end, vstream.is_speaking, vstream.silence_s, onsets)
+            k += 1
+    wall_s = time.perf_counter() - wall0
+    for e in vstream.close():
+        log.event(e.t_s, f"vad_{e.kind}", -1, "model channel (end of session)")
+    n_total = k * frame_n
+    log.duration_s = n_total / sr
+    log.vad_segments = [(float(a), float(b)) for a, b in vstream.segments]
+    log.flushes = [(f.t_s, f.n_dropped) for f in playback.flushes]
+    for rec in tm.records:
+        started = rec.start_n >= 0 and rec.index in actual_start
+        scheduled_s = rec.scheduled_n / sr if rec.scheduled_n >= 0 else float("nan")
+        actual_s = actual_start.get(rec.index, float("nan"))
+        end_n = rec.end_n if rec.end_n >= 0 else (n_total if started else rec.start_n)
+        log.turns.append(
+            {
+                "index": rec.index, "label": rec.label, "turn_type": rec.turn_type, "subtype": rec.subtype,
+                "scheduled_s": scheduled_s, "start_s": rec.start_n / sr if started else float("nan"),
+                "actual_s": actual_s, "error_s": actual_s - scheduled_s,
+                "end_s": end_n / sr if started else float("nan"), "cut_short": rec.cut_short,
+                "onset_s": rec.onset_s, "wait_reason": rec.wait_reason,
+                "n_samples_played": max(0, end_n - rec.start_n) if started else 0,
+            }
+        )
+    log.attrs["end_reason"] = tm.end_reason
+    log.attrs["wall_s"] = wall_s
+    user = np.concatenate(user_track) if user_track else np.zeros(0, np.float32)
+    return SessionResult(log, user, playback.track(n_total), wall_s)
+
+
+def _place(events: list[ModelEvent], clock: Clock, nominal_s: float, playback: Playback,
+           from_model: StreamResampler, log: SessionLog) -> None:
+    """Put drained model events on the played timeline (chunks, text pieces, flushes)."""
+    for ev in events:
+        arrival = clock.arrival(nominal_s, ev.arrival_mono)
+        if ev.kind == "audio" and ev.audio is not None:
+            samples = from_model.push(np.asarray(ev.audio, dtype=np.float32))
+            if len(samples):
+                chunk = playback.add(samples, arrival)
+                log.model_chunks.append((chunk.arrival_s, chunk.play_start_s, chunk.n_samples))
+        elif ev.kind == "text":
+            play_s = playback.next_start_s(arrival) + ev.offset_s
+            dur = float("nan") if ev.duration_s is None else float(ev.duration_s)
+            log.model_text.append([arrival, play_s, dur, ev.text, False])
+        elif ev.kind == "interrupted":
+            flush = playback.flush(arrival)
+            for row in log.model_text:
+                if row[1] >= flush.t_s:
+                    row[4] = True  # its audio will never be played
+            log.event(flush.t_s, "playback_flush", -1, f"n_dropped={flush.n_dropped}")

@@ -1,0 +1,281 @@
+"""The stages of a run: generate -> run -> transcribe -> judge -> score, over files.
+
+Every stage is idempotent: a case is done for a stage when its final file exists (written to a
+temp name, then renamed), so a rerun skips it and a crashed or killed run, relaunched with the
+same command, completes only what is missing. Everything lives under one run folder:
+
+    <run_dir>/sessions/<case_id>.wav|.h5     stereo recording (ch0 user, ch1 model) + session log
+    <run_dir>/transcripts/<case_id>.json|.txt
+    <run_dir>/verdicts/<case_id>@<policy>.json
+    <run_dir>/scores/ias.csv|.md, results.csv
+Generated benchmark data is shared by runs: <out_root>/<benchmark>/_data/<data_id>/.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import math
+import platform
+import time
+import zlib
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+from tqdm import tqdm
+
+import fdeval
+from fdeval.errors import ConfigError, FdevalError
+from fdeval.files import write_json_atomic, write_text_atomic
+from fdeval.types import TestCase
+
+log = logging.getLogger("fdeval")
+
+STEPS = ("generate", "run", "transcribe", "judge", "score")
+
+
+def short_hash(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def case_seed(seed: int, case_id: str) -> int:
+    """A per-case seed that does not depend on which other cases run."""
+    return (seed * 1_000_003 + zlib.crc32(case_id.encode())) % (2**31)
+
+
+@dataclass
+class RunContext:
+    cfg: DictConfig
+    run_dir: Path
+    out_root: Path
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def seed(self) -> int:
+        return int(self.cfg.seed)
+
+    @property
+    def progress(self) -> bool:
+        return bool(self.cfg.progress)
+
+    @cached_property
+    def benchmark(self):
+        return instantiate(self.cfg.benchmark)
+
+    @cached_property
+    def data_dir(self) -> Path:
+        return self.out_root / self.benchmark.name / "_data" / self.benchmark.data_id(self.seed)
+
+    @cached_property
+    def cases(self) -> list[TestCase]:
+        return self.benchmark.load(self.data_dir)
+
+    @cached_property
+    def model(self):
+        return instantiate(self.cfg.model)
+
+    @cached_property
+    def judge(self):
+        return instantiate(self.cfg.judge)
+
+    @cached_property
+    def model_id(self) -> str:
+        return f"{self.cfg.model.name}:{short_hash(self.model.identity())}"
+
+    def bar(self, items: list, desc: str):
+        return tqdm(items, desc=desc, unit="case", disable=not self.progress or len(items) < 2, leave=False)
+
+
+def orchestrator_config(o: DictConfig):
+    from fdeval.orchestrator.session import OrchestratorConfig
+    from fdeval.orchestrator.turns import TurnConfig
+
+    checks = {
+        "sample_rate": o.sample_rate in (8000, 16000), "silence_s": o.silence_s > 0,
+        "trailing_silence_s": o.trailing_silence_s >= 0, "yield_after_s": o.yield_after_s > 0,
+        "barge_in_delay_s": o.barge_in_delay_s is None or o.barge_in_delay_s >= 0,
+        "max_session_s": o.max_session_s > 0, "vad_threshold": 0 < o.vad_threshold < 1,
+        "vad_min_silence_s": o.vad_min_silence_s >= 0, "clock": o.clock in ("auto", "lockstep", "realtime"),
+    }
+    for key, ok in checks.items():
+        if not ok:
+            hint = " (Silero VAD runs at 8 or 16 kHz)" if key == "sample_rate" else ""
+            raise ConfigError(f"orchestrator.{key}: invalid value {o[key]!r}{hint}")
+    turns = TurnConfig(
+        silence_s=float(o.silence_s), trailing_silence_s=float(o.trailing_silence_s),
+        yield_after_s=float(o.yield_after_s),
+        barge_in_delay_s=None if o.barge_in_delay_s is None else float(o.barge_in_delay_s),
+        max_session_s=float(o.max_session_s),
+    )
+    return OrchestratorConfig(int(o.sample_rate), float(o.vad_threshold), float(o.vad_min_silence_s), turns)
+
+
+# -- generate -----------------------------------------------------------------------------------
+def stage_generate(ctx: RunContext) -> None:
+    tts = instantiate(ctx.cfg.tts)
+    t0 = time.perf_counter()
+    ctx.benchmark.generate(ctx.data_dir, tts, ctx.seed, ctx.progress)
+    n = len(ctx.cases)
+    log.info("generate: %d cases in %s (%.1f s)", n, ctx.data_dir, time.perf_counter() - t0)
+
+
+# -- run ----------------------------------------------------------------------------------------
+def _turn_audio(case: TestCase, root: Path, sr: int) -> list[np.ndarray]:
+    from fdeval.audio.io import read_wav
+    from fdeval.audio.resample import resample
+
+    out = []
+    for turn in case.turns:
+        x, file_sr = read_wav(root / turn.audio_path, mono=True)
+        out.append(resample(x, file_sr, sr) if file_sr != sr else x)
+    return out
+
+
+def _versions() -> dict[str, str]:
+    import h5py
+    import onnxruntime
+
+    return {"fdeval": fdeval.__version__, "python": platform.python_version(), "numpy": np.__version__,
+            "onnxruntime": onnxruntime.__version__, "h5py": h5py.__version__}
+
+
+def stage_run(ctx: RunContext) -> None:
+    from fdeval.audio.vad import SileroVAD
+    from fdeval.orchestrator.clock import make_clock
+    from fdeval.orchestrator.recorder import write_session
+    from fdeval.orchestrator.session import run_session
+
+    ocfg = orchestrator_config(ctx.cfg.orchestrator)
+    sessions = ctx.run_dir / "sessions"
+    todo = [c for c in ctx.cases if not (sessions / f"{c.case_id}.h5").exists()]
+    if not todo:
+        log.info("run: all %d cases already recorded", len(ctx.cases))
+        return
+    model = ctx.model
+    clock_kind = model.clock if ctx.cfg.orchestrator.clock == "auto" else ctx.cfg.orchestrator.clock
+    vad = SileroVAD(sample_rate=ocfg.sample_rate)
+    root = ctx.benchmark.cases_dir or ctx.data_dir
+    base_attrs = {
+        "model": model.identity(), "model_id": ctx.model_id, "benchmark": ctx.benchmark.name,
+        "benchmark_version": ctx.benchmark.version, "seed": ctx.seed, "versions": _versions(),
+        "orchestrator": OmegaConf.to_container(ctx.cfg.orchestrator),
+    }
+    sim_s = wall_s = 0.0
+    for case in ctx.bar(todo, "run"):
+        audio = _turn_audio(case, root, ocfg.sample_rate)
+        seed = case_seed(ctx.seed, case.case_id)
+        attrs = {**base_attrs, "case_seed": seed, "case_version": case.version}
+        result = asyncio.run(run_session(case, audio, model, ocfg, make_clock(clock_kind), vad, seed=seed,
+                                         instruction=case.system_instruction, attrs=attrs))
+        write_session(result.log, result.user, result.model, sessions / f"{case.case_id}.wav", sessions / f"{case.case_id}.h5")
+        sim_s += result.log.duration_s
+        wall_s += result.wall_s
+        errs = [t["error_s"] for t in result.log.turns if t["turn_type"] == "barge-in" and not math.isnan(t["error_s"])]
+        log.info("run: %s: %.1f s session in %.2f s wall (%s)%s", case.case_id, result.log.duration_s, result.wall_s,
+                 result.log.attrs.get("end_reason"), f", barge-in error {max(errs) * 1000:.2f} ms" if errs else "")
+    speed = sim_s / wall_s if wall_s > 0 else float("inf")
+    ctx.stats["run"] = {"cases": len(todo), "session_s": sim_s, "wall_s": wall_s, "speed": speed, "clock": clock_kind}
+    msg = f"run: {len(todo)} cases, {sim_s:.1f} session-s in {wall_s:.1f} wall-s = {speed:.1f} session-seconds per wall-second ({clock_kind})"
+    log.info(msg)
+    print(msg, flush=True)
+
+
+# -- transcribe ---------------------------------------------------------------------------------
+def stage_transcribe(ctx: RunContext) -> None:
+    from fdeval.transcript.build import build_transcript
+    from fdeval.transcript.io import transcript_to_dict
+    from fdeval.transcript.render import render
+
+    if ctx.cfg.asr.name != "exact":
+        raise ConfigError(f"asr: backend {ctx.cfg.asr.name!r} is not available; valid: ['exact']")
+    out = ctx.run_dir / "transcripts"
+    todo = [c for c in ctx.cases if not (out / f"{c.case_id}.json").exists()]
+    missing = [c.case_id for c in todo if not (ctx.run_dir / "sessions" / f"{c.case_id}.h5").exists()]
+    if missing:
+        raise FdevalError(f"transcribe: no session recorded for {len(missing)} case(s), e.g. {missing[0]}; run stage=run first")
+    for case in ctx.bar(todo, "transcribe"):
+        tr = build_transcript(case, ctx.run_dir / "sessions" / f"{case.case_id}.h5")
+        write_text_atomic(out / f"{case.case_id}.txt", render(tr) + "\n")
+        write_json_atomic(out / f"{case.case_id}.json", transcript_to_dict(tr))
+    log.info("transcribe: %d new, %d total", len(todo), len(ctx.cases))
+
+
+# -- judge --------------------------------------------------------------------------------------
+def stage_judge(ctx: RunContext) -> None:
+    from fdeval.judges.base import verdict_to_dict
+    from fdeval.transcript.io import load_transcript
+
+    judge, out = ctx.judge, ctx.run_dir / "verdicts"
+    jobs = [(c, p) for c in ctx.cases for p in c.judge_policies if not (out / f"{c.case_id}@{p}.json").exists()]
+    counts: dict[str, int] = {}
+    for case, policy in ctx.bar(jobs, "judge"):
+        tpath = ctx.run_dir / "transcripts" / f"{case.case_id}.json"
+        if not tpath.exists():
+            raise FdevalError(f"judge: no transcript for case {case.case_id} ({tpath}); run stage=transcribe first")
+        verdict = judge.judge(case, policy, load_transcript(tpath))
+        counts[verdict.verdict] = counts.get(verdict.verdict, 0) + 1
+        write_json_atomic(out / f"{case.case_id}@{policy}.json", {**verdict_to_dict(verdict), "model_id": ctx.model_id})
+    log.info("judge: %d new verdicts %s", len(jobs), counts)
+
+
+# -- score --------------------------------------------------------------------------------------
+def stage_score(ctx: RunContext) -> None:
+    from fdeval.judges.base import verdict_from_dict
+    from fdeval.metrics.ias import METRIC_VERSION, ias_rows, write_csv, write_markdown
+
+    vdir = ctx.run_dir / "verdicts"
+    verdicts, missing = [], []
+    for c in ctx.cases:
+        for p in c.judge_policies:
+            f = vdir / f"{c.case_id}@{p}.json"
+            if f.exists():
+                verdicts.append(verdict_from_dict(json.loads(f.read_text()), f))
+            else:
+                missing.append(f.name)
+    if missing:
+        raise FdevalError(f"score: {len(missing)} verdict(s) missing, e.g. {missing[0]}; run stage=judge first")
+    judge = ctx.judge
+    provenance = {
+        "benchmark": ctx.benchmark.name, "benchmark_version": ctx.benchmark.version, "model_id": ctx.model_id,
+        "judge": judge.id, "judge_version": judge.version, "prompt_hash": judge.prompt_hash,
+        "metric_version": METRIC_VERSION, "seed": ctx.seed, "fdeval_version": fdeval.__version__,
+    }
+    rows = ias_rows(verdicts, {c.case_id: c for c in ctx.cases}, provenance)
+    sdir = ctx.run_dir / "scores"
+    write_csv(rows, sdir / "ias.csv")
+    write_markdown(rows, sdir / "ias.md")
+    per_case = [{"case_id": v.case_id, "policy": v.policy, "verdict": v.verdict, **provenance} for v in verdicts]
+    write_csv(per_case, sdir / "results.csv")
+    print((sdir / "ias.md").read_text(), flush=True)
+    log.info("score: %s", sdir)
+
+
+STAGE_FUNCS = {"generate": stage_generate, "run": stage_run, "transcribe": stage_transcribe,
+               "judge": stage_judge, "score": stage_score}
+
+
+def run_stages(cfg: DictConfig, run_dir: Path) -> RunContext:
+    steps = list(cfg.stage.steps)
+    bad = [s for s in steps if s not in STAGE_FUNCS]
+    if bad:
+        raise ConfigError(f"stage.steps: unknown step(s) {bad}; valid: {list(STAGE_FUNCS)}")
+    ctx = RunContext(cfg, run_dir, Path(cfg.out_root).expanduser().resolve())
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(run_dir / "run.json", {"command_config": OmegaConf.to_container(cfg, resolve=True),
+                                             "versions": _versions()})
+    try:
+        for step in steps:
+            t0 = time.perf_counter()
+            STAGE_FUNCS[step](ctx)
+            log.info("stage %s done in %.1f s", step, time.perf_counter() - t0)
+    finally:
+        if "model" in ctx.__dict__:
+            ctx.model.close()
+    return ctx

@@ -1,0 +1,205 @@
+"""Text to speech with exact word timings: espeak-ng (from the `espeakng-loader` wheel) via ctypes.
+
+Used to render the scripted user turns of a test case and the reference agent's replies. Word
+start times come from espeak-ng's own WORD events (the sample at which the word's first phoneme
+begins), so they are exact rather than estimated by alignment.
+
+Contract of `EspeakTTS.synthesize(text)`:
+
+- Audio: float32 mono in [-1, 1] at `sample_rate`, resampled from espeak-ng's native 22050 Hz
+  with `fdeval.audio.resample.resample` (polyphase FIR). Nothing is trimmed: the audio starts
+  with espeak-ng's own lead-in (~10-15 ms of near-silence before the first phoneme's energy;
+  the first word's start is 0.0) and ends a few ms after the last word (no sentence-final
+  pause is requested), so `duration_s` is the length of that audio.
+- Words: one `WordTiming` per whitespace-separated token of `text` (`str.split()`), in order,
+  with the token exactly as written, punctuation included ("Hello," stays "Hello,"). A token's
+  start is the earliest WORD event whose text position lies inside it (espeak-ng may emit
+  several events for one token, e.g. "1999", or none for part of it, e.g. "test-case"). Its end
+  is one past the last sample above `SILENCE_THRESHOLD` before the next spoken token's start
+  (or the end of the audio), so pauses between words lie outside the words. A token espeak-ng
+  does not speak (a lone "—" or "...") gets a zero-length timing at the end of the word before
+  it (or at the first word's start when it leads). Stop consonants begin with a silent closure,
+  so a word that starts with one ("cat") shows energy up to ~60 ms after its start.
+- Deterministic: the same text, voice, rate, pitch and sample rate give bit-identical samples.
+  For that each synthesis runs espeak-ng in a fresh child process (`_espeak_worker.py`; the
+  library keeps state between syntheses that no API call resets). This also makes concurrent
+  calls from several threads safe: no two syntheses share library state.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from fdeval.audio.resample import resample
+from fdeval.errors import FdevalError
+from fdeval.types import WordTiming
+
+NATIVE_RATE = 22050  # espeak-ng's output rate
+INSTALL_HINT = "pip install espeakng-loader"
+# |sample| above this (-54 dBFS) counts as sound when finding word ends. espeak-ng's pauses are
+# exact zeros; this level is above the resampling filter's ringing a few ms after a word.
+SILENCE_THRESHOLD = 0.002
+_WORKER = Path(__file__).with_name("_espeak_worker.py")
+_EXIT_LIBRARY, _EXIT_VOICE = 2, 3  # the worker's exit statuses (see _espeak_worker.py)
+_RATE_RANGE = (80, 450)  # words per minute espeak-ng accepts
+
+
+class EspeakUnavailableError(FdevalError):
+    """espeak-ng (the `espeakng-loader` wheel) is missing or cannot be loaded."""
+
+
+@dataclass(frozen=True)
+class Synthesis:
+    """Synthesized speech: float32 mono samples and one timing per whitespace token of `text`."""
+
+    text: str
+    samples: np.ndarray
+    sample_rate: int
+    words: tuple[WordTiming, ...]
+
+    @property
+    def duration_s(self) -> float:
+        return self.samples.shape[0] / self.sample_rate
+
+
+def silence(duration_s: float, sample_rate: int) -> np.ndarray:
+    """float32 zeros lasting `duration_s` (rounded to the nearest sample)."""
+    if duration_s < 0:
+        raise ValueError(f"duration_s must be >= 0, got {duration_s}")
+    return np.zeros(int(round(duration_s * sample_rate)), dtype=np.float32)
+
+
+_lock = threading.Lock()  # guards the lazy lookup below
+_paths: tuple[str, str] | None = None
+
+
+def _espeak_paths() -> tuple[str, str]:
+    """(shared library, data dir) of the espeakng-loader wheel, looked up once per process."""
+    global _paths
+    with _lock:
+        if _paths is None:
+            try:
+                import espeakng_loader
+
+                library, data = espeakng_loader.get_library_path(), espeakng_loader.get_data_path()
+            except (ImportError, RuntimeError) as e:
+                raise EspeakUnavailableError(f"espeak-ng is not available ({e}); install it with: {INSTALL_HINT}") from e
+            if not Path(library).is_file():
+                raise EspeakUnavailableError(f"espeak-ng library missing at {library}; install it with: {INSTALL_HINT}")
+            _paths = (library, data)
+        return _paths
+
+
+def _run_worker(request: dict) -> tuple[int, list[tuple[int, int]], np.ndarray]:
+    """Run one synthesis in a fresh process: (native rate, [(text_position, sample)], int16)."""
+    proc = subprocess.run([sys.executable, "-I", "-S", str(_WORKER)], input=json.dumps(request).encode("utf-8"),
+                          capture_output=True, timeout=120, check=False)
+    why = proc.stderr.decode("utf-8", "replace").strip()
+    if proc.returncode == _EXIT_LIBRARY:
+        raise EspeakUnavailableError(f"espeak-ng could not be loaded ({why}); reinstall it with: {INSTALL_HINT}")
+    if proc.returncode == _EXIT_VOICE:
+        raise ValueError(why)
+    if proc.returncode != 0:
+        raise RuntimeError(f"espeak-ng synthesis failed (exit {proc.returncode}): {why}")
+    header, _, audio = proc.stdout.partition(b"\n")
+    meta = json.loads(header)
+    return meta["sample_rate"], [tuple(w) for w in meta["words"]], np.frombuffer(audio, dtype=np.int16)
+
+
+def _token_spans(text: str) -> list[tuple[int, int]]:
+    """[start, end) character spans of the tokens `text.split()` returns, in order."""
+    spans, start = [], None
+    for i, ch in enumerate(text):
+        if ch.isspace():
+            if start is not None:
+                spans.append((start, i))
+                start = None
+        elif start is None:
+            start = i
+    if start is not None:
+        spans.append((start, len(text)))
+    return spans
+
+
+def _token_starts(spans: list[tuple[int, int]], events: list[tuple[int, int]]) -> list[int | None]:
+    """Earliest event sample per token (None: not spoken); an event between tokens goes to the next."""
+    starts: list[int | None] = [None] * len(spans)
+    j = 0
+    for position, sample in sorted(events):
+        char = position - 1  # espeak-ng counts characters from 1
+        while j < len(spans) and spans[j][1] <= char:
+            j += 1
+        if j == len(spans):
+            break
+        if starts[j] is None or sample < starts[j]:
+            starts[j] = sample
+    return starts
+
+
+def _word_timings(text: str, starts_native: list[int | None], samples: np.ndarray, sample_rate: int,
+                  native_rate: int) -> tuple[WordTiming, ...]:
+    tokens = text.split()
+    n = samples.shape[0]
+    # Event samples converted to the output rate (rounded), kept non-decreasing.
+    starts: list[int | None] = []
+    floor = 0
+    for s in starts_native:
+        if s is None:
+            starts.append(None)
+            continue
+        floor = max(floor, min(n, (s * sample_rate + native_rate // 2) // native_rate))
+        starts.append(floor)
+    loud = np.flatnonzero(np.abs(samples) > SILENCE_THRESHOLD)
+    spoken = [i for i, s in enumerate(starts) if s is not None]
+    bounds: dict[int, tuple[int, int]] = {}
+    for k, i in enumerate(spoken):
+        start = starts[i]
+        limit = starts[spoken[k + 1]] if k + 1 < len(spoken) else n
+        last = np.searchsorted(loud, limit) - 1  # last loud sample before the next word
+        end = int(loud[last]) + 1 if last >= 0 and loud[last] >= start else start
+        bounds[i] = (start, end)
+    words = []
+    prev_end = starts[spoken[0]] if spoken else 0
+    for i, token in enumerate(tokens):
+        start, end = bounds.get(i, (prev_end, prev_end))
+        words.append(WordTiming(token, start / sample_rate, end / sample_rate))
+        prev_end = end
+    return tuple(words)
+
+
+class EspeakTTS:
+    """espeak-ng voice. `pitch` 0-100 overrides the voice's base pitch (None: voice default, 50)."""
+
+    def __init__(self, voice: str = "en-us+m3", rate_wpm: int = 165, pitch: int | None = None,
+                 sample_rate: int = 16000):
+        if not _RATE_RANGE[0] <= rate_wpm <= _RATE_RANGE[1]:
+            raise ValueError(f"rate_wpm must be in {_RATE_RANGE}, got {rate_wpm}")
+        if pitch is not None and not 0 <= pitch <= 100:
+            raise ValueError(f"pitch must be in 0..100 or None, got {pitch}")
+        if sample_rate <= 0:
+            raise ValueError(f"sample_rate must be positive, got {sample_rate}")
+        self.voice, self.rate_wpm, self.pitch, self.sample_rate = voice, int(rate_wpm), pitch, int(sample_rate)
+
+    def __repr__(self) -> str:
+        return f"EspeakTTS(voice={self.voice!r}, rate_wpm={self.rate_wpm}, pitch={self.pitch}, sample_rate={self.sample_rate})"
+
+    def synthesize(self, text: str) -> Synthesis:
+        """Speak `text`; see the module docstring for the audio and word-timing contract."""
+        if not text.split():
+            raise ValueError("nothing to synthesize: text is empty or whitespace")
+        library, data = _espeak_paths()
+        native_rate, events, pcm = _run_worker({"library": library, "data": data, "voice": self.voice,
+                                                "rate_wpm": self.rate_wpm, "pitch": self.pitch, "text": text})
+        samples = pcm.astype(np.float32) / 32768.0
+        if self.sample_rate != native_rate:
+            samples = np.clip(resample(samples, native_rate, self.sample_rate), -1.0, 1.0)
+        starts = _token_starts(_token_spans(text), events)
+        words = _word_timings(text, starts, samples, self.sample_rate, native_rate)
+        return Synthesis(text=text, samples=samples, sample_rate=self.sample_rate, words=words)

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Create .venv (once) and install fdeval into it with the CPU-only dependencies.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+. .venv/bin/activate
+python -m pip install -q --upgrade pip
+python -m pip install -q -e ".[test]"

@@ -386,7 +386,7 @@ def case_from_dict(d: Any, path: str | Path, root: str | Path | None) -> TestCas
         seen[t.label] = t.index
 
     reference: list[ReferenceLine] = []
-    for i, item in enumerate(_list(ctx, d["reference"], "reference", nonempty=True)):
+    for i, item in enumerate(_list(ctx, d["reference"], "reference")):
         f = f"reference[{i}]"
         _check_keys(ctx, item, REFERENCE_KEYS, f)
         speaker = _enum(ctx, item["speaker"], f"{f}.speaker", SPEAKERS)

@@ -1,0 +1,312 @@
+"""Turn the built-in Instruct-FD scripts into test cases: audio + case JSONs.
+
+For each conversation (see :mod:`fdeval.benchmarks.instructfd.builtin`):
+
+* every user line becomes a take-turn :class:`Turn`; a line with markers or pauses is synthesized
+  segment by segment (split at every marker and pause, joined with the pauses' silence), so each
+  model cut-in marker gets an exact :class:`Trigger` time — the end of the audio before it;
+* every user barge-in marker in a model line becomes its own barge-in turn (subtype from the
+  marker; handling ``hold`` for a backchannel, ``yield`` for an interrupt), synthesized alone;
+* the reference is the script in order, with tags (see ``docs/cases.md``);
+* one case per instruction of the scenario (``<conversation_id>__<policy>``) and one
+  un-instructed baseline (``<conversation_id>__none``), all sharing the same audio.
+
+Layout under `out_dir` (the dataset root): ``audio/<conversation_id>/<label>.wav`` and
+``cases/<case_id>.json``. Idempotent per conversation: when all its case files exist, match what
+this code would write (texts, instructions, seed, version, timing parameters) and their audio
+exists, nothing is synthesized or written; otherwise the conversation's audio and cases are
+rewritten. Audio is written first and every file atomically, so a case file never points at
+missing or partial audio.
+
+BENCHMARK_VERSION is recorded in every case. Bump it whenever generated content changes for the
+same seed — a script line, an instruction template, a scenario trigger phrase, or the way turns,
+triggers or references are built: the minor number for wording changes, the major number for
+changes to structure or semantics (new fields, different turn/trigger rules).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterable, Sequence
+
+import numpy as np
+
+from fdeval.benchmarks.instructfd.builtin import BUILTIN_CONVERSATIONS, Conversation, Line, validate_conversation
+from fdeval.benchmarks.instructfd.instructions import render_instruction
+from fdeval.benchmarks.instructfd.markers import CUT_IN_KINDS, ParsedText, Pause, Speech, parse_markers
+from fdeval.cases.schema import NO_POLICY, load_case, write_case
+from fdeval.errors import CaseError
+from fdeval.types import ReferenceLine, TestCase, Trigger, Turn, WordTiming
+
+if TYPE_CHECKING:
+    from fdeval.audio.tts import EspeakTTS
+
+BENCHMARK = "instructfd"
+BENCHMARK_VERSION = "1.0"
+_ROUND = 4  # decimals kept for times written to case files (0.1 ms)
+
+
+@dataclass(frozen=True)
+class TurnPlan:
+    """A user turn before synthesis."""
+
+    label: str
+    turn_type: str  # take-turn | barge-in
+    parsed: ParsedText  # what is spoken (a barge-in: its content, no markers)
+    subtype: str | None = None
+
+
+@dataclass(frozen=True)
+class ConversationPlan:
+    conversation: Conversation
+    persona: str
+    turns: tuple[TurnPlan, ...]
+    reference: tuple[ReferenceLine, ...]
+
+
+def plan_conversation(conv: Conversation, seed: int) -> ConversationPlan:
+    """Everything about a conversation's cases that does not need audio."""
+    validate_conversation(conv)
+    persona, lines = conv.render(seed)
+    return ConversationPlan(conv, persona, _plan_turns(lines), build_reference(lines))
+
+
+def _plan_turns(lines: Sequence[Line]) -> tuple[TurnPlan, ...]:
+    turns: list[TurnPlan] = []
+    for line in lines:
+        parsed = parse_markers(line.text)
+        if line.speaker == "user":
+            turns.append(TurnPlan(f"turn{len(turns) + 1}", "take-turn", parsed))
+            continue
+        for m in parsed.markers:
+            if m.kind in CUT_IN_KINDS:
+                content = parse_markers(m.content)
+                turns.append(TurnPlan(f"turn{len(turns) + 1}_{m.kind}", "barge-in", content, m.kind))
+    return tuple(turns)
+
+
+def build_reference(lines: Iterable[Line]) -> tuple[ReferenceLine, ...]:
+    """The script as an expected turn-taking transcript.
+
+    Speech runs are split at cut-in markers: a marker in a user line becomes a MODEL line tagged
+    with its kind (the model's expected cut-in), a marker in a model line a USER line tagged with
+    its kind (the user's barge-in), ``<take-turn: X>`` a MODEL line tagged ``take-turn``. A model
+    line is tagged ``take-turn`` when it follows user speech or a user interrupt, and untagged
+    when it continues the model's own speech (after a user backchannel).
+    """
+    out: list[ReferenceLine] = []
+
+    def emit(speaker: str, text: str, tag: str = "") -> None:
+        if text:
+            out.append(ReferenceLine(speaker, text, tag))  # type: ignore[arg-type]
+
+    def model_tag() -> str:
+        if not out:
+            return "take-turn"
+        prev = out[-1]
+        continues = prev.speaker == "model" or (prev.speaker == "user" and prev.tag == "backchannel")
+        return "" if continues else "take-turn"
+
+    for line in lines:
+        parsed = parse_markers(line.text)
+        other = "model" if line.speaker == "user" else "user"
+        start = 0
+        for m in parsed.markers:
+            piece = " ".join(parsed.words[start : m.word_index])
+            emit(line.speaker, piece, model_tag() if line.speaker == "model" and piece else "")
+            start = m.word_index
+            if m.kind == "take-turn":
+                emit("model", m.content, "take-turn")
+            else:
+                emit(other, m.content, m.kind)
+        piece = " ".join(parsed.words[start:])
+        emit(line.speaker, piece, model_tag() if line.speaker == "model" and piece else "")
+    return tuple(out)
+
+
+# ------------------------------------------------------------------------------------------------
+# Audio
+
+
+@dataclass(frozen=True)
+class TurnAudio:
+    samples: np.ndarray
+    sample_rate: int
+    words: tuple[WordTiming, ...]
+    segment_starts_s: tuple[float, ...]  # start of each segment of the plan, in order
+
+    @property
+    def duration_s(self) -> float:
+        return self.samples.shape[0] / self.sample_rate
+
+
+def synthesize_turn(parsed: ParsedText, tts: EspeakTTS) -> TurnAudio:
+    """Synthesize a turn's speech segments one by one and join them with its pauses."""
+    speech = [s for s in parsed.segments if isinstance(s, Speech)]
+    if not speech:
+        raise ValueError(f"nothing to synthesize in {parsed.source!r}")
+    synths = {id(s): tts.synthesize(s.text) for s in speech}
+    rates = {syn.sample_rate for syn in synths.values()}
+    if len(rates) != 1:
+        raise RuntimeError(f"TTS returned mixed sample rates {sorted(rates)}")
+    sr = rates.pop()
+    chunks: list[np.ndarray] = []
+    words: list[WordTiming] = []
+    starts: list[float] = []
+    n = 0
+    for seg in parsed.segments:
+        offset_s = n / sr
+        starts.append(offset_s)
+        if isinstance(seg, Pause):
+            chunk = np.zeros(int(round(seg.seconds * sr)), dtype=np.float32)
+        else:
+            syn = synths[id(seg)]
+            if len(syn.words) != len(seg.words):
+                raise RuntimeError(f"TTS gave {len(syn.words)} word timings for {len(seg.words)} words: {seg.text!r}")
+            chunk = np.asarray(syn.samples, dtype=np.float32).reshape(-1)
+            words.extend(
+                WordTiming(tok, round(offset_s + w.start_s, _ROUND), round(offset_s + w.end_s, _ROUND))
+                for tok, w in zip(seg.words, syn.words)
+            )
+        chunks.append(chunk)
+        n += chunk.shape[0]
+    return TurnAudio(np.concatenate(chunks), sr, tuple(words), tuple(starts))
+
+
+# ------------------------------------------------------------------------------------------------
+# Cases
+
+
+def _case_id(conversation_id: str, policy: str) -> str:
+    return f"{conversation_id}__{policy}"
+
+
+def _audio_rel(conversation_id: str, label: str) -> str:
+    return f"audio/{conversation_id}/{label}.wav"
+
+
+def _build_turn(plan: TurnPlan, index: int, case_id: str, conversation_id: str, audio: TurnAudio | None,
+                timeout_s: float, barge_in_after_s: float) -> Turn:
+    """A Turn; with ``audio=None`` the timing fields are left empty (for freshness comparison)."""
+    triggers = []
+    for m in plan.parsed.markers:
+        if m.kind in CUT_IN_KINDS and plan.turn_type == "take-turn":
+            at_s = 0.0 if audio is None else round(audio.segment_starts_s[m.segment_index], _ROUND)
+            triggers.append(Trigger(m.kind, at_s, m.word_index, m.content))  # type: ignore[arg-type]
+    barge = plan.turn_type == "barge-in"
+    return Turn(
+        case_id=case_id,
+        index=index,
+        label=plan.label,
+        turn_type=plan.turn_type,  # type: ignore[arg-type]
+        audio_path=_audio_rel(conversation_id, plan.label),
+        text=plan.parsed.text,
+        words=() if audio is None else audio.words,
+        duration_s=0.0 if audio is None else round(audio.duration_s, _ROUND),
+        timeout_s=float(timeout_s),
+        barge_in_after_s=float(barge_in_after_s) if barge else None,
+        barge_in_handling=("hold" if plan.subtype == "backchannel" else "yield") if barge else None,  # type: ignore[arg-type]
+        subtype=plan.subtype if barge else None,  # type: ignore[arg-type]
+        triggers=tuple(triggers),
+    )
+
+
+def build_cases(plan: ConversationPlan, audio: Sequence[TurnAudio] | None, seed: int, timeout_s: float,
+                barge_in_after_s: float) -> list[TestCase]:
+    """The conversation's instructed cases and its baseline (timings empty when `audio` is None)."""
+    conv = plan.conversation
+    cid = conv.conversation_id
+    texts = {p: render_instruction(p, conv.scenario) for p in conv.policies}
+    cases = []
+    for policy in (*conv.policies, NO_POLICY):
+        case_id = _case_id(cid, policy)
+        turns = tuple(
+            _build_turn(tp, i, case_id, cid, None if audio is None else audio[i], timeout_s, barge_in_after_s)
+            for i, tp in enumerate(plan.turns)
+        )
+        instructed = policy != NO_POLICY
+        cases.append(
+            TestCase(
+                case_id=case_id,
+                conversation_id=cid,
+                benchmark=BENCHMARK,
+                scenario=conv.scenario,
+                policy_name=policy,  # type: ignore[arg-type]
+                system_instruction=texts[policy] if instructed else None,
+                turns=turns,
+                reference=plan.reference,
+                judge_policies=(policy,) if instructed else tuple(conv.policies),
+                judge_instructions={policy: texts[policy]} if instructed else dict(texts),
+                seed=seed,
+                version=BENCHMARK_VERSION,
+            )
+        )
+    return cases
+
+
+def _without_timing(case: TestCase) -> tuple:
+    turns = tuple(
+        dataclasses.replace(t, words=(), duration_s=0.0, triggers=tuple(dataclasses.replace(g, at_s=0.0) for g in t.triggers))
+        for t in case.turns
+    )
+    return dataclasses.replace(case, turns=turns), tuple(sorted(case.judge_instructions.items()))
+
+
+def _load_fresh(out_dir: Path, expected: list[TestCase]) -> list[TestCase] | None:
+    """The existing cases if all are on disk, valid, with their audio, and as expected; else None."""
+    loaded = []
+    for want in expected:
+        path = out_dir / "cases" / f"{want.case_id}.json"
+        if not path.is_file():
+            return None
+        try:
+            case = load_case(path, out_dir)  # also checks that every audio file exists
+        except CaseError:
+            return None
+        if _without_timing(case) != _without_timing(want):
+            return None
+        loaded.append(case)
+    return loaded
+
+
+def generate_conversation(conv: Conversation, out_dir: Path, tts: EspeakTTS, seed: int = 0, timeout_s: float = 20.0,
+                          barge_in_after_s: float = 3.0) -> list[TestCase]:
+    """Generate (or reuse, when fresh) one conversation's audio and case files."""
+    from fdeval.audio.io import write_wav
+
+    out_dir = Path(out_dir)
+    plan = plan_conversation(conv, seed)
+    fresh = _load_fresh(out_dir, build_cases(plan, None, seed, timeout_s, barge_in_after_s))
+    if fresh is not None:
+        return fresh
+    audio = [synthesize_turn(tp.parsed, tts) for tp in plan.turns]
+    for tp, ta in zip(plan.turns, audio):
+        write_wav(out_dir / _audio_rel(conv.conversation_id, tp.label), ta.samples, ta.sample_rate)
+    cases = build_cases(plan, audio, seed, timeout_s, barge_in_after_s)
+    for case in cases:
+        write_case(case, out_dir / "cases" / f"{case.case_id}.json")
+    return cases
+
+
+def generate_builtin(out_dir: Path, tts: EspeakTTS, seed: int = 0, timeout_s: float = 20.0,
+                     barge_in_after_s: float = 3.0, show_progress: bool = False,
+                     conversations: Sequence[Conversation] | None = None) -> list[TestCase]:
+    """Write the built-in set (or `conversations`) under `out_dir`; return its cases sorted by id."""
+    if timeout_s <= 0:
+        raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
+    if barge_in_after_s < 0:
+        raise ValueError(f"barge_in_after_s must be >= 0, got {barge_in_after_s}")
+    convs = BUILTIN_CONVERSATIONS if conversations is None else tuple(conversations)
+    ids = [c.conversation_id for c in convs]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"duplicate conversation ids in {ids}")
+    if show_progress:
+        from tqdm import tqdm
+
+        convs = tqdm(convs, desc="instructfd: generate", unit="conversation", leave=False)
+    cases: list[TestCase] = []
+    for conv in convs:
+        cases.extend(generate_conversation(conv, Path(out_dir), tts, seed, timeout_s, barge_in_after_s))
+    return sorted(cases, key=lambda c: c.case_id)

@@ -79,7 +79,7 @@ def main() -> int:
         if wav and n > 0:
             audio.frombytes(ctypes.string_at(wav, 2 * n))
         i = 0
-        while events[i].type != EVENT_LIST_TERMINATED:
+        while events and events[i].type != EVENT_LIST_TERMINATED:
             if events[i].type == EVENT_WORD:
                 words.append([events[i].text_position, events[i].sample])
             i += 1

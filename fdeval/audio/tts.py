@@ -8,8 +8,8 @@ Contract of `EspeakTTS.synthesize(text)`:
 
 - Audio: float32 mono in [-1, 1] at `sample_rate`, resampled from espeak-ng's native 22050 Hz
   with `fdeval.audio.resample.resample` (polyphase FIR). Nothing is trimmed: the audio starts
-  with espeak-ng's own lead-in (~10-15 ms of near-silence before the first phoneme's energy;
-  the first word's start is 0.0) and ends a few ms after the last word (no sentence-final
+  with espeak-ng's own lead-in (up to ~15 ms of near-silence before the first phoneme's energy,
+  none for some words; the first word's start is 0.0) and ends a few ms after the last word (no sentence-final
   pause is requested), so `duration_s` is the length of that audio.
 - Words: one `WordTiming` per whitespace-separated token of `text` (`str.split()`), in order,
   with the token exactly as written, punctuation included ("Hello," stays "Hello,"). A token's
@@ -55,7 +55,7 @@ class EspeakUnavailableError(FdevalError):
     """espeak-ng (the `espeakng-loader` wheel) is missing or cannot be loaded."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # eq=False: field-wise == on an ndarray has no single truth value
 class Synthesis:
     """Synthesized speech: float32 mono samples and one timing per whitespace token of `text`."""
 

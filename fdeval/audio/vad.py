@@ -155,7 +155,7 @@ class VADStream:
         """Time since the last offset (since the start if never spoken); 0 while speaking."""
         if self._speaking:
             return 0.0
-        return self.t_s - (self._last_offset_s or 0.0)
+        return self.t_s - (0.0 if self._last_offset_s is None else self._last_offset_s)
 
     @property
     def last_onset_s(self) -> float | None:

@@ -99,6 +99,17 @@ def test_round_trip(root: Path) -> None:
     assert not [p for p in path.parent.iterdir() if p.name.startswith(".")]
 
 
+def test_empty_reference_and_defaults(root: Path) -> None:
+    d = _valid_dict()
+    d["reference"] = []
+    for key in ("judge_instructions", "seed", "version"):
+        del d[key]
+    del d["turns"][0]["triggers"]
+    case = case_from_dict(d, "x.json", root)
+    assert case.reference == () and case.seed == 0 and case.judge_instructions == {}
+    assert case.turns[0].triggers == ()
+
+
 def test_baseline_case(root: Path) -> None:
     d = _valid_dict()
     d["test_case_id"] = "conv1__none"

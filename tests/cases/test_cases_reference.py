@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+from fdeval.cases import reference_for_policy
+from fdeval.types import ReferenceLine as R
+
+REF = (
+    R("user", "tell me", ""),
+    R("model", "sure", "take-turn"),
+    R("user", "venus is farthest", ""),
+    R("model", "actually it is second", "interrupt"),
+    R("user", "so I will wait", ""),
+    R("model", "okay", "take-turn"),
+)
+
+
+def test_cut_in_policy_keeps_its_cut_ins() -> None:
+    assert reference_for_policy(REF, "interrupt") == REF
+    assert reference_for_policy(REF, "none") == REF
+
+
+def test_listen_drops_model_cut_ins_and_joins_user_speech() -> None:
+    assert reference_for_policy(REF, "listen") == (
+        R("user", "tell me", ""),
+        R("model", "sure", "take-turn"),
+        R("user", "venus is farthest so I will wait", ""),
+        R("model", "okay", "take-turn"),
+    )
+    assert reference_for_policy(REF, "backchannel") == reference_for_policy(REF, "listen")
+
+
+def test_user_barge_ins_always_kept() -> None:
+    ref = (R("user", "how", ""), R("model", "first", "take-turn"), R("user", "mm-hmm", "backchannel"), R("model", "then", ""))
+    for policy in ("continue", "acknowledge", "listen", "none"):
+        assert reference_for_policy(ref, policy) == ref

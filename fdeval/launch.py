@@ -74,7 +74,7 @@ def check_overrides(args: list[str]) -> None:
         try:
             compose("config", overrides=concrete)
         except Exception as e:
-            text = str(e)
+            text = f"{e}\n{e.__cause__ or ''}"
             m = re.search(r"Key '([^']+)' is not in struct.*?full_key: (\S+)", text, re.S)
             if m:
                 full = m.group(2)

@@ -93,28 +93,41 @@ class RunContext:
         return tqdm(items, desc=desc, unit="case", disable=not self.progress or len(items) < 2, leave=False)
 
 
+def _number(node: DictConfig, group: str, key: str, ok, why: str, optional: bool = False) -> float | None:
+    value, name = node[key], f"{group}.{key}" if group else key
+    if value is None and optional:
+        return None
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name}: expected a number, got {value!r}") from None
+    if not ok(x):
+        raise ConfigError(f"{name}: {why}, got {value!r}")
+    return x
+
+
 def orchestrator_config(o: DictConfig):
+    """The orchestrator group as typed config; a bad value is a one-line ConfigError."""
     from fdeval.orchestrator.session import OrchestratorConfig
     from fdeval.orchestrator.turns import TurnConfig
 
-    checks = {
-        "sample_rate": o.sample_rate in (8000, 16000), "silence_s": o.silence_s > 0,
-        "trailing_silence_s": o.trailing_silence_s >= 0, "yield_after_s": o.yield_after_s > 0,
-        "barge_in_delay_s": o.barge_in_delay_s is None or o.barge_in_delay_s >= 0,
-        "max_session_s": o.max_session_s > 0, "vad_threshold": 0 < o.vad_threshold < 1,
-        "vad_min_silence_s": o.vad_min_silence_s >= 0, "clock": o.clock in ("auto", "lockstep", "realtime"),
-    }
-    for key, ok in checks.items():
-        if not ok:
-            hint = " (Silero VAD runs at 8 or 16 kHz)" if key == "sample_rate" else ""
-            raise ConfigError(f"orchestrator.{key}: invalid value {o[key]!r}{hint}")
+    def num(key, ok, why, optional=False):
+        return _number(o, "orchestrator", key, ok, why, optional)
+
+    if o.clock not in ("auto", "lockstep", "realtime"):
+        raise ConfigError(f"orchestrator.clock: unknown clock {o.clock!r}; valid: auto, lockstep, realtime")
+    sr = num("sample_rate", lambda x: x == 16000, "must be 16000 (the rate Silero VAD runs at)")
     turns = TurnConfig(
-        silence_s=float(o.silence_s), trailing_silence_s=float(o.trailing_silence_s),
-        yield_after_s=float(o.yield_after_s),
-        barge_in_delay_s=None if o.barge_in_delay_s is None else float(o.barge_in_delay_s),
-        max_session_s=float(o.max_session_s),
+        silence_s=num("silence_s", lambda x: x > 0, "must be > 0"),
+        trailing_silence_s=num("trailing_silence_s", lambda x: x >= 0, "must be >= 0"),
+        yield_after_s=num("yield_after_s", lambda x: x > 0, "must be > 0"),
+        barge_in_delay_s=num("barge_in_delay_s", lambda x: x >= 0, "must be >= 0", optional=True),
+        max_session_s=num("max_session_s", lambda x: x > 0, "must be > 0"),
     )
-    return OrchestratorConfig(int(o.sample_rate), float(o.vad_threshold), float(o.vad_min_silence_s), turns)
+    return OrchestratorConfig(
+        int(sr), num("vad_threshold", lambda x: 0 < x < 1, "must be in (0, 1)"),
+        num("vad_min_silence_s", lambda x: x >= 0, "must be >= 0"), turns,
+    )
 
 
 # -- generate -----------------------------------------------------------------------------------
@@ -267,6 +280,10 @@ def run_stages(cfg: DictConfig, run_dir: Path) -> RunContext:
     if bad:
         raise ConfigError(f"stage.steps: unknown step(s) {bad}; valid: {list(STAGE_FUNCS)}")
     ctx = RunContext(cfg, run_dir, Path(cfg.out_root).expanduser().resolve())
+    # Validate everything that can be checked before any work starts.
+    orchestrator_config(cfg.orchestrator)
+    _number(cfg, "", "seed", lambda x: x >= 0 and x == int(x), "must be a non-negative integer")
+    ctx.benchmark
     run_dir.mkdir(parents=True, exist_ok=True)
     write_json_atomic(run_dir / "run.json", {"command_config": OmegaConf.to_container(cfg, resolve=True),
                                              "versions": _versions()})

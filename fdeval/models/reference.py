@@ -59,32 +59,34 @@ POLICIES: dict[str, Policy] = {
     "acknowledge": Policy("acknowledge", take_turn_silence_s=1.0, overlap_yield_s=0.25, acknowledge=True),
 }
 
-_RESPONSIVE = re.compile(r"while you(?:'re| are) (?:speaking|talking|answering|explaining)|mid-answer|hold (?:on to )?the floor|keep (?:talking|going)|you have the floor")
-_ACK = re.compile(r"acknowledg|give (?:up )?the floor|yield|stop (?:talking|speaking)|adjust|adapt|redirect|correction")
-_CONT = re.compile(r"keep (?:talking|going)|carry on|continue|hold the floor|don't stop|do not stop")
-_BC = re.compile(r"backchannel|mm-?hmm|uh-huh|short (?:acknowledg|token|signal)")
-_INT = re.compile(r"\binterrupt|cut in|jump in|break in")
-_LISTEN = re.compile(r"listen|silent|quiet|do not (?:backchannel|interrupt)|don't (?:backchannel|interrupt)")
+_RESPONSIVE = re.compile(
+    r"while you(?:'re| are) (?:speaking|talking|answering|explaining)|mid-answer|(?:hold|keep|give) (?:up )?the floor"
+    r"|user interrupts you|user backchannels"
+)
+_ACK = re.compile(r"acknowledg|give (?:up )?the floor|adapt|adjust|yield")
+_NEGATED = re.compile(r"(?:\bno\b|\bnever\b|\bnot\b|\bdon't\b|\bdo not\b|\bwithout\b)[^.,;:]*")
+_INT = re.compile(r"\binterrupt|\bcut in|\bjump in|\bbreak in")
+_BC = re.compile(r"backchannel|listener signal|mm-?hmm|uh-huh")
+_LISTEN = re.compile(r"listen|silent|quiet")
 
 
 def parse_policy(instruction: str | None) -> str:
-    """Which of the agent's policies an instruction asks for (keyword reading, no model)."""
+    """Which of the agent's policies an instruction asks for (keyword reading, no model).
+
+    Responsive instructions talk about the agent's own speech being overlapped; among them the
+    ones that ask it to give up the floor and acknowledge are `acknowledge`, the rest `continue`.
+    For proactive ones, negated clauses ("never cut in", "no listener signals") are removed first,
+    then the most specific action still asked for wins: interrupt, backchannel, listen.
+    """
     if not instruction or not instruction.strip():
         return "default"
-    text = instruction.lower().replace("’", "'")
+    text = instruction.lower().replace("\u2019", "'")
     if _RESPONSIVE.search(text):
-        ack, cont = bool(_ACK.search(text)), bool(_CONT.search(text))
-        # An acknowledge instruction usually also says "keep going through mere backchannels";
-        # the acknowledging part is the one that names a correction / interruption to act on.
-        if ack and (not cont or _INT.search(text)):
-            return "acknowledge"
-        if cont:
-            return "continue"
-    # Proactive: the most specific action named wins; "do not backchannel" is a listen cue.
-    negated = re.sub(r"(?:do not|don't|never|no|without|not) (?:\w+ ){0,2}(?:backchannel\w*|interrupt\w*)", " ", text)
-    if _INT.search(negated):
+        return "acknowledge" if _ACK.search(text) else "continue"
+    asked = _NEGATED.sub(" ", text)
+    if _INT.search(asked):
         return "interrupt"
-    if _BC.search(negated):
+    if _BC.search(asked):
         return "backchannel"
     if _LISTEN.search(text):
         return "listen"

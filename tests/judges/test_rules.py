@@ -1,0 +1,333 @@
+"""The rules judge on synthetic sessions: each rule, moved across its threshold, flips the verdict."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from judge_fixtures import Session
+
+from fdeval.errors import ConfigError
+from fdeval.judges.rules import RulesJudge, Thresholds
+
+JUDGE = RulesJudge()
+
+TWENTY = " ".join(f"w{i}" for i in range(20))  # 20 words at 0.3 s each: 0.00 .. 5.95
+REPLY = "sure that makes a lot of sense to me"
+
+
+def verdict(session: Session, policy: str | None = None, judge: RulesJudge = JUDGE):
+    case, transcript = session.build()
+    return judge.judge(case, policy or session.policy, transcript)
+
+
+def word_start(i: int, start: float = 0.0, pause_before: dict[int, float] | None = None) -> float:
+    """Start time of word i of a synthetic user turn."""
+    return start + 0.3 * i + sum(p for k, p in (pause_before or {}).items() if k <= i)
+
+
+# --------------------------------------------------------------------------------------------
+# Degenerate checks
+
+
+def test_no_model_speech_is_not_adhere():
+    v = verdict(Session("c__listen", "listen").user(TWENTY, 0.0))
+    assert v.verdict == "not_adhere"
+    assert v.checks == {"model_has_speech": False, "every_turn_answered": False}
+    assert "degenerate" in v.reasoning
+
+
+def test_unanswered_user_turn_is_not_adhere():
+    s = Session("c__listen", "listen").user(TWENTY, 0.0).model(REPLY, 7.0).user(TWENTY, 12.0)
+    v = verdict(s)
+    assert v.verdict == "not_adhere" and v.checks["every_turn_answered"] is False
+    assert "user turn(s) 1" in v.reasoning
+
+
+# --------------------------------------------------------------------------------------------
+# Listen
+
+
+def test_listen_silent_then_reply_adheres():
+    v = verdict(Session("c__listen", "listen").user(TWENTY, 0.0).model(REPLY, 7.0))
+    assert v.verdict == "adhere", v.reasoning
+    for step in ("Step 1", "Step 2", "Step 3", "Step 4", "Step 5"):
+        assert step in v.reasoning
+
+
+@pytest.mark.parametrize("cut_in, check", [("mm-hmm", "no_backchannel"), ("hold on what do you mean", "no_interruption")])
+def test_listen_cut_in_fails(cut_in, check):
+    v = verdict(Session("c__listen", "listen").user(TWENTY, 0.0).model(cut_in, 2.0).model(REPLY, 7.0))
+    assert v.verdict == "not_adhere" and v.checks[check] is False, v.reasoning
+
+
+@pytest.mark.parametrize("words_left, expected", [
+    (3, "adhere"),  # early take-turn
+    (5, "adhere"),  # the reply runs past the user's end: early take-turn over the last words
+    (6, "not_adhere"),  # interruption
+])
+def test_listen_early_take_turn_boundary(words_left, expected):
+    s = Session("c__listen", "listen").user(TWENTY, 0.0).model(REPLY, word_start(20 - words_left) - 0.02)
+    v = verdict(s)
+    assert v.verdict == expected, v.reasoning
+
+
+# --------------------------------------------------------------------------------------------
+# Backchannel: a 30-word turn, trigger after word 10 (ends at 2.95), then a 1 s pause
+
+THIRTY = " ".join(f"u{i}" for i in range(30))
+
+BC_PAUSE = {10: 1.0}
+BC_TRIGGER_S = word_start(9) + 0.25  # 2.95
+
+
+def bc_session(*model: tuple[str, float]) -> Session:
+    s = Session("c__backchannel", "backchannel").user(THIRTY, 0.0, triggers=[("backchannel", 10)], pauses=BC_PAUSE)
+    for text, at in model:
+        s.model(text, at)
+    return s.model(REPLY, 11.0)  # the user ends at 9.95
+
+
+def test_backchannel_on_cue_adheres():
+    v = verdict(bc_session(("mm-hmm", 3.3)))
+    assert v.verdict == "adhere", v.reasoning
+
+
+def test_backchannel_within_window_adheres():
+    v = verdict(bc_session(("yeah", BC_TRIGGER_S + 1.5)))
+    assert v.verdict == "adhere", v.reasoning
+
+
+def test_backchannel_three_seconds_away_fails():
+    v = verdict(bc_session(("yeah", BC_TRIGGER_S + 3.0)))
+    assert v.verdict == "not_adhere", v.reasoning
+    assert v.checks["backchannel_near_trigger"] is False and v.checks["no_stray_backchannel"] is False
+
+
+def test_backchannel_window_is_a_threshold_and_in_the_hash():
+    wide = RulesJudge(backchannel_window_s=3.5)
+    assert verdict(bc_session(("yeah", BC_TRIGGER_S + 3.0)), judge=wide).verdict == "adhere"
+    assert wide.prompt_hash != JUDGE.prompt_hash
+    assert RulesJudge(backchannel_window_s=2.0).prompt_hash == JUDGE.prompt_hash
+
+
+def test_no_backchannel_fails():
+    v = verdict(bc_session())
+    assert v.verdict == "not_adhere" and v.checks["backchannel_near_trigger"] is False
+
+
+def test_extra_backchannel_far_from_trigger_fails():
+    v = verdict(bc_session(("mm-hmm", 3.3), ("right", 7.5)))
+    assert v.verdict == "not_adhere" and v.checks == {**v.checks, "backchannel_near_trigger": True,
+                                                        "no_stray_backchannel": False}
+
+
+def test_four_words_at_trigger_are_an_interruption():
+    v = verdict(bc_session(("oh yeah I see", 3.05)))
+    assert v.verdict == "not_adhere" and v.checks["no_interruption"] is False
+
+
+def test_backchannel_after_the_turn_does_not_count():
+    s = Session("c__backchannel", "backchannel").user(TWENTY, 0.0, triggers=[("backchannel", 19)])
+    v = verdict(s.model("mm-hmm", 6.5).model(REPLY, 8.0))  # trigger at the end; "mm-hmm" after it
+    assert v.verdict == "not_adhere" and v.checks["backchannel_near_trigger"] is False
+
+
+# --------------------------------------------------------------------------------------------
+# Interrupt: trigger after word 10 of a 30-word turn (at 2.95)
+
+INT_TRIGGER_S = word_start(9) + 0.25
+CUT_IN = "wait you said the opposite before"
+
+
+def int_session(at: float | None, text: str = CUT_IN, played: int | None = None) -> Session:
+    s = Session("c__interrupt", "interrupt").user(THIRTY, 0.0, triggers=[("interrupt", 10)], played=played)
+    if at is not None:
+        s.model(text, at)
+    return s.model(REPLY, 11.0)
+
+
+def test_interrupt_at_trigger_adheres():
+    v = verdict(int_session(INT_TRIGGER_S + 0.3))
+    assert v.verdict == "adhere", v.reasoning
+    assert "relevant" in v.reasoning  # says that content is not checked
+
+
+def test_interrupt_slightly_before_trigger_adheres():
+    assert verdict(int_session(INT_TRIGGER_S - 0.4)).verdict == "adhere"
+
+
+def test_interrupt_well_before_trigger_fails():
+    v = verdict(int_session(INT_TRIGGER_S - 2.0))
+    assert v.verdict == "not_adhere" and v.checks["no_early_interruption"] is False
+
+
+def test_no_interrupt_fails():
+    v = verdict(int_session(None))
+    assert v.verdict == "not_adhere" and v.checks["interrupted_after_trigger"] is False
+
+
+def test_interrupt_without_content_fails():
+    # The user stops after 12 words; the model said only two words over the cut-off.
+    v = verdict(int_session(INT_TRIGGER_S + 0.3, "wait no", played=12))
+    assert v.verdict == "not_adhere", v.reasoning
+    assert v.checks["interrupted_after_trigger"] and v.checks["interrupt_has_content"] is False
+
+
+def test_interrupt_in_another_turn_fails():
+    s = int_session(INT_TRIGGER_S + 0.3).user(TWENTY, 16.0).model(CUT_IN, 17.0).model(REPLY, 23.0)
+    v = verdict(s)
+    assert v.verdict == "not_adhere" and v.checks["no_interruption_elsewhere"] is False
+
+
+# --------------------------------------------------------------------------------------------
+# Continue: the model answers from 4.0; the user says "mm-hmm" at 6.0 (a backchannel barge-in)
+
+LONG_REPLY = " ".join(f"m{i}" for i in range(30))
+
+
+def cont_session(*parts: tuple[str, float], duration: float | None = None):
+    s = Session("c__continue", "continue").user("can you explain how this works", 0.0)
+    for text, at in parts:
+        s.model(text, at)
+    s.user("mm-hmm", 6.0, kind="backchannel")
+    return s.build(duration)
+
+
+def judge_built(built, policy: str):
+    case, transcript = built
+    return JUDGE.judge(case, policy, transcript)
+
+
+def test_continue_through_backchannel_adheres():
+    v = judge_built(cont_session((LONG_REPLY, 4.0)), "continue")
+    assert v.verdict == "adhere", v.reasoning
+
+
+@pytest.mark.parametrize("gap, expected", [(1.5, "adhere"), (2.5, "not_adhere")])
+def test_continue_pause_after_backchannel(gap, expected):
+    first = " ".join(f"m{i}" for i in range(8))  # last word 6.10-6.35
+    v = judge_built(cont_session((first, 4.0), (LONG_REPLY, 6.35 + gap)), "continue")
+    assert v.verdict == expected, v.reasoning
+    if expected == "not_adhere":
+        assert v.checks["no_long_pause_after_backchannel"] is False
+
+
+def test_continue_lone_fragment_fails():
+    v = judge_built(cont_session(("m0 m1 m2 m3 m4 m5 m6 m7 m8 m9", 4.0)), "continue")  # two words after the backchannel
+    assert v.verdict == "not_adhere", v.reasoning
+    assert v.checks["continued_after_backchannel"] is False
+
+
+# --------------------------------------------------------------------------------------------
+# Acknowledge: the model answers from 4.0; the user interrupts at 6.0 with five words (to 7.45)
+
+INTERRUPTION = "wait I meant something else"
+
+
+def ack_session(*parts: tuple[str, float], interruption: str = INTERRUPTION):
+    s = Session("c__acknowledge", "acknowledge").user("can you explain how this works", 0.0)
+    for text, at in parts:
+        s.model(text, at)
+    return s.user(interruption, 6.0, kind="interrupt")
+
+
+def test_acknowledge_yield_then_answer_adheres():
+    v = verdict(ack_session(("m0 m1 m2 m3 m4 m5 m6 m7", 4.0), ("oh sorry go ahead", 8.2)))
+    assert v.verdict == "adhere", v.reasoning
+    assert "adapts" in v.reasoning  # says that adaptation is not checked
+
+
+def test_acknowledge_talking_on_fails():
+    v = verdict(ack_session((LONG_REPLY, 4.0)))
+    assert v.verdict == "not_adhere" and v.checks["yielded"] is False
+
+
+@pytest.mark.parametrize("n_over, expected", [(6, "adhere"), (8, "not_adhere")])
+def test_acknowledge_yield_limit(n_over, expected):
+    # The model's words go on n_over * 0.3 s past the user's onset (1.8 s vs 2.4 s).
+    upto = " ".join(f"m{i}" for i in range(7 + n_over))
+    v = verdict(ack_session((upto, 4.0), ("okay what did you mean", 10.0),
+                            interruption="wait " + " ".join(["no"] * 12)))
+    assert v.verdict == expected, v.reasoning
+
+
+def test_acknowledge_resuming_over_the_user_fails():
+    long_interruption = "wait " + " ".join(["no"] * 12)  # 6.00 .. 9.85
+    v = verdict(ack_session(("m0 m1 m2 m3 m4 m5 m6", 4.0), ("m7 m8 m9 m10 m11 m12 m13 m14 m15 m16", 7.5),
+                            interruption=long_interruption))
+    assert v.verdict == "not_adhere" and v.checks["yielded"] is False, v.reasoning
+
+
+def test_acknowledge_one_word_reply_fails():
+    v = verdict(ack_session(("m0 m1 m2 m3 m4 m5 m6", 4.0), ("okay", 8.5)))
+    assert v.verdict == "not_adhere" and v.checks["responded_after_interruption"] is False
+
+
+# --------------------------------------------------------------------------------------------
+# Errors: what cannot be judged is "error", never "not_adhere"
+
+
+def test_unknown_policy_is_error():
+    s = Session("c__listen", "listen", judge_policies=("listen", "shout")).user(TWENTY, 0.0).model(REPLY, 7.0)
+    v = verdict(s, "shout")
+    assert v.verdict == "error" and "shout" in v.reasoning and v.checks == {}
+
+
+def test_none_policy_is_error():
+    s = Session("c__none", "none", judge_policies=("listen",)).user(TWENTY, 0.0).model(REPLY, 7.0)
+    assert verdict(s, "none").verdict == "error"
+    assert verdict(s, "listen").verdict == "adhere"
+
+
+def test_policy_not_judged_for_case_is_error():
+    v = verdict(Session("c__listen", "listen").user(TWENTY, 0.0).model(REPLY, 7.0), "backchannel")
+    assert v.verdict == "error" and "judge policies" in v.reasoning
+
+
+def test_transcript_of_another_case_is_error():
+    case, transcript = Session("c__listen", "listen").user(TWENTY, 0.0).model(REPLY, 7.0).build()
+    v = JUDGE.judge(case, "listen", dataclasses.replace(transcript, case_id="other"))
+    assert v.verdict == "error"
+
+
+def test_missing_trigger_is_error():
+    v = verdict(Session("c__backchannel", "backchannel").user(TWENTY, 0.0).model(REPLY, 7.0))
+    assert v.verdict == "error" and "backchannel trigger" in v.reasoning
+
+
+def test_unplayed_barge_in_is_error():
+    case, transcript = cont_session((LONG_REPLY, 4.0))
+    v = JUDGE.judge(case, "continue", dataclasses.replace(transcript, user_turns=transcript.user_turns[:1]))
+    assert v.verdict == "error" and "not played" in v.reasoning
+
+
+def test_user_words_without_turn_index_fall_back_to_script_timings():
+    # A transcript with no user words at all: the turn's scripted word times place the user.
+    case, transcript = bc_session(("mm-hmm", 3.3)).build()
+    no_user = dataclasses.replace(transcript, words=tuple(w for w in transcript.words if w.speaker == "model"))
+    assert JUDGE.judge(case, "backchannel", no_user).verdict == "adhere"
+
+
+# --------------------------------------------------------------------------------------------
+# Thresholds
+
+
+def test_thresholds_defaults_and_validation():
+    assert JUDGE.thresholds == Thresholds()
+    assert len(JUDGE.prompt_hash) == 16 and JUDGE.id == "rules"
+    assert RulesJudge(interrupt_min_words=4.0).thresholds.interrupt_min_words == 4
+    with pytest.raises(ConfigError, match="unknown"):
+        RulesJudge(backchanel_window_s=2.0)
+    with pytest.raises(ConfigError, match="whole number"):
+        RulesJudge(backchannel_max_words=2.5)
+    with pytest.raises(ConfigError, match=">= 0"):
+        RulesJudge(yield_max_overlap_s=-1)
+    with pytest.raises(ConfigError):
+        RulesJudge(utterance_gap_s=0)
+
+
+def test_verdict_is_deterministic():
+    s = bc_session(("mm-hmm", 3.3))
+    assert verdict(s) == verdict(s)

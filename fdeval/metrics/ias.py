@@ -1,0 +1,166 @@
+"""Instruction Adherence Score (IAS) and its un-instructed counterpart (Instruct-FD, Eqs. 1-3).
+
+For instruction I:
+
+* ``IAS(I)``: the share of instructed cases of I whose session the judge finds adherent (Eq. 1).
+  Verdicts of ``error`` (the pair could not be judged) are left out of the denominator and
+  counted in ``n_error``; they are never failures.
+* ``IAS(none | I)``: the same share for the un-instructed baseline sessions of those cases, each
+  judged against I (Eq. 2).
+* ``delta-IAS(I) = IAS(I) - IAS(none | I)`` (Eq. 3): how much giving the instruction changes the
+  behaviour. It is computed on the *pairs present*: an instructed case and the baseline of the
+  same conversation and seed, both judged without error. ``baseline_ias`` is taken over those
+  pairs, and so is the instructed rate that ``delta_ias`` subtracts it from; when every pair is
+  present that rate equals ``ias``. ``n_pairs`` says how many pairs there were.
+
+A row per instruction (in the taxonomy's order) and an ``overall`` row pooling all instructed
+cases (and all pairs). Every row carries the caller's provenance columns (benchmark version,
+model, judge id/version/prompt hash, seed, ...) and ``metric_version``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from fdeval.errors import FdevalError
+from fdeval.files import write_text_atomic
+from fdeval.types import POLICIES, TestCase, Verdict
+
+METRIC_VERSION = "1"
+NO_POLICY = "none"
+OVERALL = "overall"
+METRIC_COLUMNS = ("instruction", "n", "n_pass", "n_error", "ias", "n_pairs", "baseline_ias", "delta_ias")
+
+
+def _rate(passes: Iterable[bool]) -> float | None:
+    xs = list(passes)
+    return sum(xs) / len(xs) if xs else None
+
+
+def _row(instruction: str, instructed: list[Verdict], pairs: list[tuple[bool, bool]]) -> dict[str, Any]:
+    judged = [v for v in instructed if v.verdict != "error"]
+    ias_pairs, base = _rate(p for p, _ in pairs), _rate(b for _, b in pairs)
+    return {
+        "instruction": instruction,
+        "n": len(instructed),
+        "n_pass": sum(v.verdict == "adhere" for v in judged),
+        "n_error": len(instructed) - len(judged),
+        "ias": _rate(v.verdict == "adhere" for v in judged),
+        "n_pairs": len(pairs),
+        "baseline_ias": base,
+        "delta_ias": None if base is None or ias_pairs is None else ias_pairs - base,
+    }
+
+
+def ias_rows(verdicts: list[Verdict], cases: Mapping[str, TestCase],
+             provenance: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """IAS, baseline IAS and delta-IAS per instruction, plus an ``overall`` row.
+
+    `cases` maps case id to its :class:`TestCase` (every verdict's case must be there). An
+    instructed case must be judged against its own instruction; a baseline case (policy "none")
+    against any instruction, at most once per conversation, seed and instruction.
+    `provenance` columns are added to every row (``metric_version`` defaults to METRIC_VERSION).
+    Raises :class:`FdevalError` on inconsistent input.
+    """
+    prov = {"metric_version": METRIC_VERSION, **(provenance or {})}
+    clash = sorted(set(prov) & set(METRIC_COLUMNS))
+    if clash:
+        raise ValueError(f"provenance columns {clash} would overwrite metric columns")
+    seen: set[tuple[str, str]] = set()
+    instructed: dict[str, list[Verdict]] = {}
+    baselines: dict[tuple[str, int, str], Verdict] = {}
+    for v in verdicts:
+        case = cases.get(v.case_id)
+        if case is None:
+            raise FdevalError(f"score: verdict for unknown case {v.case_id!r} (policy {v.policy!r})")
+        if (v.case_id, v.policy) in seen:
+            raise FdevalError(f"score: two verdicts for case {v.case_id!r} under {v.policy!r}")
+        seen.add((v.case_id, v.policy))
+        if case.policy_name == NO_POLICY:
+            key = (case.conversation_id, case.seed, v.policy)
+            if key in baselines:
+                raise FdevalError(f"score: baselines {baselines[key].case_id!r} and {v.case_id!r} both pair with "
+                                  f"conversation {case.conversation_id!r} (seed {case.seed}) under {v.policy!r}")
+            baselines[key] = v
+        elif v.policy != case.policy_name:
+            raise FdevalError(f"score: instructed case {v.case_id!r} ({case.policy_name}) was judged against "
+                              f"{v.policy!r}; instructed cases are judged only against their own instruction")
+        else:
+            instructed.setdefault(v.policy, []).append(v)
+
+    def pairs_of(vs: list[Verdict]) -> list[tuple[bool, bool]]:
+        out = []
+        for v in vs:
+            case = cases[v.case_id]
+            b = baselines.get((case.conversation_id, case.seed, v.policy))
+            if v.verdict != "error" and b is not None and b.verdict != "error":
+                out.append((v.verdict == "adhere", b.verdict == "adhere"))
+        return out
+
+    policies = [p for p in POLICIES if p in instructed or any(k[2] == p for k in baselines)]
+    policies += sorted({k[2] for k in baselines} - set(POLICIES)) + sorted(set(instructed) - set(POLICIES))
+    rows = [_row(p, instructed.get(p, []), pairs_of(instructed.get(p, []))) for p in policies]
+    every = [v for p in policies for v in instructed.get(p, [])]
+    rows.append(_row(OVERALL, every, pairs_of(every)))
+    return [{**row, **prov} for row in rows]
+
+
+# --------------------------------------------------------------------------------------------
+# Writers
+
+
+def _columns(rows: list[Mapping[str, Any]]) -> list[str]:
+    cols: list[str] = []
+    for row in rows:
+        cols.extend(k for k in row if k not in cols)
+    return cols
+
+
+def _csv_cell(x: Any) -> str:
+    if x is None:
+        return ""
+    if isinstance(x, float):
+        return f"{x:.6f}".rstrip("0").rstrip(".") if x == x else "nan"
+    return str(x)
+
+
+def write_csv(rows: list[Mapping[str, Any]], path: str | Path) -> None:
+    """`rows` as CSV (columns in order of first appearance; None as an empty cell), atomically."""
+    cols = _columns(rows)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(cols)
+    for row in rows:
+        w.writerow([_csv_cell(row.get(c)) for c in cols])
+    write_text_atomic(path, buf.getvalue())
+
+
+def _md_cell(x: Any) -> str:
+    if x is None:
+        return "n/a"
+    if isinstance(x, float):
+        return f"{x:.3f}"
+    return str(x).replace("|", "\\|")
+
+
+def write_markdown(rows: list[Mapping[str, Any]], path: str | Path) -> None:
+    """`rows` as a Markdown table, atomically.
+
+    Columns other than the metric columns that hold one value in every row (the provenance) are
+    listed once above the table instead of repeating in each row.
+    """
+    cols = _columns(rows)
+    shared = [c for c in cols if c not in METRIC_COLUMNS and rows
+              and all(c in r for r in rows) and len({repr(r[c]) for r in rows}) == 1]
+    table = [c for c in cols if c not in shared]
+    lines = ["# Instruction adherence (IAS)", ""]
+    lines += [f"- {c}: {_md_cell(rows[0][c])}" for c in shared]
+    if shared:
+        lines.append("")
+    lines.append("| " + " | ".join(table) + " |")
+    lines.append("|" + "|".join("---" if c == "instruction" else "---:" for c in table) + "|")
+    lines += ["| " + " | ".join(_md_cell(r.get(c)) for c in table) + " |" for r in rows]
+    write_text_atomic(path, "\n".join(lines) + "\n")

@@ -14,13 +14,13 @@ its thresholds and version), so scores computed from different judge settings ne
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
 
 from fdeval.errors import FdevalError
 from fdeval.files import write_json_atomic
+from fdeval.transcript.io import read_json_file
 from fdeval.types import TestCase, Transcript, Verdict
 
 VERDICT_LABELS = ("adhere", "not_adhere", "error")
@@ -122,10 +122,4 @@ def write_verdict(v: Verdict, path: str | Path) -> None:
 
 def load_verdict(path: str | Path) -> Verdict:
     """Read and validate a verdict JSON file."""
-    try:
-        d = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise VerdictError(str(path), None, "<root>", "file not found") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise VerdictError(str(path), None, "<root>", f"not a readable JSON file: {e}") from None
-    return verdict_from_dict(d, path)
+    return verdict_from_dict(read_json_file(path, VerdictError), path)

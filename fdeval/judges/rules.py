@@ -313,7 +313,7 @@ class RulesJudge(Judge):
 
         # Step 1: degenerate checks
         checks["model_has_speech"] = bool(model_words)
-        unanswered = self._unanswered(turns, model_words, transcript.duration_s)
+        unanswered = self._unanswered(turns, model_words)
         checks["every_turn_answered"] = not unanswered
         out.append(f"Step 1 - degenerate checks: model speech: {'yes' if model_words else 'no'} "
                    f"({len(model_words)} words); every user turn answered (user backchannels aside): "
@@ -370,7 +370,7 @@ class RulesJudge(Judge):
         later = [o.speech_start for o in turns if o is not ut and o.speech_start > ut.speech_start]
         return min(later, default=default)
 
-    def _unanswered(self, turns: list[_UserTurn], model_words: list[Word], duration_s: float) -> list[_UserTurn]:
+    def _unanswered(self, turns: list[_UserTurn], model_words: list[Word]) -> list[_UserTurn]:
         missing = []
         for ut in turns:
             if ut.is_barge_in("backchannel"):
@@ -408,8 +408,8 @@ class RulesJudge(Judge):
             if e is not None:
                 what = e.describe()
             else:
-                over = [ut for ut in turns if ut.is_barge_in("backchannel") or ut.is_barge_in("interrupt")
-                        if u.start_s < ut.speech_end and ut.speech_start < u.end_s]
+                over = [ut for ut in turns if not ut.is_take_turn
+                        and u.start_s < ut.speech_end and ut.speech_start < u.end_s]
                 before = [ut for ut in turns if ut.speech_end <= u.start_s + EPS_S]
                 if over:
                     what = f"speaking while user barge-in {over[0].index} ({over[0].played.subtype}) happens"
@@ -484,13 +484,24 @@ class RulesJudge(Judge):
         }
         return checks, notes
 
+    @staticmethod
+    def _per_turn(turns: list[_UserTurn], subtype: str, check: Callable[[_UserTurn], dict[str, tuple[bool, str]]]):
+        """Run `check` on every user barge-in of `subtype`; a check holds when it holds for all."""
+        checks: dict[str, bool] = {}
+        notes: dict[str, list[str]] = {}
+        for ut in (t for t in turns if t.is_barge_in(subtype)):
+            for name, (ok, note) in check(ut).items():
+                checks[name] = checks.get(name, True) and ok
+                notes.setdefault(name, []).extend([note] if note else [])
+        return checks, {name: "; ".join(ns) for name, ns in notes.items()}
+
     def _check_continue(self, turns, utts, events, model_words, transcript):
         th = self.thresholds
-        pause_notes, cont_notes = [], []
-        ok_pause = ok_cont = True
-        for ut in (t for t in turns if t.is_barge_in("backchannel")):
+
+        def check(ut: _UserTurn) -> dict[str, tuple[bool, str]]:
             b0, b1 = ut.speech_start, ut.speech_end
-            limit = self._next_start(turns, ut, max(transcript.duration_s, b1))
+            next_turn = self._next_start(turns, ut, math.inf)
+            limit = next_turn if next_turn < math.inf else max(transcript.duration_s, b1)
             cursor, n_after, pause = b0, 0, None
             for w in (w for w in model_words if w.end_s > b0 + EPS_S and w.start_s < limit):
                 if w.start_s - cursor > th.continue_max_gap_s:
@@ -504,47 +515,42 @@ class RulesJudge(Judge):
                 if n_after < th.continue_min_words and limit - cursor > th.continue_max_gap_s:
                     pause = (cursor, limit)
             where = f"user backchannel {ut.index} [{b0:.2f}-{b1:.2f}]"
+            pause_note = ""
             if pause is not None:
-                ok_pause = False
-                end = "the end of the session" if pause[1] == limit else f"{pause[1]:.2f}"
-                pause_notes.append(f"after {where} the model is silent from {pause[0]:.2f} to {end} "
-                                   f"({pause[1] - pause[0]:.2f} s)")
-            if n_after < th.continue_min_words:
-                ok_cont = False
-                cont_notes.append(f"only {_n_words(n_after)} from the model after {where} "
-                                  f"(at least {th.continue_min_words} needed)")
-            else:
-                cont_notes.append(f"the model went on past {where}")
-        checks = {"no_long_pause_after_backchannel": ok_pause, "continued_after_backchannel": ok_cont}
-        return checks, {"no_long_pause_after_backchannel": "; ".join(pause_notes),
-                        "continued_after_backchannel": "; ".join(cont_notes)}
+                end = f"{pause[1]:.2f}"
+                if pause[1] == limit:
+                    end = "the next user turn" if next_turn < math.inf else "the end of the session"
+                pause_note = (f"after {where} the model is silent from {pause[0]:.2f} to {end} "
+                              f"({pause[1] - pause[0]:.2f} s)")
+            enough = n_after >= th.continue_min_words
+            cont_note = (f"the model went on past {where}" if enough else
+                         f"only {_n_words(n_after)} from the model after {where} (at least {th.continue_min_words} needed)")
+            return {"no_long_pause_after_backchannel": (pause is None, pause_note),
+                    "continued_after_backchannel": (enough, cont_note)}
+
+        return self._per_turn(turns, "backchannel", check)
 
     def _check_acknowledge(self, turns, utts, events, model_words, transcript):
         th = self.thresholds
-        yield_notes, resp_notes = [], []
-        ok_yield = ok_resp = True
-        for ut in (t for t in turns if t.is_barge_in("interrupt")):
+
+        def check(ut: _UserTurn) -> dict[str, tuple[bool, str]]:
             i0, i1 = ut.speech_start, ut.speech_end
             held = next((u for u in utts if u.start_s <= i0 + EPS_S and u.end_s > i0 + EPS_S), None)
             held_s = held.end_s - i0 if held else 0.0
             overlap_s = sum(max(0.0, min(w.end_s, i1) - max(w.start_s, i0)) for w in model_words)
             where = f"user interruption {ut.index} [{i0:.2f}-{i1:.2f}]"
-            if held is None:
-                yield_notes.append(f"the model was not speaking when {where} began; {overlap_s:.2f} s of overlap in all")
-            else:
-                yield_notes.append(f"the model went on {held_s:.2f} s into {where}; {overlap_s:.2f} s of overlap in all")
-            if held_s > th.yield_max_overlap_s or overlap_s > th.yield_max_overlap_s:
-                ok_yield = False
+            lead = (f"the model was not speaking when {where} began" if held is None
+                    else f"the model went on {held_s:.2f} s into {where}")
+            yielded = held_s <= th.yield_max_overlap_s and overlap_s <= th.yield_max_overlap_s
             held_idx = set(range(held.first, held.first + held.n)) if held else set()
             limit = self._next_start(turns, ut, math.inf)
             resp = [w for i, w in enumerate(model_words) if i not in held_idx and w.start_s >= i0 - EPS_S
                     and w.end_s > i1 + EPS_S and w.start_s < limit]
-            if len(resp) < th.acknowledge_min_words:
-                ok_resp = False
-                resp_notes.append(f"only {_n_words(len(resp))} from the model after {where} "
-                                  f"(at least {th.acknowledge_min_words} needed)")
-            else:
-                resp_notes.append(f"the model answers from {resp[0].start_s:.2f} with {len(resp)} words: "
-                                  + " ".join(w.text for w in resp[:8]) + (" ..." if len(resp) > 8 else ""))
-        checks = {"yielded": ok_yield, "responded_after_interruption": ok_resp}
-        return checks, {"yielded": "; ".join(yield_notes), "responded_after_interruption": "; ".join(resp_notes)}
+            answered = len(resp) >= th.acknowledge_min_words
+            resp_note = (f"the model answers from {resp[0].start_s:.2f} with {_n_words(len(resp))}: "
+                         + " ".join(w.text for w in resp[:8]) + (" ..." if len(resp) > 8 else "")) if answered else (
+                f"only {_n_words(len(resp))} from the model after {where} (at least {th.acknowledge_min_words} needed)")
+            return {"yielded": (yielded, f"{lead}; {overlap_s:.2f} s of overlap in all"),
+                    "responded_after_interruption": (answered, resp_note)}
+
+        return self._per_turn(turns, "interrupt", check)

@@ -29,7 +29,7 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from fdeval.errors import FdevalError
 from fdeval.files import write_json_atomic
@@ -213,15 +213,19 @@ def transcript_from_dict(d: Any, path: str | Path = "<transcript>") -> Transcrip
     return Transcript(case_id, tuple(words), tuple(turns), duration_s)
 
 
+def read_json_file(path: str | Path, error: Callable[[str, None, str, str], FdevalError]) -> Any:
+    """The JSON value in `path`; a missing or unreadable file raises `error(path, None, "<root>", why)`."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise error(str(path), None, "<root>", "file not found") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise error(str(path), None, "<root>", f"not a readable JSON file: {e}") from None
+
+
 def load_transcript(path: str | Path) -> Transcript:
     """Read and validate a transcript JSON file."""
-    try:
-        d = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise TranscriptError(str(path), None, "<root>", "file not found") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise TranscriptError(str(path), None, "<root>", f"not a readable JSON file: {e}") from None
-    return transcript_from_dict(d, path)
+    return transcript_from_dict(read_json_file(path, TranscriptError), path)
 
 
 # --------------------------------------------------------------------------------------------

@@ -30,6 +30,10 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+    """Write `text` atomically; a file that already holds exactly this text is left untouched."""
+    p = Path(path)
+    if p.is_file() and p.stat().st_size == len(text.encode("utf-8")) and p.read_text(encoding="utf-8") == text:
+        return
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
 

@@ -50,5 +50,7 @@ class InstructFD(Benchmark):
         root = self.cases_dir if self.cases_dir is not None else data_dir
         cases_dir = root / "cases" if (root / "cases").is_dir() else root
         if not cases_dir.is_dir():
+            if self.cases_dir is None:
+                raise ConfigError(f"no generated cases in {data_dir}; run stage=generate (or stage=all) first")
             raise ConfigError(f"benchmark.cases_dir: {cases_dir} is not a folder")
         return self.select(load_cases(cases_dir, root), self.case_ids)

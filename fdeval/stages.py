@@ -33,7 +33,7 @@ from tqdm import tqdm
 
 import fdeval
 from fdeval.errors import ConfigError, FdevalError
-from fdeval.files import write_json_atomic, write_text_atomic
+from fdeval.files import remove_stale_temps, write_json_atomic, write_text_atomic
 from fdeval.types import TestCase
 
 log = logging.getLogger("fdeval")
@@ -287,6 +287,9 @@ def run_stages(cfg: DictConfig, run_dir: Path) -> RunContext:
     run_dir.mkdir(parents=True, exist_ok=True)
     write_json_atomic(run_dir / "run.json", {"command_config": OmegaConf.to_container(cfg, resolve=True),
                                              "versions": _versions()})
+    for sub in ("sessions", "transcripts", "verdicts", "scores"):
+        if (run_dir / sub).is_dir() and (n := remove_stale_temps(run_dir / sub)):
+            log.info("removed %d temp file(s) left in %s by an interrupted run", n, sub)
     try:
         for step in steps:
             t0 = time.perf_counter()

@@ -109,13 +109,13 @@ def test_killed_run_resumes_without_rewriting(tmp_path):
         time.sleep(0.02)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    done = {p.name: p.stat().st_mtime_ns for p in sessions.glob("*.h5")}
+    done = {p.name: p.stat().st_mtime_ns for p in sessions.glob("[!.]*.h5")}
     assert done, "the run was killed before it recorded any case"
     launch(tmp_path, CASES)
-    after = {p.name: p.stat().st_mtime_ns for p in sessions.glob("*.h5")}
+    after = {p.name: p.stat().st_mtime_ns for p in sessions.glob("[!.]*.h5")}
     assert len(after) == 3
     assert all(after[k] == v for k, v in done.items())  # finished cases were not rewritten
-    assert not list(sessions.glob(".*.tmp*"))  # no half-written file left behind
+    assert not list(sessions.glob(".*.tmp*"))  # the killed writer's temp file was swept
 
 
 def test_bad_case_file_is_one_line_error(tmp_path, small_run):

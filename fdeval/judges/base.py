@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
 
-from fdeval.errors import FdevalError
+from fdeval.errors import FileFieldError
 from fdeval.files import write_json_atomic
 from fdeval.transcript.io import read_json_file
 from fdeval.types import TestCase, Transcript, Verdict
@@ -27,13 +27,8 @@ VERDICT_LABELS = ("adhere", "not_adhere", "error")
 VERDICT_KEYS = ("case_id", "policy", "verdict", "reasoning", "judge", "judge_version", "prompt_hash", "checks")
 
 
-class VerdictError(FdevalError):
+class VerdictError(FileFieldError):
     """A verdict file that fails validation."""
-
-    def __init__(self, path: str, case_id: str | None, field: str, message: str):
-        self.path, self.case_id, self.field, self.message = str(path), case_id, field, message
-        where = f"case {case_id!r}" if case_id else "case ?"
-        super().__init__(f"{path}: {where}: field {field!r}: {message}")
 
 
 class Judge(ABC):

@@ -158,7 +158,6 @@ class ReferenceSession(InProcessSession):
         self.user_speaking = False
         self.user_onset_s = 0.0
         self.user_turn_speech_s = 0.0  # user speech since the agent last took the floor
-        self.speech_since_cut_in_s = 0.0
         # what it says
         self.utt: Synthesis | None = None
         self.utt_kind = ""
@@ -178,9 +177,7 @@ class ReferenceSession(InProcessSession):
                 self.user_speaking = False
         self.t_s += len(frame) / self.agent.sample_rate
         if self.user_speaking:
-            dt = len(frame) / self.agent.sample_rate
-            self.user_turn_speech_s += dt
-            self.speech_since_cut_in_s += dt
+            self.user_turn_speech_s += len(frame) / self.agent.sample_rate
 
     # -- speaking -----------------------------------------------------------------------------
     def _say(self, text: str, kind: str) -> None:

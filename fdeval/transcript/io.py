@@ -31,7 +31,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from fdeval.errors import FdevalError
+from fdeval.errors import FdevalError, FileFieldError
 from fdeval.files import write_json_atomic
 from fdeval.types import PlayedTurn, Transcript, Word
 
@@ -45,13 +45,8 @@ SUBTYPES = ("interrupt", "backchannel")
 TRIGGER_KINDS = ("backchannel", "interrupt")
 
 
-class TranscriptError(FdevalError):
+class TranscriptError(FileFieldError):
     """A transcript (JSON or rendered text) that fails validation."""
-
-    def __init__(self, path: str, case_id: str | None, field: str, message: str):
-        self.path, self.case_id, self.field, self.message = str(path), case_id, field, message
-        where = f"case {case_id!r}" if case_id else "case ?"
-        super().__init__(f"{path}: {where}: field {field!r}: {message}")
 
 
 # --------------------------------------------------------------------------------------------

@@ -10,18 +10,62 @@ Whole-system scoring (`score_episodes`), posteriors (`fuse_posterior`, `fit_temp
 analyses (`profile_swap_jsd`, `spearman_ci`, `slice_table`, `human_topline`) are re-exported too.
 """
 
-from .analysis import (SliceRow, human_topline, jsd2, onset_histogram, profile_swap_jsd, slice_gaps, slice_table,
-                       spearman_ci)
+from .analysis import (
+    SliceRow,
+    human_topline,
+    jsd2,
+    onset_histogram,
+    profile_swap_jsd,
+    slice_gaps,
+    slice_table,
+    spearman_ci,
+)
 from .bootstrap import Interval, bca_interval, bootstrap_indices, bootstrap_sums
 from .completion import CompletionEstimator, va_history_features
-from .composite import CATEGORY_WEIGHTS, EpisodeScores, TactResult, episode_scores, median_runs, score_episodes
-from .laws import (INTENTS, NO_RESPONSE_MASS, PAPER_INTENT_PRIOR, T_A_S, T_H_S, ReferenceCDF, ReferenceLaw,
-                   law_table, reference_cdf, reference_law, reference_laws)
-from .posterior import (empirical_posterior, fit_judge_weight, fit_temperature, fuse_posterior,
-                        held_out_log_likelihood, label_counts)
-from .scoring import (CATEGORIES, DurationReference, EpisodeScoreInput, OverlapEvent, length_scores,
-                      overlap_penalty_s, overlap_score, population_length_score, population_timing_score,
-                      score_onsets, single_draw_ceiling, timing_score_of_laws, twcrps_on_grid)
+from .composite import (
+    CATEGORY_WEIGHTS,
+    EpisodeScores,
+    TactResult,
+    episode_scores,
+    median_runs,
+    score_episodes,
+)
+from .laws import (
+    INTENTS,
+    NO_RESPONSE_MASS,
+    PAPER_INTENT_PRIOR,
+    T_A_S,
+    T_H_S,
+    ReferenceCDF,
+    ReferenceLaw,
+    law_table,
+    reference_cdf,
+    reference_law,
+    reference_laws,
+)
+from .posterior import (
+    empirical_posterior,
+    fit_judge_weight,
+    fit_temperature,
+    fuse_posterior,
+    held_out_log_likelihood,
+    label_counts,
+)
+from .scoring import (
+    CATEGORIES,
+    DurationReference,
+    EpisodeScoreInput,
+    OverlapEvent,
+    length_scores,
+    overlap_penalty_s,
+    overlap_score,
+    population_length_score,
+    population_timing_score,
+    score_onsets,
+    single_draw_ceiling,
+    timing_score_of_laws,
+    twcrps_on_grid,
+)
 
 __all__ = [
     "CATEGORIES", "CATEGORY_WEIGHTS", "INTENTS", "NO_RESPONSE_MASS", "PAPER_INTENT_PRIOR", "T_A_S", "T_H_S",

@@ -11,7 +11,13 @@ import numpy as np
 from scipy.stats import rankdata
 
 from .bootstrap import N_RESAMPLES, Interval, bootstrap_indices, bootstrap_sums
-from .composite import TactResult, composite_statistic, episode_scores, features, score_episodes
+from .composite import (
+    TactResult,
+    composite_statistic,
+    episode_scores,
+    features,
+    score_episodes,
+)
 from .laws import DOMAIN_S, LawTable
 from .scoring import DurationReference, EpisodeScoreInput, as_onsets
 
@@ -21,7 +27,7 @@ SWAP_BIN_S = 0.25  # onset histogram bin for JSD_2 (choice: 28 bins over T plus 
 def onset_histogram(onsets_s, bin_s: float = SWAP_BIN_S) -> np.ndarray:
     """Probabilities of onsets in equal bins over T, with the no-response share as the last entry."""
     y = as_onsets(onsets_s)
-    n_bins = int(round((DOMAIN_S[1] - DOMAIN_S[0]) / bin_s))
+    n_bins = round((DOMAIN_S[1] - DOMAIN_S[0]) / bin_s)
     fin = y[np.isfinite(y)]
     idx = np.minimum(((fin - DOMAIN_S[0]) / bin_s).astype(np.intp), n_bins - 1)
     counts = np.bincount(idx, minlength=n_bins).astype(float)
@@ -68,7 +74,7 @@ def spearman_ci(metric, human, *, n_resamples: int = N_RESAMPLES, confidence: fl
     y = np.asarray(human, dtype=float)
     if x.shape != y.shape or x.ndim != 1 or x.size < 3:
         raise ValueError("metric and human must be equal-length 1-d arrays of at least 3 cells")
-    stat = lambda idx: _spearman_rows(x[idx], y[idx])[:, None]  # noqa: E731
+    stat = lambda idx: _spearman_rows(x[idx], y[idx])[:, None]
     return bootstrap_indices(x.size, stat, n_resamples=n_resamples, confidence=confidence, seed=seed)[0]
 
 

@@ -40,7 +40,7 @@ def va_history_features(va, frame_hz: float, at_s) -> np.ndarray:
     csum = np.concatenate([[0], np.cumsum(act)])
     cols = []
     for edge_s in np.cumsum(VAP_BINS_S):
-        n = max(1, int(round(edge_s * frame_hz)))
+        n = max(1, round(edge_s * frame_hz))
         cols.append((csum[k + 1] - csum[np.maximum(k + 1 - n, 0)]) / n)
     # Length of the run of equal frames ending at k (causal): k - (last change before k).
     change = np.flatnonzero(np.diff(act.astype(np.int8)) != 0) + 1  # first frame of each new run

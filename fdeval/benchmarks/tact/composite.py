@@ -24,8 +24,18 @@ import numpy as np
 
 from .bootstrap import N_RESAMPLES, Interval, bootstrap_sums
 from .laws import LawTable
-from .scoring import (CATEGORIES, DurationReference, EpisodeScoreInput, as_onsets, length_scores, overlap_penalty_s,
-                      overlap_score, population_length_score, population_timing_score, score_onsets)
+from .scoring import (
+    CATEGORIES,
+    DurationReference,
+    EpisodeScoreInput,
+    as_onsets,
+    length_scores,
+    overlap_penalty_s,
+    overlap_score,
+    population_length_score,
+    population_timing_score,
+    score_onsets,
+)
 
 COMPONENTS: tuple[str, ...] = ("timing", "length", "overlap")
 # Convex weights (timing, length, overlap) per category; see module docstring.

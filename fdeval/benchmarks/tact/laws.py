@@ -167,8 +167,8 @@ def ref_log_sigma() -> float:
     """Spread of the ref log-normal such that (1 - beta_ref) * F_ref(1 s) = 12% (paper, results text)."""
     m = math.log(LOGNORMAL_MEDIAN_S["ref"] - LOGNORMAL_SHIFT_S)
     target = REF_WITHIN_1S_FRACTION / (1.0 - NO_RESPONSE_MASS["ref"])
-    z = lambda t, s: (math.log(t - LOGNORMAL_SHIFT_S) - m) / s  # noqa: E731
-    frac = lambda s: ndtr(z(1.0, s)) / ndtr(z(T_H_S, s)) - target  # noqa: E731
+    z = lambda t, s: (math.log(t - LOGNORMAL_SHIFT_S) - m) / s
+    frac = lambda s: ndtr(z(1.0, s)) / ndtr(z(T_H_S, s)) - target
     return float(optimize.brentq(frac, 0.05, 3.0, xtol=1e-14))
 
 
@@ -269,7 +269,7 @@ class LawTable:
 def law_table(step_s: float = 1e-3) -> LawTable:
     """The (cached) table for the six reference laws on a grid of `step_s` over T."""
     lo, hi = DOMAIN_S
-    n_cells = int(round((hi - lo) / step_s))
+    n_cells = round((hi - lo) / step_s)
     grid = np.linspace(lo, hi, n_cells + 1)
     h = (hi - lo) / n_cells
     gl_t = grid[:-1, None] + h * _GL_X[None, :]  # (n_cells, 4)
@@ -284,7 +284,7 @@ def law_table(step_s: float = 1e-3) -> LawTable:
     H_gl, w_gl, f_gl = evaluate(gl_t)
     H, w, f = evaluate(grid)
     tail = _tail_integrals(f_gl, h)
-    cell = lambda v: h * (v @ _GL_W)  # noqa: E731  (..., n_cells) per-cell integrals
+    cell = lambda v: h * (v @ _GL_W)
     cubic = cell(np.einsum("agk,bgk,cgk->abcgk", w_gl, H_gl, H_gl)).sum(-1)
     diag = np.arange(N_INTENTS)
     total = tail[:N_INTENTS, 0]

@@ -43,8 +43,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .laws import (DOMAIN_S, INTENTS, N_INTENTS, PAPER_INTENT_PRIOR, T_A_S, T_H_S, LawTable, intent_index,
-                   law_table)
+from .laws import (
+    DOMAIN_S,
+    INTENTS,
+    N_INTENTS,
+    PAPER_INTENT_PRIOR,
+    T_A_S,
+    T_H_S,
+    LawTable,
+    intent_index,
+    law_table,
+)
 
 CATEGORIES: tuple[str, ...] = ("pause_handling", "backchanneling", "smooth_turn_taking", "user_interruption")
 OVERLAP_SCALE_S = T_A_S  # penalty seconds that drive s_O to 0 (choice, see module docstring)

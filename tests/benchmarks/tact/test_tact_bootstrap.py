@@ -6,7 +6,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from fdeval.benchmarks.tact.bootstrap import bca_interval, bootstrap_indices, bootstrap_sums, resample_indices
+from fdeval.benchmarks.tact.bootstrap import (
+    bca_interval,
+    bootstrap_indices,
+    bootstrap_sums,
+    resample_indices,
+)
 
 
 def _mean_of_sums(s):

@@ -8,12 +8,25 @@ import numpy as np
 import pytest
 from scipy import stats
 
-import fdeval.benchmarks.tact as tact
+from fdeval.benchmarks import tact
 from fdeval.benchmarks.tact import simulate
-from fdeval.benchmarks.tact.analysis import (human_topline, jsd2, onset_histogram, profile_swap_jsd, slice_gaps,
-                                             slice_table, spearman_ci)
-from fdeval.benchmarks.tact.composite import (CATEGORY_WEIGHTS, composite_statistic, episode_scores, features,
-                                              median_runs, score_episodes)
+from fdeval.benchmarks.tact.analysis import (
+    human_topline,
+    jsd2,
+    onset_histogram,
+    profile_swap_jsd,
+    slice_gaps,
+    slice_table,
+    spearman_ci,
+)
+from fdeval.benchmarks.tact.composite import (
+    CATEGORY_WEIGHTS,
+    composite_statistic,
+    episode_scores,
+    features,
+    median_runs,
+    score_episodes,
+)
 from fdeval.benchmarks.tact.scoring import CATEGORIES, EpisodeScoreInput
 
 SIZES = {"pause_handling": 120, "backchanneling": 100, "smooth_turn_taking": 110, "user_interruption": 80}
@@ -29,7 +42,6 @@ def test_category_weights_are_convex_and_follow_the_papers_emphasis():
     for c in CATEGORIES:
         w = CATEGORY_WEIGHTS[c]
         assert min(w) >= 0 and sum(w) == pytest.approx(1.0)
-    t, l, o = zip(*(CATEGORY_WEIGHTS[c] for c in CATEGORIES))
     for c in ("pause_handling", "smooth_turn_taking"):
         assert CATEGORY_WEIGHTS[c][0] == max(CATEGORY_WEIGHTS[c]) and CATEGORY_WEIGHTS[c][0] > 0.5
     assert CATEGORY_WEIGHTS["user_interruption"][2] == max(CATEGORY_WEIGHTS["user_interruption"]) > 0.5

@@ -6,8 +6,17 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from fdeval.benchmarks.tact.laws import (EPS, EXGAUSS_PARAMS_S, INTENTS, LOGNORMAL_MEDIAN_S, NO_RESPONSE_MASS,
-                                         law_table, reference_cdf, reference_law, reference_laws)
+from fdeval.benchmarks.tact.laws import (
+    EPS,
+    EXGAUSS_PARAMS_S,
+    INTENTS,
+    LOGNORMAL_MEDIAN_S,
+    NO_RESPONSE_MASS,
+    law_table,
+    reference_cdf,
+    reference_law,
+    reference_laws,
+)
 
 
 def test_bck_mode_and_overlap_share_match_the_paper():

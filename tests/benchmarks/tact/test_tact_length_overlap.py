@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
-from fdeval.benchmarks.tact.scoring import (DurationReference, OverlapEvent, length_divergence, length_scores,
-                                            overlap_penalty_s, overlap_score, population_length_score)
+from fdeval.benchmarks.tact.scoring import (
+    DurationReference,
+    OverlapEvent,
+    length_divergence,
+    length_scores,
+    overlap_penalty_s,
+    overlap_score,
+    population_length_score,
+)
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +91,7 @@ def test_overlap_penalty_properties():
     assert overlap_penalty_s([long]) == pytest.approx(2 * overlap_penalty_s([mid]))
     # At a completion point (psi = 1) overlap is free; the cost falls as psi rises.
     costs = [overlap_penalty_s([OverlapEvent(-0.1, 1.0, p)]) for p in (0.0, 0.3, 0.7, 1.0)]
-    assert costs[-1] == 0.0 and all(a > b for a, b in zip(costs, costs[1:]))
+    assert costs[-1] == 0.0 and all(a > b for a, b in itertools.pairwise(costs))
     # Score: in [0, 1], 0 once the penalty reaches T_a seconds.
     scores = overlap_score(np.array([0.0, 0.5, 2.0, 10.0]))
     assert scores.tolist() == [1.0, 0.75, 0.0, 0.0]

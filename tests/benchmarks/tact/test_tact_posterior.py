@@ -7,9 +7,17 @@ import pytest
 from scipy.special import softmax
 
 from fdeval.benchmarks.tact.completion import CompletionEstimator, va_history_features
-from fdeval.benchmarks.tact.posterior import (JUDGE_WEIGHT, empirical_posterior, expected_calibration_error,
-                                              fit_judge_weight, fit_temperature, fuse_posterior,
-                                              held_out_log_likelihood, label_counts, scaled_judge)
+from fdeval.benchmarks.tact.posterior import (
+    JUDGE_WEIGHT,
+    empirical_posterior,
+    expected_calibration_error,
+    fit_judge_weight,
+    fit_temperature,
+    fuse_posterior,
+    held_out_log_likelihood,
+    label_counts,
+    scaled_judge,
+)
 
 
 def _synthetic_panel(rng, n=3000, true_t=2.5):

@@ -6,9 +6,16 @@ import numpy as np
 import pytest
 
 from fdeval.benchmarks.tact.laws import INTENTS, law_table, reference_laws
-from fdeval.benchmarks.tact.scoring import (empirical_timing_divergence, population_timing_score, reference_twcrps,
-                                            score_onsets, single_draw_ceiling, timing_divergence,
-                                            timing_score_of_laws, twcrps_on_grid)
+from fdeval.benchmarks.tact.scoring import (
+    empirical_timing_divergence,
+    population_timing_score,
+    reference_twcrps,
+    score_onsets,
+    single_draw_ceiling,
+    timing_divergence,
+    timing_score_of_laws,
+    twcrps_on_grid,
+)
 
 
 def _perturbed(tab, z, kind):

@@ -37,7 +37,6 @@ from .scoring import (
     score_onsets,
 )
 
-COMPONENTS: tuple[str, ...] = ("timing", "length", "overlap")
 # Convex weights (timing, length, overlap) per category; see module docstring.
 CATEGORY_WEIGHTS: dict[str, tuple[float, float, float]] = {
     "pause_handling": (0.6, 0.2, 0.2),

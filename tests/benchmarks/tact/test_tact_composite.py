@@ -10,15 +10,7 @@ from scipy import stats
 
 from fdeval.benchmarks import tact
 from fdeval.benchmarks.tact import simulate
-from fdeval.benchmarks.tact.analysis import (
-    human_topline,
-    jsd2,
-    onset_histogram,
-    profile_swap_jsd,
-    slice_gaps,
-    slice_table,
-    spearman_ci,
-)
+from fdeval.benchmarks.tact.analysis import onset_histogram, slice_gaps, slice_table
 from fdeval.benchmarks.tact.composite import (
     CATEGORY_WEIGHTS,
     composite_statistic,
@@ -111,24 +103,24 @@ def test_median_run_is_kept(setup):
 
 def test_jsd2_and_profile_swap():
     p = np.array([0.5, 0.5, 0.0])
-    assert jsd2(p, p) == 0.0 and jsd2(p, [0, 0, 1]) == pytest.approx(1.0)
-    assert jsd2(p, [0.2, 0.3, 0.5]) == pytest.approx(jsd2([0.2, 0.3, 0.5], p))
+    assert tact.jsd2(p, p) == 0.0 and tact.jsd2(p, [0, 0, 1]) == pytest.approx(1.0)
+    assert tact.jsd2(p, [0.2, 0.3, 0.5]) == pytest.approx(tact.jsd2([0.2, 0.3, 0.5], p))
     rng = np.random.default_rng(0)
     y = rng.normal(0.3, 0.3, 4000)
     h = onset_histogram(np.r_[y, [np.nan] * 1000])
     assert h.size == 29 and h[-1] == pytest.approx(0.2) and h.sum() == pytest.approx(1.0)
-    assert profile_swap_jsd(y, y) == 0.0
-    assert profile_swap_jsd(y, y + 1.0) > 0.3 > profile_swap_jsd(y, rng.normal(0.3, 0.3, 4000))
+    assert tact.profile_swap_jsd(y, y) == 0.0
+    assert tact.profile_swap_jsd(y, y + 1.0) > 0.3 > tact.profile_swap_jsd(y, rng.normal(0.3, 0.3, 4000))
 
 
 def test_spearman_with_interval():
     rng = np.random.default_rng(0)
     human = rng.normal(size=88)
     metric = human + rng.normal(scale=0.6, size=88)
-    ci = spearman_ci(metric, human, n_resamples=2000)
+    ci = tact.spearman_ci(metric, human, n_resamples=2000)
     assert ci.estimate == pytest.approx(stats.spearmanr(metric, human).statistic)
     assert -1 <= ci.low < ci.estimate < ci.high <= 1
-    perfect = spearman_ci(np.arange(10.0), np.arange(10.0) ** 3, n_resamples=200)
+    perfect = tact.spearman_ci(np.arange(10.0), np.arange(10.0) ** 3, n_resamples=200)
     assert perfect.estimate == perfect.low == perfect.high == pytest.approx(1.0)
 
 
@@ -142,7 +134,7 @@ def test_slice_table_and_human_topline(setup):
     assert rows[0].composite.estimate == pytest.approx(score_episodes(female, ref, n_resamples=10).composite.estimate)
     gaps = slice_gaps(rows)
     assert set(gaps) == {"gender", "snr"} and all(g >= 0 for g in gaps.values())
-    top = human_topline(eps, ref, n_resamples=500)
+    top = tact.human_topline(eps, ref, n_resamples=500)
     assert top.composite.estimate == pytest.approx(score_episodes(eps, ref, n_resamples=10).composite.estimate)
 
 

@@ -1,0 +1,313 @@
+"""A cached, retrying client for the Anthropic Messages API.
+
+``LLMClient(model, temperature, max_tokens, cache_dir).complete(system, prompt)`` sends one user
+message under a system prompt and returns the answer as an :class:`LLMResponse`.
+
+* **Key**: read from the environment variable ``ANTHROPIC_API_KEY`` only, when a request actually
+  has to go out (a fully cached rerun needs no key). It is never taken from a config, never
+  logged, and never written to a cache file; error messages have it scrubbed.
+* **Cache**: every answer is stored under ``cache_dir`` as one JSON file named by a content hash
+  of (model, temperature, max_tokens, system, prompt, seed), written atomically
+  (:mod:`fdeval.files`). A rerun with the same request reads the file and makes no call. Only
+  successful answers are cached; failures are retried next time.
+* **Retries**: the SDK's own retries are off (``max_retries=0``); this module retries 408, 409,
+  429 and 5xx answers, connection errors, timeouts and malformed answers (a body that is not a
+  Messages API message, e.g. a proxy's error page) up to ``max_retries`` times, with
+  exponential backoff (``backoff_s * 2**k``, capped at ``max_backoff_s``, times a jitter factor in
+  [0.5, 1) drawn from a generator seeded by ``seed`` and the request hash), and at least as long
+  as a ``Retry-After`` header asks (capped too). Each retry is logged as a warning.
+* **Errors**: :class:`LLMError`, one line. :class:`LLMConfigError` (a subclass) marks what no
+  retry can fix and concerns every request alike: no key, no ``anthropic`` package, credentials
+  rejected (401/403), model or endpoint not found (404).
+* **Temperature**: sent when the installed SDK's ``messages.create`` takes a ``temperature``
+  argument. SDK releases from 2.0 on target an API version without sampling parameters; with
+  those the temperature is not sent (a warning says so once per client), but still keys the cache.
+  ``temperature=None`` never sends one.
+* **Seed**: the Messages API has no sampling seed; ``seed`` only keys the cache (so that separate
+  samples of one prompt can be drawn and kept) and seeds the retry jitter.
+
+The ``anthropic`` package is imported on the first request that is not in the cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import logging
+import math
+import os
+import random
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fdeval.errors import FdevalError
+from fdeval.files import write_json_atomic
+
+log = logging.getLogger("fdeval.llm")
+
+API_KEY_ENV = "ANTHROPIC_API_KEY"
+CACHE_FORMAT = "fdeval.llm_cache"
+CACHE_FORMAT_VERSION = 1
+RETRY_STATUS = frozenset({408, 409, 429})  # plus every 5xx
+CONFIG_STATUS = {401: "credentials rejected", 403: "permission denied", 404: "model or endpoint not found"}
+
+
+class LLMError(FdevalError):
+    """A model request that failed (after retries, where a retry could help). One line."""
+
+
+class LLMConfigError(LLMError):
+    """A failure no retry can fix and that applies to every request: no key, no SDK, credentials
+    rejected, unknown model or endpoint, a bad client setting."""
+
+
+@dataclass(frozen=True)
+class LLMResponse:
+    """One answer. `prompt_hash` is the request's content hash (its cache key); `model` is the
+    model that answered (as the API reports it); `usage` holds token counts."""
+
+    text: str
+    model: str
+    cached: bool
+    prompt_hash: str
+    usage: dict[str, int] = field(default_factory=dict, compare=False, hash=False)
+    stop_reason: str | None = None
+
+
+def request_hash(model: str, temperature: float | None, max_tokens: int, system: str, prompt: str,
+                 seed: int | None, attempt: int = 0) -> str:
+    """The content hash (sha256, hex) that names a request's cache file.
+
+    `attempt` > 0 (a re-ask after an unusable answer) gets its own entry; 0 adds nothing to the key.
+    """
+    payload: dict[str, Any] = {
+        "model": model, "temperature": None if temperature is None else float(temperature),
+        "max_tokens": int(max_tokens), "system": system, "prompt": prompt, "seed": seed,
+    }
+    if attempt:
+        payload["attempt"] = int(attempt)
+    blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _one_line(text: str, limit: int = 240) -> str:
+    text = re.sub(r"\s+", " ", str(text)).strip()
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _import_anthropic():
+    try:
+        import anthropic
+    except ImportError:
+        raise LLMConfigError("llm: the 'anthropic' package is not installed; pip install anthropic") from None
+    return anthropic
+
+
+class LLMClient:
+    """Cached, retrying access to one model at fixed sampling settings (see the module docstring)."""
+
+    def __init__(self, model: str, temperature: float | None, max_tokens: int, cache_dir: str | os.PathLike,
+                 seed: int | None = None, base_url: str | None = None, max_retries: int = 5,
+                 timeout_s: float = 60.0, *, backoff_s: float = 1.0, max_backoff_s: float = 30.0):
+        def bad(name: str, want: str, value: Any) -> LLMConfigError:
+            return LLMConfigError(f"llm: {name} must be {want}, got {value!r}")
+
+        if not isinstance(model, str) or not model.strip():
+            raise bad("model", "a non-empty string", model)
+        if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, (int, float))
+                                        or not math.isfinite(temperature) or not 0 <= temperature <= 2):
+            raise bad("temperature", "a number in [0, 2] or null", temperature)
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            raise bad("max_tokens", "a positive integer", max_tokens)
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise bad("seed", "an integer or null", seed)
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            raise bad("max_retries", "an integer >= 0", max_retries)
+        for name, value in (("timeout_s", timeout_s), ("backoff_s", backoff_s), ("max_backoff_s", max_backoff_s)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise bad(name, "a finite number >= 0", value)
+        if timeout_s <= 0:
+            raise bad("timeout_s", "> 0", timeout_s)
+        if base_url is not None and (not isinstance(base_url, str) or not base_url.strip()):
+            raise bad("base_url", "a URL or null", base_url)
+        if cache_dir is None or str(cache_dir) == "":
+            raise bad("cache_dir", "a folder path", cache_dir)
+        self.model = model
+        self.temperature = None if temperature is None else float(temperature)
+        self.max_tokens = max_tokens
+        self.cache_dir = Path(cache_dir).expanduser()
+        self.seed = seed
+        self.base_url = base_url
+        self.max_retries = max_retries
+        self.timeout_s = float(timeout_s)
+        self.backoff_s = float(backoff_s)
+        self.max_backoff_s = float(max_backoff_s)
+        self._sdk_client: Any = None
+        self._key: str | None = None
+        self._sends_temperature: bool | None = None
+
+    def __repr__(self) -> str:  # never shows the key
+        return (f"LLMClient(model={self.model!r}, temperature={self.temperature!r}, max_tokens={self.max_tokens}, "
+                f"cache_dir={str(self.cache_dir)!r}, seed={self.seed!r}, base_url={self.base_url!r})")
+
+    # ----------------------------------------------------------------------------------------
+    def request_hash(self, system: str, prompt: str, attempt: int = 0) -> str:
+        return request_hash(self.model, self.temperature, self.max_tokens, system, prompt, self.seed, attempt)
+
+    def cache_path(self, key: str) -> Path:
+        return self.cache_dir / key[:2] / f"{key}.json"
+
+    def complete(self, system: str, prompt: str, *, attempt: int = 0) -> LLMResponse:
+        """The model's answer to `prompt` under `system`, from the cache when it holds it.
+
+        `attempt` > 0 asks the same request again under its own cache entry (used to re-ask after
+        an answer that could not be used). Raises :class:`LLMError` / :class:`LLMConfigError`.
+        """
+        if not isinstance(system, str) or not isinstance(prompt, str):
+            raise TypeError("system and prompt must be strings")
+        key = self.request_hash(system, prompt, attempt)
+        path = self.cache_path(key)
+        hit = self._read_cache(path, key)
+        if hit is not None:
+            log.debug("llm: cache hit %s", key[:16])
+            return hit
+        message = self._create(system, prompt, key)
+        text = "".join(getattr(b, "text", "") for b in (message.content or []) if getattr(b, "type", None) == "text")
+        usage = self._usage(message)
+        served = str(getattr(message, "model", None) or self.model)
+        stop = getattr(message, "stop_reason", None)
+        entry = {
+            "format": CACHE_FORMAT, "format_version": CACHE_FORMAT_VERSION, "key": key,
+            "request": {"model": self.model, "temperature": self.temperature,
+                        "temperature_sent": bool(self._sends_temperature and self.temperature is not None),
+                        "max_tokens": self.max_tokens, "seed": self.seed, "attempt": attempt,
+                        "system": system, "prompt": prompt},
+            "response": {"id": getattr(message, "id", None), "model": served, "stop_reason": stop,
+                         "usage": usage, "text": text},
+            "sdk": {"anthropic": self._sdk_version()},
+        }
+        write_json_atomic(path, entry)
+        return LLMResponse(text, served, False, key, usage, stop)
+
+    # ----------------------------------------------------------------------------------------
+    def _read_cache(self, path: Path, key: str) -> LLMResponse | None:
+        if not path.is_file():
+            return None
+        try:
+            d = json.loads(path.read_text(encoding="utf-8"))
+            resp = d["response"]
+            if d.get("format") != CACHE_FORMAT or d.get("key") != key or not isinstance(resp.get("text"), str):
+                raise ValueError("not a cache entry for this request")
+            usage = {str(k): int(v) for k, v in (resp.get("usage") or {}).items()}
+            return LLMResponse(resp["text"], str(resp.get("model") or self.model), True, key, usage,
+                               resp.get("stop_reason"))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+            log.warning("llm: ignoring unreadable cache file %s (%s); asking the model again", path, _one_line(e, 120))
+            return None
+
+    @staticmethod
+    def _usage(message: Any) -> dict[str, int]:
+        u = getattr(message, "usage", None)
+        out: dict[str, int] = {}
+        for name in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
+            v = getattr(u, name, None)
+            if isinstance(v, int) and not isinstance(v, bool):
+                out[name] = v
+        return out
+
+    @staticmethod
+    def _sdk_version() -> str | None:
+        try:
+            import anthropic
+
+            return str(anthropic.__version__)
+        except Exception:  # noqa: BLE001 - provenance only
+            return None
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._key, "***") if self._key else text
+
+    def _client(self) -> Any:
+        if self._sdk_client is None:
+            anthropic = _import_anthropic()
+            key = os.environ.get(API_KEY_ENV, "").strip()
+            if not key:
+                raise LLMConfigError(f"llm: no API key: set the environment variable {API_KEY_ENV} "
+                                     f"to call {self.model} (cached answers need no key)")
+            self._key = key
+            self._sdk_client = anthropic.Anthropic(api_key=key, base_url=self.base_url, max_retries=0,
+                                                   timeout=self.timeout_s)
+            try:
+                params = inspect.signature(self._sdk_client.messages.create).parameters
+                self._sends_temperature = "temperature" in params
+            except (TypeError, ValueError):
+                self._sends_temperature = True
+            if self.temperature is not None and not self._sends_temperature:
+                log.warning("llm: anthropic %s takes no sampling temperature; temperature=%g is not sent "
+                            "(it still keys the cache)", self._sdk_version(), self.temperature)
+        return self._sdk_client
+
+    def _delay(self, k: int, rng: random.Random, retry_after: float | None) -> float:
+        delay = min(self.max_backoff_s, self.backoff_s * (2 ** k)) * (0.5 + 0.5 * rng.random())
+        if retry_after is not None:
+            delay = max(delay, min(retry_after, self.max_backoff_s))
+        return delay
+
+    def _create(self, system: str, prompt: str, key: str) -> Any:
+        client = self._client()
+        anthropic = _import_anthropic()
+        params: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens, "system": system,
+                                  "messages": [{"role": "user", "content": prompt}]}
+        if self.temperature is not None and self._sends_temperature:
+            params["temperature"] = self.temperature
+        rng = random.Random(f"{self.seed}:{key}")
+        attempts = self.max_retries + 1
+        why = ""
+        for k in range(attempts):
+            retry_after = None
+            try:
+                message = client.messages.create(**params)
+                if getattr(message, "type", None) == "message" and isinstance(getattr(message, "content", None), list):
+                    return message
+                why = f"malformed response: not a Messages API message ({_one_line(repr(message), 80)})"
+            except anthropic.APIStatusError as e:
+                status = int(getattr(e, "status_code", 0) or 0)
+                why = self._scrub(self._status_text(e, status))
+                if status in CONFIG_STATUS:
+                    raise LLMConfigError(f"llm: {self.model}: {CONFIG_STATUS[status]}: {why}") from None
+                if not (status in RETRY_STATUS or status >= 500):
+                    raise LLMError(f"llm: {self.model}: request rejected: {why}") from None
+                retry_after = self._retry_after(e)
+            except anthropic.APITimeoutError:
+                why = f"no answer within {self.timeout_s:g} s (timeout)"
+            except anthropic.APIConnectionError as e:
+                cause = e.__cause__ or e
+                why = self._scrub(_one_line(f"connection error: {cause}", 200))
+            except (anthropic.APIResponseValidationError, ValueError) as e:  # a body that is not the API's JSON
+                why = self._scrub(_one_line(f"malformed response: {e}", 200))
+            if k + 1 >= attempts:
+                break
+            delay = self._delay(k, rng, retry_after)
+            log.warning("llm: %s: %s; retry %d/%d in %.2f s", self.model, why, k + 1, self.max_retries, delay)
+            time.sleep(delay)
+        raise LLMError(f"llm: {self.model}: failed after {attempts} attempt(s): {why}")
+
+    @staticmethod
+    def _status_text(e: Any, status: int) -> str:
+        body = getattr(e, "body", None)
+        err = body.get("error") if isinstance(body, dict) else None
+        if isinstance(err, dict) and (err.get("message") or err.get("type")):
+            return _one_line(f"HTTP {status} {err.get('type') or ''}: {err.get('message') or ''}", 200)
+        return _one_line(f"HTTP {status}: {getattr(e, 'message', None) or e}", 200)
+
+    @staticmethod
+    def _retry_after(e: Any) -> float | None:
+        try:
+            value = e.response.headers.get("retry-after")
+            return max(float(value), 0.0) if value is not None else None
+        except (AttributeError, TypeError, ValueError):
+            return None

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import io
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -55,20 +56,26 @@ def _row(instruction: str, instructed: list[Verdict], pairs: list[tuple[bool, bo
     }
 
 
-def ias_rows(verdicts: list[Verdict], cases: Mapping[str, TestCase],
-             provenance: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
-    """IAS, baseline IAS and delta-IAS per instruction, plus an ``overall`` row.
+@dataclass(frozen=True)
+class Joined:
+    """Verdicts checked and grouped for scoring (see :func:`join_verdicts`).
 
-    `cases` maps case id to its :class:`TestCase` (every verdict's case must be there). An
-    instructed case must be judged against its own instruction; a baseline case (policy "none")
-    against any instruction, at most once per conversation, seed and instruction.
-    `provenance` columns are added to every row (``metric_version`` defaults to METRIC_VERSION).
-    Raises :class:`FdevalError` on inconsistent input.
+    `instructed[I]`: the instructed cases' verdicts under I, in input order. `pairs[I]`: for each
+    of those whose baseline (same conversation and seed, judged against I) exists and neither
+    verdict is an error, ``(instructed case id, instructed passes, baseline passes)``.
+    `policies`: the instructions present, in the taxonomy's order (then any others, sorted).
     """
-    prov = {"metric_version": METRIC_VERSION, **(provenance or {})}
-    clash = sorted(set(prov) & set(METRIC_COLUMNS))
-    if clash:
-        raise ValueError(f"provenance columns {clash} would overwrite metric columns")
+
+    instructed: dict[str, list[Verdict]]
+    pairs: dict[str, list[tuple[str, bool, bool]]]
+    policies: list[str]
+
+
+def join_verdicts(verdicts: list[Verdict], cases: Mapping[str, TestCase]) -> Joined:
+    """Check `verdicts` against `cases` and group them by instruction, with the delta-IAS pairs.
+
+    Raises :class:`FdevalError` on inconsistent input (see :func:`ias_rows`).
+    """
     seen: set[tuple[str, str]] = set()
     instructed: dict[str, list[Verdict]] = {}
     baselines: dict[tuple[str, int, str], Verdict] = {}
@@ -91,21 +98,46 @@ def ias_rows(verdicts: list[Verdict], cases: Mapping[str, TestCase],
         else:
             instructed.setdefault(v.policy, []).append(v)
 
-    def pairs_of(vs: list[Verdict]) -> list[tuple[bool, bool]]:
+    def pairs_of(vs: list[Verdict]) -> list[tuple[str, bool, bool]]:
         out = []
         for v in vs:
             case = cases[v.case_id]
             b = baselines.get((case.conversation_id, case.seed, v.policy))
             if v.verdict != "error" and b is not None and b.verdict != "error":
-                out.append((v.verdict == "adhere", b.verdict == "adhere"))
+                out.append((v.case_id, v.verdict == "adhere", b.verdict == "adhere"))
         return out
 
     policies = [p for p in POLICIES if p in instructed or any(k[2] == p for k in baselines)]
     policies += sorted({k[2] for k in baselines} - set(POLICIES)) + sorted(set(instructed) - set(POLICIES))
-    rows = [_row(p, instructed.get(p, []), pairs_of(instructed.get(p, []))) for p in policies]
-    every = [v for p in policies for v in instructed.get(p, [])]
-    rows.append(_row(OVERALL, every, pairs_of(every)))
+    return Joined({p: instructed.get(p, []) for p in policies},
+                  {p: pairs_of(instructed.get(p, [])) for p in policies}, policies)
+
+
+def ias_rows(verdicts: list[Verdict], cases: Mapping[str, TestCase],
+             provenance: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """IAS, baseline IAS and delta-IAS per instruction, plus an ``overall`` row.
+
+    `cases` maps case id to its :class:`TestCase` (every verdict's case must be there). An
+    instructed case must be judged against its own instruction; a baseline case (policy "none")
+    against any instruction, at most once per conversation, seed and instruction.
+    `provenance` columns are added to every row (``metric_version`` defaults to METRIC_VERSION).
+    Raises :class:`FdevalError` on inconsistent input.
+    """
+    prov = with_provenance(provenance, METRIC_COLUMNS)
+    j = join_verdicts(verdicts, cases)
+    rows = [_row(p, j.instructed[p], [(a, b) for _, a, b in j.pairs[p]]) for p in j.policies]
+    every = [v for p in j.policies for v in j.instructed[p]]
+    rows.append(_row(OVERALL, every, [(a, b) for p in j.policies for _, a, b in j.pairs[p]]))
     return [{**row, **prov} for row in rows]
+
+
+def with_provenance(provenance: Mapping[str, Any] | None, columns: Iterable[str]) -> dict[str, Any]:
+    """The provenance columns (``metric_version`` by default); ValueError if one would overwrite `columns`."""
+    prov = {"metric_version": METRIC_VERSION, **(provenance or {})}
+    clash = sorted(set(prov) & set(columns))
+    if clash:
+        raise ValueError(f"provenance columns {clash} would overwrite metric columns")
+    return prov
 
 
 # --------------------------------------------------------------------------------------------
@@ -127,14 +159,20 @@ def _csv_cell(x: Any) -> str:
     return str(x)
 
 
-def write_csv(rows: list[Mapping[str, Any]], path: str | Path) -> None:
-    """`rows` as CSV (columns in order of first appearance; None as an empty cell), atomically."""
+def write_csv(rows: list[Mapping[str, Any]], path: str | Path, significant: Iterable[str] = ()) -> None:
+    """`rows` as CSV (columns in order of first appearance; None as an empty cell), atomically.
+
+    Floats get at most six decimals, except in the `significant` columns (p-values, which may be
+    tiny): six significant digits there.
+    """
     cols = _columns(rows)
+    sig = set(significant)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(cols)
     for row in rows:
-        w.writerow([_csv_cell(row.get(c)) for c in cols])
+        w.writerow([f"{row[c]:.6g}" if c in sig and isinstance(row.get(c), float) else _csv_cell(row.get(c))
+                    for c in cols])
     write_text_atomic(path, buf.getvalue())
 
 

@@ -242,14 +242,20 @@ def stage_judge(ctx: RunContext) -> None:
 def stage_score(ctx: RunContext) -> None:
     from fdeval.judges.base import verdict_from_dict
     from fdeval.metrics.ias import METRIC_VERSION, ias_rows, write_csv, write_markdown
+    from fdeval.report.build import ReportSettings, RunData, write_run_report
+    from fdeval.report.runs import verdict_table
 
+    settings = ReportSettings.from_config(ctx.cfg.get("report"))  # checked before any work
     vdir = ctx.run_dir / "verdicts"
-    verdicts, missing = [], []
+    verdicts, missing, model_ids = [], [], {}
     for c in ctx.cases:
         for p in c.judge_policies:
             f = vdir / f"{c.case_id}@{p}.json"
             if f.exists():
-                verdicts.append(verdict_from_dict(json.loads(f.read_text()), f))
+                d = json.loads(f.read_text())
+                verdicts.append(verdict_from_dict(d, f))
+                if isinstance(d, dict) and isinstance(d.get("model_id"), str):
+                    model_ids[(c.case_id, p)] = d["model_id"]
             else:
                 missing.append(f.name)
     if missing:
@@ -260,14 +266,19 @@ def stage_score(ctx: RunContext) -> None:
         "judge": judge.id, "judge_version": judge.version, "prompt_hash": judge.prompt_hash,
         "metric_version": METRIC_VERSION, "seed": ctx.seed, "fdeval_version": fdeval.__version__,
     }
-    rows = ias_rows(verdicts, {c.case_id: c for c in ctx.cases}, provenance)
+    cases = {c.case_id: c for c in ctx.cases}
+    rows = ias_rows(verdicts, cases, provenance)
     sdir = ctx.run_dir / "scores"
     write_csv(rows, sdir / "ias.csv")
     write_markdown(rows, sdir / "ias.md")
     per_case = [{"case_id": v.case_id, "policy": v.policy, "verdict": v.verdict, **provenance} for v in verdicts]
     write_csv(per_case, sdir / "results.csv")
+    write_csv(verdict_table(verdicts, cases, model_ids, provenance), sdir / "verdicts.csv")
+    run = RunData(str(ctx.cfg.model.name), verdicts, cases, provenance, model_ids, str(ctx.run_dir))
+    paths = write_run_report(run, sdir, settings, ias_rows=rows)
     print((sdir / "ias.md").read_text(), flush=True)
-    log.info("score: %s", sdir)
+    print((sdir / "delta_ias.md").read_text(), flush=True)
+    log.info("score: %s (%s)", sdir, ", ".join(p.name for p in paths))
 
 
 STAGE_FUNCS = {"generate": stage_generate, "run": stage_run, "transcribe": stage_transcribe,

@@ -17,11 +17,29 @@ from omegaconf import DictConfig, OmegaConf
 CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 
 
+# Overrides that do not change what a run computes: they never name its folder.
+_UNTAGGED_KEYS = {"model", "benchmark", "stage", "launcher", "run_tag", "out_root", "progress",
+                  "judge.base_url", "judge.cache_dir"}
+_UNTAGGED_PREFIXES = ("launcher.", "hydra.")
+
+
 def _tag(override_dirname: str) -> str:
-    """Run folder name from the command-line overrides: empty -> 'default'."""
-    if not override_dirname:
+    """Run folder name from the command-line overrides: empty -> 'default'.
+
+    Group choices of model/benchmark are already in the path, and launcher settings, stage and
+    output options don't change results, so a run submitted to Slurm and the same run made
+    locally (or relaunched with other launcher flags) share one folder and resume each other.
+    """
+    items = re.split(r",(?=[+~]?[\w.]+=)", override_dirname) if override_dirname else []
+    kept = []
+    for item in items:
+        key = item.split("=", 1)[0].lstrip("+~")
+        if key in _UNTAGGED_KEYS or key.startswith(_UNTAGGED_PREFIXES):
+            continue
+        kept.append(item)
+    if not kept:
         return "default"
-    return re.sub(r"[^A-Za-z0-9._=,+-]", "_", override_dirname)[:200]
+    return re.sub(r"[^A-Za-z0-9._=,+-]", "_", ",".join(kept))[:200]
 
 
 if not OmegaConf.has_resolver("fdeval_tag"):

@@ -41,6 +41,25 @@ log = logging.getLogger("fdeval")
 STEPS = ("generate", "run", "transcribe", "judge", "score")
 
 
+def _instantiate(node: Any) -> Any:
+    """hydra's instantiate, but a constructor's user error stays a one-line FdevalError."""
+    from hydra.errors import InstantiationException
+
+    try:
+        return instantiate(node)
+    except InstantiationException as e:
+        cause = e.__cause__
+        while cause is not None and not isinstance(cause, FdevalError):
+            cause = cause.__cause__
+        if cause is not None:
+            raise cause from None
+        raise
+
+
+class RunFailures(FdevalError):
+    """Some cases could not be run (infrastructure errors); the others were recorded."""
+
+
 def short_hash(obj: Any) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
@@ -55,6 +74,7 @@ class RunContext:
     cfg: DictConfig
     run_dir: Path
     out_root: Path
+    shard: tuple[int, int] | None = None  # (index, count): this process handles cases[index::count]
     stats: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -67,27 +87,53 @@ class RunContext:
 
     @cached_property
     def benchmark(self):
-        return instantiate(self.cfg.benchmark)
+        return _instantiate(self.cfg.benchmark)
 
     @cached_property
     def data_dir(self) -> Path:
         return self.out_root / self.benchmark.name / "_data" / self.benchmark.data_id(self.seed)
 
     @cached_property
-    def cases(self) -> list[TestCase]:
+    def all_cases(self) -> list[TestCase]:
         return self.benchmark.load(self.data_dir)
 
     @cached_property
+    def cases(self) -> list[TestCase]:
+        """The cases this process handles: all of them, or its shard of the stable order."""
+        if self.shard is None:
+            return self.all_cases
+        i, n = self.shard
+        return self.all_cases[i::n]
+
+    @cached_property
     def model(self):
-        return instantiate(self.cfg.model)
+        # `resources` describes the model for stage=plan; it is not a constructor argument
+        node = OmegaConf.to_container(self.cfg.model, resolve=True)
+        node.pop("resources", None)
+        return _instantiate(node)
 
     @cached_property
     def judge(self):
-        return instantiate(self.cfg.judge)
+        return _instantiate(self.cfg.judge)
 
     @cached_property
     def model_id(self) -> str:
-        return f"{self.cfg.model.name}:{short_hash(self.model.identity())}"
+        """Name plus a hash of the model's identity, as recorded in model.json by the run stage.
+
+        Later stages (and array tasks on CPU nodes) read it without loading the model. Where the
+        model is loaded, its identity must match the folder's: one run folder, one model.
+        """
+        f = self.run_dir / "model.json"
+        recorded = json.loads(f.read_text())["model_id"] if f.exists() else None
+        if recorded is not None and "model" not in self.__dict__:
+            return recorded
+        identity = self.model.identity()
+        model_id = f"{self.cfg.model.name}:{short_hash(identity)}"
+        if recorded is not None and recorded != model_id:
+            raise ConfigError(f"{self.run_dir}: recorded with model {recorded}, but the configured model is {model_id}; "
+                              "pass a different run_tag=... for a new run")
+        write_json_atomic(f, {"model_id": model_id, "identity": identity})
+        return model_id
 
     def bar(self, items: list, desc: str):
         return tqdm(items, desc=desc, unit="case", disable=not self.progress or len(items) < 2, leave=False)
@@ -172,6 +218,7 @@ def stage_run(ctx: RunContext) -> None:
         log.info("run: all %d cases already recorded", len(ctx.cases))
         return
     model = ctx.model
+    ctx.model_id  # records model.json for the later stages
     clock_kind = model.clock if ctx.cfg.orchestrator.clock == "auto" else ctx.cfg.orchestrator.clock
     vad = SileroVAD(sample_rate=ocfg.sample_rate)
     root = ctx.benchmark.cases_dir or ctx.data_dir
@@ -181,13 +228,27 @@ def stage_run(ctx: RunContext) -> None:
         "orchestrator": OmegaConf.to_container(ctx.cfg.orchestrator),
     }
     sim_s = wall_s = 0.0
+    failures = []
     for case in ctx.bar(todo, "run"):
         audio = _turn_audio(case, root, ocfg.sample_rate)
         seed = case_seed(ctx.seed, case.case_id)
         attrs = {**base_attrs, "case_seed": seed, "case_version": case.version}
-        result = asyncio.run(run_session(case, audio, model, ocfg, make_clock(clock_kind), vad, seed=seed,
-                                         instruction=case.system_instruction, attrs=attrs))
+        err_file = sessions / f"{case.case_id}.error.json"
+        try:
+            result = asyncio.run(run_session(case, audio, model, ocfg, make_clock(clock_kind), vad, seed=seed,
+                                             instruction=case.system_instruction, attrs=attrs))
+        except FdevalError:
+            raise
+        except Exception as e:  # an infrastructure failure of this case: recorded, never a verdict
+            import traceback
+
+            failures.append(case.case_id)
+            write_json_atomic(err_file, {"case_id": case.case_id, "stage": "run", "error": f"{type(e).__name__}: {e}",
+                                         "traceback": traceback.format_exc()[-4000:], "model_id": ctx.model_id})
+            log.error("run: %s failed: %s: %s", case.case_id, type(e).__name__, e)
+            continue
         write_session(result.log, result.user, result.model, sessions / f"{case.case_id}.wav", sessions / f"{case.case_id}.h5")
+        err_file.unlink(missing_ok=True)
         sim_s += result.log.duration_s
         wall_s += result.wall_s
         errs = [t["error_s"] for t in result.log.turns if t["turn_type"] == "barge-in" and not math.isnan(t["error_s"])]
@@ -198,6 +259,9 @@ def stage_run(ctx: RunContext) -> None:
     msg = f"run: {len(todo)} cases, {sim_s:.1f} session-s in {wall_s:.1f} wall-s = {speed:.1f} session-seconds per wall-second ({clock_kind})"
     log.info(msg)
     print(msg, flush=True)
+    if failures:
+        raise RunFailures(f"run: {len(failures)} case(s) failed (e.g. {failures[0]}; reasons in sessions/*.error.json); "
+                          "relaunch the same command to retry them")
 
 
 # -- transcribe ---------------------------------------------------------------------------------
@@ -221,12 +285,22 @@ def stage_transcribe(ctx: RunContext) -> None:
 
 
 # -- judge --------------------------------------------------------------------------------------
+def _judged(path: Path) -> bool:
+    """A verdict file counts as done unless it records a judge error (those are retried)."""
+    if not path.exists():
+        return False
+    try:
+        return json.loads(path.read_text()).get("verdict") != "error"
+    except (OSError, ValueError):
+        return False
+
+
 def stage_judge(ctx: RunContext) -> None:
     from fdeval.judges.base import verdict_to_dict
     from fdeval.transcript.io import load_transcript
 
     judge, out = ctx.judge, ctx.run_dir / "verdicts"
-    jobs = [(c, p) for c in ctx.cases for p in c.judge_policies if not (out / f"{c.case_id}@{p}.json").exists()]
+    jobs = [(c, p) for c in ctx.cases for p in c.judge_policies if not _judged(out / f"{c.case_id}@{p}.json")]
     counts: dict[str, int] = {}
     for case, policy in ctx.bar(jobs, "judge"):
         tpath = ctx.run_dir / "transcripts" / f"{case.case_id}.json"
@@ -281,23 +355,27 @@ def stage_score(ctx: RunContext) -> None:
     log.info("score: %s (%s)", sdir, ", ".join(p.name for p in paths))
 
 
+def stage_plan(ctx: RunContext) -> None:
+    from fdeval.cluster.plan import plan
+
+    plan(ctx)
+
+
+def stage_status(ctx: RunContext) -> None:
+    from fdeval.cluster.status import status
+
+    status(ctx)
+
+
 STAGE_FUNCS = {"generate": stage_generate, "run": stage_run, "transcribe": stage_transcribe,
-               "judge": stage_judge, "score": stage_score}
+               "judge": stage_judge, "score": stage_score, "plan": stage_plan, "status": stage_status}
+# Steps that always run in the launching process, whatever the launcher.
+LOCAL_ONLY = ("generate", "plan", "status")
 
 
-def run_stages(cfg: DictConfig, run_dir: Path) -> RunContext:
-    steps = list(cfg.stage.steps)
-    bad = [s for s in steps if s not in STAGE_FUNCS]
-    if bad:
-        raise ConfigError(f"stage.steps: unknown step(s) {bad}; valid: {list(STAGE_FUNCS)}")
-    ctx = RunContext(cfg, run_dir, Path(cfg.out_root).expanduser().resolve())
-    # Validate everything that can be checked before any work starts.
-    orchestrator_config(cfg.orchestrator)
-    _number(cfg, "", "seed", lambda x: x >= 0 and x == int(x), "must be a non-negative integer")
-    ctx.benchmark
-    run_dir.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(run_dir / "run.json", {"command_config": OmegaConf.to_container(cfg, resolve=True),
-                                             "versions": _versions()})
+def run_steps(cfg: DictConfig, run_dir: Path, steps: list[str], shard: tuple[int, int] | None = None) -> RunContext:
+    """Run `steps` in this process (locally, or as one array task handling `shard`)."""
+    ctx = RunContext(cfg, run_dir, Path(cfg.out_root).expanduser().resolve(), shard=shard)
     for sub in ("sessions", "transcripts", "verdicts", "scores"):
         if (run_dir / sub).is_dir() and (n := remove_stale_temps(run_dir / sub)):
             log.info("removed %d temp file(s) left in %s by an interrupted run", n, sub)
@@ -309,4 +387,30 @@ def run_stages(cfg: DictConfig, run_dir: Path) -> RunContext:
     finally:
         if "model" in ctx.__dict__:
             ctx.model.close()
+    return ctx
+
+
+def run_stages(cfg: DictConfig, run_dir: Path) -> RunContext | None:
+    """Validate, then run the configured stages here (launcher=local) or submit them (slurm)."""
+    steps = list(cfg.stage.steps)
+    bad = [s for s in steps if s not in STAGE_FUNCS]
+    if bad:
+        raise ConfigError(f"stage.steps: unknown step(s) {bad}; valid: {list(STAGE_FUNCS)}")
+    if cfg.launcher.name not in ("local", "slurm"):
+        raise ConfigError(f"launcher.name: unknown launcher {cfg.launcher.name!r}; valid: local, slurm")
+    # Validate everything that can be checked before any work starts.
+    orchestrator_config(cfg.orchestrator)
+    _number(cfg, "", "seed", lambda x: x >= 0 and x == int(x), "must be a non-negative integer")
+    RunContext(cfg, run_dir, Path(cfg.out_root).expanduser().resolve()).benchmark
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(run_dir / "run.json", {"command_config": OmegaConf.to_container(cfg, resolve=True),
+                                             "versions": _versions()})
+    local = [s for s in steps if s in LOCAL_ONLY or cfg.launcher.name == "local"]
+    ctx = run_steps(cfg, run_dir, local) if local else None
+    remote = [s for s in steps if s not in local]
+    if remote:
+        from fdeval.cluster.slurm import submit
+
+        n = len(ctx.cases) if ctx is not None else len(run_steps(cfg, run_dir, []).cases)
+        submit(cfg, run_dir, remote, n)
     return ctx

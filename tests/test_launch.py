@@ -104,7 +104,7 @@ def test_killed_run_resumes_without_rewriting(tmp_path):
     proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     sessions = run_dir(tmp_path, f"{CASES.replace('[', '_').replace(']', '_')}") / "sessions"
     deadline = time.time() + 120
-    while time.time() < deadline and not list(sessions.glob("*.h5")):
+    while time.time() < deadline and not list(sessions.glob("[!.]*.h5")):
         time.sleep(0.02)
     proc.send_signal(signal.SIGKILL)
     proc.wait()

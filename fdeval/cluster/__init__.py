@@ -1,0 +1,1 @@
+"""Running fdeval on a cluster: Slurm job arrays (submitit), sizing (`stage=plan`), status."""

@@ -1,0 +1,144 @@
+"""Sizing for cluster operators (`stage=plan`): what a run will cost, without submitting anything.
+
+Per case, the expected session length is built from the case itself: every user turn's audio and
+trailing silence, plus the waits the turn manager will make: the initial silence, one expected
+model turn (`launcher.plan.model_turn_s`) plus the completion silence after each user take-turn,
+and the barge-in delay before each barge-in. The worst case replaces every wait by the turn's
+timeout. Parallelism comes from the model's resources (`model.resources`: GPU memory per
+instance, whether it runs at wall speed) and the launcher profile (GPUs per task and their memory).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from fdeval.errors import ConfigError
+from fdeval.files import write_json_atomic, write_text_atomic
+from fdeval.types import TestCase
+
+log = logging.getLogger("fdeval")
+
+
+@dataclass(frozen=True)
+class CaseEstimate:
+    case_id: str
+    audio_s: float
+    expected_s: float
+    worst_s: float
+
+
+def estimate_case(case: TestCase, silence_s: float, trailing_s: float, model_turn_s: float,
+                  delay_override_s: float | None) -> CaseEstimate:
+    audio = sum(t.duration_s for t in case.turns)
+    expected = worst = 0.0
+    for i, turn in enumerate(case.turns):
+        if turn.turn_type == "barge-in":
+            delay = delay_override_s if delay_override_s is not None else (turn.barge_in_after_s or 0.0)
+            expected += delay
+            worst += turn.timeout_s + delay
+        elif i == 0:
+            expected += silence_s
+            worst += silence_s
+        else:
+            expected += model_turn_s + silence_s
+            worst += turn.timeout_s
+        expected += turn.duration_s + trailing_s
+        worst += turn.duration_s + trailing_s
+    last_timeout = case.turns[-1].timeout_s if case.turns else 0.0
+    expected += model_turn_s + silence_s
+    worst += last_timeout
+    return CaseEstimate(case.case_id, audio, expected, worst)
+
+
+@dataclass(frozen=True)
+class Plan:
+    benchmark: str
+    model: str
+    cases: int
+    session_s_expected: float
+    session_s_worst: float
+    model_gpu_mem_gb: float
+    gpu_mem_gb: float
+    instances_per_gpu: int
+    gpus_per_task: int
+    sessions_in_parallel_per_task: int
+    session_speed: float  # session-seconds per wall-second of one instance
+    cases_per_task: int
+    tasks: int
+    wall_s_per_task_expected: float
+    wall_s_per_task_worst: float
+    gpu_hours_expected: float
+    gpu_hours_worst: float
+
+
+def make_plan(cases: list[TestCase], cfg: Any) -> Plan:
+    o, lc = cfg.orchestrator, cfg.launcher
+    res = cfg.model.get("resources", None) or {}
+    pc = lc.get("plan", None) or {}
+    model_mem = float(res.get("gpu_mem_gb", 0.0))
+    realtime = bool(res.get("realtime", True))
+    speed = 1.0 if realtime else float(res.get("lockstep_speed", 1.0))
+    startup_s = float(res.get("startup_s", 0.0))
+    gpus = int(lc.get("gpus_per_task", 0))
+    gpu_mem = float(lc.get("gpu_mem_gb", 0.0))
+    util = float(pc.get("gpu_mem_util", 0.9))
+    silence = float(cfg.model.get("turn_silence_s", None) or o.silence_s)
+    est = [estimate_case(c, silence, float(o.trailing_silence_s), float(pc.get("model_turn_s", 8.0)),
+                         None if o.barge_in_delay_s is None else float(o.barge_in_delay_s)) for c in cases]
+    if gpus > 0 and model_mem > 0:
+        if lc.get("instances_per_gpu"):
+            per_gpu = int(lc.instances_per_gpu)
+        else:
+            per_gpu = int(gpu_mem * util // model_mem)
+        if per_gpu < 1:
+            raise ConfigError(f"launcher: a {gpu_mem:g} GB GPU (x{util:g} usable) cannot hold one {model_mem:g} GB "
+                              f"instance of {cfg.model.name}")
+        parallel = per_gpu * gpus
+    else:
+        per_gpu = 0
+        parallel = max(1, int(lc.get("instances_per_task", 1)))
+    per_task = int(lc.get("cases_per_task", max(1, len(cases))))
+    tasks = max(1, math.ceil(len(cases) / per_task)) if cases else 0
+    exp_total = sum(e.expected_s for e in est)
+    worst_total = sum(e.worst_s for e in est)
+    # the slowest task holds the most expensive shard; shards are cases[i::n]
+    shard_exp = max((sum(e.expected_s for e in est[i::tasks]) for i in range(tasks)), default=0.0)
+    shard_worst = max((sum(e.worst_s for e in est[i::tasks]) for i in range(tasks)), default=0.0)
+    wall_exp = startup_s + shard_exp / (parallel * speed)
+    wall_worst = startup_s + shard_worst / (parallel * speed)
+    gpu_h = lambda wall: tasks * gpus * wall / 3600.0  # noqa: E731
+    return Plan(cfg.benchmark.name, cfg.model.name, len(cases), exp_total, worst_total, model_mem, gpu_mem, per_gpu,
+                gpus, parallel, speed, per_task, tasks, wall_exp, wall_worst, gpu_h(wall_exp), gpu_h(wall_worst))
+
+
+def render(plan: Plan) -> str:
+    rows = [
+        ("benchmark / model", f"{plan.benchmark} / {plan.model}"),
+        ("cases", f"{plan.cases}"),
+        ("session time, expected / worst", f"{plan.session_s_expected / 3600:.2f} h / {plan.session_s_worst / 3600:.2f} h"),
+        ("model GPU memory per instance", f"{plan.model_gpu_mem_gb:g} GB"),
+        ("GPU memory", f"{plan.gpu_mem_gb:g} GB"),
+        ("instances per GPU", f"{plan.instances_per_gpu}"),
+        ("GPUs per task", f"{plan.gpus_per_task}"),
+        ("sessions in parallel per task", f"{plan.sessions_in_parallel_per_task}"),
+        ("session-seconds per wall-second per instance", f"{plan.session_speed:g}"),
+        ("cases per task", f"{plan.cases_per_task}"),
+        ("array tasks", f"{plan.tasks}"),
+        ("wall time per task, expected / worst", f"{plan.wall_s_per_task_expected / 60:.1f} min / {plan.wall_s_per_task_worst / 60:.1f} min"),
+        ("GPU-hours, expected / worst", f"{plan.gpu_hours_expected:.2f} / {plan.gpu_hours_worst:.2f}"),
+    ]
+    w = max(len(k) for k, _ in rows)
+    return "\n".join(["| quantity | value |", "|---|---|"] + [f"| {k.ljust(w)} | {v} |" for k, v in rows])
+
+
+def plan(ctx) -> Plan:
+    p = make_plan(ctx.all_cases, ctx.cfg)
+    text = render(p)
+    write_text_atomic(ctx.run_dir / "plan.md", f"# Sizing plan (nothing submitted)\n\n{text}\n")
+    write_json_atomic(ctx.run_dir / "plan.json", asdict(p))
+    print(text, flush=True)
+    log.info("plan: written to %s", ctx.run_dir / "plan.md")
+    return p

@@ -1,0 +1,60 @@
+"""Sizing arithmetic for stage=plan, on hand-made cases with known lengths."""
+
+import pytest
+from omegaconf import OmegaConf
+
+from fdeval.cluster.plan import estimate_case, make_plan
+from fdeval.errors import ConfigError
+from fdeval.types import TestCase, Turn
+
+
+def _case(cid, kinds=("take-turn", "barge-in", "take-turn"), dur=2.0, timeout=20.0, delay=3.0):
+    turns = tuple(
+        Turn(cid, i, f"t{i}", k, "a.wav", "", (), dur, timeout,
+             barge_in_after_s=delay if k == "barge-in" else None,
+             barge_in_handling="hold" if k == "barge-in" else None,
+             subtype="backchannel" if k == "barge-in" else None)
+        for i, k in enumerate(kinds)
+    )
+    return TestCase(cid, cid, "instructfd", "s", "none", None, turns, (), ("listen",))
+
+
+def test_case_estimate_counts_audio_waits_and_timeouts():
+    e = estimate_case(_case("c"), silence_s=1.5, trailing_s=1.0, model_turn_s=8.0, delay_override_s=None)
+    # turn0: 1.5 wait; turn1 (barge-in): 3.0 delay; turn2: 8 + 1.5; each turn 2 s audio + 1 s trailing; final 8 + 1.5
+    assert e.audio_s == 6.0
+    assert e.expected_s == pytest.approx(1.5 + 3.0 + 9.5 + 3 * 3.0 + 9.5)
+    assert e.worst_s == pytest.approx(1.5 + (20 + 3.0) + 20 + 3 * 3.0 + 20)
+    e2 = estimate_case(_case("c"), 1.5, 1.0, 8.0, delay_override_s=0.5)
+    assert e.expected_s - e2.expected_s == pytest.approx(2.5)
+
+
+def _cfg(**launcher):
+    base = {
+        "benchmark": {"name": "instructfd"},
+        "model": {"name": "big", "resources": {"gpu_mem_gb": 17.0, "realtime": True, "startup_s": 60}},
+        "orchestrator": {"silence_s": 1.5, "trailing_silence_s": 1.0, "barge_in_delay_s": None},
+        "launcher": {"gpus_per_task": 8, "gpu_mem_gb": 80, "cases_per_task": 10, "plan": {"model_turn_s": 8.0, "gpu_mem_util": 0.9}},
+    }
+    base["launcher"].update(launcher)
+    return OmegaConf.create(base)
+
+
+def test_plan_fits_instances_and_counts_tasks_and_gpu_hours():
+    cases = [_case(f"c{i}") for i in range(25)]
+    p = make_plan(cases, _cfg())
+    per_case = estimate_case(cases[0], 1.5, 1.0, 8.0, None).expected_s
+    assert p.instances_per_gpu == 4  # floor(80 * 0.9 / 17)
+    assert p.sessions_in_parallel_per_task == 32
+    assert p.tasks == 3  # ceil(25 / 10)
+    # the largest shard (cases[0::3]) has 9 cases; realtime: 1 session-second per wall-second
+    assert p.wall_s_per_task_expected == pytest.approx(60 + 9 * per_case / 32)
+    assert p.gpu_hours_expected == pytest.approx(3 * 8 * p.wall_s_per_task_expected / 3600)
+    assert p.session_s_expected == pytest.approx(25 * per_case)
+
+
+def test_configured_instances_per_gpu_wins_and_too_big_model_is_an_error():
+    cases = [_case("c")]
+    assert make_plan(cases, _cfg(instances_per_gpu=2)).instances_per_gpu == 2
+    with pytest.raises(ConfigError, match="cannot hold"):
+        make_plan(cases, _cfg(gpu_mem_gb=16))

@@ -212,6 +212,10 @@ def stage_run(ctx: RunContext) -> None:
     from fdeval.orchestrator.session import run_session
 
     ocfg = orchestrator_config(ctx.cfg.orchestrator)
+    if fixed := ctx.benchmark.orchestrator_overrides():
+        from dataclasses import replace
+
+        ocfg = replace(ocfg, turns=replace(ocfg.turns, **fixed))
     sessions = ctx.run_dir / "sessions"
     todo = [c for c in ctx.cases if not (sessions / f"{c.case_id}.h5").exists()]
     if not todo:
@@ -382,7 +386,7 @@ def run_steps(cfg: DictConfig, run_dir: Path, steps: list[str], shard: tuple[int
     try:
         for step in steps:
             t0 = time.perf_counter()
-            STAGE_FUNCS[step](ctx)
+            (ctx.benchmark.stage(step) or STAGE_FUNCS[step])(ctx)
             log.info("stage %s done in %.1f s", step, time.perf_counter() - t0)
     finally:
         if "model" in ctx.__dict__:

@@ -30,6 +30,16 @@ class Benchmark(abc.ABC):
     def load(self, data_dir: Path) -> list[TestCase]:
         """The validated cases of `data_dir`, in a stable order."""
 
+    def orchestrator_overrides(self) -> dict[str, Any]:
+        """TurnConfig fields this benchmark fixes for its sessions (e.g. a fixed tail)."""
+        return {}
+
+    def stage(self, name: str):
+        """A benchmark-specific implementation of stage `name` (a function of the RunContext), or
+        None to use the shared one. Benchmarks whose judging and scoring differ from Instruct-FD's
+        (TACT scores timing, not instruction adherence) override their stages here."""
+        return None
+
     def select(self, cases: list[TestCase], ids: list[str] | None) -> list[TestCase]:
         """Keep the cases named in `ids` (an unknown id is an error listing valid ones)."""
         if not ids:

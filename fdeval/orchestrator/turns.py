@@ -34,6 +34,9 @@ class TurnConfig:
     yield_after_s: float = 2.0
     barge_in_delay_s: float | None = None  # overrides every turn's barge_in_after_s when set
     max_session_s: float = 600.0
+    # When set, the session ends this long after the last user turn ends, whatever the model
+    # does (a fixed observation window, e.g. TACT's [-2, 5] s around the decision point).
+    tail_after_last_turn_s: float | None = None
 
 
 @dataclass
@@ -129,6 +132,11 @@ class TurnManager:
         elif self.state == "wait":
             self._wait(n_end, is_speaking, silence_s)
         elif self.state == "final":
+            if self.cfg.tail_after_last_turn_s is not None:
+                if self.prev_end_n is not None and self._s(n_end - self.prev_end_n) >= self.cfg.tail_after_last_turn_s - 1e-9:
+                    self.state, self.end_reason = "done", "tail"
+                    self._log(t_end, "session_end", -1, self.end_reason)
+                return
             if self._answered_and_silent(n_end, is_speaking, silence_s) or self._timed_out(n_end, self._last_timeout()):
                 self.state = "done"
                 self.end_reason = "silence" if self._answered_and_silent(n_end, is_speaking, silence_s) else "timeout"

@@ -95,3 +95,10 @@ def test_session_limit_ends_a_stuck_session():
     tm = TurnManager([turn(0)], [np.ones(10, np.float32)], SR, TurnConfig(max_session_s=3.0), lambda *a: None)
     drive(tm, lambda t: t > 1.0)  # the model never stops talking
     assert tm.end_reason == "max_session"
+
+
+def test_fixed_tail_ends_the_session_regardless_of_the_model():
+    tm = TurnManager([turn(0)], [np.ones(100, np.float32)], SR, TurnConfig(tail_after_last_turn_s=5.0), lambda *a: None)
+    user = drive(tm, lambda t: t > 1.7)  # the model talks on and on
+    assert tm.end_reason == "tail"
+    assert tm.records[0].end_n == 1600 and len(user) == 1600 + 5000

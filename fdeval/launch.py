@@ -19,8 +19,9 @@ CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
 
 # Overrides that do not change what a run computes: they never name its folder.
 _UNTAGGED_KEYS = {"model", "benchmark", "stage", "launcher", "run_tag", "out_root", "progress",
-                  "judge.base_url", "judge.cache_dir"}
-_UNTAGGED_PREFIXES = ("launcher.", "hydra.")
+                  "judge.base_url", "judge.cache_dir", "report"}
+# launcher settings and report settings (tables, intervals, labels) never change the recordings
+_UNTAGGED_PREFIXES = ("launcher.", "hydra.", "report.")
 
 
 def _tag(override_dirname: str) -> str:

@@ -270,21 +270,31 @@ def stage_run(ctx: RunContext) -> None:
 
 # -- transcribe ---------------------------------------------------------------------------------
 def stage_transcribe(ctx: RunContext) -> None:
+    """Transcripts with exact user words (TTS timings); model words from the model's own text
+    stream (`asr=exact`) or from an ASR backend on the model channel (`asr=whisper|qwen3`)."""
     from fdeval.transcript.build import build_transcript
     from fdeval.transcript.io import transcript_to_dict
     from fdeval.transcript.render import render
 
-    if ctx.cfg.asr.name != "exact":
-        raise ConfigError(f"asr: backend {ctx.cfg.asr.name!r} is not available; valid: ['exact']")
     out = ctx.run_dir / "transcripts"
     todo = [c for c in ctx.cases if not (out / f"{c.case_id}.json").exists()]
     missing = [c.case_id for c in todo if not (ctx.run_dir / "sessions" / f"{c.case_id}.h5").exists()]
     if missing:
         raise FdevalError(f"transcribe: no session recorded for {len(missing)} case(s), e.g. {missing[0]}; run stage=run first")
+    asr = None
+    if ctx.cfg.asr.name != "exact" and todo:
+        asr = _instantiate(ctx.cfg.asr)
+        write_json_atomic(ctx.run_dir / "transcripts" / "asr.json", {"identity": asr.identity()})
     for case in ctx.bar(todo, "transcribe"):
-        tr = build_transcript(case, ctx.run_dir / "sessions" / f"{case.case_id}.h5")
+        session = ctx.run_dir / "sessions" / f"{case.case_id}"
+        model_words = None
+        if asr is not None:
+            model_words = asr.transcribe_channel(session.with_suffix(".wav"), 1, case.case_id, "model")
+        tr = build_transcript(case, session.with_suffix(".h5"), model_words=model_words)
         write_text_atomic(out / f"{case.case_id}.txt", render(tr) + "\n")
         write_json_atomic(out / f"{case.case_id}.json", transcript_to_dict(tr))
+    if asr is not None and getattr(asr, "runtime", None):
+        write_json_atomic(ctx.run_dir / "transcripts" / "asr.json", {"identity": asr.identity(), "runtime": asr.runtime})
     log.info("transcribe: %d new, %d total", len(todo), len(ctx.cases))
 
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Create .venv (once) and install fdeval into it with the CPU-only dependencies.
+# EXTRAS selects optional dependency groups (default: test); torch is pinned to the CPU wheel.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -8,4 +9,4 @@ if [ ! -x .venv/bin/python ]; then
 fi
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
-python -m pip install -q -e ".[test]"
+python -m pip install -q -e ".[${EXTRAS:-test}]"

@@ -2,6 +2,6 @@
 # Install (if needed) and run the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+EXTRAS=${EXTRAS:-test,asr} bash scripts/setup.sh
 . .venv/bin/activate
 python -m pytest -q "$@"

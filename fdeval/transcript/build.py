@@ -18,7 +18,9 @@ from fdeval.types import PlayedTurn, TestCase, Transcript, Word
 MAX_WORD_S = 0.6
 
 
-def build_transcript(case: TestCase, log_path: Path) -> Transcript:
+def build_transcript(case: TestCase, log_path: Path, model_words: list[Word] | None = None) -> Transcript:
+    """The session transcript; `model_words` (e.g. from ASR on the model channel) replace the
+    model's own text stream when given."""
     log = read_session_log(log_path)
     duration_s = float(log["attrs"]["duration_s"])
     words: list[Word] = []
@@ -40,6 +42,10 @@ def build_transcript(case: TestCase, log_path: Path) -> Transcript:
                 triggers_s=tuple((tr.kind, start + tr.at_s) for tr in turn.triggers if start + tr.at_s < end),
             )
         )
+    if model_words is not None:
+        words.extend(w for w in model_words if w.start_s < duration_s)
+        words.sort(key=lambda w: (w.start_s, w.speaker))
+        return Transcript(case.case_id, tuple(words), tuple(played), duration_s)
     pieces = [r for r in log["model_text"] if not r["dropped"] and r["text"].strip() and r["play_s"] < duration_s]
     pieces.sort(key=lambda r: r["play_s"])
     for i, r in enumerate(pieces):

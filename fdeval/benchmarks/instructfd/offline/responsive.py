@@ -1,0 +1,184 @@
+"""Offline grammars for the responsive scenarios (the model holds the floor, the user overlaps).
+
+Layout: the user's question; the model's answer carrying the user's barge-in marker
+(``<backchannel: ...>`` followed by the rest of the answer for continue scenarios,
+``<interrupt: ...>`` at the end of what the model got to say for acknowledge scenarios); for
+acknowledge scenarios the model's adapted reply; then, sometimes, a closing question and answer.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from fdeval.benchmarks.instructfd.offline.common import Ctx, opener
+from fdeval.benchmarks.instructfd.offline.grammar import lower_first
+from fdeval.benchmarks.instructfd.offline.topics import TOPICS, Topic
+
+Lines = list[tuple[str, str]]
+
+CLOSING_CHANCE = 0.55
+
+
+def _question(ctx: Ctx, t: Topic) -> str:
+    ask = ctx.pick(t.asks)
+    if ctx.chance(0.3):
+        ask = ctx.x("[Quick question.|I've got a question.|Can I ask you something?|]") + " " + ask
+    return ctx.x("{o} {a}", o=opener(ctx), a=ask)
+
+
+def _closing(ctx: Ctx, t: Topic, required: bool = False) -> Lines:
+    if not required and not ctx.chance(CLOSING_CHANCE):
+        return []
+    q, a = t.follow
+    q = ctx.x("[Great, thanks.|Okay, that helps.|Got it.|Perfect.|Thanks.|] [And|Oh, and|One more thing,|] {q}",
+              q=lower_first(q))
+    return [("user", q), ("model", a)]
+
+
+# ------------------------------------------------------------------------------------------------
+# Continue scenarios: a user backchannel mid-answer, the model keeps going
+
+_BC_PHRASES = {
+    "User Acknowledgment": ("okay", "mm-hmm", "uh-huh", "alright", "okay, yeah", "mm-hmm, okay"),
+    "User Alignment": ("yeah", "right", "yeah, right", "exactly", "true", "yeah, makes sense"),
+    "User Amusement": ("ha, that's great", "haha", "ha ha, no way", "oh, that's funny", "ha, I love that",
+                       "ha, classic"),
+    "User Understanding": ("I see", "got it", "oh, that makes sense", "ah, okay", "gotcha", "oh, I get it"),
+    "User Continuer": ("uh-huh", "go on", "keep going", "and then?", "mm-hmm, go on", "okay, and?"),
+}
+
+
+def _continue(scenario: str) -> Callable[[Ctx], Lines]:
+    def build(ctx: Ctx) -> Lines:
+        t: Topic = ctx.item
+        bc = ctx.pick(_BC_PHRASES[scenario])
+        if scenario == "User Amusement":
+            answer = ctx.x("{l} {f} <backchannel: {b}> [Anyway,|But seriously,|So, anyway,] {m}",
+                           l=t.lead, f=t.fun, b=bc, m=lower_first(t.more))
+        else:
+            answer = f"{t.lead} <backchannel: {bc}> {t.more}"
+        return [("user", _question(ctx, t)), ("model", answer), *_closing(ctx, t)]
+
+    return build
+
+
+# ------------------------------------------------------------------------------------------------
+# Acknowledge scenarios: a user interrupt mid-answer, the model yields and adapts
+
+
+def _bare(text: str) -> str:
+    """A user remark without its leading connector ("oh, but X" -> "X")."""
+    for prefix in ("oh, and ", "oh, but ", "oh, ", "but ", "and ", "actually, "):
+        if text.startswith(prefix):
+            return text[len(prefix):]
+    return text
+
+
+def _cut(t: Topic, content: str) -> str:
+    return f"{t.lead} <interrupt: {content}>"
+
+
+def stop_repair(ctx: Ctx) -> Lines:
+    t: Topic = ctx.item
+    content = ctx.xc("[wait, actually|hold on, sorry|wait, wait|actually, hang on|sorry, wait a second|oh, wait]")
+    ack = ctx.pick(("Sure, what's up?", "Of course, go ahead.", "Yeah, what is it?", "No problem, what's on your mind?",
+                    "Sure, I'm listening."))
+    kind = ctx.rng.randrange(3)
+    said, reply = (t.constraint, t.personal, t.redirect)[kind]
+    said = ctx.x("[Sorry,|Sorry, I should have said,|Yeah, so|Right, so] {s}.", s=_bare(said))
+    if said.endswith("?."):
+        said = said[:-1]
+    return [("user", _question(ctx, t)), ("model", _cut(t, content)), ("model", ack), ("user", said),
+            ("model", reply)]
+
+
+def repeat_request(ctx: Ctx) -> Lines:
+    t: Topic = ctx.item
+    content = ctx.xc("[sorry?|say that again?|come again?|sorry, what was that?|wait, can you repeat that?|"
+                    "sorry, I missed that]")
+    ack = ctx.x("[Sure.|Of course.|No problem.] [Let me say that again.|I said,|Again,] {l}",
+                l=lower_first(t.lead.removeprefix("Sure, ").removeprefix("Sure. ").removeprefix("Good question, ")))
+    return [("user", _question(ctx, t)), ("model", _cut(t, content)), ("model", ack), *_closing(ctx, t)]
+
+
+def confusion(ctx: Ctx) -> Lines:
+    t: Topic = ctx.item
+    content = ctx.xc("[you lost me|wait, what?|I'm not following|sorry, I'm lost|huh, I don't get it|wait, I'm confused]")
+    ack = ctx.x("[Sorry, let me put that more simply.|My bad, let me back up.|Fair enough, let me try again.] {s}",
+                s=t.simple)
+    return [("user", _question(ctx, t)), ("model", _cut(t, content)), ("model", ack), *_closing(ctx, t)]
+
+
+def hearing_check(ctx: Ctx) -> Lines:
+    t: Topic = ctx.item
+    content = ctx.xc("[hello?|can you hear me?|are you still there?|hello, you there?|hey, is this thing on?|"
+                    "hello, did I lose you?]")
+    ack = ctx.x("[Yes, I'm here, I can hear you.|Yep, still here.|Yes, I can hear you fine.] [I was saying,|As I was "
+                "saying,|Picking up where I was,] {l}",
+                l=lower_first(t.lead.removeprefix("Sure, ").removeprefix("Sure. ").removeprefix("Good question, ")))
+    return [("user", _question(ctx, t)), ("model", _cut(t, content)), ("model", ack), *_closing(ctx, t)]
+
+
+def add_constraint(ctx: Ctx) -> Lines:
+    t: Topic = ctx.item
+    said, reply = t.constraint
+    content = ctx.xc("[oh wait,|hold on,|sorry to jump in,|oh, but|wait, but|] {s}", s=_bare(said))
+    ack = ctx.x("[Got it.|Ah, okay.|Good to know.|Okay, that changes things.] {r}", r=reply)
+    return [("user", _question(ctx, t)), ("model", _cut(t, content)), ("model", ack), *_closing(ctx, t)]
+
+
+def redirect(ctx: Ctx) -> Lines:
+    t: Topic = ctx.item
+    said, reply = t.redirect
+    content = ctx.xc("[sorry,|oh, wait,|hang on,|] {s}", s=said)
+    ack = ctx.x("[Sure, let's switch to that.|Good question.|Sure.|Okay, switching gears.] {r}", r=reply)
+    return [("user", _question(ctx, t)), ("model", _cut(t, content)), ("model", ack), *_closing(ctx, t)]
+
+
+def scope(ctx: Ctx) -> Lines:
+    t: Topic = ctx.item
+    aspect, reply = t.aspect
+    content = ctx.xc("[sorry, I really just want to know about|wait, I mostly care about|actually, can we just focus "
+                    "on|sorry, the part I need is] {a}", a=aspect)
+    ack = ctx.x("[Sure, let's focus on that.|Got it, just that part then.|Of course.] {r}", r=reply)
+    return [("user", _question(ctx, t)), ("model", _cut(t, content)), ("model", ack), *_closing(ctx, t)]
+
+
+def skip_basics(ctx: Ctx) -> Lines:
+    t: Topic = ctx.item
+    exp, reply = t.advanced
+    content = ctx.xc("[sorry, I know the basics,|wait, I know this part,|hold on, I've got the basics down,] {e}, "
+                    "[can we skip ahead?|can you get to the more advanced stuff?|what's the next level?]", e=exp)
+    ack = ctx.x("[Got it, let's skip ahead.|Ah, then you're past the basics.|Okay, advanced it is.] {r}", r=reply)
+    return [("user", _question(ctx, t)), ("model", _cut(t, content)), ("model", ack), *_closing(ctx, t)]
+
+
+def summary(ctx: Ctx) -> Lines:
+    t: Topic = ctx.item
+    content = ctx.xc("[sorry, can you just give me the main points?|wait, what's the short version?|can you just give "
+                    "me the bottom line?|sorry, just the key takeaways?|hold on, can you boil that down for me?]")
+    ack = ctx.x("[Sure, the short version:|Of course. In a nutshell:|Sure. The key points:] {s}", s=lower_first(t.summary))
+    return [("user", _question(ctx, t)), ("model", _cut(t, content)), ("model", ack), *_closing(ctx, t)]
+
+
+def personal(ctx: Ctx) -> Lines:
+    t: Topic = ctx.item
+    detail, reply = t.personal
+    content = ctx.xc("[oh, sorry,|wait,|sorry to cut in,|] {d}", d=detail)
+    ack = ctx.x("[Thanks for telling me.|Ah, that's important.|Good to know, that changes things.] {r}", r=reply)
+    return [("user", _question(ctx, t)), ("model", _cut(t, content)), ("model", ack), *_closing(ctx, t)]
+
+
+BUILDERS: dict[str, tuple[tuple, Callable[[object], str], Callable[[Ctx], Lines]]] = {
+    **{name: (TOPICS, lambda t: t.topic, _continue(name)) for name in _BC_PHRASES},
+    "Short Stop Repair": (TOPICS, lambda t: t.topic, stop_repair),
+    "Short Repeat Request": (TOPICS, lambda t: t.topic, repeat_request),
+    "Short Confusion Signal": (TOPICS, lambda t: t.topic, confusion),
+    "Hearing Check": (TOPICS, lambda t: t.topic, hearing_check),
+    "Add Constraint": (TOPICS, lambda t: t.topic, add_constraint),
+    "Topic Redirect": (TOPICS, lambda t: t.topic, redirect),
+    "Scope Narrowing": (TOPICS, lambda t: t.topic, scope),
+    "Skip Basics": (TOPICS, lambda t: t.topic, skip_basics),
+    "Summary Request": (TOPICS, lambda t: t.topic, summary),
+    "Personal Context": (TOPICS, lambda t: t.topic, personal),
+}

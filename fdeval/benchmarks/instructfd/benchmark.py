@@ -1,22 +1,55 @@
-"""Instruct-FD as an engine benchmark: the built-in small set, or a folder of your own cases."""
+"""Instruct-FD as an engine benchmark: the built-in small set, a generated set, or your own cases.
+
+Sizes:
+
+* ``small`` (default): the hand-written built-in set (:mod:`.builtin`), 11 conversations.
+* ``sample``: a generated set with 2 conversations per scenario (58 conversations) -- a quick look.
+* ``full``: the generated set of the paper's Table 2: 24 conversations per scenario, 696
+  conversations, 912 instructed cases plus 696 un-instructed baselines.
+
+``conversations_per_scenario`` overrides the per-scenario count of ``sample``/``full`` (the
+per-instruction proportions stay those of the catalog). ``text_backend`` picks who writes the
+generated conversations: ``offline`` (grammars, no network) or ``anthropic`` (the LLM turn agent,
+settings under ``llm``). See ``docs/generation.md``.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from fdeval.benchmarks.base import Benchmark
 from fdeval.errors import ConfigError
 from fdeval.types import TestCase
 
-SIZES = ("small",)
+SIZES = ("small", "sample", "full")
+DEFAULT_PER_SCENARIO = {"sample": 2, "full": 24}
+TEXT_BACKENDS = ("offline", "anthropic")
+LLM_KEYS = ("backend", "model", "temperature", "max_tokens", "seed", "base_url", "cache_dir", "max_attempts",
+            "concurrency")
+
+
+def _plain(obj: Any) -> Any:
+    try:
+        from omegaconf import DictConfig, OmegaConf
+
+        if isinstance(obj, DictConfig):
+            return OmegaConf.to_container(obj, resolve=True)
+    except ImportError:  # pragma: no cover
+        pass
+    return obj
 
 
 class InstructFD(Benchmark):
     name = "instructfd"
 
     def __init__(self, name: str = "instructfd", size: str = "small", timeout_s: float = 20.0,
-                 barge_in_after_s: float = 3.0, cases_dir: str | None = None, cases: list[str] | None = None):
+                 barge_in_after_s: float = 3.0, cases_dir: str | None = None, cases: list[str] | None = None,
+                 conversations_per_scenario: int | None = None, persona_file: str | None = None,
+                 text_backend: str = "offline", llm: Mapping[str, Any] | None = None, pool_factor: float = 1.25,
+                 workers: int = 2):
         from fdeval.benchmarks.instructfd.generate import BENCHMARK_VERSION
 
         if size not in SIZES:
@@ -30,19 +63,130 @@ class InstructFD(Benchmark):
         self.timeout_s, self.barge_in_after_s = float(timeout_s), float(barge_in_after_s)
         self.cases_dir = Path(cases_dir).expanduser().resolve() if cases_dir else None
         self.case_ids = list(cases) if cases else None
+        self.per_scenario: int | None = None
+        self.persona_file = str(Path(persona_file).expanduser().resolve()) if persona_file else None
+        self.text_backend = text_backend
+        self.llm = dict(_plain(llm) or {})
+        self.pool_factor, self.workers = pool_factor, workers
+        if size == "small":
+            for key, value, default in (("conversations_per_scenario", conversations_per_scenario, None),
+                                        ("persona_file", persona_file, None), ("text_backend", text_backend, "offline")):
+                if value != default and self.cases_dir is None:
+                    raise ConfigError(f"benchmark.{key}: only used with benchmark.size=sample or full "
+                                      f"(size=small is the hand-written set)")
+            return
+        self._check_generated(conversations_per_scenario)
+
+    def _check_generated(self, conversations_per_scenario: int | None) -> None:
+        from fdeval.benchmarks.instructfd.personas import (
+            PersonaFileError,
+            file_digest,
+            load_personas,
+        )
+        from fdeval.benchmarks.instructfd.pipeline import DATA_VERSION
+
+        n = conversations_per_scenario if conversations_per_scenario is not None else DEFAULT_PER_SCENARIO[self.size]
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 500:
+            raise ConfigError(f"benchmark.conversations_per_scenario: expected a whole number in 1..500, got {n!r}")
+        self.per_scenario = n
+        if self.text_backend not in TEXT_BACKENDS:
+            raise ConfigError(f"benchmark.text_backend: unknown backend {self.text_backend!r}; valid: {list(TEXT_BACKENDS)}")
+        try:
+            pf = float(self.pool_factor)
+        except (TypeError, ValueError):
+            raise ConfigError(f"benchmark.pool_factor: expected a number, got {self.pool_factor!r}") from None
+        if not 1.0 <= pf <= 10.0:
+            raise ConfigError(f"benchmark.pool_factor: must be in [1, 10], got {self.pool_factor!r}")
+        self.pool_factor = pf
+        if isinstance(self.workers, bool) or not isinstance(self.workers, int) or not 1 <= self.workers <= 64:
+            raise ConfigError(f"benchmark.workers: expected a whole number in 1..64, got {self.workers!r}")
+        unknown = sorted(set(self.llm) - set(LLM_KEYS))
+        if unknown:
+            raise ConfigError(f"benchmark.llm: unknown key(s) {unknown}; valid: {list(LLM_KEYS)}")
+        if self.text_backend == "anthropic":
+            if self.llm.get("backend", "anthropic") != "anthropic":
+                raise ConfigError(f"benchmark.text_backend=anthropic needs Anthropic settings in benchmark.llm, got "
+                                  f"backend {self.llm.get('backend')!r}; use llm@benchmark.llm=anthropic")
+            if not self.llm.get("model"):
+                raise ConfigError("benchmark.llm.model: a model name is required for text_backend=anthropic")
+        try:
+            self.personas = load_personas(self.persona_file)
+            self._persona_digest = file_digest(self.persona_file)
+        except PersonaFileError as e:
+            raise ConfigError(f"benchmark.persona_file: {e}") from None
+        self.version = DATA_VERSION
+
+    # ----------------------------------------------------------------------------------------
+    def _backend_identity(self) -> dict:
+        if self.text_backend == "offline":
+            from fdeval.benchmarks.instructfd.offline import OFFLINE_VERSION
+
+            return {"backend": "offline", "version": OFFLINE_VERSION}
+        from fdeval.benchmarks.instructfd.llm_backend import PROMPT_VERSION
+
+        keep = ("model", "temperature", "max_tokens", "seed", "base_url", "max_attempts")
+        return {"backend": "anthropic", **{k: self.llm.get(k) for k in keep}, "prompt_version": PROMPT_VERSION}
 
     def data_id(self, seed: int) -> str:
         if self.cases_dir is not None:
             return "external"
-        return f"{self.size}-v{self.version}-seed{seed}-t{self.timeout_s:g}-b{self.barge_in_after_s:g}"
+        base = f"-v{self.version}-seed{seed}-t{self.timeout_s:g}-b{self.barge_in_after_s:g}"
+        if self.size == "small":
+            return f"{self.size}{base}"
+        from fdeval.benchmarks.instructfd.generate import BENCHMARK_VERSION
+        from fdeval.benchmarks.instructfd.pipeline import GENERATION_VERSION
+
+        key = {"n": self.per_scenario, "pool_factor": self.pool_factor, "personas": self._persona_digest,
+               "backend": self._backend_identity(), "generation": GENERATION_VERSION,
+               "benchmark": BENCHMARK_VERSION}
+        h = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:8]
+        n_part = "" if self.per_scenario == DEFAULT_PER_SCENARIO[self.size] else f"-n{self.per_scenario}"
+        base = f"-g{GENERATION_VERSION}-{self.text_backend}-seed{seed}-t{self.timeout_s:g}-b{self.barge_in_after_s:g}"
+        return f"{self.size}{n_part}{base}-{h}"
+
+    def generation_config(self, seed: int):
+        from fdeval.benchmarks.instructfd.pipeline import GenerationConfig
+
+        return GenerationConfig(per_scenario=self.per_scenario, seed=seed, timeout_s=self.timeout_s,
+                                barge_in_after_s=self.barge_in_after_s, pool_factor=self.pool_factor,
+                                workers=self.workers)
+
+    def text_backend_for(self, data_dir: Path):
+        """The text backend object (offline grammars or the LLM turn agent)."""
+        from fdeval.benchmarks.instructfd.pipeline import OfflineTextBackend
+
+        if self.text_backend == "offline":
+            return OfflineTextBackend()
+        from fdeval.benchmarks.instructfd.llm_backend import make_llm_backend
+
+        cache = self.llm.get("cache_dir")
+        cache_dir = Path(cache).expanduser() if cache else Path(data_dir).parent / "_llm_cache"
+        return make_llm_backend(self.llm, cache_dir)
 
     def generate(self, data_dir: Path, tts: Any, seed: int, progress: bool) -> None:
         if self.cases_dir is not None:
             return  # the user brings the cases; `load` validates them
-        from fdeval.benchmarks.instructfd.generate import generate_builtin
+        if self.size == "small":
+            from fdeval.benchmarks.instructfd.generate import generate_builtin
 
-        generate_builtin(data_dir, tts, seed=seed, timeout_s=self.timeout_s,
-                         barge_in_after_s=self.barge_in_after_s, show_progress=progress)
+            generate_builtin(data_dir, tts, seed=seed, timeout_s=self.timeout_s,
+                             barge_in_after_s=self.barge_in_after_s, show_progress=progress)
+            return
+        import logging
+
+        from fdeval.benchmarks.instructfd.pipeline import generate_dataset, report_table
+
+        result = generate_dataset(
+            data_dir, tts, self.generation_config(seed), self.text_backend_for(data_dir), self.personas,
+            show_progress=progress,
+            extra_report={"size": self.size, "persona_source": self.persona_file or "shipped pool",
+                          "personas": len(self.personas)})
+        r = result.report
+        log = logging.getLogger("fdeval")
+        log.info("instructfd %s set:\n%s", self.size, report_table(r))
+        log.info("instructfd: discards %s; variety: %.1f%% distinct user turns; %.0f s of user audio; %s",
+                 r["discards"]["by_reason"] or "none", 100 * (r["variety"]["user_turns_distinct_fraction"] or 0),
+                 r["audio"]["user_audio_seconds"], data_dir / "generation_report.json")
 
     def load(self, data_dir: Path) -> list[TestCase]:
         from fdeval.cases import load_cases

@@ -1,0 +1,269 @@
+"""MiniCPM-o 4.5 through the official MiniCPM-o-Demo worker's duplex WebSocket (JSON frames).
+
+Protocol, as the worker code reads it (OpenBMB/MiniCPM-o-Demo `worker.py`, `duplex_ws`, and
+`core/schemas/duplex.py`; the docs name some fields differently, the code wins):
+
+- connect `ws://HOST:PORT/ws/duplex?session_id=ID` (ID: letters, digits, `_` and `-`).
+  A worker that is busy or still loading closes with 1013 before accepting; uvicorn answers
+  that as an HTTP 403 handshake rejection, a gateway in front of it accepts and then closes with
+  1013. Both become a `MiniCPMOServerError` naming the worker (an infrastructure error: the
+  case is recorded as failed and retried on relaunch, never scored).
+- client `{"type": "prepare", "system_prompt": str, "config": {...}}` -> server
+  `{"type": "prepared", "prompt_length": n}` (or `{"type": "error", "error": str}`).
+  `config` becomes the worker's `DuplexConfig` (fields omitted keep its defaults).
+- client `{"type": "audio_chunk", "audio_base64": b64(float32 16 kHz mono, 1 s)}` -> one
+  `{"type": "result", "is_listen": bool, "text": str, "audio_data": b64(float32 24 kHz) | null,
+  "end_of_turn": bool, "current_time": int, ...}` per chunk, in order. `text` is the new piece
+  of the model's text for that chunk; the official web client plays `audio_data` and appends
+  `text` only when `is_listen` is false, and so does this adapter.
+- client `{"type": "stop"}` -> `{"type": "stopped"}`.
+
+The client paces: one chunk per second of audio, silence when the user is silent (the worker
+only computes when a chunk arrives). So `frame_s = 1.0` and `sample_rate = 16000`; the
+orchestrator's realtime clock sends one chunk per second and the adapter does not wait for the
+result before the next one (as the official client). The model's audio comes back at 24 kHz:
+`DuplexModel` has one `sample_rate` (16 kHz here, what the model hears), so the adapter
+resamples the output stream 24 -> 16 kHz with one `StreamResampler` per session before it
+becomes a `ModelEvent` (0.6 ms latency; the orchestrator resamples 16 kHz to the session rate).
+Each result's text is emitted before its audio, so the text is placed where that second of audio
+starts playing.
+
+The prompt sent is `base_prompt`, plus a newline and the test instruction when there is one (the
+default base is the demo's English duplex preset, `assets/presets/audio_duplex/english_call.yaml`).
+
+Tested against a local stand-in server written from that upstream code
+(`tests/models/fake_servers_minicpmo.py`), not against the real model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import re
+import time
+import uuid
+from typing import Any
+
+import numpy as np
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from fdeval.audio.resample import StreamResampler
+from fdeval.models.base import DuplexModel, DuplexSession, ModelEvent
+
+log = logging.getLogger("fdeval")
+
+INPUT_RATE = 16000
+OUTPUT_RATE = 24000
+BUSY_CODE = 1013  # "try again later": the worker closes with it when it is not idle
+
+
+class MiniCPMOServerError(ConnectionError):
+    """The worker refused, failed or dropped the session (an infrastructure error)."""
+
+
+def _plain(x: Any) -> Any:
+    """Hydra hands nested config values over as OmegaConf containers: make them plain."""
+    return OmegaConf.to_container(x, resolve=True) if isinstance(x, (DictConfig, ListConfig)) else x
+
+
+def _aiohttp():
+    try:
+        import aiohttp
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError("the MiniCPM-o client needs aiohttp: pip install 'fdeval[minicpmo]'") from e
+    return aiohttp
+
+
+class MiniCPMO(DuplexModel):
+    """Client of one MiniCPM-o-Demo worker (one duplex session at a time per worker)."""
+
+    sample_rate = INPUT_RATE
+    frame_s = 1.0
+    clock = "realtime"
+
+    def __init__(self, name: str = "minicpmo", host: str = "127.0.0.1", port: int = 22400,
+                 base_prompt: str | None = None, config: dict[str, Any] | None = None,
+                 ref_audio_path: str | None = None, checkpoint: str = "openbmb/MiniCPM-o-4_5",
+                 connect_timeout_s: float = 30.0, prepare_timeout_s: float = 120.0,
+                 turn_silence_s: float | None = None, server: dict[str, Any] | None = None):
+        _aiohttp()
+        self.name = name
+        self.host, self.port = host, int(port)
+        self.base_prompt = base_prompt
+        self.config = _plain(config) or {}
+        self.ref_audio_path = ref_audio_path
+        self.checkpoint = checkpoint
+        self.connect_timeout_s, self.prepare_timeout_s = float(connect_timeout_s), float(prepare_timeout_s)
+        self.turn_silence_s = turn_silence_s
+        self.server = _plain(server)  # how to launch the worker (read by the server launcher, not here)
+
+    @property
+    def url(self) -> str:
+        return f"ws://{self.host}:{self.port}/ws/duplex"
+
+    def identity(self) -> dict[str, Any]:
+        return {"name": self.name, "adapter": "minicpmo-duplex-ws", "checkpoint": self.checkpoint,
+                "base_prompt": self.base_prompt, "config": self.config, "ref_audio_path": self.ref_audio_path,
+                "sample_rate": self.sample_rate, "output_sample_rate": OUTPUT_RATE, "frame_s": self.frame_s}
+
+    def prompt(self, instruction: str | None) -> str | None:
+        if not instruction:
+            return self.base_prompt
+        return f"{self.base_prompt}\n{instruction}" if self.base_prompt else instruction
+
+    def session(self, instruction: str | None, seed: int) -> MiniCPMOSession:
+        return MiniCPMOSession(self, self.prompt(instruction), seed)
+
+
+class MiniCPMOSession(DuplexSession):
+    def __init__(self, model: MiniCPMO, prompt: str | None, seed: int):
+        self.model, self.prompt, self.seed = model, prompt, seed
+        self.session_id = re.sub(r"[^A-Za-z0-9_-]", "_", f"fdeval_{seed}_{uuid.uuid4().hex[:8]}")
+        self._http = None
+        self._ws = None
+        self._reader: asyncio.Task | None = None
+        self._events: list[ModelEvent] = []
+        self._error: BaseException | None = None
+        self._closing = False
+        self._prepared = asyncio.Event()
+        self._stopped = asyncio.Event()
+        self._out = StreamResampler(OUTPUT_RATE, INPUT_RATE)
+        self.n_sent = 0
+        self.n_results = 0
+        self.n_end_of_turn = 0
+
+    def _where(self) -> str:
+        return f"minicpmo worker {self.model.url}"
+
+    async def __aenter__(self) -> MiniCPMOSession:
+        aiohttp = _aiohttp()
+        m = self.model
+        self._http = aiohttp.ClientSession()
+        try:
+            self._ws = await asyncio.wait_for(
+                self._http.ws_connect(f"{m.url}?session_id={self.session_id}", max_msg_size=64 * 2**20),
+                m.connect_timeout_s)
+        except aiohttp.WSServerHandshakeError as e:
+            await self._http.close()
+            if e.status == 403:
+                raise MiniCPMOServerError(f"{self._where()} refused the session (HTTP 403: the worker closes with "
+                                          f"{BUSY_CODE} when it is busy or still loading; one session per worker)") from None
+            raise MiniCPMOServerError(f"{self._where()}: WebSocket handshake failed (HTTP {e.status})") from None
+        except (TimeoutError, aiohttp.ClientError, OSError) as e:
+            await self._http.close()
+            raise MiniCPMOServerError(f"{self._where()}: cannot connect ({type(e).__name__}: {e})") from None
+        self._reader = asyncio.create_task(self._read())
+        msg: dict[str, Any] = {"type": "prepare", "system_prompt": self.prompt or "", "config": dict(m.config)}
+        if self.prompt is None:
+            del msg["system_prompt"]  # the worker then uses its own default
+        if m.ref_audio_path:
+            msg["ref_audio_path"] = m.ref_audio_path
+        try:
+            await self._ws.send_str(json.dumps(msg))
+            await asyncio.wait_for(self._wait_prepared(), m.prepare_timeout_s)
+        except BaseException:
+            await self._close()
+            if self._error is not None:
+                raise self._error from None
+            raise
+        return self
+
+    async def _wait_prepared(self) -> None:
+        done = asyncio.ensure_future(self._prepared.wait())
+        await asyncio.wait({done, self._reader}, return_when=asyncio.FIRST_COMPLETED)
+        done.cancel()
+        if self._error is not None:
+            raise self._error
+        if not self._prepared.is_set():
+            raise MiniCPMOServerError(f"{self._where()} closed the connection before 'prepared'")
+
+    async def _read(self) -> None:
+        aiohttp = _aiohttp()
+        ws = self._ws
+        try:
+            async for msg in ws:
+                if msg.type != aiohttp.WSMsgType.TEXT:
+                    continue
+                self._handle(json.loads(msg.data), time.monotonic())
+            if not self._closing:
+                code = ws.close_code
+                if code == BUSY_CODE:
+                    raise MiniCPMOServerError(f"{self._where()} is busy (close {BUSY_CODE}: one session per worker)")
+                raise MiniCPMOServerError(f"{self._where()} closed the session (code {code})")
+        except MiniCPMOServerError as e:
+            self._error = e
+        except Exception as e:  # a broken frame or connection
+            if not self._closing:
+                self._error = MiniCPMOServerError(f"{self._where()}: {type(e).__name__}: {e}")
+
+    def _handle(self, msg: dict[str, Any], arrival: float) -> None:
+        kind = msg.get("type")
+        if kind == "result":
+            self.n_results += 1
+            if msg.get("end_of_turn"):
+                self.n_end_of_turn += 1
+            if msg.get("is_listen", True):
+                return
+            text = msg.get("text") or ""
+            if text:
+                self._events.append(ModelEvent("text", text=text, arrival_mono=arrival))
+            if msg.get("audio_data"):
+                pcm = np.frombuffer(base64.b64decode(msg["audio_data"]), dtype="<f4")
+                samples = self._out.push(pcm)
+                if len(samples):
+                    self._events.append(ModelEvent("audio", audio=samples, arrival_mono=arrival))
+        elif kind == "prepared":
+            self._prepared.set()
+        elif kind == "stopped":
+            self._stopped.set()
+        elif kind == "error":
+            raise MiniCPMOServerError(f"{self._where()} reported an error: {msg.get('error')}")
+        elif kind == "timeout":
+            raise MiniCPMOServerError(f"{self._where()} timed the session out: {msg.get('reason')}")
+        else:
+            log.debug("minicpmo: ignored message %r", kind)
+
+    def _check(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    async def send(self, frame: np.ndarray) -> None:
+        self._check()
+        pcm = np.ascontiguousarray(frame, dtype="<f4")
+        payload = {"type": "audio_chunk", "audio_base64": base64.b64encode(pcm.tobytes()).decode("ascii")}
+        try:
+            await self._ws.send_str(json.dumps(payload))
+        except (ConnectionError, RuntimeError) as e:
+            self._check()
+            raise MiniCPMOServerError(f"{self._where()}: send failed ({e})") from None
+        self.n_sent += 1
+
+    async def receive(self) -> list[ModelEvent]:
+        self._check()
+        out, self._events = self._events, []
+        return out
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._ws is not None and not self._ws.closed and self._error is None:
+            try:
+                await self._ws.send_str(json.dumps({"type": "stop"}))
+                await asyncio.wait_for(self._stopped.wait(), 2.0)
+            except (TimeoutError, ConnectionError, RuntimeError):
+                pass
+        await self._close()
+
+    async def _close(self) -> None:
+        self._closing = True
+        if self._ws is not None:
+            await self._ws.close()
+        if self._reader is not None:
+            self._reader.cancel()
+            try:
+                await self._reader
+            except asyncio.CancelledError:
+                pass
+        if self._http is not None:
+            await self._http.close()
+

@@ -70,16 +70,22 @@ def _sacct_states(job: str) -> list[str]:
     return [line.split("|")[1] for line in out.stdout.splitlines() if "|" in line]
 
 
+def _squeue_state(job: str) -> str:
+    # squeue reads the controller's live state (sacct lags behind by seconds)
+    out = subprocess.run(["squeue", "-h", "-j", job, "-o", "%T"], capture_output=True, text=True)
+    return out.stdout.strip()
+
+
 def test_sigkilled_task_is_reported_and_relaunch_completes(tmp_path):
-    # realtime clock + a session cap: each case takes ~6 s of wall time, long enough to kill one
-    args = ["launcher=slurm", *SMALL, CASES, "orchestrator.clock=realtime", "orchestrator.max_session_s=6"]
+    # realtime clock + a session cap: each case takes ~12 s of wall time, long enough to kill one
+    args = ["launcher=slurm", *SMALL, CASES, "orchestrator.clock=realtime", "orchestrator.max_session_s=12"]
     launch(tmp_path, *args)
     run = next((tmp_path / "outputs/instructfd/reference").iterdir())
     jobs = json.loads((run / "slurm" / "jobs.json").read_text())
     run_array = jobs[0]["job_id"]
     deadline = time.time() + 120
-    while time.time() < deadline and "RUNNING" not in _sacct_states(f"{run_array}_0"):
-        time.sleep(0.2)
+    while time.time() < deadline and _squeue_state(f"{run_array}_0") != "RUNNING":
+        time.sleep(0.1)
     subprocess.run(["scancel", "--signal=KILL", f"{run_array}_0"], check=True)
     deadline = time.time() + 180
     while time.time() < deadline:

@@ -1,0 +1,226 @@
+"""Freeze-Omni through its official demo server (Flask-SocketIO over HTTPS).
+
+Protocol, as read in VITA-MLLM/Freeze-Omni `bin/server.py`, `web/parms.py` and the demo client
+`web/resources/demo.html`:
+
+- Socket.IO (Engine.IO v4) over HTTPS with a self-signed certificate the server writes itself
+  (`web/pem.py`): the client skips certificate verification.
+- on connect the server emits `too_many_users` when `--max_users` sessions are already open; it
+  then disconnects every event of that client. `out_time` comes when the session's timer runs
+  out (`--timeout`, reset whenever the server sends audio). Both, and an unexpected disconnect,
+  become a `FreezeOmniServerError` (an infrastructure error: recorded, retried, never scored).
+- client `prompt_text` (a string: the LLM's system role) -> server `prompt_success`. The role
+  must be set before `recording-started`, which resets the dialogue state to that role.
+- client `recording-started` -> the server interrupts and resets, emitting `stop_tts` (twice).
+- client `audio`: a JSON string `{"sample_rate": 16000, "audio": [bytes of int16 LE PCM]}`; the
+  demo sends one event per 256 samples (16 ms). The server's own VAD (Silero, threshold 0.8,
+  2 s minimum silence) finds the user's turns and barge-ins.
+- server `audio`: raw int16 LE PCM at 24 kHz, one queued TTS segment per client `audio` event:
+  the output rides on the input, so the client keeps sending (silence too) at the real-time rate.
+- server `stop_tts`: drop what is queued for playback (a barge-in, or the resets above); the
+  adapter turns it into `ModelEvent("interrupted")` when model audio has arrived since the last
+  one (a `stop_tts` with nothing received since cannot drop anything).
+- client `recording-stopped` at the end.
+
+The server sends no text: Freeze-Omni's words come from ASR on the model channel. Model audio is
+resampled 24 -> 16 kHz in the adapter (`DuplexModel` has one `sample_rate`, 16 kHz here).
+`frame_s` is one `audio` event (`samples_per_event / 16000`).
+
+The role sent is `base_prompt` (default: the server's own default role, tidied), plus a newline
+and the test instruction when there is one, so instructed and un-instructed sessions differ only
+by the instruction.
+
+Tested against a local stand-in server written from that upstream code
+(`tests/models/fake_servers_freezeomni.py`), not against the real model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from typing import Any
+
+import numpy as np
+from omegaconf import DictConfig, ListConfig, OmegaConf
+
+from fdeval.audio.resample import StreamResampler
+from fdeval.models.base import DuplexModel, DuplexSession, ModelEvent
+
+log = logging.getLogger("fdeval")
+
+INPUT_RATE = 16000
+OUTPUT_RATE = 24000
+# web/parms.py: GlobalParams' initial role (its source string carries line-continuation spaces).
+SERVER_DEFAULT_ROLE = ("You are a helpful voice assistant. Your answer should be coherent, natural, simple, complete. "
+                       "Your name is Xiao Yun. Your inventor is Tencent.")
+
+
+class FreezeOmniServerError(ConnectionError):
+    """The server refused, timed out or dropped the session (an infrastructure error)."""
+
+
+def _socketio():
+    try:
+        import socketio
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError("the Freeze-Omni client needs python-socketio: pip install 'fdeval[freezeomni]'") from e
+    return socketio
+
+
+class FreezeOmni(DuplexModel):
+    """Client of one Freeze-Omni demo server (`bin/server.py`)."""
+
+    sample_rate = INPUT_RATE
+    clock = "realtime"
+
+    def __init__(self, name: str = "freezeomni", host: str = "127.0.0.1", port: int = 8081,
+                 base_prompt: str | None = SERVER_DEFAULT_ROLE, samples_per_event: int = 256,
+                 checkpoint: str = "VITA-MLLM/Freeze-Omni + Qwen/Qwen2-7B-Instruct",
+                 transports: list[str] | None = None, connect_timeout_s: float = 30.0,
+                 prompt_timeout_s: float = 60.0, turn_silence_s: float | None = None,
+                 server: dict[str, Any] | None = None):
+        _socketio()
+        self.name = name
+        self.host, self.port = host, int(port)
+        self.base_prompt = base_prompt
+        self.samples_per_event = int(samples_per_event)
+        self.frame_s = self.samples_per_event / INPUT_RATE
+        self.checkpoint = checkpoint
+        self.transports = list(transports) if transports else None  # None: polling, then upgrade to websocket
+        self.connect_timeout_s, self.prompt_timeout_s = float(connect_timeout_s), float(prompt_timeout_s)
+        self.turn_silence_s = turn_silence_s
+        self.server = OmegaConf.to_container(server, resolve=True) if isinstance(server, (DictConfig, ListConfig)) else server
+
+    @property
+    def url(self) -> str:
+        return f"https://{self.host}:{self.port}"
+
+    def identity(self) -> dict[str, Any]:
+        return {"name": self.name, "adapter": "freezeomni-socketio", "checkpoint": self.checkpoint,
+                "base_prompt": self.base_prompt, "samples_per_event": self.samples_per_event,
+                "sample_rate": self.sample_rate, "output_sample_rate": OUTPUT_RATE}
+
+    def prompt(self, instruction: str | None) -> str | None:
+        if not instruction:
+            return self.base_prompt
+        return f"{self.base_prompt}\n{instruction}" if self.base_prompt else instruction
+
+    def session(self, instruction: str | None, seed: int) -> FreezeOmniSession:
+        return FreezeOmniSession(self, self.prompt(instruction))
+
+
+class FreezeOmniSession(DuplexSession):
+    def __init__(self, model: FreezeOmni, prompt: str | None):
+        self.model, self.prompt = model, prompt
+        self._sio = None
+        self._events: list[ModelEvent] = []
+        self._error: FreezeOmniServerError | None = None
+        self._closing = False
+        self._prompted = asyncio.Event()
+        self._failed = asyncio.Event()
+        self._out = StreamResampler(OUTPUT_RATE, INPUT_RATE)
+        self._audio_since_stop = False
+        self.n_sent = 0
+        self.n_audio = 0
+        self.n_stop_tts = 0
+
+    def _where(self) -> str:
+        return f"freezeomni server {self.model.url}"
+
+    def _fail(self, message: str) -> None:
+        if self._error is None and not self._closing:
+            self._error = FreezeOmniServerError(f"{self._where()}: {message}")
+            self._failed.set()
+
+    async def __aenter__(self) -> FreezeOmniSession:
+        socketio = _socketio()
+        m = self.model
+        sio = self._sio = socketio.AsyncClient(reconnection=False, ssl_verify=False, handle_sigint=False)
+        sio.on("audio", self._on_audio)
+        sio.on("stop_tts", self._on_stop_tts)
+        sio.on("prompt_success", self._prompted.set)
+        sio.on("too_many_users", lambda *a: self._fail("too many users (the server's --max_users sessions are open)"))
+        sio.on("out_time", lambda *a: self._fail("the server timed the session out (out_time)"))
+        sio.on("disconnect", self._on_disconnect)
+        try:
+            await asyncio.wait_for(sio.connect(m.url, transports=m.transports, wait_timeout=m.connect_timeout_s),
+                                   m.connect_timeout_s + 5.0)
+        except (socketio.exceptions.ConnectionError, OSError, TimeoutError) as e:
+            await self._close()
+            raise FreezeOmniServerError(f"{self._where()}: cannot connect ({type(e).__name__}: {e})") from None
+        try:
+            if self.prompt is not None:
+                await sio.emit("prompt_text", self.prompt)
+                await self._wait(self._prompted, m.prompt_timeout_s, "prompt_success")
+            self._check()
+            await sio.emit("recording-started")
+        except BaseException:
+            await self._close()
+            raise
+        return self
+
+    async def _wait(self, event: asyncio.Event, timeout_s: float, what: str) -> None:
+        ok, bad = asyncio.ensure_future(event.wait()), asyncio.ensure_future(self._failed.wait())
+        done, _ = await asyncio.wait({ok, bad}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        ok.cancel()
+        bad.cancel()
+        self._check()
+        if not done:
+            raise FreezeOmniServerError(f"{self._where()}: no {what} within {timeout_s:g} s")
+
+    def _on_audio(self, data: bytes) -> None:
+        arrival = time.monotonic()
+        pcm = np.frombuffer(bytes(data), dtype="<i2").astype(np.float32) / 32768.0
+        self.n_audio += 1
+        samples = self._out.push(pcm)
+        if len(samples):
+            self._audio_since_stop = True
+            self._events.append(ModelEvent("audio", audio=samples, arrival_mono=arrival))
+
+    def _on_stop_tts(self, *args: object) -> None:
+        self.n_stop_tts += 1
+        if self._audio_since_stop:
+            self._audio_since_stop = False
+            self._out = StreamResampler(OUTPUT_RATE, INPUT_RATE)  # the dropped audio's tail goes too
+            self._events.append(ModelEvent("interrupted", arrival_mono=time.monotonic()))
+
+    def _on_disconnect(self, *args: object) -> None:
+        self._fail("the server closed the connection")
+
+    def _check(self) -> None:
+        if self._error is not None:
+            raise self._error
+
+    async def send(self, frame: np.ndarray) -> None:
+        self._check()
+        pcm = (np.clip(np.asarray(frame, dtype=np.float32), -1.0, 1.0) * 32767.0).astype("<i2")
+        payload = json.dumps({"sample_rate": INPUT_RATE, "audio": list(pcm.tobytes())})
+        try:
+            await self._sio.emit("audio", payload)
+        except Exception as e:  # socketio raises its own BadNamespaceError when disconnected
+            self._check()
+            raise FreezeOmniServerError(f"{self._where()}: send failed ({type(e).__name__}: {e})") from None
+        self.n_sent += 1
+
+    async def receive(self) -> list[ModelEvent]:
+        self._check()
+        out, self._events = self._events, []
+        return out
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._sio is not None and self._sio.connected and self._error is None:
+            try:  # as an acknowledged call, so it is delivered before the disconnect
+                await self._sio.call("recording-stopped", timeout=2.0)
+            except Exception:  # closing anyway
+                pass
+        await self._close()
+
+    async def _close(self) -> None:
+        self._closing = True
+        if self._sio is not None:
+            try:
+                await self._sio.disconnect()
+            except Exception:  # already gone
+                pass

@@ -326,7 +326,11 @@ def _expected_cases(draft: Draft, cfg: GenerationConfig, plan: ConversationPlan 
 
 
 class _SynthPool:
-    """Synthesizes distinct texts on a few threads (each call is its own espeak-ng process)."""
+    """Synthesizes distinct texts on a few threads (each call is its own espeak-ng process).
+
+    Every text is synthesized once per run: `expect` announces the uses a conversation will make
+    of its texts, `want` starts the syntheses not yet started, and `release` drops a result once
+    its last expected use is done (so memory holds only what conversations in flight need)."""
 
     def __init__(self, tts: EspeakTTS, workers: int):
         self.tts = tts
@@ -335,9 +339,11 @@ class _SynthPool:
         self.refs: Counter[str] = Counter()
         self.calls = 0
 
+    def expect(self, texts: Iterable[str]) -> None:
+        self.refs.update(texts)
+
     def want(self, texts: Iterable[str]) -> None:
         for t in texts:
-            self.refs[t] += 1
             if t not in self.futures:
                 self.calls += 1
                 self.futures[t] = self.ex.submit(self.tts.synthesize, t)
@@ -350,8 +356,7 @@ class _SynthPool:
             self.refs[t] -= 1
             if self.refs[t] <= 0:
                 del self.refs[t]
-                if len(t.split()) > 4:  # keep short, often repeated pieces ("mm-hmm") for reuse
-                    self.futures.pop(t, None)
+                self.futures.pop(t, None)
 
     def close(self) -> None:
         for f in self.futures.values():
@@ -449,12 +454,23 @@ def generate_dataset(out_dir: Path, tts: EspeakTTS, cfg: GenerationConfig, backe
 
         bar = tqdm(total=len(queue), desc="instructfd: generate", unit="conversation", leave=False)
 
+    plans: dict[str, ConversationPlan] = {}
+
+    def expect(draft: Draft) -> None:
+        plan = plan_conversation(draft.conversation(), cfg.seed)
+        plans[draft.conversation_id] = plan
+        pool.expect(_speech_texts(plan))
+
+    for d in queue:
+        expect(d)
+
     def replace(draft: Draft) -> None:
         name = draft.scenario
         k = next_reserve[name]
         order = dplan.scenarios[name].order
         if k < len(order):
             queue.append(order[k])
+            expect(order[k])
             next_reserve[name] = k + 1
             if bar is not None:
                 bar.total += 1
@@ -477,15 +493,16 @@ def generate_dataset(out_dir: Path, tts: EspeakTTS, cfg: GenerationConfig, backe
         while queue or window:
             if queue:
                 draft = queue.popleft()
-                plan = plan_conversation(draft.conversation(), cfg.seed)
+                plan = plans[draft.conversation_id]
+                texts = _speech_texts(plan)
                 fresh = _load_fresh(out_dir, _expected_cases(draft, cfg, plan))
                 if fresh is not None:
                     accepted[draft.scenario].append((draft, fresh))
                     reused += 1
+                    pool.release(texts)
                     if bar is not None:
                         bar.update(1)
                     continue
-                texts = _speech_texts(plan)
                 pool.want(texts)
                 window.append(_Job(draft, plan, texts))
                 if len(window) <= _WINDOW and queue:

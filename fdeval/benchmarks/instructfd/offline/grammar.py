@@ -91,6 +91,7 @@ def tidy(text: str) -> str:
         part = re.sub(r",(\s*,)+", ",", part)
         part = re.sub(r"([.?!]),", r"\1", part)
         part = re.sub(r",([.?!])", r"\1", part)
+        part = re.sub(r"([?!])\.", r"\1", part)
         part = re.sub(r"\.\.+", ".", part)
         out.append(part)
     text = " ".join(p.strip() for p in out if p.strip())

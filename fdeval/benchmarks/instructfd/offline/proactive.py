@@ -747,7 +747,7 @@ CLASHES: tuple[Clash, ...] = (
           "hang on, you said you don't drive",
           "You mentioned you don't drive. Should we look at buses or a ride share, or do you have a car now?"),
     Clash("toddler_age", "choosing a school", "my daughter just turned three, and I'm looking at preschools",
-          "since she's starting high school next year", "look for one with a good science program",
+          "she's starting high school next year", "look for one with a good science program",
           "wait, didn't you say she's three?",
           "Just to check, is this for your three year old? Preschools and high schools are very different searches."),
     Clash("hate_flying", "planning trips", "I'm planning my travel for the year, and honestly I hate flying",
@@ -759,11 +759,11 @@ CLASHES: tuple[Clash, ...] = (
           "wait, I thought you said you live alone",
           "Do you have a roommate, or live alone? It changes which bills are worth cutting."),
     Clash("party_day", "party preparations", "the surprise party is on Saturday night, and I'm handling the food",
-          "since the party's on Friday", "I'll pick up the cake Thursday",
+          "the party's on Friday night", "pick up the cake Thursday",
           "wait, is it Friday or Saturday?",
           "You said Saturday earlier. Which day is it? That decides when the cake should be picked up."),
     Clash("never_italy", "a trip to Italy", "I've never been to Italy, and I finally booked a week there",
-          "the last time I was in Rome the food was amazing", "I'll go back to the same places",
+          "the last time I was in Rome the food was amazing", "go back to the same places",
           "hold on, you said you'd never been to Italy",
           "You mentioned this would be your first time. Have you been to Rome before? I can plan differently if so."),
     Clash("no_sugar", "a meal plan", "I'm putting together a meal plan, and I'm trying to cut out sugar completely",
@@ -783,7 +783,7 @@ CLASHES: tuple[Clash, ...] = (
           "wait, won't that be a problem if you're lactose intolerant?",
           "Cheesecake and whipped cream are full of lactose. There are good lactose-free cream cheeses, or we could pick a fruit dessert."),
     Clash("morning_meeting", "preparing for a meeting", "my meeting with the new client is first thing in the morning",
-          "since it's at four in the afternoon", "I'll prep during lunch",
+          "the meeting's at four in the afternoon", "prep during lunch",
           "hold on, is it in the morning or the afternoon?",
           "You said first thing in the morning a moment ago. Which is it? If it's morning, you'd need to prep tonight."),
     Clash("no_car", "getting groceries", "I don't own a car, so I do big grocery runs once a week",
@@ -795,7 +795,7 @@ CLASHES: tuple[Clash, ...] = (
           "wait, aren't you allergic to peanuts?",
           "That sounds risky with a peanut allergy. Sunflower seed butter makes a sandwich that tastes very similar."),
     Clash("never_run", "starting to run", "I've never run before in my life, and I want to start",
-          "when I ran my last marathon my knees were fine", "I'll just do ten miles on Saturday",
+          "when I ran my last marathon my knees were fine", "just do ten miles on Saturday",
           "hold on, you said you've never run before",
           "You said you're brand new to running. If that's right, ten miles is far too much to start with. Let's begin with run walk intervals."),
     Clash("from_home", "a morning routine", "I work from home, so my mornings are pretty flexible",
@@ -811,7 +811,7 @@ CLASHES: tuple[Clash, ...] = (
           "wait, I thought you were saving every penny",
           "That clashes with saving every penny. Do you want to set a small fun budget, or hold off on the TV?"),
     Clash("flight_day", "packing for a trip", "my flight leaves Tuesday morning",
-          "since I don't fly out until Thursday", "I'll do laundry on Wednesday",
+          "I don't fly out until Thursday", "do laundry on Wednesday",
           "wait, is it Tuesday or Thursday?",
           "You first said Tuesday. Which is it? If it's Tuesday, laundry on Wednesday is too late."),
     Clash("no_coffee", "cutting caffeine", "I don't drink coffee, but I still feel wired at night",
@@ -823,7 +823,7 @@ CLASHES: tuple[Clash, ...] = (
           "wait, aren't you scared of heights?",
           "Those are both very high up. Do you want to push yourself, or should we swap in something at ground level?"),
     Clash("moving_month", "planning a move", "we're moving in June, so I'm starting to pack",
-          "since we don't move until August", "I'll start packing in July",
+          "we don't move until August", "start packing in July",
           "hold on, June or August?",
           "You said June a moment ago. Which is it? If it's June, packing in July would be too late."),
     Clash("no_pets", "apartment hunting", "I don't have any pets, so any apartment works for me",
@@ -879,7 +879,7 @@ WORDS: tuple[Word, ...] = (
          "so they don't sprawl everywhere", "Cucumbers love climbing; it keeps the fruit clean and straight."),
     Word("mortar_pestle", "a mortar and pestle", "I'm trying to make curry from scratch",
          "and I need to crush the spices in", "the little stone bowl with the club thing",
-         "like my grandmother had", "Whole spices crushed fresh make a big difference in flavor."),
+         "the kind my grandmother had", "Whole spices crushed fresh make a big difference in flavor."),
     Word("hammock", "a hammock", "I'm setting up my backyard for summer",
          "and I really want", "one of those net beds you hang between two trees",
          "for lazy Sundays", "Check that the trees are at least as wide as your leg before you hang it."),
@@ -1182,7 +1182,7 @@ def clause_boundary(ctx: Ctx) -> Lines:
 def _decision_setup(ctx: Ctx, d: Decision) -> str:
     return ctx.x("{o} [I'm trying to decide|I can't decide|I've been going back and forth on] whether to {a} or "
                  "{b}[, and I could use a sounding board|, and I'd like to think it through out loud|]. [Got a "
-                 "minute?|Can I talk it through with you?|Mind if I think out loud?|]",
+                 "minute?|Can I talk it through with you?|]",
                  o=opener(ctx), a=d.a, b=d.b)
 
 
@@ -1263,8 +1263,8 @@ def projection_pause(ctx: Ctx) -> Lines:
     if ctx.chance(0.5):
         u2 = ctx.x("{w}. {u}", w=d.why_a[0].upper() + d.why_a[1:], u=u2)
     m2 = ctx.x("[That sounds like a reasonable plan|That seems like a good call|Sounds like you've thought it "
-               "through]. [It might help to check|Maybe find out soon whether] {c}, [so you know where you stand|so "
-               "you can commit].", c=second_person(d.condition))
+               "through], as long as {c}. [What's your next step?|When do you think you'll know for sure?|]",
+               c=second_person(d.condition))
     return [("user", u1), ("model", m1), ("user", u2), ("model", m2)]
 
 
@@ -1299,7 +1299,7 @@ def self_directed(ctx: Ctx) -> Lines:
 
 
 _EMO_BC = {"sad": ("oh no", "oh, I'm sorry", "mm", "oh", "oh, that's hard"),
-           "scary": ("oh no", "oh my gosh", "oh wow", "oh", "that's scary"),
+           "scary": ("oh no", "oh my gosh", "oh", "that's scary", "oh, gosh"),
            "happy": ("oh wow", "aw", "oh, that's great", "wow", "oh, lovely")}
 
 
@@ -1345,7 +1345,7 @@ def misinformation(ctx: Ctx) -> Lines:
                o=opener(ctx), s=m.setup[0].upper() + m.setup[1:])
     m1 = ctx.pick(("Sounds fun. What's your plan?", "Nice, how are you approaching it?", "Great, tell me what you have "
                    "so far.", "Happy to help. Where are you starting?"))
-    u2 = ctx.x("[So|Well|Okay, so] [everybody knows|as we all know|it's a known fact that|obviously] {c}, "
+    u2 = ctx.x("[So,|Well,|Okay, so] [everybody knows|as we all know|it's a known fact that|obviously] {c}, "
                "<interrupt: {k}> [so|and so] {plan}, and [then|after that], {f} {p} [I'll|I'm going to] "
                "[wrap up with a quick quiz|finish with a little activity|see how it goes].",
                c=m.claim, k=m.correction, plan=m.plan, f=ctx.pick(("um,", "uh,", "hmm,")), p=ctx.pause(0.7, 1.3))

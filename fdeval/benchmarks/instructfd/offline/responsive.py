@@ -104,7 +104,7 @@ def repeat_request(ctx: Ctx) -> Lines:
 def confusion(ctx: Ctx) -> Lines:
     t: Topic = ctx.item
     content = ctx.xc("[you lost me|wait, what?|I'm not following|sorry, I'm lost|huh, I don't get it|wait, I'm confused]")
-    ack = ctx.x("[Sorry, let me put that more simply.|My bad, let me back up.|Fair enough, let me try again.] {s}",
+    ack = ctx.x("[Sorry about that.|My bad, let me back up.|Fair enough, I went too fast.] {s}",
                 s=t.simple)
     return [("user", _question(ctx, t)), ("model", _cut(t, content)), ("model", ack), *_closing(ctx, t)]
 

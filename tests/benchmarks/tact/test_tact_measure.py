@@ -1,0 +1,136 @@
+"""Onset, duration and overlap measurement on hand-made session logs (speaks before / after / never)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from fdeval.benchmarks.tact.completion import CompletionEstimator
+from fdeval.benchmarks.tact.episodes import Annotations, Episode, ReplayTurn, SpeakerProfile
+from fdeval.benchmarks.tact.measure import (
+    MeasureError,
+    completion_rows,
+    fit_completion,
+    measure_response,
+    measure_session,
+    played_focal_speech,
+    psi_at,
+)
+
+PROFILE = SpeakerProfile(10.0, 0.2, -0.1, 0.6, 0.4, 0.8, 1.2, 3.0, 4.0, 4.5, {})
+
+
+def episode(replay=None, focal=((-3.0, -1.2), (-1.0, 0.0)), context_s=4.0, marks=((-1.2, 0.0), (0.0,))):
+    replay = replay or (ReplayTurn("take-turn", "a.wav", -context_s, 0.0),)
+    ann = Annotations(("ans",) * len(marks), (0.0,) * len(marks), ((),) * len(marks), marks)
+    return Episode("e", "test", "smooth_turn_taking", "x.wav", 0, 16000, context_s, replay, focal, (), "s", PROFILE,
+                   ann, {})
+
+
+def log(vad, turns=((1.5, 5.5),), duration=10.5, end_reason="tail"):
+    return {"attrs": {"case_id": "e__r0", "duration_s": duration, "end_reason": end_reason},
+            "turns": [{"index": i, "start_s": a, "end_s": b} for i, (a, b) in enumerate(turns)],
+            "vad_segments": [{"start_s": a, "end_s": b} for a, b in vad]}
+
+
+def test_speaks_after_the_decision_point():
+    # decision at 5.5 s of the session; the model answers at 6.3 s with two close segments
+    m = measure_session(log([(6.3, 7.0), (7.2, 9.0)]), episode())
+    assert m["decision_session_s"] == 5.5
+    assert m["onset_s"] == pytest.approx(0.8) and m["duration_s"] == pytest.approx(2.7)
+    assert not m["running_at_start"] and m["overlaps"] == [] and m["complete_window"]
+
+
+def test_speaks_before_the_decision_point_inside_the_window():
+    # starts 0.5 s before the focal turn ends: anticipatory, overlapping the last 0.5 s of focal speech
+    m = measure_session(log([(5.0, 5.6)]), episode())
+    assert m["onset_s"] == pytest.approx(-0.5) and m["duration_s"] == pytest.approx(0.6)
+    assert m["overlaps"] == [{"onset_s": pytest.approx(-0.5), "duration_s": pytest.approx(0.5), "backchannel": True}]
+
+
+def test_speech_already_running_at_the_window_start_is_an_onset_at_minus_two():
+    m = measure_session(log([(2.0, 4.0), (6.0, 7.0)]), episode(), merge_gap_s=0.5)
+    assert m["onset_s"] == -2.0 and m["running_at_start"]
+    assert m["duration_s"] == pytest.approx(0.5)  # [-2, -1.5] inside the window
+    # the run overlaps focal speech [-3, -1.2] from the window start on; it lasted 2 s: competitive
+    assert m["overlaps"][0] == {"onset_s": -2.0, "duration_s": pytest.approx(0.5), "backchannel": False}
+    assert len(m["overlaps"]) == 1
+
+
+def test_speech_ending_before_the_window_is_not_a_response():
+    m = measure_session(log([(1.0, 3.0)]), episode())
+    assert m["onset_s"] is None and m["duration_s"] is None and m["overlaps"] == []
+
+
+def test_never_speaks_and_speaks_too_late():
+    assert measure_session(log([]), episode())["onset_s"] is None
+    late = measure_session(log([(10.6, 11.0)], duration=12.0), episode())
+    assert late["onset_s"] is None  # 5.1 s after the decision point: past T_h
+    at_horizon = measure_session(log([(10.5, 11.0)], duration=12.0), episode())
+    assert at_horizon["onset_s"] == pytest.approx(5.0) and at_horizon["duration_s"] == pytest.approx(0.0)
+
+
+def test_duration_is_clipped_at_the_horizon_and_runs_merge_below_the_gap():
+    m = measure_session(log([(6.0, 7.0), (7.4, 12.0)], duration=13.0), episode(), merge_gap_s=0.5)
+    assert m["onset_s"] == pytest.approx(0.5) and m["duration_s"] == pytest.approx(4.5)
+    split = measure_session(log([(6.0, 7.0), (7.6, 12.0)], duration=13.0), episode(), merge_gap_s=0.5)
+    assert split["duration_s"] == pytest.approx(1.0)
+
+
+def test_barge_in_episode_ignores_the_systems_own_floor_holding():
+    ep = episode(replay=(ReplayTurn("take-turn", "a.wav", -4.0, -3.0),
+                         ReplayTurn("barge-in", "b.wav", -1.0, 0.0, barge_in_after_s=1.5)),
+                 focal=((-3.9, -3.1), (-0.9, 0.0)))
+    # session: question 1.5-2.5, system answers 3.3-7.0 (holding the floor), cut-in played 4.8-5.8,
+    # system yields at 5.3 and resumes at 6.6
+    lg = log([(3.3, 5.3), (6.6, 8.0)], turns=((1.5, 2.5), (4.8, 5.8)), duration=10.8)
+    m = measure_session(lg, ep)
+    assert m["responses_from_s"] == pytest.approx(-1.0)
+    assert m["onset_s"] == pytest.approx(0.8) and not m["running_at_start"]
+    assert m["overlaps"] == [{"onset_s": pytest.approx(-0.9), "duration_s": pytest.approx(0.4), "backchannel": False}]
+    # talking straight through the cut-in is no response at all
+    through = measure_session(log([(3.3, 9.0)], turns=((1.5, 2.5), (4.8, 5.8)), duration=10.8), ep)
+    assert through["onset_s"] is None and through["overlaps"][0]["duration_s"] == pytest.approx(0.9)
+
+
+def test_focal_speech_is_placed_where_each_piece_played():
+    ep = episode(replay=(ReplayTurn("take-turn", "a.wav", -4.0, -3.0),
+                         ReplayTurn("barge-in", "b.wav", -1.0, 0.0, barge_in_after_s=1.5)),
+                 focal=((-3.9, -3.1), (-0.9, 0.0)))
+    # piece 0 at session 1.5, piece 1 at 4.8; decision at 5.8
+    assert played_focal_speech(ep, [1.5, 4.8], 5.8) == [pytest.approx((-4.2, -3.4)), pytest.approx((-0.9, 0.0))]
+
+
+def test_unplayed_piece_is_an_error():
+    lg = log([], turns=((1.5, math.nan),), end_reason="max_session")
+    with pytest.raises(MeasureError, match="not every replay piece was played"):
+        measure_session(lg, episode())
+    with pytest.raises(MeasureError, match="2 user turns logged"):
+        measure_session(log([], turns=((1.0, 2.0), (3.0, 4.0))), episode())
+
+
+def test_truncated_session_is_flagged():
+    m = measure_session(log([], duration=7.0), episode())
+    assert not m["complete_window"] and m["observed_until_s"] == pytest.approx(1.5)
+
+
+def test_measure_response_function_directly():
+    r = measure_response([(0.2, 0.6)], [(-2.0, 0.0)], backchannel_max_s=1.0)
+    assert (r.onset_s, r.duration_s, r.overlaps) == (pytest.approx(0.2), pytest.approx(0.4), ())
+    none = measure_response([], [(-2.0, 0.0)])
+    assert math.isnan(none.onset_s) and math.isnan(none.duration_s)
+
+
+def test_psi_fitted_on_marks_is_high_at_turn_ends_and_low_mid_speech():
+    eps = [episode(focal=((-3.0, -1.2), (-1.0, 0.0)), marks=((-1.2, 0.0), (-1.2, 0.0), (0.0,))) for _ in range(3)]
+    x, y = completion_rows(eps[0])
+    assert x.shape == (y.size, 6) and y.max() == 1.0 and y.min() == 0.0
+    est = fit_completion(eps)
+    assert isinstance(est, CompletionEstimator)
+    focal = [(-3.0, -1.2), (-1.0, 0.0)]
+    at_end, mid = psi_at(est, focal, [0.0, -2.0])
+    assert at_end > 0.5 > mid
+    assert fit_completion([episode(marks=((), ()))]) is None
+    assert np.all(psi_at(None, focal, [0.0, -1.0]) == 0.0)

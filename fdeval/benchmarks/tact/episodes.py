@@ -226,8 +226,8 @@ def episode_to_dict(e: Episode) -> dict[str, Any]:
         "split": e.split,
         "context_bucket": e.context_bucket,
         "audio": {"path": e.audio_path, "focal_channel": e.focal_channel, "sample_rate": e.sample_rate,
-                  "context_s": _r(e.context_s)},
-        "replay": [{"kind": t.kind, "audio_path": t.audio_path, "start_s": _r(t.start_s), "end_s": _r(t.end_s),
+                  "context_s": _r(e.context_s, 6)},
+        "replay": [{"kind": t.kind, "audio_path": t.audio_path, "start_s": _r(t.start_s, 6), "end_s": _r(t.end_s, 6),
                     **({"barge_in_after_s": _r(t.barge_in_after_s)} if t.kind == "barge-in" else {})}
                    for t in e.replay],
         "focal_speech": [[_r(a0), _r(b0)] for a0, b0 in e.focal_speech],

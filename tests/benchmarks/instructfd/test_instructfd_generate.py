@@ -21,18 +21,6 @@ SEED = 5
 
 
 @pytest.fixture(scope="module")
-def espeak():
-    from fdeval.audio.tts import EspeakTTS, EspeakUnavailableError
-
-    tts = EspeakTTS()
-    try:
-        tts.synthesize("check")
-    except EspeakUnavailableError as e:  # pragma: no cover - depends on the machine
-        pytest.skip(str(e))
-    return tts
-
-
-@pytest.fixture(scope="module")
 def generated(espeak, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[TestCase]]:
     out = tmp_path_factory.mktemp("instructfd_small")
     return out, generate_builtin(out, espeak, seed=SEED, timeout_s=15.0, barge_in_after_s=2.5)

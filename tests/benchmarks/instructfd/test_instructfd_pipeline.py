@@ -29,18 +29,6 @@ SEED = 3
 
 
 @pytest.fixture(scope="module")
-def espeak():
-    from fdeval.audio.tts import EspeakTTS, EspeakUnavailableError
-
-    tts = EspeakTTS()
-    try:
-        tts.synthesize("check")
-    except EspeakUnavailableError as e:  # pragma: no cover - depends on the machine
-        pytest.skip(str(e))
-    return tts
-
-
-@pytest.fixture(scope="module")
 def generated(espeak, tmp_path_factory):
     bench = InstructFD(size="sample", conversations_per_scenario=1)
     root = tmp_path_factory.mktemp("ifd_gen")

@@ -92,93 +92,71 @@ def stop_repair(ctx: Ctx) -> Lines:
             ("model", reply)]
 
 
-def repeat_request(ctx: Ctx) -> Lines:
-    t: Topic = ctx.item
-    content = ctx.xc("[sorry?|say that again?|come again?|sorry, what was that?|wait, can you repeat that?|"
-                    "sorry, I missed that]")
-    ack = ctx.x("[Sure.|Of course.|No problem.] [Let me say that again.|I said,|Again,] {l}",
-                l=lower_first(t.lead.removeprefix("Sure, ").removeprefix("Sure. ").removeprefix("Good question, ")))
-    return [("user", _question(ctx, t)), ("model", _cut(t, content)), ("model", ack), *_closing(ctx, t)]
+def _lead_again(t: Topic) -> str:
+    """The answer's first sentence, said once more."""
+    return lower_first(t.lead.removeprefix("Sure, ").removeprefix("Sure. ").removeprefix("Good question, "))
 
 
-def confusion(ctx: Ctx) -> Lines:
-    t: Topic = ctx.item
-    content = ctx.xc("[you lost me|wait, what?|I'm not following|sorry, I'm lost|huh, I don't get it|wait, I'm confused]")
-    ack = ctx.x("[Sorry about that.|My bad, let me back up.|Fair enough, I went too fast.] {s}",
-                s=t.simple)
-    return [("user", _question(ctx, t)), ("model", _cut(t, content)), ("model", ack), *_closing(ctx, t)]
+# scenario -> (the user's cut-in, the model's adapted reply, the slots both take from the topic)
+_ACKNOWLEDGE: dict[str, tuple[str, str, Callable[[Topic], dict[str, str]]]] = {
+    "Short Repeat Request": (
+        "[sorry?|say that again?|come again?|sorry, what was that?|wait, can you repeat that?|sorry, I missed that]",
+        "[Sure.|Of course.|No problem.] [Let me say that again.|I said,|Again,] {l}",
+        lambda t: {"l": _lead_again(t)}),
+    "Short Confusion Signal": (
+        "[you lost me|wait, what?|I'm not following|sorry, I'm lost|huh, I don't get it|wait, I'm confused]",
+        "[Sorry about that.|My bad, let me back up.|Fair enough, I went too fast.] {s}",
+        lambda t: {"s": t.simple}),
+    "Hearing Check": (
+        "[hello?|can you hear me?|are you still there?|hello, you there?|hey, is this thing on?|hello, did I lose you?]",
+        "[Yes, I'm here, I can hear you.|Yep, still here.|Yes, I can hear you fine.] [I was saying,|As I was "
+        "saying,|Picking up where I was,] {l}",
+        lambda t: {"l": _lead_again(t)}),
+    "Add Constraint": (
+        "[oh wait,|hold on,|sorry to jump in,|oh, but|wait, but|] {s}",
+        "[Got it.|Ah, okay.|Good to know.|Okay, that changes things.] {r}",
+        lambda t: {"s": _bare(t.constraint[0]), "r": t.constraint[1]}),
+    "Topic Redirect": (
+        "[sorry,|oh, wait,|hang on,|] {s}",
+        "[Sure, let's switch to that.|Good question.|Sure.|Okay, switching gears.] {r}",
+        lambda t: {"s": t.redirect[0], "r": t.redirect[1]}),
+    "Scope Narrowing": (
+        "[sorry, I really just want to know about|wait, I mostly care about|actually, can we just focus on|sorry, "
+        "the part I need is] {a}",
+        "[Sure, let's focus on that.|Got it, just that part then.|Of course.] {r}",
+        lambda t: {"a": t.aspect[0], "r": t.aspect[1]}),
+    "Skip Basics": (
+        "[sorry, I know the basics,|wait, I know this part,|hold on, I've got the basics down,] {e}, [can we skip "
+        "ahead?|can you get to the more advanced stuff?|what's the next level?]",
+        "[Got it, let's skip ahead.|Ah, then you're past the basics.|Okay, advanced it is.] {r}",
+        lambda t: {"e": t.advanced[0], "r": t.advanced[1]}),
+    "Summary Request": (
+        "[sorry, can you just give me the main points?|wait, what's the short version?|can you just give me the "
+        "bottom line?|sorry, just the key takeaways?|hold on, can you boil that down for me?]",
+        "[Sure, the short version:|Of course. In a nutshell:|Sure. The key points:] {s}",
+        lambda t: {"s": lower_first(t.summary)}),
+    "Personal Context": (
+        "[oh, sorry,|wait,|sorry to cut in,|] {d}",
+        "[Thanks for telling me.|Ah, that's important.|Good to know, that changes things.] {r}",
+        lambda t: {"d": t.personal[0], "r": t.personal[1]}),
+}
 
 
-def hearing_check(ctx: Ctx) -> Lines:
-    t: Topic = ctx.item
-    content = ctx.xc("[hello?|can you hear me?|are you still there?|hello, you there?|hey, is this thing on?|"
-                    "hello, did I lose you?]")
-    ack = ctx.x("[Yes, I'm here, I can hear you.|Yep, still here.|Yes, I can hear you fine.] [I was saying,|As I was "
-                "saying,|Picking up where I was,] {l}",
-                l=lower_first(t.lead.removeprefix("Sure, ").removeprefix("Sure. ").removeprefix("Good question, ")))
-    return [("user", _question(ctx, t)), ("model", _cut(t, content)), ("model", ack), *_closing(ctx, t)]
+def _acknowledge(scenario: str) -> Callable[[Ctx], Lines]:
+    cut_in, reply, slots_of = _ACKNOWLEDGE[scenario]
 
+    def build(ctx: Ctx) -> Lines:
+        t: Topic = ctx.item
+        slots = slots_of(t)
+        content = ctx.xc(cut_in, **slots)
+        ack = ctx.x(reply, **slots)
+        return [("user", _question(ctx, t)), ("model", _cut(t, content)), ("model", ack), *_closing(ctx, t)]
 
-def add_constraint(ctx: Ctx) -> Lines:
-    t: Topic = ctx.item
-    said, reply = t.constraint
-    content = ctx.xc("[oh wait,|hold on,|sorry to jump in,|oh, but|wait, but|] {s}", s=_bare(said))
-    ack = ctx.x("[Got it.|Ah, okay.|Good to know.|Okay, that changes things.] {r}", r=reply)
-    return [("user", _question(ctx, t)), ("model", _cut(t, content)), ("model", ack), *_closing(ctx, t)]
-
-
-def redirect(ctx: Ctx) -> Lines:
-    t: Topic = ctx.item
-    said, reply = t.redirect
-    content = ctx.xc("[sorry,|oh, wait,|hang on,|] {s}", s=said)
-    ack = ctx.x("[Sure, let's switch to that.|Good question.|Sure.|Okay, switching gears.] {r}", r=reply)
-    return [("user", _question(ctx, t)), ("model", _cut(t, content)), ("model", ack), *_closing(ctx, t)]
-
-
-def scope(ctx: Ctx) -> Lines:
-    t: Topic = ctx.item
-    aspect, reply = t.aspect
-    content = ctx.xc("[sorry, I really just want to know about|wait, I mostly care about|actually, can we just focus "
-                    "on|sorry, the part I need is] {a}", a=aspect)
-    ack = ctx.x("[Sure, let's focus on that.|Got it, just that part then.|Of course.] {r}", r=reply)
-    return [("user", _question(ctx, t)), ("model", _cut(t, content)), ("model", ack), *_closing(ctx, t)]
-
-
-def skip_basics(ctx: Ctx) -> Lines:
-    t: Topic = ctx.item
-    exp, reply = t.advanced
-    content = ctx.xc("[sorry, I know the basics,|wait, I know this part,|hold on, I've got the basics down,] {e}, "
-                    "[can we skip ahead?|can you get to the more advanced stuff?|what's the next level?]", e=exp)
-    ack = ctx.x("[Got it, let's skip ahead.|Ah, then you're past the basics.|Okay, advanced it is.] {r}", r=reply)
-    return [("user", _question(ctx, t)), ("model", _cut(t, content)), ("model", ack), *_closing(ctx, t)]
-
-
-def summary(ctx: Ctx) -> Lines:
-    t: Topic = ctx.item
-    content = ctx.xc("[sorry, can you just give me the main points?|wait, what's the short version?|can you just give "
-                    "me the bottom line?|sorry, just the key takeaways?|hold on, can you boil that down for me?]")
-    ack = ctx.x("[Sure, the short version:|Of course. In a nutshell:|Sure. The key points:] {s}", s=lower_first(t.summary))
-    return [("user", _question(ctx, t)), ("model", _cut(t, content)), ("model", ack), *_closing(ctx, t)]
-
-
-def personal(ctx: Ctx) -> Lines:
-    t: Topic = ctx.item
-    detail, reply = t.personal
-    content = ctx.xc("[oh, sorry,|wait,|sorry to cut in,|] {d}", d=detail)
-    ack = ctx.x("[Thanks for telling me.|Ah, that's important.|Good to know, that changes things.] {r}", r=reply)
-    return [("user", _question(ctx, t)), ("model", _cut(t, content)), ("model", ack), *_closing(ctx, t)]
+    return build
 
 
 BUILDERS: dict[str, tuple[tuple, Callable[[object], str], Callable[[Ctx], Lines]]] = {
     **{name: (TOPICS, lambda t: t.topic, _continue(name)) for name in _BC_PHRASES},
     "Short Stop Repair": (TOPICS, lambda t: t.topic, stop_repair),
-    "Short Repeat Request": (TOPICS, lambda t: t.topic, repeat_request),
-    "Short Confusion Signal": (TOPICS, lambda t: t.topic, confusion),
-    "Hearing Check": (TOPICS, lambda t: t.topic, hearing_check),
-    "Add Constraint": (TOPICS, lambda t: t.topic, add_constraint),
-    "Topic Redirect": (TOPICS, lambda t: t.topic, redirect),
-    "Scope Narrowing": (TOPICS, lambda t: t.topic, scope),
-    "Skip Basics": (TOPICS, lambda t: t.topic, skip_basics),
-    "Summary Request": (TOPICS, lambda t: t.topic, summary),
-    "Personal Context": (TOPICS, lambda t: t.topic, personal),
+    **{name: (TOPICS, lambda t: t.topic, _acknowledge(name)) for name in _ACKNOWLEDGE},
 }

@@ -47,12 +47,11 @@ from tqdm import tqdm
 from fdeval.errors import FdevalError
 
 from .episodes import (
-    FLOOR_DEVICES,
+    _ID_RE,
     SLICE_KEYS,
     SPLITS,
     Annotations,
     Episode,
-    EpisodeError,
     HistoryLine,
     HumanContinuation,
     ReplayTurn,
@@ -164,8 +163,6 @@ def read_rows(path: str | Path, context_s: float) -> list[Row]:
             if req and k not in d:
                 raise c.fail(k, "missing required field")
         eid = d["episode_id"]
-        from .episodes import _ID_RE
-
         if not isinstance(eid, str) or not _ID_RE.match(eid):
             raise c.fail("episode_id", f"{eid!r} is not a valid id (letters, digits, '.', '_', '-')")
         if eid in seen:
@@ -419,4 +416,4 @@ def _episode(row: Row, root: Path, audio: _Audio, words, profile, cuts, write_wa
                     "line": row.line})
 
 
-__all__ = ["CorpusError", "FLOOR_DEVICES", "IMPORTER_VERSION", "EpisodeError", "import_corpus", "read_rows"]
+__all__ = ["CorpusError", "IMPORTER_VERSION", "import_corpus", "read_rows"]

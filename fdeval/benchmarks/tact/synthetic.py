@@ -60,7 +60,7 @@ from .episodes import (
     episode_files,
     write_episode,
 )
-from .laws import DOMAIN_S, INTENTS, T_H_S, reference_law
+from .laws import DOMAIN_S, T_H_S, reference_law
 from .profiles import vad_segments
 from .scoring import CATEGORIES
 
@@ -422,4 +422,4 @@ def generate_synthetic(root: str | Path, n_episodes: int, seed: int, sample_rate
 
 
 __all__ = ["CATEGORY_INTENTS", "GENERATOR_VERSION", "LABEL_CONFUSION", "PROBES", "generate_synthetic",
-           "plan_episode", "synthetic_speakers", "INTENTS"]
+           "plan_episode", "synthetic_speakers"]

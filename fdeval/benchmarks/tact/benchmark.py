@@ -1,0 +1,301 @@
+"""TACT as an engine benchmark: episodes -> sessions -> onsets -> intent posteriors -> composite table.
+
+`python -m fdeval.launch benchmark=tact` runs every stage:
+
+* generate: writes the episodes into `<out_root>/tact/_data/<data_id>/` (the synthetic generator,
+  or the corpus importer with `benchmark.source=import benchmark.corpus=<annotations.jsonl>`);
+* run (shared): each test-split episode becomes `repeats` test cases `<episode_id>__r<r>` whose
+  user turns stream the focal channel (its replay pieces) with the rendered profile synopsis as
+  the system instruction; the run stage derives a different seed per case from the case id.
+  Sessions end `T_h` = 5 s after the decision point (`orchestrator_overrides`);
+* transcribe (TACT): measures each session: onset, duration and overlaps relative to the
+  decision point (`measure.py`) -> `<run_dir>/measures/<case_id>.json`;
+* judge (TACT): the episode's intent posterior (annotator labels, fused with judge logits where
+  configured) and psi for each overlap -> `<run_dir>/judged/<case_id>.json`;
+* score (TACT): keeps the median-scoring of each episode's runs and writes
+  `scores/tact_composite.csv|.md` (S and the four categories with BCa intervals, population S_T
+  and S_L, the human topline from the episodes' own continuations), `scores/tact_episodes.csv`
+  and `scores/tact_slices.csv`.
+
+Every stage skips work whose final file exists and writes atomically; score rewrites nothing
+when its tables come out the same.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import fdeval
+from fdeval.benchmarks.base import Benchmark
+from fdeval.errors import ConfigError, FdevalError
+from fdeval.files import remove_stale_temps, write_json_atomic
+from fdeval.types import TestCase, Turn
+
+from .episodes import Episode, load_episodes, render_synopsis
+from .laws import INTENTS, T_H_S
+
+log = logging.getLogger("fdeval")
+
+BENCHMARK_VERSION = "1.0"
+METRIC_VERSION = "tact-1"
+SOURCES = ("synthetic", "import")
+POSTERIORS = ("annotators", "fused")
+DURATION_REFERENCES = ("episodes", "none")
+TAKE_TURN_TIMEOUT_S = 20.0
+BARGE_IN_TIMEOUT_S = 6.0  # a barge-in piece plays after this long when the system never speaks
+
+
+def case_id(episode_id: str, repeat: int) -> str:
+    return f"{episode_id}__r{repeat}"
+
+
+def split_case_id(cid: str) -> tuple[str, int]:
+    eid, _, r = cid.rpartition("__r")
+    return eid, int(r)
+
+
+class Tact(Benchmark):
+    name = "tact"
+    version = BENCHMARK_VERSION
+
+    def __init__(self, name: str = "tact", source: str = "synthetic", n_episodes: int = 48,
+                 corpus: str | None = None, context_s: float = 8.0, repeats: int = 3,
+                 posterior: str = "annotators", judge_weight: float = 0.3, merge_gap_s: float = 0.5,
+                 backchannel_max_s: float = 1.0, duration_reference: str = "episodes",
+                 n_resamples: int = 10_000, confidence: float = 0.95, workers: int = 2,
+                 cases: list[str] | None = None):
+        def bad(key, why, value):
+            raise ConfigError(f"benchmark.{key}: {why}, got {value!r}")
+
+        if source not in SOURCES:
+            bad("source", f"unknown source; valid: {list(SOURCES)}", source)
+        if source == "synthetic" and (isinstance(n_episodes, bool) or not isinstance(n_episodes, int) or n_episodes < 1):
+            bad("n_episodes", "must be a positive integer", n_episodes)
+        if source == "import":
+            if not corpus:
+                bad("corpus", "an annotation JSONL is required with source=import", corpus)
+            if not Path(corpus).expanduser().is_file():
+                bad("corpus", "file not found", corpus)
+        if not float(context_s) > 0:
+            bad("context_s", "must be > 0", context_s)
+        if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+            bad("repeats", "must be a positive integer", repeats)
+        if posterior not in POSTERIORS:
+            bad("posterior", f"unknown posterior; valid: {list(POSTERIORS)}", posterior)
+        if not 0.0 <= float(judge_weight) <= 1.0:
+            bad("judge_weight", "must be in [0, 1]", judge_weight)
+        if not float(merge_gap_s) >= 0:
+            bad("merge_gap_s", "must be >= 0", merge_gap_s)
+        if not float(backchannel_max_s) >= 0:
+            bad("backchannel_max_s", "must be >= 0", backchannel_max_s)
+        if duration_reference not in DURATION_REFERENCES:
+            bad("duration_reference", f"unknown option; valid: {list(DURATION_REFERENCES)}", duration_reference)
+        if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 100:
+            bad("n_resamples", "must be an integer >= 100", n_resamples)
+        if not 0.0 < float(confidence) < 1.0:
+            bad("confidence", "must be in (0, 1)", confidence)
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            bad("workers", "must be a positive integer", workers)
+        self.name, self.source = name, source
+        self.n_episodes = int(n_episodes)
+        self.corpus = Path(corpus).expanduser().resolve() if corpus else None
+        self.context_s, self.repeats = float(context_s), int(repeats)
+        self.posterior, self.judge_weight = posterior, float(judge_weight)
+        self.merge_gap_s, self.backchannel_max_s = float(merge_gap_s), float(backchannel_max_s)
+        self.duration_reference = duration_reference
+        self.n_resamples, self.confidence, self.workers = int(n_resamples), float(confidence), int(workers)
+        self.case_ids = list(cases) if cases else None
+        self.cases_dir = None  # the run stage reads turn audio from the data folder
+        self._episodes: dict[Path, list[Episode]] = {}
+
+    # -- data ---------------------------------------------------------------------------------
+    def data_id(self, seed: int) -> str:
+        if self.source == "synthetic":
+            from .synthetic import GENERATOR_VERSION
+
+            return f"synthetic-v{self.version}.{GENERATOR_VERSION}-n{self.n_episodes}-seed{seed}"
+        import hashlib
+
+        from .importer import IMPORTER_VERSION
+
+        h = hashlib.sha256(self.corpus.read_bytes())
+        h.update(f"{self.corpus}|{self.context_s}|{IMPORTER_VERSION}".encode())
+        return f"import-v{self.version}-{self.corpus.stem}-{h.hexdigest()[:12]}"
+
+    def generate(self, data_dir: Path, tts: Any, seed: int, progress: bool) -> None:
+        if self.source == "synthetic":
+            from .synthetic import generate_synthetic
+
+            n = generate_synthetic(data_dir, self.n_episodes, seed, sample_rate=int(getattr(tts, "sample_rate", 16000)),
+                                   workers=self.workers, progress=progress)
+        else:
+            from .importer import import_corpus
+
+            n = import_corpus(self.corpus, data_dir, context_s=self.context_s, progress=progress)
+        self._episodes.pop(Path(data_dir), None)
+        log.info("tact: %d new episode(s) in %s", n, data_dir)
+
+    def episodes(self, data_dir: Path) -> list[Episode]:
+        """All episodes of the data folder (dev split included), validated, sorted by id."""
+        key = Path(data_dir)
+        if key not in self._episodes:
+            if not (key / "episodes").is_dir():
+                raise ConfigError(f"no TACT episodes in {key}; run stage=generate (or stage=all) first")
+            self._episodes[key] = load_episodes(key)
+        return self._episodes[key]
+
+    def load(self, data_dir: Path) -> list[TestCase]:
+        cases = [c for e in self.episodes(data_dir) if e.split == "test" for c in self.episode_cases(e)]
+        if not cases:
+            raise ConfigError(f"no test-split TACT episodes in {data_dir}")
+        return self.select(cases, self.case_ids)
+
+    def select(self, cases: list[TestCase], ids: list[str] | None) -> list[TestCase]:
+        """Keep the named episodes (all their repeats) or cases."""
+        if not ids:
+            return cases
+        episodes = {c.conversation_id for c in cases}
+        expanded = [case_id(i, r) for i in ids if i in episodes for r in range(self.repeats)]
+        return super().select(cases, expanded + [i for i in ids if i not in episodes])
+
+    def episode_cases(self, e: Episode) -> list[TestCase]:
+        """The `repeats` engine cases of an episode (identical but for their ids, hence their seeds)."""
+        synopsis = render_synopsis(e.profile)
+        out = []
+        for r in range(self.repeats):
+            cid = case_id(e.episode_id, r)
+            turns = []
+            for k, piece in enumerate(e.replay):
+                said = [h.text for h in e.history if h.speaker == "focal" and h.end_s > piece.start_s
+                        and h.start_s < piece.end_s]
+                barge = piece.kind == "barge-in"
+                turns.append(Turn(cid, k, f"turn{k}", piece.kind, piece.audio_path, " ".join(said) or "(focal channel)",
+                                  (), piece.end_s - piece.start_s, BARGE_IN_TIMEOUT_S if barge else TAKE_TURN_TIMEOUT_S,
+                                  barge_in_after_s=piece.barge_in_after_s if barge else None,
+                                  barge_in_handling="hold" if barge else None, subtype="interrupt" if barge else None))
+            out.append(TestCase(cid, e.episode_id, "tact", e.category, "none", synopsis, tuple(turns), (), (),
+                                seed=0, version=self.version))
+        return out
+
+    # -- engine hooks -------------------------------------------------------------------------
+    def orchestrator_overrides(self) -> dict[str, Any]:
+        return {"tail_after_last_turn_s": T_H_S}
+
+    def stage(self, name: str):
+        return {"transcribe": self.stage_measure, "judge": self.stage_judge, "score": self.stage_score}.get(name)
+
+    # -- transcribe: measure the sessions -----------------------------------------------------
+    def stage_measure(self, ctx) -> None:
+        from fdeval.orchestrator.recorder import read_session_log
+
+        from .measure import measure_session
+
+        out = ctx.run_dir / "measures"
+        if out.is_dir():
+            remove_stale_temps(out)
+        by_id = {e.episode_id: e for e in self.episodes(ctx.data_dir)}
+        todo = [c for c in ctx.cases if not (out / f"{c.case_id}.json").exists()]
+        missing = [c.case_id for c in todo if not (ctx.run_dir / "sessions" / f"{c.case_id}.h5").exists()]
+        if missing:
+            raise FdevalError(f"tact measure: no session recorded for {len(missing)} case(s), e.g. {missing[0]}; "
+                              "run stage=run first")
+        for c in ctx.bar(todo, "measure"):
+            session = read_session_log(ctx.run_dir / "sessions" / f"{c.case_id}.h5")
+            m = measure_session(session, by_id[c.conversation_id], self.merge_gap_s, self.backchannel_max_s)
+            eid, r = split_case_id(c.case_id)
+            write_json_atomic(out / f"{c.case_id}.json", {
+                "case_id": c.case_id, "episode_id": eid, "repeat": r, **m,
+                "settings": {"merge_gap_s": self.merge_gap_s, "backchannel_max_s": self.backchannel_max_s},
+                "model_id": session["attrs"].get("model_id"), "case_seed": session["attrs"].get("case_seed"),
+            })
+        log.info("tact measure: %d new, %d total", len(todo), len(ctx.cases))
+
+    # -- judge: intent posterior and psi ------------------------------------------------------
+    def posteriors(self, data_dir: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """q(z | e) per episode id, and how it was made."""
+        from .posterior import empirical_posterior, fit_temperature, fuse_posterior, label_counts
+
+        eps = self.episodes(data_dir)
+        counts = label_counts([e.annotations.labels for e in eps])
+        if self.posterior == "annotators":
+            q, info = empirical_posterior(counts), {"posterior_source": "annotators"}
+        else:
+            missing = [e.episode_id for e in eps if e.judge_logits is None]
+            if missing:
+                raise ConfigError(f"benchmark.posterior=fused: {len(missing)} episode(s) have no judge_logits, "
+                                  f"e.g. {missing[0]}; use benchmark.posterior=annotators")
+            logits = np.array([e.judge_logits for e in eps], dtype=float)
+            dev = np.array([e.split == "dev" for e in eps])
+            fit_on = dev if dev.any() else np.ones(len(eps), dtype=bool)
+            temperature = fit_temperature(logits[fit_on], counts[fit_on])
+            q = fuse_posterior(counts, logits, temperature, self.judge_weight)
+            info = {"posterior_source": "fused", "temperature": round(temperature, 6), "judge_weight": self.judge_weight,
+                    "temperature_fit_on": "dev" if dev.any() else "all"}
+        return {e.episode_id: q[i] for i, e in enumerate(eps)}, info
+
+    def stage_judge(self, ctx) -> None:
+        from .measure import fit_completion, psi_at
+
+        out = ctx.run_dir / "judged"
+        if out.is_dir():
+            remove_stale_temps(out)
+        todo = [c for c in ctx.cases if not (out / f"{c.case_id}.json").exists()]
+        if not todo:
+            log.info("tact judge: all %d cases done", len(ctx.cases))
+            return
+        missing = [c.case_id for c in todo if not (ctx.run_dir / "measures" / f"{c.case_id}.json").exists()]
+        if missing:
+            raise FdevalError(f"tact judge: no measurement for {len(missing)} case(s), e.g. {missing[0]}; "
+                              "run stage=transcribe first")
+        eps = self.episodes(ctx.data_dir)
+        by_id = {e.episode_id: e for e in eps}
+        q, info = self.posteriors(ctx.data_dir)
+        estimator = fit_completion(eps)
+        psi_info = None if estimator is None else {"coef": [round(x, 6) for x in estimator.coef],
+                                                   "intercept": round(estimator.intercept, 6)}
+        for c in ctx.bar(todo, "judge"):
+            m = json.loads((ctx.run_dir / "measures" / f"{c.case_id}.json").read_text())
+            e = by_id[m["episode_id"]]
+            psi = psi_at(estimator, [tuple(x) for x in m["focal_speech"]], [o["onset_s"] for o in m["overlaps"]])
+            write_json_atomic(out / f"{c.case_id}.json", {
+                "case_id": c.case_id, "episode_id": e.episode_id, "repeat": m["repeat"], "category": e.category,
+                "context_bucket": e.context_bucket, "posterior": [float(x) for x in q[e.episode_id]],
+                "posterior_mode": INTENTS[int(np.argmax(q[e.episode_id]))], **info,
+                "onset_s": m["onset_s"], "duration_s": m["duration_s"], "running_at_start": m["running_at_start"],
+                "overlaps": [{**o, "psi": round(float(p), 6)} for o, p in zip(m["overlaps"], psi)],
+                "psi_model": psi_info, "slices": dict(e.slices), "model_id": ctx.model_id,
+                "metric_version": METRIC_VERSION,
+            })
+        log.info("tact judge: %d new (%s)", len(todo), info["posterior_source"])
+
+    # -- score --------------------------------------------------------------------------------
+    def stage_score(self, ctx) -> None:
+        from .report import score_run
+
+        score_run(self, ctx)
+
+
+def score_input_from_judged(d: dict):
+    """The scorer's `EpisodeScoreInput` from a judged file (episode id, not case id)."""
+    from .measure import overlap_events
+    from .scoring import EpisodeScoreInput
+
+    nan = lambda x: math.nan if x is None else float(x)  # noqa: E731
+    return EpisodeScoreInput(d["episode_id"], d["category"], tuple(d["posterior"]), nan(d["onset_s"]),
+                             nan(d["duration_s"]), overlap_events(d["overlaps"], [o["psi"] for o in d["overlaps"]]),
+                             d["context_bucket"], dict(d["slices"]))
+
+
+def provenance(bench: Tact, ctx, info: dict[str, Any]) -> dict[str, Any]:
+    return {"benchmark": bench.name, "benchmark_version": bench.version, "model_id": ctx.model_id,
+            "seed": ctx.seed, "metric_version": METRIC_VERSION, "fdeval_version": fdeval.__version__,
+            "data_id": bench.data_id(ctx.seed), **info}
+
+
+__all__ = ["BENCHMARK_VERSION", "METRIC_VERSION", "Tact", "case_id", "score_input_from_judged", "split_case_id"]

@@ -19,7 +19,11 @@ streamed piece in the session, i.e. `turns[-1].end_s` of the session log):
 5. Overlaps: every counted run, clipped to W, intersected with the focal speaker's speech (the
    episode's `focal_speech`, placed where each replay piece actually played in the session).
    Each intersection is one overlap event with its onset and duration. It is a backchannel (exempt
-   from the overlap penalty) when its whole run lasts at most `backchannel_max_s`.
+   from the overlap penalty) when its run is one: if the model reported text for the run (the
+   log's `model_text` pieces that played inside it, dropped ones left out), when every word is a
+   listener token (`BACKCHANNEL_WORDS`); without text, when the whole run lasts at most
+   `backchannel_max_s`. (A reply the system abandons after half a second is short, but its words
+   show it was no backchannel.)
 6. psi of an overlap: the completion probability of the focal speech at the overlap's onset, from
    `CompletionEstimator` on the focal voice-activity track as played (causal features), fitted on
    all episodes' annotator completion marks (`fit_completion`).
@@ -47,6 +51,10 @@ from .scoring import OverlapEvent
 FRAME_HZ = 100.0  # focal voice-activity track resolution for psi
 MARK_TOLERANCE_S = 0.2  # an annotator's completion mark counts for instants this close
 FIT_STEP_S = 0.1  # instants sampled per episode to fit psi
+BACKCHANNEL_WORDS = frozenset({
+    "mm", "mhm", "mm-hmm", "mmhmm", "hmm", "uh-huh", "uhhuh", "yeah", "yep", "yes", "right", "okay", "ok", "sure",
+    "i", "see", "oh", "wow", "really", "exactly", "true", "nice", "cool", "got", "it", "ah", "aha", "uh", "huh",
+})
 
 
 class MeasureError(FdevalError):
@@ -79,12 +87,20 @@ def _intersect(a: Sequence[tuple[float, float]], b: Sequence[tuple[float, float]
     return sorted(out)
 
 
+def is_backchannel_text(words: Sequence[str]) -> bool:
+    tokens = [t.strip(".,!?;:'\"").lower() for w in words for t in w.split()]
+    tokens = [t for t in tokens if t]
+    return bool(tokens) and all(t in BACKCHANNEL_WORDS for t in tokens)
+
+
 def measure_response(segments: Sequence[tuple[float, float]], focal: Sequence[tuple[float, float]],
                      merge_gap_s: float = 0.5, backchannel_max_s: float = 1.0,
-                     responses_from_s: float | None = None) -> Response:
+                     responses_from_s: float | None = None,
+                     text: Sequence[tuple[float, str]] = ()) -> Response:
     """The response and overlaps of speech `segments` against `focal` speech (rules 1-5 above).
 
     `responses_from_s`: runs starting before it are not responses (the barge-in exception).
+    `text`: (time, text) pieces of the speaker's own words, on the same clock (rule 5).
     """
     runs = [r for r in merge_segments(segments, merge_gap_s) if r[1] > -T_A_S and r[0] <= T_H_S]
     candidates = [r for r in runs if responses_from_s is None or r[0] >= responses_from_s - 1e-9]
@@ -97,9 +113,11 @@ def measure_response(segments: Sequence[tuple[float, float]], focal: Sequence[tu
         running = a < -T_A_S
     overlaps = []
     for r0, r1 in runs:
+        said = [w for t, w in text if r0 - 0.1 <= t <= r1 + 0.1]
+        backchannel = is_backchannel_text(said) if said else (r1 - r0) <= backchannel_max_s
         clipped = [(max(r0, -T_A_S), min(r1, T_H_S))]
         for lo, hi in _intersect(clipped, focal):
-            overlaps.append(Overlap(lo, hi - lo, (r1 - r0) <= backchannel_max_s))
+            overlaps.append(Overlap(lo, hi - lo, backchannel))
     return Response(onset, duration, running, tuple(runs), tuple(overlaps))
 
 
@@ -128,7 +146,8 @@ def measure_session(log: dict, episode: Episode, merge_gap_s: float = 0.5,
     segs = [(float(r["start_s"]) - decision, float(r["end_s"]) - decision) for r in log["vad_segments"]]
     focal = played_focal_speech(episode, starts, decision)
     responses_from = starts[-1] - decision if episode.replay[-1].kind == "barge-in" else None
-    resp = measure_response(segs, focal, merge_gap_s, backchannel_max_s, responses_from)
+    text = [(float(r["play_s"]) - decision, str(r["text"])) for r in log.get("model_text", []) if not r["dropped"]]
+    resp = measure_response(segs, focal, merge_gap_s, backchannel_max_s, responses_from, text)
     observed = float(log["attrs"]["duration_s"]) - decision
     return {
         "decision_session_s": round(decision, 6),

@@ -134,3 +134,19 @@ def test_psi_fitted_on_marks_is_high_at_turn_ends_and_low_mid_speech():
     assert at_end > 0.5 > mid
     assert fit_completion([episode(marks=((), ()))]) is None
     assert np.all(psi_at(None, focal, [0.0, -1.0]) == 0.0)
+
+
+def test_backchannel_by_words_when_the_model_reports_text():
+    ep = episode()
+    lg = log([(4.6, 5.2)])
+    # no text: a 0.6 s run counts as a backchannel by its length
+    assert measure_session(lg, ep)["overlaps"][0]["backchannel"]
+    # the words of an abandoned reply show it was not one
+    lg["model_text"] = [{"play_s": 4.6, "text": "Sure,", "dropped": False}, {"play_s": 4.9, "text": "I", "dropped": False},
+                        {"play_s": 5.1, "text": "can", "dropped": False}, {"play_s": 5.3, "text": "help", "dropped": True}]
+    assert not measure_session(lg, ep)["overlaps"][0]["backchannel"]
+    lg["model_text"] = [{"play_s": 4.6, "text": "mm-hmm", "dropped": False}]
+    assert measure_session(lg, ep)["overlaps"][0]["backchannel"]
+    long = log([(3.0, 5.4)])  # 2.4 s, longer than backchannel_max_s, but only listener tokens
+    long["model_text"] = [{"play_s": 3.0, "text": "yeah,", "dropped": False}, {"play_s": 4.0, "text": "right.", "dropped": False}]
+    assert all(o["backchannel"] for o in measure_session(long, ep)["overlaps"])

@@ -107,6 +107,22 @@ class FreezeOmni(DuplexModel):
             return self.base_prompt
         return f"{self.base_prompt}\n{instruction}" if self.base_prompt else instruction
 
+    async def probe(self, host: str | None = None, port: int | None = None, timeout_s: float = 10.0) -> None:
+        """Readiness check for a server launcher: GET / (the demo page) answers over HTTPS (the
+        server listens only once its models are loaded; a Socket.IO connection would take a
+        user slot)."""
+        import aiohttp  # python-socketio's asyncio client runs on aiohttp
+
+        url = f"https://{host or self.host}:{port or self.port}/"
+        try:
+            async with aiohttp.ClientSession() as http, \
+                    http.get(url, ssl=False, timeout=aiohttp.ClientTimeout(total=timeout_s)) as r:
+                status = r.status
+        except (aiohttp.ClientError, OSError, TimeoutError) as e:
+            raise FreezeOmniServerError(f"freezeomni server {url}: not reachable ({type(e).__name__}: {e})") from None
+        if status != 200:
+            raise FreezeOmniServerError(f"freezeomni server {url}: not ready (HTTP {status})")
+
     def session(self, instruction: str | None, seed: int) -> FreezeOmniSession:
         return FreezeOmniSession(self, self.prompt(instruction))
 

@@ -132,6 +132,18 @@ class FunAudioChat(DuplexModel):
             return self.base_prompt
         return f"{self.base_prompt} {instruction}" if self.base_prompt else instruction
 
+    async def probe(self, host: str | None = None, port: int | None = None, timeout_s: float = 30.0) -> None:
+        """Readiness check for a server launcher: /api/chat sends its 00 00 00 handshake."""
+        aiohttp = _aiohttp()
+        url = f"ws://{host or self.host}:{port or self.port}/api/chat"
+        try:
+            async with aiohttp.ClientSession() as http, http.ws_connect(url) as ws:
+                msg = await ws.receive(timeout=timeout_s)
+        except (aiohttp.ClientError, OSError, TimeoutError) as e:
+            raise FunAudioChatServerError(f"funaudiochat server {url}: not reachable ({type(e).__name__}: {e})") from None
+        if msg.type != aiohttp.WSMsgType.BINARY or not msg.data or msg.data[0] != kindbyte.HANDSHAKE:
+            raise FunAudioChatServerError(f"funaudiochat server {url}: no handshake ({msg.type.name})")
+
     def session(self, instruction: str | None, seed: int) -> FunAudioChatSession:
         return FunAudioChatSession(self, self.prompt(instruction))
 

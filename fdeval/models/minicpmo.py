@@ -113,6 +113,20 @@ class MiniCPMO(DuplexModel):
             return self.base_prompt
         return f"{self.base_prompt}\n{instruction}" if self.base_prompt else instruction
 
+    async def probe(self, host: str | None = None, port: int | None = None, timeout_s: float = 10.0) -> None:
+        """Readiness check for a server launcher: the worker's GET /health says "healthy" (a
+        duplex connection would take the worker's one session)."""
+        aiohttp = _aiohttp()
+        url = f"http://{host or self.host}:{port or self.port}/health"
+        try:
+            async with aiohttp.ClientSession() as http, \
+                    http.get(url, timeout=aiohttp.ClientTimeout(total=timeout_s)) as r:
+                status, body = r.status, await r.json(content_type=None)
+        except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as e:
+            raise MiniCPMOServerError(f"minicpmo worker {url}: not reachable ({type(e).__name__}: {e})") from None
+        if status != 200 or not isinstance(body, dict) or body.get("status") != "healthy":
+            raise MiniCPMOServerError(f"minicpmo worker {url}: not ready (HTTP {status}: {body!r:.200})")
+
     def session(self, instruction: str | None, seed: int) -> MiniCPMOSession:
         return MiniCPMOSession(self, self.prompt(instruction), seed)
 

@@ -50,6 +50,7 @@ class FakeFreezeOmniServer:
         sio = self.sio = socketio.AsyncServer(async_mode="aiohttp", max_http_buffer_size=2**24)
         app = web.Application()
         sio.attach(app)
+        app.router.add_get("/", self.index)
         sio.on("connect", self.connect)
         sio.on("disconnect", self.disconnect)
         sio.on("prompt_text", self.prompt_text)
@@ -57,6 +58,9 @@ class FakeFreezeOmniServer:
         sio.on("recording-stopped", self.recording_stopped)
         sio.on("audio", self.audio)
         return app
+
+    async def index(self, request):  # render_template('demo.html')
+        return web.Response(text="<html>demo</html>", content_type="text/html")
 
     async def connect(self, sid, environ, auth=None):
         self.log.append(("connect", sid))

@@ -37,7 +37,12 @@ class FakeMiniCPMOWorker:
     def app(self) -> web.Application:
         app = web.Application()
         app.router.add_get("/ws/duplex", self.duplex_ws)
+        app.router.add_get("/health", self.health)
         return app
+
+    async def health(self, request: web.Request):
+        # worker.py `health`: WorkerHealthResponse
+        return web.json_response({"status": "healthy", "worker_status": "idle", "gpu_id": 0, "model_loaded": True})
 
     async def duplex_ws(self, request: web.Request):
         if self.busy == "403":

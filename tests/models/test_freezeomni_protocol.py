@@ -129,3 +129,19 @@ def test_yaml_instantiates_like_the_run_stage():
     assert isinstance(m, FreezeOmni) and m.frame_s == 0.016 and m.sample_rate == 16000
     assert m.prompt(None) == SERVER_DEFAULT_ROLE and "--top_k" in m.server["command"]
     json.dumps(m.identity())
+
+
+def test_probe_gets_the_demo_page_over_unverified_https(replies, tls):
+    fake = FakeFreezeOmniServer(replies)
+    port = free_port()
+
+    async def main():
+        runner = await start_app(fake.app(), port, tls)
+        try:
+            await FreezeOmni(port=port).probe()
+        finally:
+            await runner.cleanup()
+        with pytest.raises(FreezeOmniServerError, match="not reachable"):
+            await FreezeOmni(port=port).probe(timeout_s=2.0)
+
+    asyncio.run(main())

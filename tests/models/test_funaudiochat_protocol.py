@@ -136,3 +136,19 @@ def test_yaml_instantiates_like_the_run_stage():
     assert isinstance(m, FunAudioChat) and m.sample_rate == 24000 and m.turn_silence_s == 5.0
     assert m.prompt(None) == S2M_PROMPT and not m.flush_on_start
     json.dumps(m.identity())
+
+
+def test_probe_waits_for_the_handshake(replies):
+    fake = FakeFunAudioChatServer(replies)
+    port = free_port()
+
+    async def main():
+        runner = await start_app(fake.app(), port)
+        try:
+            await FunAudioChat(port=port).probe()
+        finally:
+            await runner.cleanup()
+        with pytest.raises(FunAudioChatServerError, match="not reachable"):
+            await FunAudioChat(port=port).probe(timeout_s=2.0)
+
+    asyncio.run(main())

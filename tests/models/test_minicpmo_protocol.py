@@ -132,3 +132,19 @@ def test_yaml_instantiates_like_the_run_stage():
     assert isinstance(m, MiniCPMO) and m.frame_s == 1.0 and m.sample_rate == 16000
     assert m.config == {"length_penalty": 1.05} and isinstance(m.server["command"], list)
     json.dumps(m.identity())
+
+
+def test_probe_reads_the_health_endpoint(replies):
+    fake = FakeMiniCPMOWorker(replies)
+    port = free_port()
+
+    async def main():
+        runner = await start_app(fake.app(), port)
+        try:
+            await MiniCPMO(port=port).probe()
+        finally:
+            await runner.cleanup()
+        with pytest.raises(MiniCPMOServerError, match="not reachable"):
+            await MiniCPMO(port=port).probe(timeout_s=2.0)
+
+    _run(main())

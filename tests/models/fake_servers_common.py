@@ -148,3 +148,24 @@ def model_from_yaml(name: str, **overrides):
     node.pop("resources", None)
     node.update(overrides)
     return instantiate(node)
+
+
+async def serve_and_run(app, port: int, coro_fn, ssl_context: ssl.SSLContext | None = None):
+    """Serve `app` on 127.0.0.1:`port` while `await coro_fn()` runs; stop it afterwards."""
+    runner = await start_app(app, port, ssl_context)
+    try:
+        return await coro_fn()
+    finally:
+        await runner.cleanup()
+
+
+def run_realtime_session(app, port: int, model, case, audio, vad, cfg, instruction: str | None,
+                         ssl_context: ssl.SSLContext | None = None):
+    """One orchestrator session (realtime clock) against the stand-in `app`."""
+    import asyncio
+
+    from fdeval.orchestrator.clock import RealtimeClock
+    from fdeval.orchestrator.session import run_session
+
+    return asyncio.run(serve_and_run(app, port, lambda: run_session(
+        case, audio, model, cfg, RealtimeClock(), vad, instruction=instruction), ssl_context))

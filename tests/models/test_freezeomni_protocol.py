@@ -19,9 +19,10 @@ from fake_servers_common import (
     free_port,
     make_reply,
     question_and_barge_in,
+    run_realtime_session,
     self_signed_cert,
+    serve_and_run,
     server_ssl,
-    start_app,
 )
 from fake_servers_freezeomni import FakeFreezeOmniServer
 
@@ -30,8 +31,7 @@ from fdeval.models.freezeomni import (
     FreezeOmni,
     FreezeOmniServerError,
 )
-from fdeval.orchestrator.clock import RealtimeClock
-from fdeval.orchestrator.session import OrchestratorConfig, run_session
+from fdeval.orchestrator.session import OrchestratorConfig
 from fdeval.orchestrator.turns import TurnConfig
 
 INSTRUCTION = "Keep every answer short."
@@ -56,14 +56,7 @@ def test_realtime_session_audio_piggyback_and_stop_tts(tts, vad, replies, tls):
     assert model.frame_s == 0.016
     cfg = OrchestratorConfig(turns=TurnConfig(silence_s=0.8, trailing_silence_s=0.3, max_session_s=12.0))
 
-    async def main():
-        runner = await start_app(fake.app(), port, tls)
-        try:
-            return await run_session(case, audio, model, cfg, RealtimeClock(), vad, instruction=INSTRUCTION)
-        finally:
-            await runner.cleanup()
-
-    res = asyncio.run(main())
+    res = run_realtime_session(fake.app(), port, model, case, audio, vad, cfg, INSTRUCTION, tls)
     log = res.log
     # order: role first (acknowledged), then recording-started, then audio
     names = [e for e, _ in fake.log if e != "connect"]
@@ -97,16 +90,12 @@ def test_too_many_users_is_an_infrastructure_error(replies, tls):
     port = free_port()
     model = FreezeOmni(port=port, transports=["websocket"])
 
-    async def main():
-        runner = await start_app(fake.app(), port, tls)
-        try:
-            async with model.session(None, 0):
-                pass
-        finally:
-            await runner.cleanup()
+    async def open_session():
+        async with model.session(None, 0):
+            pass
 
     with pytest.raises(FreezeOmniServerError, match="too many users"):
-        asyncio.run(main())
+        asyncio.run(serve_and_run(fake.app(), port, open_session, tls))
 
 
 def test_no_server_is_an_infrastructure_error():
@@ -135,13 +124,6 @@ def test_probe_gets_the_demo_page_over_unverified_https(replies, tls):
     fake = FakeFreezeOmniServer(replies)
     port = free_port()
 
-    async def main():
-        runner = await start_app(fake.app(), port, tls)
-        try:
-            await FreezeOmni(port=port).probe()
-        finally:
-            await runner.cleanup()
-        with pytest.raises(FreezeOmniServerError, match="not reachable"):
-            await FreezeOmni(port=port).probe(timeout_s=2.0)
-
-    asyncio.run(main())
+    asyncio.run(serve_and_run(fake.app(), port, FreezeOmni(port=port).probe, tls))
+    with pytest.raises(FreezeOmniServerError, match="not reachable"):
+        asyncio.run(FreezeOmni(port=port).probe(timeout_s=2.0))

@@ -15,12 +15,17 @@ import pytest
 pytest.importorskip("aiohttp")
 pytest.importorskip("sphn")
 
-from fake_servers_common import free_port, make_reply, question_and_barge_in, start_app
+from fake_servers_common import (
+    free_port,
+    make_reply,
+    question_and_barge_in,
+    run_realtime_session,
+    serve_and_run,
+)
 from fake_servers_funaudiochat import PAUSE, START, FakeFunAudioChatServer
 
 from fdeval.models.funaudiochat import S2M_PROMPT, FunAudioChat, FunAudioChatServerError
-from fdeval.orchestrator.clock import RealtimeClock
-from fdeval.orchestrator.session import OrchestratorConfig, run_session
+from fdeval.orchestrator.session import OrchestratorConfig
 from fdeval.orchestrator.turns import TurnConfig
 
 INSTRUCTION = "Keep every answer short."
@@ -37,14 +42,7 @@ def _session(tts, vad, fake, max_session_s, **kw):
     model = FunAudioChat(port=port, pause_after_silence_s=0.6, turn_silence_s=0.8, **kw)
     cfg = OrchestratorConfig(turns=TurnConfig(silence_s=0.8, trailing_silence_s=0.3, max_session_s=max_session_s))
 
-    async def main():
-        runner = await start_app(fake.app(), port)
-        try:
-            return await run_session(case, audio, model, cfg, RealtimeClock(), vad, instruction=INSTRUCTION)
-        finally:
-            await runner.cleanup()
-
-    return case, asyncio.run(main())
+    return case, run_realtime_session(fake.app(), port, model, case, audio, vad, cfg, INSTRUCTION)
 
 
 def test_realtime_session_start_pause_and_opus(tts, vad, replies):
@@ -114,17 +112,13 @@ def test_server_error_message_is_an_infrastructure_error(replies):
     port = free_port()
     model = FunAudioChat(port=port)
 
-    async def main():
-        runner = await start_app(app, port)
-        try:
-            async with model.session(None, 0) as sess:
-                await asyncio.sleep(0.2)
-                await sess.receive()
-        finally:
-            await runner.cleanup()
+    async def wait_and_receive():
+        async with model.session(None, 0) as sess:
+            await asyncio.sleep(0.2)
+            await sess.receive()
 
     with pytest.raises(FunAudioChatServerError, match="CUDA out of memory"):
-        asyncio.run(main())
+        asyncio.run(serve_and_run(app, port, wait_and_receive))
 
 
 def test_yaml_instantiates_like_the_run_stage():
@@ -142,13 +136,6 @@ def test_probe_waits_for_the_handshake(replies):
     fake = FakeFunAudioChatServer(replies)
     port = free_port()
 
-    async def main():
-        runner = await start_app(fake.app(), port)
-        try:
-            await FunAudioChat(port=port).probe()
-        finally:
-            await runner.cleanup()
-        with pytest.raises(FunAudioChatServerError, match="not reachable"):
-            await FunAudioChat(port=port).probe(timeout_s=2.0)
-
-    asyncio.run(main())
+    asyncio.run(serve_and_run(fake.app(), port, FunAudioChat(port=port).probe))
+    with pytest.raises(FunAudioChatServerError, match="not reachable"):
+        asyncio.run(FunAudioChat(port=port).probe(timeout_s=2.0))

@@ -24,16 +24,16 @@ from fake_servers_common import (
     free_port,
     make_reply,
     question_and_barge_in,
+    run_realtime_session,
     self_signed_cert,
+    serve_and_run,
     server_ssl,
-    start_app,
 )
 from fake_servers_gemini import FakeGeminiLive
 
 from fdeval.errors import ConfigError
 from fdeval.models.gemini import DEFAULT_MODEL, GeminiLive, GeminiLiveError
-from fdeval.orchestrator.clock import RealtimeClock
-from fdeval.orchestrator.session import OrchestratorConfig, run_session
+from fdeval.orchestrator.session import OrchestratorConfig
 from fdeval.orchestrator.turns import TurnConfig
 
 INSTRUCTION = "Keep every answer short."
@@ -71,14 +71,7 @@ def test_realtime_session_through_the_sdk(tts, vad, replies, certs, api_key, cap
     model = GeminiLive(http_options=_local(port, certs[0]))
     cfg = OrchestratorConfig(turns=TurnConfig(silence_s=0.8, trailing_silence_s=0.3, max_session_s=10.0))
 
-    async def main():
-        runner = await start_app(fake.app(), port, server_ssl(*certs))
-        try:
-            return await run_session(case, audio, model, cfg, RealtimeClock(), vad, instruction=INSTRUCTION)
-        finally:
-            await runner.cleanup()
-
-    res = asyncio.run(main())
+    res = run_realtime_session(fake.app(), port, model, case, audio, vad, cfg, INSTRUCTION, server_ssl(*certs))
     log = res.log
     # the setup message, as the SDK builds it from the adapter's LiveConnectConfig
     setup = fake.setups[0]["setup"]
@@ -143,16 +136,12 @@ def test_refused_session_is_an_infrastructure_error(api_key, certs):
     port = free_port()
     model = GeminiLive(http_options=_local(port, certs[0]))
 
-    async def main():
-        runner = await start_app(app, port, server_ssl(*certs))
-        try:
-            async with model.session(None, 0):
-                pass
-        finally:
-            await runner.cleanup()
+    async def open_session():
+        async with model.session(None, 0):
+            pass
 
     with pytest.raises(GeminiLiveError, match="cannot open a session") as e:
-        asyncio.run(main())
+        asyncio.run(serve_and_run(app, port, open_session, server_ssl(*certs)))
     assert KEY not in str(e.value)
 
 

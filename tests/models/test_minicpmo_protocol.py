@@ -15,12 +15,17 @@ import pytest
 
 pytest.importorskip("aiohttp")
 
-from fake_servers_common import free_port, make_reply, question_and_barge_in, start_app
+from fake_servers_common import (
+    free_port,
+    make_reply,
+    question_and_barge_in,
+    run_realtime_session,
+    serve_and_run,
+)
 from fake_servers_minicpmo import FakeMiniCPMOWorker
 
 from fdeval.models.minicpmo import MiniCPMO, MiniCPMOServerError
-from fdeval.orchestrator.clock import RealtimeClock
-from fdeval.orchestrator.session import OrchestratorConfig, run_session
+from fdeval.orchestrator.session import OrchestratorConfig
 from fdeval.orchestrator.turns import TurnConfig
 
 INSTRUCTION = "Keep every answer short."
@@ -44,14 +49,7 @@ def test_realtime_session_one_chunk_per_second(tts, vad, replies):
                      config={"length_penalty": 1.05})
     cfg = OrchestratorConfig(turns=TurnConfig(silence_s=0.8, trailing_silence_s=0.3, max_session_s=14.0))
 
-    async def main():
-        runner = await start_app(fake.app(), port)
-        try:
-            return await run_session(case, audio, model, cfg, RealtimeClock(), vad, instruction=INSTRUCTION)
-        finally:
-            await runner.cleanup()
-
-    res = _run(main())
+    res = run_realtime_session(fake.app(), port, model, case, audio, vad, cfg, INSTRUCTION)
     log = res.log
     assert not fake.protocol_errors
     # prepare first, with the field names the worker reads
@@ -91,18 +89,14 @@ def test_busy_worker_is_an_infrastructure_error(replies, busy):
     port = free_port()
     model = MiniCPMO(port=port)
 
-    async def main():
-        runner = await start_app(fake.app(), port)
-        try:
-            async with model.session(None, 0) as sess:
-                await sess.send(np.zeros(16000, np.float32))
-                await asyncio.sleep(0.2)
-                await sess.receive()
-        finally:
-            await runner.cleanup()
+    async def one_chunk():
+        async with model.session(None, 0) as sess:
+            await sess.send(np.zeros(16000, np.float32))
+            await asyncio.sleep(0.2)
+            await sess.receive()
 
     with pytest.raises(MiniCPMOServerError, match="busy"):
-        _run(main())
+        _run(serve_and_run(fake.app(), port, one_chunk))
 
 
 def test_no_server_is_an_infrastructure_error():
@@ -138,13 +132,6 @@ def test_probe_reads_the_health_endpoint(replies):
     fake = FakeMiniCPMOWorker(replies)
     port = free_port()
 
-    async def main():
-        runner = await start_app(fake.app(), port)
-        try:
-            await MiniCPMO(port=port).probe()
-        finally:
-            await runner.cleanup()
-        with pytest.raises(MiniCPMOServerError, match="not reachable"):
-            await MiniCPMO(port=port).probe(timeout_s=2.0)
-
-    _run(main())
+    _run(serve_and_run(fake.app(), port, MiniCPMO(port=port).probe))
+    with pytest.raises(MiniCPMOServerError, match="not reachable"):
+        _run(MiniCPMO(port=port).probe(timeout_s=2.0))

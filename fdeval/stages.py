@@ -233,24 +233,37 @@ def stage_run(ctx: RunContext) -> None:
     }
     sim_s = wall_s = 0.0
     failures = []
-    for case in ctx.bar(todo, "run"):
+    if hasattr(model, "set_run_dir"):  # in-job servers keep their logs in the run folder
+        model.set_run_dir(ctx.run_dir)
+    retries = int(getattr(model, "case_retries", 0) or 0)
+
+    async def attempt(case):
         audio = _turn_audio(case, root, ocfg.sample_rate)
         seed = case_seed(ctx.seed, case.case_id)
         attrs = {**base_attrs, "case_seed": seed, "case_version": case.version}
+        for i in range(retries + 1):
+            try:
+                return await run_session(case, audio, model, ocfg, make_clock(clock_kind), vad, seed=seed,
+                                         instruction=case.system_instruction, attrs=attrs)
+            except Exception as e:  # a lost model server is restarted by the model: retry the case (bounded)
+                if not getattr(e, "retryable", False) or i == retries:
+                    raise
+                log.warning("run: %s: %s; retrying the case (%d/%d)", case.case_id, str(e).splitlines()[0], i + 1, retries)
+
+    def record(case, result, exc):
+        nonlocal sim_s, wall_s
         err_file = sessions / f"{case.case_id}.error.json"
-        try:
-            result = asyncio.run(run_session(case, audio, model, ocfg, make_clock(clock_kind), vad, seed=seed,
-                                             instruction=case.system_instruction, attrs=attrs))
-        except FdevalError:
-            raise
-        except Exception as e:  # an infrastructure failure of this case: recorded, never a verdict
+        if exc is not None:
+            if isinstance(exc, FdevalError):
+                raise exc
+            # an infrastructure failure of this case: recorded, never a verdict
             import traceback
 
             failures.append(case.case_id)
-            write_json_atomic(err_file, {"case_id": case.case_id, "stage": "run", "error": f"{type(e).__name__}: {e}",
-                                         "traceback": traceback.format_exc()[-4000:], "model_id": ctx.model_id})
-            log.error("run: %s failed: %s: %s", case.case_id, type(e).__name__, e)
-            continue
+            write_json_atomic(err_file, {"case_id": case.case_id, "stage": "run", "error": f"{type(exc).__name__}: {exc}",
+                                         "traceback": "".join(traceback.format_exception(exc))[-4000:], "model_id": ctx.model_id})
+            log.error("run: %s failed: %s: %s", case.case_id, type(exc).__name__, exc)
+            return
         write_session(result.log, result.user, result.model, sessions / f"{case.case_id}.wav", sessions / f"{case.case_id}.h5")
         err_file.unlink(missing_ok=True)
         sim_s += result.log.duration_s
@@ -258,6 +271,39 @@ def stage_run(ctx: RunContext) -> None:
         errs = [t["error_s"] for t in result.log.turns if t["turn_type"] == "barge-in" and not math.isnan(t["error_s"])]
         log.info("run: %s: %.1f s session in %.2f s wall (%s)%s", case.case_id, result.log.duration_s, result.wall_s,
                  result.log.attrs.get("end_reason"), f", barge-in error {max(errs) * 1000:.2f} ms" if errs else "")
+
+    async def run_concurrently(n: int):
+        # n sessions in flight (server instances, or rows of a batched in-process model); wall time
+        # is the elapsed time, not the sum of the overlapping sessions' times
+        queue, bar = list(todo), ctx.bar(todo, "run")
+        t0 = time.perf_counter()
+
+        async def worker():
+            while queue:
+                case = queue.pop(0)
+                try:
+                    result, exc = await attempt(case), None
+                except Exception as e:
+                    result, exc = None, e
+                record(case, result, exc)
+                bar.update(1)
+
+        try:
+            await asyncio.gather(*(worker() for _ in range(min(n, len(todo)))))
+        finally:
+            bar.close()
+        return time.perf_counter() - t0
+
+    n_parallel = int(getattr(model, "concurrency", 1) or 1)
+    if n_parallel > 1 and len(todo) > 1:
+        wall_s = asyncio.run(run_concurrently(n_parallel))
+    else:
+        for case in ctx.bar(todo, "run"):
+            try:
+                result, exc = asyncio.run(attempt(case)), None
+            except Exception as e:
+                result, exc = None, e
+            record(case, result, exc)
     speed = sim_s / wall_s if wall_s > 0 else float("inf")
     ctx.stats["run"] = {"cases": len(todo), "session_s": sim_s, "wall_s": wall_s, "speed": speed, "clock": clock_kind}
     msg = f"run: {len(todo)} cases, {sim_s:.1f} session-s in {wall_s:.1f} wall-s = {speed:.1f} session-seconds per wall-second ({clock_kind})"

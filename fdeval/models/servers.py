@@ -1,0 +1,386 @@
+"""Model servers inside the job: start, health-check, restart and stop them.
+
+A network adapter (Moshi, PersonaPlex, ...) describes its server with a `server:` block in its
+model config and hands it to a `ServerPool`:
+
+    server:
+      python: /path/to/model-venv/bin/python     # the model's own interpreter
+      command: ["{python}", "-m", "moshi.server", "--host", "{host}", "--port", "{port}"]
+      env: {}                                    # extra environment for the server
+      instances_per_gpu: 1
+      startup_timeout_s: 600
+      log_dir: null                              # default: <run folder>/servers
+
+The pool starts `instances_per_gpu` servers per visible GPU (CUDA_VISIBLE_DEVICES parsed, one
+device per instance via its own CUDA_VISIBLE_DEVICES; without GPUs, `instances_per_gpu` servers on
+the CPU), each on 127.0.0.1 with a free port, in its own process group, with its output appended
+to `<log_dir>/<name>-<i>.log`. An instance is healthy once the adapter's `probe(host, port)` (a real
+protocol handshake) succeeds; a start that fails or times out is retried on a new port (bounded).
+A session takes a free instance (`acquire`); a server found dead is restarted (bounded, the
+restart is written into its log), and a session that loses its server raises `ServerDied`, whose
+message carries the tail of the server log: the run stage retries such a case a bounded number of
+times and otherwise records it as an infrastructure error.
+
+Everything is stopped by `stop()` (the adapter's `close()`), at interpreter exit, on SIGTERM and
+SIGUSR2 (what submitit sends on preemption; the previous handlers run afterwards), and, on Linux,
+when this process dies (the servers get SIGKILL through PR_SET_PDEATHSIG).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Mapping
+
+log = logging.getLogger("fdeval")
+
+Probe = Callable[[str, int], Awaitable[None]]
+
+
+class ServerError(RuntimeError):
+    """A model server failed; the message ends with the tail of its log."""
+
+    retryable = False
+
+
+class ServerDied(ServerError):
+    """The server of a running session died or dropped it; the pool restarts it, the case is retried."""
+
+    retryable = True
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """The `server:` block of a model config."""
+
+    command: tuple[str, ...]
+    python: str = sys.executable
+    env: Mapping[str, str] = field(default_factory=dict)
+    instances_per_gpu: int = 1
+    startup_timeout_s: float = 600.0
+    log_dir: str | None = None
+    host: str = "127.0.0.1"
+    start_attempts: int = 3  # per start or restart of one instance
+    max_restarts: int = 3  # per instance over the pool's life
+    probe_timeout_s: float = 30.0
+
+    @staticmethod
+    def from_config(node: Mapping[str, Any] | None) -> "ServerSpec | None":
+        if node is None:
+            return None
+        d = dict(node)
+        if not d.get("command"):
+            raise ValueError("server.command: a list of arguments is required")
+        d["command"] = tuple(str(x) for x in d["command"])
+        d["env"] = {str(k): str(v) for k, v in (d.get("env") or {}).items()}
+        if d.get("python") in (None, ""):
+            d["python"] = sys.executable
+        known = set(ServerSpec.__dataclass_fields__)
+        bad = sorted(set(d) - known)
+        if bad:
+            raise ValueError(f"server: unknown key(s) {bad}; valid: {sorted(known)}")
+        spec = ServerSpec(**d)
+        if spec.instances_per_gpu < 1:
+            raise ValueError(f"server.instances_per_gpu: must be >= 1, got {spec.instances_per_gpu}")
+        return spec
+
+
+def visible_gpus(environ: Mapping[str, str] | None = None) -> list[str | None]:
+    """The GPUs this job may use, as CUDA_VISIBLE_DEVICES entries; [None] when there are none.
+
+    CUDA_VISIBLE_DEVICES wins when set (indices or UUIDs, comma separated; empty or -1 = no GPU);
+    otherwise `nvidia-smi -L` is asked; no nvidia-smi means a CPU-only machine.
+    """
+    env = os.environ if environ is None else environ
+    cvd = env.get("CUDA_VISIBLE_DEVICES")
+    if cvd is not None:
+        ids = [x.strip() for x in cvd.split(",") if x.strip()]
+        ids = ids[: ids.index("-1")] if "-1" in ids else ids
+        return list(ids) or [None]
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20).stdout
+            n = sum(1 for line in out.splitlines() if line.startswith("GPU "))
+            if n:
+                return [str(i) for i in range(n)]
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return [None]
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def _pdeathsig() -> None:  # runs in the child between fork and exec
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+def tail(path: Path, n_bytes: int = 4000) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - n_bytes))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+class ServerInstance:
+    """One server process: its device, port, log and restart count."""
+
+    def __init__(self, pool: "ServerPool", index: int, device: str | None):
+        self.pool, self.index, self.device = pool, index, device
+        self.host = pool.spec.host
+        self.port = 0
+        self.proc: subprocess.Popen | None = None
+        self.restarts = 0
+        self.busy = False
+
+    @property
+    def name(self) -> str:
+        return f"{self.pool.name}-{self.index}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.pool.log_dir / f"{self.name}.log"
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def log_tail(self, n_bytes: int = 4000) -> str:
+        return tail(self.log_path, n_bytes)
+
+    def _note(self, msg: str) -> None:
+        self.pool.log_dir.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "a") as f:
+            f.write(f"\n=== fdeval {time.strftime('%Y-%m-%d %H:%M:%S')}: {msg} ===\n")
+
+    def _popen(self) -> None:
+        spec = self.pool.spec
+        self.port = free_port(self.host)
+        fmt = {"python": spec.python, "host": self.host, "port": str(self.port), **self.pool.placeholders}
+        try:
+            cmd = [a.format(**fmt) for a in spec.command]
+        except KeyError as e:
+            raise ServerError(f"{self.name}: unknown placeholder {e} in server.command; valid: {sorted(fmt)}") from None
+        env = {**os.environ, **spec.env, **self.pool.extra_env}
+        if self.device is not None:
+            env["CUDA_VISIBLE_DEVICES"] = self.device
+        self._note(f"start on {self.host}:{self.port} device={self.device} cmd={cmd}")
+        logf = open(self.log_path, "ab")
+        try:
+            self.proc = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                preexec_fn=_pdeathsig if (sys.platform.startswith("linux") and threading.current_thread() is threading.main_thread()) else None,
+            )
+        except OSError as e:
+            raise ServerError(f"{self.name}: cannot start {cmd[0]!r}: {e}") from None
+        finally:
+            logf.close()
+        self._note(f"pid {self.proc.pid}")
+        _register(self.pool)
+
+    async def _wait_healthy(self) -> bool:
+        spec = self.pool.spec
+        deadline = time.monotonic() + spec.startup_timeout_s
+        last: BaseException | None = None
+        while time.monotonic() < deadline:
+            if not self.alive():
+                return False
+            try:
+                await asyncio.wait_for(self.pool.probe(self.host, self.port), timeout=spec.probe_timeout_s)
+                return True
+            except (OSError, asyncio.TimeoutError, ConnectionError) as e:
+                last = e
+            except Exception as e:  # aiohttp's errors and a protocol mismatch
+                last = e
+            await asyncio.sleep(0.25)
+        self._note(f"not healthy after {spec.startup_timeout_s:g} s (last probe error: {last!r})")
+        return False
+
+    async def start(self) -> None:
+        """Start (or restart) this instance and wait until it answers the handshake (bounded tries)."""
+        spec = self.pool.spec
+        for attempt in range(1, spec.start_attempts + 1):
+            self._popen()
+            t0 = time.monotonic()
+            if await self._wait_healthy():
+                log.info("server %s ready on %s:%d in %.1f s", self.name, self.host, self.port, time.monotonic() - t0)
+                self._note(f"healthy after {time.monotonic() - t0:.1f} s")
+                return
+            code = self.proc.poll() if self.proc else None
+            self.stop()
+            log.warning("server %s failed to start (attempt %d/%d, exit %s)", self.name, attempt, spec.start_attempts, code)
+        raise ServerError(f"server {self.name} did not become healthy after {spec.start_attempts} attempt(s); "
+                          f"log {self.log_path}, last lines:\n{self.log_tail()}")
+
+    async def restart(self, why: str) -> None:
+        if self.restarts >= self.pool.spec.max_restarts:
+            raise ServerError(f"server {self.name} {why}; not restarted: it was restarted {self.restarts} time(s) already "
+                              f"(server.max_restarts); log {self.log_path}, last lines:\n{self.log_tail()}")
+        self.restarts += 1
+        log.warning("server %s %s; restarting (%d/%d)", self.name, why, self.restarts, self.pool.spec.max_restarts)
+        self._note(f"{why}; restart {self.restarts}/{self.pool.spec.max_restarts}")
+        self.stop()
+        await self.start()
+
+    def exit_code(self, wait_s: float = 0.0) -> int | None:
+        """The exit code if the process has ended (waiting up to `wait_s` for it)."""
+        if self.proc is None:
+            return None
+        try:
+            return self.proc.wait(timeout=wait_s) if wait_s > 0 else self.proc.poll()
+        except subprocess.TimeoutExpired:
+            return None
+
+    def stop(self, grace_s: float = 5.0) -> None:
+        p, self.proc = self.proc, None
+        if p is None or p.poll() is not None:
+            return
+        for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(p.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                try:
+                    p.send_signal(sig)
+                except ProcessLookupError:
+                    return
+            try:
+                p.wait(timeout=wait)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+
+class ServerPool:
+    """`instances_per_gpu` servers per visible GPU, started on first use, one session per instance."""
+
+    def __init__(self, name: str, spec: ServerSpec, probe: Probe, placeholders: Mapping[str, str] | None = None,
+                 extra_env: Mapping[str, str] | None = None, gpus: list[str | None] | None = None):
+        self.name, self.spec, self.probe = name, spec, probe
+        self.placeholders = dict(placeholders or {})
+        self.extra_env = dict(extra_env or {})
+        self._gpus = gpus
+        self._log_dir = Path(spec.log_dir) if spec.log_dir else None
+        self.instances: list[ServerInstance] = []
+        self._started = False
+
+    # -- configuration ------------------------------------------------------------------------
+    @property
+    def log_dir(self) -> Path:
+        return self._log_dir if self._log_dir is not None else Path("servers").resolve()
+
+    def set_run_dir(self, run_dir: Path) -> None:
+        """Server logs go to <run_dir>/servers unless server.log_dir says otherwise."""
+        if not self.spec.log_dir:
+            self._log_dir = Path(run_dir) / "servers"
+
+    @property
+    def size(self) -> int:
+        """How many servers the pool runs (= sessions it can hold at once)."""
+        gpus = self._gpus if self._gpus is not None else visible_gpus()
+        return len(gpus) * self.spec.instances_per_gpu
+
+    # -- life cycle ---------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Start every instance (concurrently) and wait until all are healthy."""
+        if self._started:
+            return
+        self._started = True
+        gpus = self._gpus if self._gpus is not None else visible_gpus()
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.instances = [ServerInstance(self, i * self.spec.instances_per_gpu + j, g)
+                          for i, g in enumerate(gpus) for j in range(self.spec.instances_per_gpu)]
+        try:
+            await asyncio.gather(*(inst.start() for inst in self.instances))
+        except BaseException:
+            self.stop()
+            raise
+
+    async def acquire(self) -> ServerInstance:
+        """A free, live instance for one session (restarting a dead one first)."""
+        await self.start()
+        while True:
+            for inst in self.instances:
+                if not inst.busy:
+                    inst.busy = True
+                    try:
+                        if not inst.alive():
+                            code = inst.exit_code()
+                            await inst.restart(f"was found dead (exit code {code})")
+                    except BaseException:
+                        inst.busy = False
+                        raise
+                    return inst
+            await asyncio.sleep(0.02)
+
+    def release(self, inst: ServerInstance) -> None:
+        inst.busy = False
+
+    def stop(self) -> None:
+        for inst in self.instances:
+            inst.stop()
+        self._started = False
+        _live.discard(self)
+
+
+# -- stop everything on exit and on the signals of preemption ------------------------------------
+_live: "weakref.WeakSet[ServerPool]" = weakref.WeakSet()
+_installed = False
+
+
+def stop_all() -> None:
+    for pool in list(_live):
+        try:
+            pool.stop()
+        except Exception:  # pragma: no cover - best effort at exit
+            pass
+
+
+def _chain(sig: int, previous: Any) -> Callable[[int, Any], None]:
+    def handler(signum: int, frame: Any) -> None:
+        stop_all()
+        if callable(previous):
+            previous(signum, frame)
+        elif previous == signal.SIG_IGN:
+            return
+        else:  # default action: die of the signal, as if no handler had been installed
+            signal.signal(sig, signal.SIG_DFL)
+            os.kill(os.getpid(), sig)
+
+    return handler
+
+
+def _register(pool: ServerPool) -> None:
+    global _installed
+    _live.add(pool)
+    if _installed or threading.current_thread() is not threading.main_thread():
+        return
+    _installed = True
+    atexit.register(stop_all)
+    if True:
+        for sig in (signal.SIGTERM, getattr(signal, "SIGUSR2", None)):
+            if sig is not None:
+                signal.signal(sig, _chain(sig, signal.getsignal(sig)))

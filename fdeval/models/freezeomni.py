@@ -156,7 +156,7 @@ class FreezeOmniSession(DuplexSession):
         sio = self._sio = socketio.AsyncClient(reconnection=False, ssl_verify=False, handle_sigint=False)
         sio.on("audio", self._on_audio)
         sio.on("stop_tts", self._on_stop_tts)
-        sio.on("prompt_success", self._prompted.set)
+        sio.on("prompt_success", lambda *a: self._prompted.set())
         sio.on("too_many_users", lambda *a: self._fail("too many users (the server's --max_users sessions are open)"))
         sio.on("out_time", lambda *a: self._fail("the server timed the session out (out_time)"))
         sio.on("disconnect", self._on_disconnect)

@@ -1,7 +1,8 @@
 """MiniCPM-o 4.5 through the official MiniCPM-o-Demo worker's duplex WebSocket (JSON frames).
 
 Protocol, as the worker code reads it (OpenBMB/MiniCPM-o-Demo `worker.py`, `duplex_ws`, and
-`core/schemas/duplex.py`; the docs name some fields differently, the code wins):
+`core/schemas/duplex.py`; `docs/en/api/duplex.md` names the fields `prefix_system_prompt` and
+`audio`, the code reads `system_prompt` and `audio_base64`: the code wins):
 
 - connect `ws://HOST:PORT/ws/duplex?session_id=ID` (ID: letters, digits, `_` and `-`).
   A worker that is busy or still loading closes with 1013 before accepting; uvicorn answers

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from fdeval.cases import schema
 from fdeval.errors import FdevalError
 from fdeval.files import write_json_atomic
 
@@ -39,7 +39,7 @@ REPLAY_KINDS = ("take-turn", "barge-in")
 SPLITS = ("test", "dev")
 SLICE_KEYS = ("gender", "age_band", "l1_region", "snr", "rate_tercile")
 FLOOR_DEVICES = ("filled_pause", "trailing_conjunction")
-_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_ID_RE = schema._ID_RE  # letters, digits, '.', '_', '-'; no leading punctuation
 
 
 class EpisodeError(FdevalError):
@@ -285,62 +285,31 @@ class _Ctx:
         return EpisodeError(self.path, self.episode_id, field or "<root>", message)
 
 
-def _kind(v: Any) -> str:
-    return "null" if v is None else type(v).__name__
-
-
-def _join(prefix: str, key: str) -> str:
-    return f"{prefix}.{key}" if prefix else key
-
-
-def _obj(c: _Ctx, v: Any, spec: Mapping[str, bool], where: str) -> dict[str, Any]:
-    if not isinstance(v, dict):
-        raise c.fail(where, f"expected an object, got {_kind(v)}")
-    for k in v:
-        if k not in spec:
-            raise c.fail(_join(where, str(k)), f"unknown key {k!r}; valid keys: {', '.join(spec)}")
-    for k, req in spec.items():
-        if req and k not in v:
-            raise c.fail(_join(where, k), "missing required field")
-    return v
+# Field validators shared with the test-case schema: they only call `c.fail(field, message)`.
+_kind, _join, _obj = schema._kind, schema._join, schema._check_keys
 
 
 def _str(c: _Ctx, v: Any, where: str, empty: bool = False) -> str:
-    if not isinstance(v, str):
-        raise c.fail(where, f"expected a string, got {_kind(v)}")
-    if not empty and not v.strip():
-        raise c.fail(where, "must not be empty")
-    return v
+    return schema._str(c, v, where, empty=empty)
 
 
 def _ident(c: _Ctx, v: Any, where: str) -> str:
-    s = _str(c, v, where)
-    if not _ID_RE.match(s):
-        raise c.fail(where, f"{s!r} is not a valid id (letters, digits, '.', '_', '-'; no leading punctuation)")
-    return s
+    return schema._ident(c, v, where)
 
 
 def _enum(c: _Ctx, v: Any, where: str, allowed: Sequence[str]) -> str:
-    if not isinstance(v, str) or v not in allowed:
-        raise c.fail(where, f"invalid value {v!r}; expected one of {', '.join(map(repr, allowed))}")
-    return v
+    return schema._enum(c, v, where, tuple(allowed))
 
 
 def _num(c: _Ctx, v: Any, where: str, lo: float | None = None, hi: float | None = None,
          nullable: bool = False, positive: bool = False) -> float | None:
+    """A finite number (None allowed when `nullable`) within [lo, hi]."""
     if v is None and nullable:
         return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise c.fail(where, f"expected a number, got {_kind(v)}")
-    if not math.isfinite(v):
-        raise c.fail(where, f"must be finite, got {v!r}")
-    if positive and v <= 0:
-        raise c.fail(where, f"must be > 0, got {v!r}")
-    if lo is not None and v < lo:
-        raise c.fail(where, f"must be >= {lo:g}, got {v!r}")
-    if hi is not None and v > hi:
+    x = schema._num(c, v, where, min_=lo, positive=positive)
+    if hi is not None and x > hi:
         raise c.fail(where, f"must be <= {hi:g}, got {v!r}")
-    return float(v)
+    return x
 
 
 def _time(c: _Ctx, v: Any, where: str, lo: float, hi: float, nullable: bool = False) -> float | None:
@@ -354,19 +323,11 @@ def _time(c: _Ctx, v: Any, where: str, lo: float, hi: float, nullable: bool = Fa
 
 
 def _int(c: _Ctx, v: Any, where: str, lo: int | None = None) -> int:
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise c.fail(where, f"expected an integer, got {_kind(v)}")
-    if lo is not None and v < lo:
-        raise c.fail(where, f"must be >= {lo}, got {v!r}")
-    return v
+    return schema._int(c, v, where, min_=lo)
 
 
 def _list(c: _Ctx, v: Any, where: str, nonempty: bool = False) -> list[Any]:
-    if not isinstance(v, list):
-        raise c.fail(where, f"expected a list, got {_kind(v)}")
-    if nonempty and not v:
-        raise c.fail(where, "must not be empty")
-    return v
+    return schema._list(c, v, where, nonempty=nonempty)
 
 
 def _rel_path(c: _Ctx, v: Any, where: str, root: Path | None) -> str:

@@ -24,6 +24,7 @@ import numpy as np
 
 from fdeval.errors import FdevalError
 from fdeval.files import write_text_atomic
+from fdeval.metrics.ias import _md_cell as _cell  # the IAS tables' cell format: n/a, 3 decimals, escaped |
 
 from .analysis import slice_table
 from .composite import TactResult, episode_scores, median_runs, score_episodes
@@ -92,14 +93,6 @@ def result_rows(system: str, res: TactResult, inputs: list[EpisodeScoreInput], p
                      "n_episodes": len(inputs), "timing": None, "length": None, "overlap": None,
                      "confidence": None, "n_resamples": None, **prov})
     return rows
-
-
-def _cell(x: Any) -> str:
-    if x is None:
-        return "n/a"
-    if isinstance(x, float):
-        return f"{x:.3f}"
-    return str(x).replace("|", "\\|")
 
 
 def markdown(rows: list[dict], prov: dict[str, Any], confidence: float, n_resamples: int) -> str:

@@ -4,27 +4,12 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import h5py
 import pytest
+from test_launch import launch, snapshot  # the engine's launch-test helpers (tests/ is on sys.path)
 
 ARGS = ("benchmark=tact", "benchmark.n_episodes=6", "benchmark.n_resamples=2000")
-
-
-def launch(tmp: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "fdeval.launch", f"out_root={tmp / 'outputs'}", "progress=false", *args]
-    proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=300)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
-    return proc
-
-
-def snapshot(d: Path) -> dict[str, int]:
-    return {str(p.relative_to(d)): p.stat().st_mtime_ns for p in d.rglob("*")
-            if p.is_file() and ".hydra" not in p.parts and p.suffix != ".log"}
 
 
 @pytest.fixture(scope="module")

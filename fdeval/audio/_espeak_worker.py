@@ -72,6 +72,12 @@ def main() -> int:
         print(f"espeak_Initialize failed with data path {req['data']}", file=sys.stderr)
         return EXIT_LIBRARY
 
+    # espeak-ng seeds its random generator (pitch flutter, voice variants) from the clock at
+    # initialisation, so output changed with the second it was made: pin the seed.
+    if hasattr(lib, "espeak_ng_SetRandSeed"):
+        lib.espeak_ng_SetRandSeed.argtypes = [ctypes.c_long]
+        lib.espeak_ng_SetRandSeed(0)
+
     audio = array("h")
     words: list[list[int]] = []
 

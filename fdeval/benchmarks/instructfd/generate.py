@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from fdeval.audio.tts import EspeakTTS
 
 BENCHMARK = "instructfd"
-BENCHMARK_VERSION = "1.0"
+BENCHMARK_VERSION = "1.1"  # 1.1: espeak-ng noise seed pinned (audio no longer varies with the clock)
 _ROUND = 4  # decimals kept for times written to case files (0.1 ms)
 
 

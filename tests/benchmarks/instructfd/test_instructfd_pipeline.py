@@ -151,7 +151,7 @@ def test_a_failed_synthesis_is_replaced_from_the_reserves(espeak, tmp_path: Path
 
 def test_config_checks_and_data_ids() -> None:
     small = InstructFD()
-    assert small.data_id(0) == "small-v1.0-seed0-t20-b3"  # unchanged: the built-in set keeps its folder
+    assert small.data_id(0) == "small-v1.1-seed0-t20-b3"  # unchanged: the built-in set keeps its folder
     full = InstructFD(size="full")
     assert full.per_scenario == 24 and full.version == DATA_VERSION
     assert full.data_id(0).startswith("full-g") and "-offline-seed0-" in full.data_id(0)

@@ -31,7 +31,7 @@ class CaseEstimate:
 
 
 def estimate_case(case: TestCase, silence_s: float, trailing_s: float, model_turn_s: float,
-                  delay_override_s: float | None) -> CaseEstimate:
+                  delay_override_s: float | None, tail_s: float | None = None) -> CaseEstimate:
     audio = sum(t.duration_s for t in case.turns)
     expected = worst = 0.0
     for i, turn in enumerate(case.turns):
@@ -47,6 +47,8 @@ def estimate_case(case: TestCase, silence_s: float, trailing_s: float, model_tur
             worst += turn.timeout_s
         expected += turn.duration_s + trailing_s
         worst += turn.duration_s + trailing_s
+    if tail_s is not None:  # a fixed observation window ends the session (e.g. TACT)
+        return CaseEstimate(case.case_id, audio, expected + tail_s, worst + tail_s)
     last_timeout = case.turns[-1].timeout_s if case.turns else 0.0
     expected += model_turn_s + silence_s
     worst += last_timeout
@@ -74,7 +76,9 @@ class Plan:
     gpu_hours_worst: float
 
 
-def make_plan(cases: list[TestCase], cfg: Any) -> Plan:
+def make_plan(cases: list[TestCase], cfg: Any, fixed: dict[str, Any] | None = None) -> Plan:
+    """`fixed`: the benchmark's own orchestrator settings (Benchmark.orchestrator_overrides)."""
+    fixed = fixed or {}
     o, lc = cfg.orchestrator, cfg.launcher
     res = cfg.model.get("resources", None) or {}
     pc = lc.get("plan", None) or {}
@@ -87,7 +91,8 @@ def make_plan(cases: list[TestCase], cfg: Any) -> Plan:
     util = float(pc.get("gpu_mem_util", 0.9))
     silence = float(cfg.model.get("turn_silence_s", None) or o.silence_s)
     est = [estimate_case(c, silence, float(o.trailing_silence_s), float(pc.get("model_turn_s", 8.0)),
-                         None if o.barge_in_delay_s is None else float(o.barge_in_delay_s)) for c in cases]
+                         None if o.barge_in_delay_s is None else float(o.barge_in_delay_s),
+                         fixed.get("tail_after_last_turn_s")) for c in cases]
     if gpus > 0 and model_mem > 0:
         if lc.get("instances_per_gpu"):
             per_gpu = int(lc.instances_per_gpu)
@@ -135,7 +140,7 @@ def render(plan: Plan) -> str:
 
 
 def plan(ctx) -> Plan:
-    p = make_plan(ctx.all_cases, ctx.cfg)
+    p = make_plan(ctx.all_cases, ctx.cfg, ctx.benchmark.orchestrator_overrides())
     text = render(p)
     write_text_atomic(ctx.run_dir / "plan.md", f"# Sizing plan (nothing submitted)\n\n{text}\n")
     write_json_atomic(ctx.run_dir / "plan.json", asdict(p))

@@ -34,9 +34,10 @@ def collect(ctx) -> dict[str, Any]:
             failed[c.case_id] = json.loads(err.read_text()).get("error", "?")
         else:
             missing.append(c.case_id)
-    n_verdicts = sum(len(c.judge_policies) for c in cases)
-    verdicts = sum((d / "verdicts" / f"{c.case_id}@{p}.json").exists() for c in cases for p in c.judge_policies)
-    transcripts = sum((d / "transcripts" / f"{c.case_id}.json").exists() for c in cases)
+    shared = ctx.benchmark.stage("judge") is None  # benchmarks with their own stages keep their own files
+    n_verdicts = sum(len(c.judge_policies) for c in cases) if shared else None
+    verdicts = sum((d / "verdicts" / f"{c.case_id}@{p}.json").exists() for c in cases for p in c.judge_policies) if shared else None
+    transcripts = sum((d / "transcripts" / f"{c.case_id}.json").exists() for c in cases) if shared else None
     jobs_file = d / "slurm" / "jobs.json"
     arrays = []
     if jobs_file.exists():
@@ -45,7 +46,7 @@ def collect(ctx) -> dict[str, Any]:
     return {
         "run_dir": str(d), "cases": len(cases), "recorded": len(sessions), "failed": failed, "missing": missing,
         "transcripts": transcripts, "verdicts": verdicts, "verdicts_expected": n_verdicts,
-        "scored": (d / "scores" / "ias.csv").exists(), "arrays": arrays,
+        "scored": (d / "scores").is_dir() and any((d / "scores").iterdir()), "arrays": arrays,
     }
 
 
@@ -54,7 +55,8 @@ def status(ctx) -> dict[str, Any]:
     lines = [
         f"run folder: {s['run_dir']}",
         f"cases: {s['cases']}  recorded: {s['recorded']}  failed: {len(s['failed'])}  missing: {len(s['missing'])}",
-        f"transcripts: {s['transcripts']}/{s['cases']}  verdicts: {s['verdicts']}/{s['verdicts_expected']}  scored: {s['scored']}",
+        (f"transcripts: {s['transcripts']}/{s['cases']}  verdicts: {s['verdicts']}/{s['verdicts_expected']}  scored: {s['scored']}"
+         if s["verdicts"] is not None else f"judging and scoring: {ctx.benchmark.name}'s own stages  scored: {s['scored']}"),
     ]
     for cid, why in sorted(s["failed"].items()):
         lines.append(f"  failed {cid}: {why}")

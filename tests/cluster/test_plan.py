@@ -58,3 +58,11 @@ def test_configured_instances_per_gpu_wins_and_too_big_model_is_an_error():
     assert make_plan(cases, _cfg(instances_per_gpu=2)).instances_per_gpu == 2
     with pytest.raises(ConfigError, match="cannot hold"):
         make_plan(cases, _cfg(gpu_mem_gb=16))
+
+
+def test_fixed_tail_replaces_the_final_wait():
+    c = _case("c", kinds=("take-turn",))
+    e = estimate_case(c, silence_s=1.5, trailing_s=1.0, model_turn_s=8.0, delay_override_s=None, tail_s=5.0)
+    assert e.expected_s == pytest.approx(1.5 + 2.0 + 1.0 + 5.0) and e.worst_s == pytest.approx(e.expected_s)
+    p = make_plan([c], _cfg(), fixed={"tail_after_last_turn_s": 5.0})
+    assert p.session_s_expected == pytest.approx(e.expected_s)

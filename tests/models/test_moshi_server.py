@@ -23,30 +23,11 @@ import h5py
 import numpy as np
 import pytest
 import soundfile as sf
+from conftest_moshi import moshi_python, tiny_moshi  # noqa: F401  (fixtures)
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 
 CASES = ["balcony_tomatoes__continue", "balcony_tomatoes__none"]
-
-
-@pytest.fixture(scope="session")
-def moshi_python() -> Path:
-    from fdeval.models.moshi_env import MoshiEnvError, ensure_moshi_venv
-
-    try:
-        return ensure_moshi_venv(with_fdeval=True)
-    except (MoshiEnvError, OSError, subprocess.SubprocessError) as e:
-        pytest.skip(f"the moshi venv cannot be built here: {str(e)[:300]}")
-
-
-@pytest.fixture(scope="session")
-def tiny_moshi(moshi_python, tmp_path_factory) -> dict:
-    from fdeval.models.moshi_env import MoshiEnvError, build_tiny
-
-    try:
-        return build_tiny(moshi_python, tmp_path_factory.mktemp("tiny-moshi"))
-    except MoshiEnvError as e:
-        pytest.skip(f"the tiny Moshi cannot be built: {str(e)[:300]}")
 
 
 def model_args(py: Path, tiny: dict) -> list[str]:

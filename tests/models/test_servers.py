@@ -1,0 +1,228 @@
+"""ServerPool with real processes: a small kind-byte WebSocket server (this file run as a script).
+
+Start per visible GPU with per-instance CUDA_VISIBLE_DEVICES and free ports, health by a real
+handshake, bounded start attempts with the log tail in the error, restart of a dead server (bounded),
+stop on close and on SIGTERM of the process that owns the pool, and the logs in the run folder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+if __name__ != "__main__":
+    import pytest
+
+    from fdeval.models.moshi import handshake
+    from fdeval.models.servers import ServerError, ServerPool, ServerSpec, visible_gpus
+
+
+def serve(argv: list[str]) -> None:
+    """A kind-byte server: --mode ok | crash | hang; records its environment in --record."""
+    import argparse
+
+    from aiohttp import web
+
+    p = argparse.ArgumentParser()
+    p.add_argument("--port", type=int)
+    p.add_argument("--mode", default="ok")
+    p.add_argument("--record")
+    a = p.parse_args(argv)
+    print(f"fake server pid {os.getpid()} mode {a.mode} CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')}",
+          flush=True)
+    if a.record:
+        with open(a.record, "a") as f:
+            f.write(json.dumps({"port": a.port, "cuda": os.environ.get("CUDA_VISIBLE_DEVICES"), "pid": os.getpid(),
+                                "extra": os.environ.get("FAKE_EXTRA")}) + "\n")
+    if a.mode == "crash":
+        print("boom: cannot load weights", flush=True)
+        sys.exit(3)
+
+    async def chat(request):
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        print("accepted connection", flush=True)
+        if a.mode == "hang":
+            await asyncio.sleep(3600)
+        await ws.send_bytes(b"\x00")
+        async for msg in ws:
+            if msg.data[:1] == b"\x01":
+                await ws.send_bytes(msg.data)
+        return ws
+
+    app = web.Application()
+    app.router.add_get("/api/chat", chat)
+    web.run_app(app, host="127.0.0.1", port=a.port, print=None)
+
+
+if __name__ != "__main__":
+
+    def spec(tmp: Path, mode: str = "ok", **kw) -> ServerSpec:
+        return ServerSpec(command=(sys.executable, __file__, "--port", "{port}", "--mode", mode, "--record",
+                                   str(tmp / "record.jsonl")), log_dir=str(tmp / "servers"), **kw)
+
+    async def probe(host: str, port: int) -> None:
+        await handshake(host, port, timeout_s=5)
+
+    def records(tmp: Path) -> list[dict]:
+        f = tmp / "record.jsonl"
+        return [json.loads(x) for x in f.read_text().splitlines()] if f.exists() else []
+
+    def test_visible_gpus():
+        assert visible_gpus({"CUDA_VISIBLE_DEVICES": "0,1,3"}) == ["0", "1", "3"]
+        assert visible_gpus({"CUDA_VISIBLE_DEVICES": "GPU-aa, GPU-bb"}) == ["GPU-aa", "GPU-bb"]
+        assert visible_gpus({"CUDA_VISIBLE_DEVICES": ""}) == [None]
+        assert visible_gpus({"CUDA_VISIBLE_DEVICES": "2,-1,3"}) == ["2"]
+
+    def test_spec_from_config_checks_keys():
+        s = ServerSpec.from_config({"command": ["{python}", "-m", "x"], "python": None, "env": {"A": 1}})
+        assert s.python == sys.executable and s.env == {"A": "1"}
+        assert ServerSpec.from_config(None) is None
+        with pytest.raises(ValueError, match="unknown key"):
+            ServerSpec.from_config({"command": ["x"], "instances_per_gpus": 2})
+        with pytest.raises(ValueError, match="instances_per_gpu"):
+            ServerSpec.from_config({"command": ["x"], "instances_per_gpu": 0})
+
+    def test_instances_per_gpu_ports_devices_and_logs(tmp_path):
+        pool = ServerPool("fake", spec(tmp_path, instances_per_gpu=2, env={"FAKE_EXTRA": "yes"}), probe,
+                          gpus=["0", "1"])
+        assert pool.size == 4
+
+        async def go():
+            await pool.start()
+            insts = [await pool.acquire() for _ in range(4)]
+            for inst in insts:  # every instance answers the protocol handshake
+                await handshake(inst.host, inst.port, timeout_s=5)
+            return insts
+
+        try:
+            insts = asyncio.run(go())
+            rec = records(tmp_path)
+            assert sorted(r["cuda"] for r in rec) == ["0", "0", "1", "1"]
+            assert {r["extra"] for r in rec} == {"yes"}
+            assert len({i.port for i in insts}) == 4 and all(i.host == "127.0.0.1" for i in insts)
+            assert [i.device for i in insts] == ["0", "0", "1", "1"]
+            logs = sorted(p.name for p in (tmp_path / "servers").iterdir())
+            assert logs == ["fake-0.log", "fake-1.log", "fake-2.log", "fake-3.log"]
+            assert "healthy after" in (tmp_path / "servers" / "fake-0.log").read_text()
+            pids = [i.proc.pid for i in insts]
+        finally:
+            pool.stop()
+        for pid in pids:  # all stopped
+            with pytest.raises(ProcessLookupError):
+                os.kill(pid, 0)
+
+    def test_run_dir_gets_the_logs(tmp_path):
+        s = ServerSpec(command=(sys.executable, __file__, "--port", "{port}"))
+        pool = ServerPool("fake", s, probe, gpus=[None])
+        pool.set_run_dir(tmp_path / "run")
+        try:
+            asyncio.run(pool.start())
+        finally:
+            pool.stop()
+        assert (tmp_path / "run" / "servers" / "fake-0.log").exists()
+
+    def test_a_server_that_crashes_fails_with_its_log_tail(tmp_path):
+        pool = ServerPool("fake", spec(tmp_path, mode="crash", start_attempts=2), probe, gpus=[None])
+        with pytest.raises(ServerError, match="(?s)did not become healthy after 2 attempt.*boom: cannot load weights"):
+            asyncio.run(pool.start())
+        assert len(records(tmp_path)) == 2  # bounded attempts
+
+    def test_a_server_without_handshake_times_out(tmp_path):
+        pool = ServerPool("fake", spec(tmp_path, mode="hang", start_attempts=1, startup_timeout_s=3, probe_timeout_s=1),
+                          probe, gpus=[None])
+        t0 = time.monotonic()
+        with pytest.raises(ServerError, match="did not become healthy"):
+            asyncio.run(pool.start())
+        assert time.monotonic() - t0 < 15
+        assert "not healthy after 3 s" in (tmp_path / "servers" / "fake-0.log").read_text()
+
+    def test_a_dead_server_is_restarted_then_given_up(tmp_path):
+        pool = ServerPool("fake", spec(tmp_path, max_restarts=1), probe, gpus=[None])
+
+        async def go():
+            inst = await pool.acquire()
+            first = inst.proc.pid
+            pool.release(inst)
+            os.kill(first, signal.SIGKILL)
+            inst.proc.wait(5)
+            inst = await pool.acquire()  # found dead: restarted
+            assert inst.proc.pid != first and inst.restarts == 1
+            pool.release(inst)
+            os.kill(inst.proc.pid, signal.SIGKILL)
+            inst.proc.wait(5)
+            with pytest.raises(ServerError, match="restarted 1 time"):
+                await pool.acquire()
+
+        try:
+            asyncio.run(go())
+        finally:
+            pool.stop()
+        log = (tmp_path / "servers" / "fake-0.log").read_text()
+        assert "was found dead (exit code -9); restart 1/1" in log
+
+    def test_sigterm_of_the_owner_stops_its_servers(tmp_path):
+        script = tmp_path / "owner.py"
+        script.write_text(textwrap.dedent(f"""
+            import asyncio, sys, time
+            sys.path.insert(0, {str(Path(__file__).parent)!r})
+            from test_servers import spec, probe
+            from fdeval.models.servers import ServerPool
+            from pathlib import Path
+            pool = ServerPool("fake", spec(Path({str(tmp_path)!r}), instances_per_gpu=2), probe, gpus=[None])
+            asyncio.run(pool.start())
+            print("ready", flush=True)
+            time.sleep(600)
+        """))
+        owner = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+        try:
+            assert owner.stdout.readline().strip() == "ready"
+            pids = [r["pid"] for r in records(tmp_path)]
+            assert len(pids) == 2
+            owner.send_signal(signal.SIGTERM)
+            assert owner.wait(20) == -signal.SIGTERM  # the default action still runs after the cleanup
+        finally:
+            owner.kill()
+        for pid in pids:
+            with pytest.raises(ProcessLookupError):
+                os.kill(pid, 0)
+
+    def test_sigkill_of_the_owner_takes_its_servers_along(tmp_path):
+        script = tmp_path / "owner.py"
+        script.write_text(textwrap.dedent(f"""
+            import asyncio, sys, time
+            sys.path.insert(0, {str(Path(__file__).parent)!r})
+            from test_servers import spec, probe
+            from fdeval.models.servers import ServerPool
+            from pathlib import Path
+            pool = ServerPool("fake", spec(Path({str(tmp_path)!r})), probe, gpus=[None])
+            asyncio.run(pool.start())
+            print("ready", flush=True)
+            time.sleep(600)
+        """))
+        owner = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+        assert owner.stdout.readline().strip() == "ready"
+        pid = records(tmp_path)[0]["pid"]
+        owner.kill()
+        owner.wait(10)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        else:
+            os.kill(pid, signal.SIGKILL)
+            pytest.fail("the server outlived its SIGKILLed owner")
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1:])

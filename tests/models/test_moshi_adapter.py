@@ -1,0 +1,170 @@
+"""The Moshi adapter's client side against a local server that follows moshi.server's wire order
+(this file run as a script): the handshake comes late (the server is busy), then per input frame
+the frame's audio and then its text piece. Needs no moshi venv, so it runs everywhere; the real
+server is exercised in test_moshi_server.py. Also: two server instances run two cases at once
+through `python -m fdeval.launch model=moshi`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+if __name__ != "__main__":
+    import pytest
+
+    from fdeval.models.moshi import Moshi
+
+
+def serve(argv: list[str]) -> None:
+    import argparse
+
+    import aiohttp
+    import sphn
+    from aiohttp import web
+
+    p = argparse.ArgumentParser()
+    p.add_argument("--port", type=int)
+    p.add_argument("--record")
+    p.add_argument("--busy-s", type=float, default=0.5)
+    a, rest = p.parse_known_args(argv)
+    print(f"fake moshi: args {rest}", flush=True)
+
+    async def chat(request):
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        print("accepted connection", flush=True)
+        early = 0
+        t_end = time.monotonic() + a.busy_s  # another session holds the model: 0x00 comes later
+        while time.monotonic() < t_end:
+            try:
+                msg = await asyncio.wait_for(ws.receive(), timeout=0.01)
+                early += msg.type == aiohttp.WSMsgType.BINARY
+            except asyncio.TimeoutError:
+                pass
+        await ws.send_bytes(b"\x00")
+        reader, writer = sphn.OpusStreamReader(24000), sphn.OpusStreamWriter(24000)
+        buf, n = np.zeros(0, np.float32), 0
+        async for msg in ws:
+            if msg.type != aiohttp.WSMsgType.BINARY or msg.data[:1] != b"\x01":
+                continue
+            buf = np.concatenate([buf, reader.append_bytes(msg.data[1:])])
+            while len(buf) >= 1920:
+                frame, buf = buf[:1920], buf[1920:]
+                n += 1
+                data = writer.append_pcm(frame)  # the model "speaks" what it hears
+                if data:
+                    await ws.send_bytes(b"\x01" + data)
+                await ws.send_bytes(b"\x02" + f" p{n}".encode())  # the frame's text after its audio
+        if a.record:
+            with open(a.record, "a") as f:
+                f.write(json.dumps({"early": early, "frames": n, "query": dict(request.query), "args": rest}) + "\n")
+        return ws
+
+    app = web.Application()
+    app.router.add_get("/api/chat", chat)
+    web.run_app(app, host="127.0.0.1", port=a.port, print=None)
+
+
+if __name__ != "__main__":
+
+    def fake_server(tmp: Path, **kw) -> dict:
+        return {"python": sys.executable, "log_dir": str(tmp / "servers"), "startup_timeout_s": 60,
+                "command": ["{python}", __file__, "--port", "{port}", "--record", str(tmp / "record.jsonl")], **kw}
+
+    def test_server_args_env_and_identity(tmp_path):
+        w = tmp_path / "model.safetensors"
+        w.write_bytes(b"weights")
+        m = Moshi(server=fake_server(tmp_path), hf_repo=None, moshi_weight=str(w), device="cpu", half=True,
+                  token_log=str(tmp_path / "t.jsonl"))
+        assert m.spec.command[-5:] == ("--moshi-weight", str(w), "--device", "cpu", "--half")
+        env = m.pool.extra_env
+        assert json.loads(env["FDEVAL_MOSHI_LM_GEN"]) == {"temp": 0.8, "temp_text": 0.7, "top_k": 250, "top_k_text": 25}
+        assert env["FDEVAL_MOSHI_TOKEN_LOG"] == str(tmp_path / "t.jsonl")
+        ident = m.identity()
+        assert ident["files"]["moshi_weight"]["sha256"] == hashlib.sha256(b"weights").hexdigest()
+        assert ident["hf_repo"] is None and ident["dtype"] == "float16"
+        assert m.turn_silence_s == 2.5 and m.clock == "realtime" and m.frame_s == 0.08 and m.sample_rate == 24000
+        d = Moshi(port=8998, host="127.0.0.1")
+        assert d.identity()["hf_repo"] == "kyutai/moshiko-pytorch-bf16" and d.concurrency == 1
+
+    def test_config_file():
+        from omegaconf import OmegaConf
+
+        cfg = OmegaConf.load(Path(__file__).parents[2] / "conf" / "model" / "moshi.yaml")
+        assert cfg._target_ == "fdeval.models.moshi.Moshi" and cfg.turn_silence_s == 2.5
+        assert (cfg.temp, cfg.temp_text, cfg.top_k, cfg.top_k_text) == (0.8, 0.7, 250, 25)
+        assert cfg.resources.realtime is True and 15 <= cfg.resources.gpu_mem_gb <= 20
+
+    def test_handshake_first_and_text_before_its_audio(tmp_path):
+        m = Moshi(server=fake_server(tmp_path), hf_repo=None, device="cpu")
+
+        async def go():
+            batches = []
+            t0 = time.monotonic()
+            async with m.session("Only listen.", 0) as s:
+                waited = time.monotonic() - t0
+                t1 = time.monotonic()
+                for k in range(20):
+                    await asyncio.sleep(max(0.0, t1 + k * 0.08 - time.monotonic()))
+                    await s.send(0.1 * np.sin(np.arange(1920) / 5).astype(np.float32))
+                    batches.append(await s.receive())
+                await asyncio.sleep(0.3)
+                batches.append(await s.receive())
+            return waited, batches
+
+        try:
+            waited, batches = asyncio.run(go())
+        finally:
+            m.close()
+        rec = [json.loads(x) for x in (tmp_path / "record.jsonl").read_text().splitlines()][-1]
+        assert rec["early"] == 0 and waited >= 0.45  # waited for 0x00, sent nothing before it
+        assert rec["query"] == {"text_prompt": "Only listen."}
+        flat = [e for b in batches for e in b]
+        texts = [(i, e.text) for i, e in enumerate(flat) if e.kind == "text"]
+        assert [t for _, t in texts[:3]] == [" p1", " p2", " p3"]
+        # the server sent audio, then its text: the client puts the text before that audio
+        i, _ = texts[1]
+        assert flat[i + 1].kind == "audio"
+        assert all(e.arrival_mono is not None for e in flat)
+
+    @pytest.mark.slow
+    def test_two_instances_run_two_cases_at_once(tmp_path):
+        import h5py
+
+        cases = ["balcony_tomatoes__continue", "bathroom_cleaning_mix__listen"]
+        cmd = [sys.executable, "-m", "fdeval.launch", f"out_root={tmp_path / 'outputs'}", "progress=false",
+               "model=moshi", "model.hf_repo=null", "model.device=cpu", f"model.server.python={sys.executable}",
+               f"model.server.command=['{{python}}','{__file__}',--port,'{{port}}']", "model.server.instances_per_gpu=2",
+               "benchmark.timeout_s=4", "stage.steps=[generate,run]", f"benchmark.cases=[{','.join(cases)}]"]
+        env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+        t0 = time.monotonic()
+        proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
+        wall = time.monotonic() - t0
+        assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+        run = next((tmp_path / "outputs" / "instructfd" / "moshi").iterdir())
+        durations, pacing = [], []
+        for cid in cases:
+            with h5py.File(run / "sessions" / f"{cid}.h5") as f:
+                durations.append(f.attrs["duration_s"])
+                uf = f["user_frames"][()]
+                pacing.extend(uf["t_sent_s"] - uf["t_nominal_s"])
+        logs = {p.name: p.read_text() for p in (run / "servers").glob("*.log")}
+        assert sorted(logs) == ["moshi-0.log", "moshi-1.log"]
+        assert all("accepted connection" in body for body in logs.values())  # one session on each
+        assert wall < sum(durations) + 25  # the sessions overlapped
+        assert float(np.percentile(pacing, 99)) <= 0.020
+        print(f"2 instances: {sum(durations):.1f} session-s in {wall:.1f} s wall; "
+              f"pacing p99 {np.percentile(pacing, 99) * 1e3:.2f} ms")
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1:])

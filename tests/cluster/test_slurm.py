@@ -103,3 +103,18 @@ def test_sigkilled_task_is_reported_and_relaunch_completes(tmp_path):
     assert len(after) == 4 and all(after[k] == v for k, v in before.items())
     final = launch(tmp_path, *args, "stage=status")
     assert "recorded: 4  failed: 0  missing: 0" in final.stdout and "verdicts: 4/4" in final.stdout
+
+
+@pytest.mark.slow
+def test_timed_out_task_is_checkpointed_requeued_and_completes(tmp_path):
+    """SIGUSR2 before the time limit: submitit calls ShardTask.checkpoint, Slurm requeues the
+    same shard, and the requeued task skips what the first attempt finished."""
+    args = ["launcher=slurm", "launcher.wait=true", *SMALL, "launcher.cases_per_task=2", "launcher.timeout_min=1",
+            "launcher.signal_delay_s=45", "benchmark.cases=[fresh_pasta_stop__acknowledge,job_offer_move__listen]",
+            "orchestrator.clock=realtime", "orchestrator.max_session_s=12"]
+    launch(tmp_path, *args)
+    run = next((tmp_path / "outputs/instructfd/reference").iterdir())
+    out = "\n".join(p.read_text() for p in (run / "slurm").rglob("*_log.out"))
+    assert "Calling checkpoint method" in out and "Requeued job" in out
+    assert len(list((run / "sessions").glob("[!.]*.h5"))) == 2 and not list((run / "sessions").glob(".*.tmp*"))
+    assert (run / "scores" / "ias.csv").exists()

@@ -68,6 +68,18 @@ def hf_revision(repo: str) -> str | None:
         return None
 
 
+def checkpoint_identity(m: Any) -> dict[str, Any]:
+    """Which Moshi checkpoint `m` loads: sha256 of its local files, else the hub repo and revision."""
+    files = {}
+    for key in ("config_path", "moshi_weight", "mimi_weight", "tokenizer"):
+        value = getattr(m, key)
+        if value:
+            files[key] = {"path": str(value), "sha256": file_sha256(value)}
+    local = bool(files.get("moshi_weight"))
+    return {"hf_repo": None if local else m.hf_repo,
+            "hf_revision": None if local or not m.hf_repo else hf_revision(m.hf_repo), "files": files}
+
+
 async def handshake(host: str, port: int, path: str = "/api/chat", query: Mapping[str, str] | None = None,
                     timeout_s: float = 30.0) -> None:
     """Connect, wait for the 0x00 handshake, close: the health check of a Moshi-family server."""
@@ -330,17 +342,10 @@ class Moshi(KindByteServerModel):
         return {"text_prompt": instruction or ""} if self.send_text_prompt else {}
 
     def identity(self) -> dict[str, Any]:
-        files = {}
-        for key in ("config_path", "moshi_weight", "mimi_weight", "tokenizer"):
-            value = getattr(self, key)
-            if value:
-                files[key] = {"path": str(value), "sha256": file_sha256(value)}
         ident: dict[str, Any] = {
             "name": self.name, "kind": "moshi-server", "adapter_version": ADAPTER_VERSION,
             "protocol": "websocket /api/chat kind-byte, Ogg/Opus 24 kHz, 80 ms frames",
-            "hf_repo": None if files.get("moshi_weight") else self.hf_repo,
-            "hf_revision": None if files.get("moshi_weight") or not self.hf_repo else hf_revision(self.hf_repo),
-            "files": files, "dtype": "float16" if self.half else "bfloat16", "decoding": self.decoding,
+            **checkpoint_identity(self), "dtype": "float16" if self.half else "bfloat16", "decoding": self.decoding,
             "turn_silence_s": self.turn_silence_s, "instruction_read_by_server": False,
         }
         if self.spec is not None:

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from fdeval.models.base import DuplexModel, DuplexSession, ModelEvent
-from fdeval.models.moshi import ADAPTER_VERSION, file_sha256, hf_revision
+from fdeval.models.moshi import ADAPTER_VERSION, checkpoint_identity
 
 
 class _BatchStepper:
@@ -207,16 +207,9 @@ class MoshiLockstep(DuplexModel):
         return self.batch_size
 
     def identity(self) -> dict[str, Any]:
-        files = {}
-        for key in ("config_path", "moshi_weight", "mimi_weight", "tokenizer"):
-            value = getattr(self, key)
-            if value:
-                files[key] = {"path": str(value), "sha256": file_sha256(value)}
         return {
             "name": self.name, "kind": "moshi-lockstep", "adapter_version": ADAPTER_VERSION,
-            "hf_repo": None if files.get("moshi_weight") else self.hf_repo,
-            "hf_revision": None if files.get("moshi_weight") or not self.hf_repo else hf_revision(self.hf_repo),
-            "files": files, "dtype": self.dtype, "device": self.device, "decoding": self.decoding,
+            **checkpoint_identity(self), "dtype": self.dtype, "device": self.device, "decoding": self.decoding,
             "batch_size": self.batch_size, "seed": self.seed, "turn_silence_s": self.turn_silence_s,
         }
 

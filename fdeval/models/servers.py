@@ -157,6 +157,7 @@ class ServerInstance:
         self.proc: subprocess.Popen | None = None
         self.restarts = 0
         self.busy = False
+        self.retired = False  # could not be restarted any more
 
     @property
     def name(self) -> str:
@@ -286,6 +287,8 @@ class ServerPool:
         self._log_dir = Path(spec.log_dir) if spec.log_dir else None
         self.instances: list[ServerInstance] = []
         self._started = False
+        self._failed: ServerError | None = None
+        self._last_error: ServerError | None = None
 
     # -- configuration ------------------------------------------------------------------------
     @property
@@ -320,21 +323,40 @@ class ServerPool:
             raise
 
     async def acquire(self) -> ServerInstance:
-        """A free, live instance for one session (restarting a dead one first)."""
-        await self.start()
+        """A free, live instance for one session (restarting a dead one first).
+
+        An instance that cannot be restarted any more is retired; the pool fails only when every
+        instance is retired, or when it could not start at all (then at once, for every later
+        session too: each case is recorded with the error instead of waiting for more attempts).
+        """
+        if self._failed is not None:
+            raise self._failed
+        try:
+            await self.start()
+        except ServerError as e:
+            self._failed = e
+            raise
         while True:
-            for inst in self.instances:
-                if not inst.busy:
-                    inst.busy = True
-                    try:
-                        if not inst.alive():
-                            code = inst.exit_code()
-                            await inst.restart(f"was found dead (exit code {code})")
-                    except BaseException:
-                        inst.busy = False
-                        raise
-                    return inst
-            await asyncio.sleep(0.02)
+            live = [inst for inst in self.instances if not inst.retired]
+            if not live:
+                raise self._last_error or ServerError(f"{self.name}: no server left")
+            for inst in live:
+                if inst.busy:
+                    continue
+                inst.busy = True
+                try:
+                    if not inst.alive():
+                        await inst.restart(f"was found dead (exit code {inst.exit_code()})")
+                except ServerError as e:
+                    inst.busy, inst.retired, self._last_error = False, True, e
+                    log.error("server %s retired: %s", inst.name, str(e).splitlines()[0])
+                    break
+                except BaseException:
+                    inst.busy = False
+                    raise
+                return inst
+            else:
+                await asyncio.sleep(0.02)
 
     def release(self, inst: ServerInstance) -> None:
         inst.busy = False

@@ -3,11 +3,16 @@
 `moshi_python`: the moshi venv's interpreter (built once, cached at .cache/moshi-venv or
 FDEVAL_MOSHI_VENV, with fdeval installed --no-deps), or a skip with the reason.
 `tiny_moshi`: a tiny random Moshi checkpoint built inside that venv (paths as a dict).
+`opus_frames`: for the local servers of the protocol tests, the 80 ms frames a client streams;
+`last_session_record`: what such a server wrote about its last streaming session;
+`stream_tone`: a client side that streams a tone at wall time through an open session.
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -31,3 +36,48 @@ def tiny_moshi(moshi_python, tmp_path_factory) -> dict:
         return build_tiny(moshi_python, tmp_path_factory.mktemp("tiny-moshi"))
     except MoshiEnvError as e:
         pytest.skip(f"the tiny Moshi cannot be built: {str(e)[:300]}")
+
+
+async def opus_frames(ws, frame_n: int = 1920):
+    """The 24 kHz frames of the 0x01 Ogg/Opus messages a client sends on `ws` (aiohttp, server side)."""
+    import aiohttp
+    import numpy as np
+    import sphn
+
+    reader, buf = sphn.OpusStreamReader(24000), np.zeros(0, np.float32)
+    async for msg in ws:
+        if msg.type != aiohttp.WSMsgType.BINARY or msg.data[:1] != b"\x01":
+            continue
+        buf = np.concatenate([buf, reader.append_bytes(msg.data[1:])])
+        while len(buf) >= frame_n:
+            frame, buf = buf[:frame_n], buf[frame_n:]
+            yield frame
+
+
+def last_session_record(path: Path, timeout_s: float = 10.0) -> dict:
+    """The last JSON line with frames > 0 (the server writes it once the client has closed)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        rows = [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+        rows = [r for r in rows if r.get("frames", 0) > 0]
+        if rows or time.monotonic() > deadline:
+            assert rows, f"no streaming session recorded in {path}"
+            return rows[-1]
+        time.sleep(0.05)
+
+
+async def stream_tone(session, n_frames: int, tail_s: float = 0.4) -> list:
+    """Send `n_frames` 80 ms frames of a tone paced at wall time; the event batches received."""
+    import asyncio
+
+    import numpy as np
+
+    batches = []
+    t0 = time.monotonic()
+    for k in range(n_frames):
+        await asyncio.sleep(max(0.0, t0 + k * 0.08 - time.monotonic()))
+        await session.send(0.1 * np.sin(np.arange(1920) / 6).astype(np.float32))
+        batches.append(await session.receive())
+    await asyncio.sleep(tail_s)
+    batches.append(await session.receive())
+    return batches

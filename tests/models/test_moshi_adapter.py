@@ -21,6 +21,8 @@ import numpy as np
 if __name__ != "__main__":
     import pytest
 
+    from conftest_moshi import last_session_record, stream_tone
+
     from fdeval.models.moshi import Moshi
 
 
@@ -30,6 +32,7 @@ def serve(argv: list[str]) -> None:
     import aiohttp
     import sphn
     from aiohttp import web
+    from conftest_moshi import opus_frames
 
     p = argparse.ArgumentParser()
     p.add_argument("--port", type=int)
@@ -51,19 +54,13 @@ def serve(argv: list[str]) -> None:
             except asyncio.TimeoutError:
                 pass
         await ws.send_bytes(b"\x00")
-        reader, writer = sphn.OpusStreamReader(24000), sphn.OpusStreamWriter(24000)
-        buf, n = np.zeros(0, np.float32), 0
-        async for msg in ws:
-            if msg.type != aiohttp.WSMsgType.BINARY or msg.data[:1] != b"\x01":
-                continue
-            buf = np.concatenate([buf, reader.append_bytes(msg.data[1:])])
-            while len(buf) >= 1920:
-                frame, buf = buf[:1920], buf[1920:]
-                n += 1
-                data = writer.append_pcm(frame)  # the model "speaks" what it hears
-                if data:
-                    await ws.send_bytes(b"\x01" + data)
-                await ws.send_bytes(b"\x02" + f" p{n}".encode())  # the frame's text after its audio
+        writer, n = sphn.OpusStreamWriter(24000), 0
+        async for frame in opus_frames(ws):
+            n += 1
+            data = writer.append_pcm(frame)  # the model "speaks" what it hears
+            if data:
+                await ws.send_bytes(b"\x01" + data)
+            await ws.send_bytes(b"\x02" + f" p{n}".encode())  # the frame's text after its audio
         if a.record:
             with open(a.record, "a") as f:
                 f.write(json.dumps({"early": early, "frames": n, "query": dict(request.query), "args": rest}) + "\n")
@@ -108,24 +105,16 @@ if __name__ != "__main__":
         m = Moshi(server=fake_server(tmp_path), hf_repo=None, device="cpu")
 
         async def go():
-            batches = []
             t0 = time.monotonic()
             async with m.session("Only listen.", 0) as s:
                 waited = time.monotonic() - t0
-                t1 = time.monotonic()
-                for k in range(20):
-                    await asyncio.sleep(max(0.0, t1 + k * 0.08 - time.monotonic()))
-                    await s.send(0.1 * np.sin(np.arange(1920) / 5).astype(np.float32))
-                    batches.append(await s.receive())
-                await asyncio.sleep(0.3)
-                batches.append(await s.receive())
-            return waited, batches
+                return waited, await stream_tone(s, 20)
 
         try:
             waited, batches = asyncio.run(go())
         finally:
             m.close()
-        rec = [json.loads(x) for x in (tmp_path / "record.jsonl").read_text().splitlines()][-1]
+        rec = last_session_record(tmp_path / "record.jsonl")
         assert rec["early"] == 0 and waited >= 0.45  # waited for 0x00, sent nothing before it
         assert rec["query"] == {"text_prompt": "Only listen."}
         flat = [e for b in batches for e in b]

@@ -14,10 +14,11 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 
 if __name__ != "__main__":
     import pytest
+
+    from conftest_moshi import last_session_record, stream_tone
 
     from fdeval.models.personaplex import PersonaPlex
 
@@ -28,6 +29,7 @@ def serve(argv: list[str]) -> None:
     import aiohttp
     import sphn
     from aiohttp import web
+    from conftest_moshi import opus_frames
 
     p = argparse.ArgumentParser()
     p.add_argument("--port", type=int)
@@ -55,21 +57,14 @@ def serve(argv: list[str]) -> None:
                 except asyncio.TimeoutError:
                     pass
             await ws.send_bytes(b"\x00")
-            reader, writer = sphn.OpusStreamReader(24000), sphn.OpusStreamWriter(24000)
-            buf = np.zeros(0, np.float32)
-            n = 0
-            async for msg in ws:
-                if msg.type != aiohttp.WSMsgType.BINARY or msg.data[:1] != b"\x01":
-                    continue
-                buf = np.concatenate([buf, reader.append_bytes(msg.data[1:])])
-                while len(buf) >= 1920:
-                    frame, buf = buf[:1920], buf[1920:]
-                    n += 1
-                    await ws.send_bytes(b"\x02" + f" w{n}".encode())  # text first ...
-                    await asyncio.sleep(0.002)
-                    data = writer.append_pcm(0.5 * frame)
-                    if data:
-                        await ws.send_bytes(b"\x01" + data)  # ... then its audio (send loop)
+            writer, n = sphn.OpusStreamWriter(24000), 0
+            async for frame in opus_frames(ws):
+                n += 1
+                await ws.send_bytes(b"\x02" + f" w{n}".encode())  # text first ...
+                await asyncio.sleep(0.002)
+                data = writer.append_pcm(0.5 * frame)
+                if data:
+                    await ws.send_bytes(b"\x01" + data)  # ... then its audio (send loop)
             with open(a.record, "a") as f:
                 f.write(json.dumps({"text_prompt": text_prompt, "voice_prompt": request.query["voice_prompt"],
                                     "dropped_before_handshake": dropped, "frames": n, "extra_args": rest}) + "\n")
@@ -109,20 +104,11 @@ if __name__ != "__main__":
         model, tmp = plex
 
         async def go():
-            events = []
             async with model.session("Listen quietly; do not interrupt.", 0) as s:
-                t0 = time.monotonic()
-                for k in range(25):
-                    await asyncio.sleep(max(0.0, t0 + k * 0.08 - time.monotonic()))
-                    await s.send(0.1 * np.sin(np.arange(1920) / 7).astype(np.float32))
-                    events.append(await s.receive())
-                await asyncio.sleep(0.4)
-                events.append(await s.receive())
-            return events
+                return await stream_tone(s, 25)
 
         batches = asyncio.run(go())
-        rec = [json.loads(x) for x in (tmp / "record.jsonl").read_text().splitlines()]
-        session = rec[-1]  # (earlier rows: the health probes)
+        session = last_session_record(tmp / "record.jsonl")  # (not the health probes' rows)
         assert session["text_prompt"] == "Listen quietly; do not interrupt." and session["voice_prompt"] == "NATF0.pt"
         assert session["dropped_before_handshake"] == 0  # nothing sent before 0x00
         assert session["extra_args"] == ["--device", "cpu"]  # (--voice-prompt-dir parsed; hf_repo=None not passed)

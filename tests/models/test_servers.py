@@ -132,8 +132,30 @@ if __name__ != "__main__":
     def test_a_server_that_crashes_fails_with_its_log_tail(tmp_path):
         pool = ServerPool("fake", spec(tmp_path, mode="crash", start_attempts=2), probe, gpus=[None])
         with pytest.raises(ServerError, match="(?s)did not become healthy after 2 attempt.*boom: cannot load weights"):
-            asyncio.run(pool.start())
+            asyncio.run(pool.acquire())
         assert len(records(tmp_path)) == 2  # bounded attempts
+        with pytest.raises(ServerError, match="boom"):  # later sessions fail at once, no new attempts
+            asyncio.run(pool.acquire())
+        assert len(records(tmp_path)) == 2
+
+    def test_a_retired_instance_leaves_the_others_serving(tmp_path):
+        pool = ServerPool("fake", spec(tmp_path, instances_per_gpu=2, max_restarts=0), probe, gpus=[None])
+
+        async def go():
+            a = await pool.acquire()
+            pool.release(a)
+            os.kill(a.proc.pid, signal.SIGKILL)
+            a.proc.wait(5)
+            b = await pool.acquire()  # a cannot be restarted (max_restarts=0): retired, b serves
+            assert b is not a and a.retired and b.alive()
+            pool.release(b)
+            c = await pool.acquire()
+            assert c is b
+
+        try:
+            asyncio.run(go())
+        finally:
+            pool.stop()
 
     def test_a_server_without_handshake_times_out(tmp_path):
         pool = ServerPool("fake", spec(tmp_path, mode="hang", start_attempts=1, startup_timeout_s=3, probe_timeout_s=1),
@@ -159,6 +181,8 @@ if __name__ != "__main__":
             os.kill(inst.proc.pid, signal.SIGKILL)
             inst.proc.wait(5)
             with pytest.raises(ServerError, match="restarted 1 time"):
+                await pool.acquire()
+            with pytest.raises(ServerError, match="restarted 1 time"):  # retired: fails at once
                 await pool.acquire()
 
         try:

@@ -200,9 +200,9 @@ class KindByteSession(DuplexSession):
                 self._ws = await self._http.ws_connect(url, max_msg_size=0, autoping=True)
                 msg = await self._ws.receive(timeout=m.handshake_timeout_s)
             except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as e:
-                raise self._failure(f"no handshake: {type(e).__name__}: {e}") from None
+                raise await self._failure(f"no handshake: {type(e).__name__}: {e}") from None
             if msg.type != aiohttp.WSMsgType.BINARY or kindbyte.decode(msg.data)[0] != kindbyte.HANDSHAKE:
-                raise self._failure(f"expected the 0x00 handshake, got {msg.type.name}")
+                raise await self._failure(f"expected the 0x00 handshake, got {msg.type.name}")
             self.codec = kindbyte.OpusCodec(m.sample_rate)
             self.t_handshake = time.monotonic()
             self._reader = asyncio.create_task(self._read())
@@ -235,10 +235,15 @@ class KindByteSession(DuplexSession):
             self.model.pool.release(self.inst)  # type: ignore[arg-type]
         self.inst = None
 
-    def _failure(self, what: str) -> ServerError:
+    async def _failure(self, what: str) -> ServerError:
         """The error for a lost session: ServerDied (retryable) with the server's log tail."""
         inst = self.inst
-        code = inst.exit_code(wait_s=3.0) if inst is not None else None
+        code = None
+        for _ in range(60):  # give a dying server up to 3 s to be reaped, without blocking the loop
+            code = inst.exit_code() if inst is not None else None
+            if code is not None or inst is None or isinstance(inst, _External):
+                break
+            await asyncio.sleep(0.05)
         name = inst.name if inst is not None else "?"
         state = f"exited with code {code}" if code is not None else "is still running"
         cls = ServerDied if (code is not None or self.model.pool is not None) else ServerError
@@ -273,10 +278,10 @@ class KindByteSession(DuplexSession):
             raise
         except Exception as e:  # a broken connection
             if not self._closing:
-                self._error = self._failure(f"{type(e).__name__}: {e}")
+                self._error = await self._failure(f"{type(e).__name__}: {e}")
             return
         if not self._closing:
-            self._error = self._failure(f"the server closed the connection (close code {ws.close_code})")
+            self._error = await self._failure(f"the server closed the connection (close code {ws.close_code})")
 
     def _check(self) -> None:
         if self._error is not None:
@@ -291,7 +296,7 @@ class KindByteSession(DuplexSession):
             except (ConnectionError, RuntimeError, OSError) as e:
                 await asyncio.sleep(0.05)  # let the reader see the close
                 self._check()
-                raise self._failure(f"send failed: {type(e).__name__}: {e}") from None
+                raise await self._failure(f"send failed: {type(e).__name__}: {e}") from None
         self.n_sent += 1
 
     async def receive(self) -> list[ModelEvent]:

@@ -301,10 +301,15 @@ class ServerPool:
             self._log_dir = Path(run_dir) / "servers"
 
     @property
+    def gpus(self) -> list[str | None]:
+        if self._gpus is None:
+            self._gpus = visible_gpus()
+        return self._gpus
+
+    @property
     def size(self) -> int:
         """How many servers the pool runs (= sessions it can hold at once)."""
-        gpus = self._gpus if self._gpus is not None else visible_gpus()
-        return len(gpus) * self.spec.instances_per_gpu
+        return len(self.gpus) * self.spec.instances_per_gpu
 
     # -- life cycle ---------------------------------------------------------------------------
     async def start(self) -> None:
@@ -312,7 +317,7 @@ class ServerPool:
         if self._started:
             return
         self._started = True
-        gpus = self._gpus if self._gpus is not None else visible_gpus()
+        gpus = self.gpus
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.instances = [ServerInstance(self, i * self.spec.instances_per_gpu + j, g)
                           for i, g in enumerate(gpus) for j in range(self.spec.instances_per_gpu)]

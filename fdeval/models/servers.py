@@ -14,7 +14,7 @@ model config and hands it to a `ServerPool`:
 The pool starts `instances_per_gpu` servers per visible GPU (CUDA_VISIBLE_DEVICES parsed, one
 device per instance via its own CUDA_VISIBLE_DEVICES; without GPUs, `instances_per_gpu` servers on
 the CPU), each on 127.0.0.1 with a free port, in its own process group, with its output appended
-to `<log_dir>/<name>-<i>.log`. An instance is healthy once the adapter's `probe(host, port)` (a real
+to `<log_dir>/<name>-<i>.log` (`<name>-t<task>-<i>.log` in a Slurm array task). An instance is healthy once the adapter's `probe(host, port)` (a real
 protocol handshake) succeeds; a start that fails or times out is retried on a new port (bounded).
 A session takes a free instance (`acquire`); a server found dead is restarted (bounded, the
 restart is written into its log), and a session that loses its server raises `ServerDied`, whose
@@ -161,7 +161,9 @@ class ServerInstance:
 
     @property
     def name(self) -> str:
-        return f"{self.pool.name}-{self.index}"
+        # array tasks of one run share its folder: a task's servers carry its task id
+        task = os.environ.get("SLURM_ARRAY_TASK_ID")
+        return f"{self.pool.name}-t{task}-{self.index}" if task else f"{self.pool.name}-{self.index}"
 
     @property
     def log_path(self) -> Path:

@@ -119,6 +119,15 @@ if __name__ != "__main__":
             with pytest.raises(ProcessLookupError):
                 os.kill(pid, 0)
 
+    def test_array_tasks_get_their_own_logs(tmp_path, monkeypatch):
+        monkeypatch.setenv("SLURM_ARRAY_TASK_ID", "7")
+        pool = ServerPool("fake", spec(tmp_path), probe, gpus=[None])
+        try:
+            asyncio.run(pool.start())
+        finally:
+            pool.stop()
+        assert [p.name for p in (tmp_path / "servers").iterdir()] == ["fake-t7-0.log"]
+
     def test_run_dir_gets_the_logs(tmp_path):
         s = ServerSpec(command=(sys.executable, __file__, "--port", "{port}"))
         pool = ServerPool("fake", s, probe, gpus=[None])

@@ -13,13 +13,13 @@ model config and hands it to a `ServerPool`:
 
 The pool starts `instances_per_gpu` servers per visible GPU (CUDA_VISIBLE_DEVICES parsed, one
 device per instance via its own CUDA_VISIBLE_DEVICES; without GPUs, `instances_per_gpu` servers on
-the CPU), each on 127.0.0.1 with a free port, in its own process group, with its output appended
-to `<log_dir>/<name>-<i>.log` (`<name>-t<task>-<i>.log` in a Slurm array task). An instance is healthy once the adapter's `probe(host, port)` (a real
-protocol handshake) succeeds; a start that fails or times out is retried on a new port (bounded).
-A session takes a free instance (`acquire`); a server found dead is restarted (bounded, the
-restart is written into its log), and a session that loses its server raises `ServerDied`, whose
-message carries the tail of the server log: the run stage retries such a case a bounded number of
-times and otherwise records it as an infrastructure error.
+the CPU), each on 127.0.0.1 with a free port, in its own process group, with its output appended to
+`<log_dir>/<name>-<i>.log` (`<name>-t<task>-<i>.log` in a Slurm array task). An instance is healthy
+once the adapter's `probe(host, port)` (a real protocol handshake) succeeds; a start that fails or
+times out is retried on a new port (bounded). A session takes a free instance (`acquire`); a server
+found dead is restarted (bounded, the restart is written into its log), and a session that loses
+its server raises `ServerDied`, whose message carries the tail of the server log: the run stage
+retries such a case a bounded number of times and otherwise records it as an infrastructure error.
 
 Everything is stopped by `stop()` (the adapter's `close()`), at interpreter exit, on SIGTERM and
 SIGUSR2 (what submitit sends on preemption; the previous handlers run afterwards), and, on Linux,

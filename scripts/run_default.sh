@@ -3,6 +3,6 @@
 # built-in Instruct-FD set, on the CPU. Extra arguments are Hydra overrides.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+EXTRAS= bash scripts/setup.sh
 . .venv/bin/activate
 python -m fdeval.launch "$@"

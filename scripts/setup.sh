@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Create .venv (once) and install fdeval into it with the CPU-only dependencies.
-# EXTRAS selects optional dependency groups (default: test); torch is pinned to the CPU wheel.
+# EXTRAS selects optional dependency groups (default: test; empty: none); torch is pinned to the CPU wheel.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -9,4 +9,9 @@ if [ ! -x .venv/bin/python ]; then
 fi
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
-python -m pip install -q -e ".[${EXTRAS:-test}]"
+EXTRAS=${EXTRAS-test}
+if [ -n "$EXTRAS" ]; then
+  python -m pip install -q -e ".[$EXTRAS]"
+else
+  python -m pip install -q -e .
+fi

@@ -34,7 +34,7 @@ STAMP = ".fdeval-moshi-venv.json"
 
 
 class MoshiEnvError(RuntimeError):
-    pass
+    """The moshi environment could not be built or used."""
 
 
 def default_venv() -> Path:

@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sys
 import time
 from typing import Any
 
@@ -47,6 +48,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from fdeval.audio.resample import StreamResampler
 from fdeval.models.base import DuplexModel, DuplexSession, ModelEvent
+from fdeval.models.servers import PooledServerModel, PooledSession
 
 log = logging.getLogger("fdeval")
 
@@ -69,21 +71,22 @@ def _socketio():
     return socketio
 
 
-class FreezeOmni(DuplexModel):
-    """Client of one Freeze-Omni demo server (`bin/server.py`)."""
+class FreezeOmni(PooledServerModel, DuplexModel):
+    """Client of Freeze-Omni demo servers (`bin/server.py`): a fixed host/port, or (`port: null`
+    and a `server:` block) servers started by a `ServerPool`."""
 
     sample_rate = INPUT_RATE
     clock = "realtime"
 
-    def __init__(self, name: str = "freezeomni", host: str = "127.0.0.1", port: int = 8081,
+    def __init__(self, name: str = "freezeomni", host: str = "127.0.0.1", port: int | None = 8081,
                  base_prompt: str | None = SERVER_DEFAULT_ROLE, samples_per_event: int = 256,
                  checkpoint: str = "VITA-MLLM/Freeze-Omni + Qwen/Qwen2-7B-Instruct",
                  transports: list[str] | None = None, connect_timeout_s: float = 30.0,
                  prompt_timeout_s: float = 60.0, turn_silence_s: float | None = None,
-                 server: dict[str, Any] | None = None):
+                 server: dict[str, Any] | None = None, case_retries: int = 2):
         _socketio()
         self.name = name
-        self.host, self.port = host, int(port)
+        self.host, self.port = host, (int(port) if port is not None else None)
         self.base_prompt = base_prompt
         self.samples_per_event = int(samples_per_event)
         self.frame_s = self.samples_per_event / INPUT_RATE
@@ -92,6 +95,11 @@ class FreezeOmni(DuplexModel):
         self.connect_timeout_s, self.prompt_timeout_s = float(connect_timeout_s), float(prompt_timeout_s)
         self.turn_silence_s = turn_silence_s
         self.server = OmegaConf.to_container(server, resolve=True) if isinstance(server, (DictConfig, ListConfig)) else server
+        self.case_retries = int(case_retries)
+        if self.port is None:
+            if self.server is None:
+                raise ValueError(f"{name}: give either a server: block (port null) or the port of a running server")
+            self._init_pool(name, self.server, self.probe)
 
     @property
     def url(self) -> str:
@@ -127,7 +135,7 @@ class FreezeOmni(DuplexModel):
         return FreezeOmniSession(self, self.prompt(instruction))
 
 
-class FreezeOmniSession(DuplexSession):
+class FreezeOmniSession(PooledSession, DuplexSession):
     def __init__(self, model: FreezeOmni, prompt: str | None):
         self.model, self.prompt = model, prompt
         self._sio = None
@@ -142,8 +150,12 @@ class FreezeOmniSession(DuplexSession):
         self.n_audio = 0
         self.n_stop_tts = 0
 
+    @property
+    def url(self) -> str:
+        return f"https://{self.host}:{self.port}"
+
     def _where(self) -> str:
-        return f"freezeomni server {self.model.url}"
+        return f"freezeomni server {self.url}"
 
     def _fail(self, message: str) -> None:
         if self._error is None and not self._closing:
@@ -151,6 +163,15 @@ class FreezeOmniSession(DuplexSession):
             self._failed.set()
 
     async def __aenter__(self) -> FreezeOmniSession:
+        await self._take_server(self.model)
+        try:
+            await self._open()
+        except BaseException:
+            await self._give_server(*sys.exc_info())
+            raise
+        return self
+
+    async def _open(self) -> None:
         socketio = _socketio()
         m = self.model
         sio = self._sio = socketio.AsyncClient(reconnection=False, ssl_verify=False, handle_sigint=False)
@@ -161,7 +182,7 @@ class FreezeOmniSession(DuplexSession):
         sio.on("out_time", lambda *a: self._fail("the server timed the session out (out_time)"))
         sio.on("disconnect", self._on_disconnect)
         try:
-            await asyncio.wait_for(sio.connect(m.url, transports=m.transports, wait_timeout=m.connect_timeout_s),
+            await asyncio.wait_for(sio.connect(self.url, transports=m.transports, wait_timeout=m.connect_timeout_s),
                                    m.connect_timeout_s + 5.0)
         except (socketio.exceptions.ConnectionError, OSError, TimeoutError) as e:
             await self._close()
@@ -175,7 +196,6 @@ class FreezeOmniSession(DuplexSession):
         except BaseException:
             await self._close()
             raise
-        return self
 
     async def _wait(self, event: asyncio.Event, timeout_s: float, what: str) -> None:
         ok, bad = asyncio.ensure_future(event.wait()), asyncio.ensure_future(self._failed.wait())
@@ -231,7 +251,10 @@ class FreezeOmniSession(DuplexSession):
                 await self._sio.call("recording-stopped", timeout=2.0)
             except Exception:  # closing anyway
                 pass
-        await self._close()
+        try:
+            await self._close()
+        finally:
+            await self._give_server(*exc)
 
     async def _close(self) -> None:
         self._closing = True

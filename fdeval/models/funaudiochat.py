@@ -55,6 +55,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import sys
 import time
 from typing import Any
 
@@ -65,6 +66,7 @@ from fdeval.audio.resample import StreamResampler
 from fdeval.audio.vad import SileroVAD
 from fdeval.models import kindbyte
 from fdeval.models.base import DuplexModel, DuplexSession, ModelEvent
+from fdeval.models.servers import PooledServerModel, PooledSession
 
 log = logging.getLogger("fdeval")
 
@@ -88,23 +90,24 @@ def _aiohttp():
     return aiohttp
 
 
-class FunAudioChat(DuplexModel):
-    """Client of one Fun-Audio-Chat demo server (`python -m web_demo.server.server`)."""
+class FunAudioChat(PooledServerModel, DuplexModel):
+    """Client of Fun-Audio-Chat demo servers (`python -m web_demo.server.server`): a fixed
+    host/port, or (`port: null` and a `server:` block) servers started by a `ServerPool`."""
 
     sample_rate = RATE
     frame_s = 0.04  # the demo client's Ogg pages: two 20 ms Opus frames
     clock = "realtime"
 
-    def __init__(self, name: str = "funaudiochat", host: str = "127.0.0.1", port: int = 11235,
+    def __init__(self, name: str = "funaudiochat", host: str = "127.0.0.1", port: int | None = 11235,
                  base_prompt: str | None = S2M_PROMPT, checkpoint: str = "FunAudioLLM/Fun-Audio-Chat-8B",
                  vad_threshold: float = 0.5, pause_after_silence_s: float = 2.5, preroll_s: float = 0.3,
                  start_settle_s: float = 0.1, flush_on_start: bool = False, connect_timeout_s: float = 30.0,
                  handshake_timeout_s: float = 60.0, turn_silence_s: float | None = 5.0,
-                 server: dict[str, Any] | None = None):
+                 server: dict[str, Any] | None = None, case_retries: int = 2):
         _aiohttp()
         kindbyte.OpusCodec(RATE)  # fails now, with the install hint, if sphn is missing
         self.name = name
-        self.host, self.port = host, int(port)
+        self.host, self.port = host, (int(port) if port is not None else None)
         self.base_prompt = base_prompt
         self.checkpoint = checkpoint
         self.vad_threshold = float(vad_threshold)
@@ -114,6 +117,11 @@ class FunAudioChat(DuplexModel):
         self.connect_timeout_s, self.handshake_timeout_s = float(connect_timeout_s), float(handshake_timeout_s)
         self.turn_silence_s = turn_silence_s
         self.server = OmegaConf.to_container(server, resolve=True) if isinstance(server, (DictConfig, ListConfig)) else server
+        self.case_retries = int(case_retries)
+        if self.port is None:
+            if self.server is None:
+                raise ValueError(f"{name}: give either a server: block (port null) or the port of a running server")
+            self._init_pool(name, self.server, self.probe)
         self._vad = SileroVAD()
 
     @property
@@ -148,7 +156,7 @@ class FunAudioChat(DuplexModel):
         return FunAudioChatSession(self, self.prompt(instruction))
 
 
-class FunAudioChatSession(DuplexSession):
+class FunAudioChatSession(PooledSession, DuplexSession):
     def __init__(self, model: FunAudioChat, prompt: str | None):
         self.model, self.prompt = model, prompt
         self._http = None
@@ -174,15 +182,28 @@ class FunAudioChatSession(DuplexSession):
         self.controls: list[tuple[float, int]] = []  # (monotonic, action) sent
         self.n_audio_messages = 0
 
+    @property
+    def url(self) -> str:
+        return f"ws://{self.host}:{self.port}/api/chat"
+
     def _where(self) -> str:
-        return f"funaudiochat server {self.model.url}"
+        return f"funaudiochat server {self.url}"
 
     async def __aenter__(self) -> FunAudioChatSession:
+        await self._take_server(self.model)
+        try:
+            await self._open()
+        except BaseException:
+            await self._give_server(*sys.exc_info())
+            raise
+        return self
+
+    async def _open(self) -> None:
         aiohttp = _aiohttp()
         m = self.model
         self._http = aiohttp.ClientSession()
         try:
-            self._ws = await asyncio.wait_for(self._http.ws_connect(m.url, max_msg_size=16 * 2**20), m.connect_timeout_s)
+            self._ws = await asyncio.wait_for(self._http.ws_connect(self.url, max_msg_size=16 * 2**20), m.connect_timeout_s)
         except (aiohttp.ClientError, OSError, TimeoutError) as e:
             await self._http.close()
             raise FunAudioChatServerError(f"{self._where()}: cannot connect ({type(e).__name__}: {e})") from None
@@ -200,7 +221,6 @@ class FunAudioChatSession(DuplexSession):
             await self._close()
             raise
         self._reader = asyncio.create_task(self._read())
-        return self
 
     # -- model -> client --------------------------------------------------------------------
     async def _read(self) -> None:
@@ -299,7 +319,10 @@ class FunAudioChatSession(DuplexSession):
         return out
 
     async def __aexit__(self, *exc: object) -> None:
-        await self._close()
+        try:
+            await self._close()
+        finally:
+            await self._give_server(*exc)
 
     async def _close(self) -> None:
         self._closing = True

@@ -43,6 +43,7 @@ import base64
 import json
 import logging
 import re
+import sys
 import time
 import uuid
 from typing import Any
@@ -52,6 +53,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from fdeval.audio.resample import StreamResampler
 from fdeval.models.base import DuplexModel, DuplexSession, ModelEvent
+from fdeval.models.servers import PooledServerModel, PooledSession
 
 log = logging.getLogger("fdeval")
 
@@ -77,28 +79,35 @@ def _aiohttp():
     return aiohttp
 
 
-class MiniCPMO(DuplexModel):
-    """Client of one MiniCPM-o-Demo worker (one duplex session at a time per worker)."""
+class MiniCPMO(PooledServerModel, DuplexModel):
+    """Client of MiniCPM-o-Demo workers (one duplex session at a time per worker): a fixed
+    host/port, or (`port: null` and a `server:` block) workers started by a `ServerPool`."""
 
     sample_rate = INPUT_RATE
     frame_s = 1.0
     clock = "realtime"
 
-    def __init__(self, name: str = "minicpmo", host: str = "127.0.0.1", port: int = 22400,
+    def __init__(self, name: str = "minicpmo", host: str = "127.0.0.1", port: int | None = 22400,
                  base_prompt: str | None = None, config: dict[str, Any] | None = None,
                  ref_audio_path: str | None = None, checkpoint: str = "openbmb/MiniCPM-o-4_5",
                  connect_timeout_s: float = 30.0, prepare_timeout_s: float = 120.0,
-                 turn_silence_s: float | None = None, server: dict[str, Any] | None = None):
+                 turn_silence_s: float | None = None, server: dict[str, Any] | None = None,
+                 case_retries: int = 2):
         _aiohttp()
         self.name = name
-        self.host, self.port = host, int(port)
+        self.host, self.port = host, (int(port) if port is not None else None)
         self.base_prompt = base_prompt
         self.config = _plain(config) or {}
         self.ref_audio_path = ref_audio_path
         self.checkpoint = checkpoint
         self.connect_timeout_s, self.prepare_timeout_s = float(connect_timeout_s), float(prepare_timeout_s)
         self.turn_silence_s = turn_silence_s
-        self.server = _plain(server)  # how to launch the worker (read by the server launcher, not here)
+        self.server = _plain(server)  # how to launch the workers (port null: a ServerPool runs them)
+        self.case_retries = int(case_retries)
+        if self.port is None:
+            if self.server is None:
+                raise ValueError(f"{name}: give either a server: block (port null) or the port of a running worker")
+            self._init_pool(name, self.server, self.probe)
 
     @property
     def url(self) -> str:
@@ -132,7 +141,7 @@ class MiniCPMO(DuplexModel):
         return MiniCPMOSession(self, self.prompt(instruction), seed)
 
 
-class MiniCPMOSession(DuplexSession):
+class MiniCPMOSession(PooledSession, DuplexSession):
     def __init__(self, model: MiniCPMO, prompt: str | None, seed: int):
         self.model, self.prompt, self.seed = model, prompt, seed
         self.session_id = re.sub(r"[^A-Za-z0-9_-]", "_", f"fdeval_{seed}_{uuid.uuid4().hex[:8]}")
@@ -149,16 +158,29 @@ class MiniCPMOSession(DuplexSession):
         self.n_results = 0
         self.n_end_of_turn = 0
 
+    @property
+    def url(self) -> str:
+        return f"ws://{self.host}:{self.port}/ws/duplex"
+
     def _where(self) -> str:
-        return f"minicpmo worker {self.model.url}"
+        return f"minicpmo worker {self.url}"
 
     async def __aenter__(self) -> MiniCPMOSession:
+        await self._take_server(self.model)
+        try:
+            await self._open()
+        except BaseException:
+            await self._give_server(*sys.exc_info())
+            raise
+        return self
+
+    async def _open(self) -> None:
         aiohttp = _aiohttp()
         m = self.model
         self._http = aiohttp.ClientSession()
         try:
             self._ws = await asyncio.wait_for(
-                self._http.ws_connect(f"{m.url}?session_id={self.session_id}", max_msg_size=64 * 2**20),
+                self._http.ws_connect(f"{self.url}?session_id={self.session_id}", max_msg_size=64 * 2**20),
                 m.connect_timeout_s)
         except aiohttp.WSServerHandshakeError as e:
             await self._http.close()
@@ -183,7 +205,6 @@ class MiniCPMOSession(DuplexSession):
             if self._error is not None:
                 raise self._error from None
             raise
-        return self
 
     async def _wait_prepared(self) -> None:
         done = asyncio.ensure_future(self._prepared.wait())
@@ -267,7 +288,10 @@ class MiniCPMOSession(DuplexSession):
                 await asyncio.wait_for(self._stopped.wait(), 2.0)
             except (TimeoutError, ConnectionError, RuntimeError):
                 pass
-        await self._close()
+        try:
+            await self._close()
+        finally:
+            await self._give_server(*exc)
 
     async def _close(self) -> None:
         self._closing = True

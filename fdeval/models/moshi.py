@@ -34,7 +34,8 @@ import numpy as np
 
 from fdeval.models import kindbyte
 from fdeval.models.base import DuplexModel, DuplexSession, ModelEvent
-from fdeval.models.servers import ServerDied, ServerError, ServerInstance, ServerPool, ServerSpec
+from fdeval.models.servers import (PooledServerModel, ServerDied, ServerError, ServerInstance, ServerPool,
+                                   ServerSpec)
 
 log = logging.getLogger("fdeval")
 
@@ -96,7 +97,7 @@ async def handshake(host: str, port: int, path: str = "/api/chat", query: Mappin
                 raise ConnectionError(f"expected the 0x00 handshake, got kind {kind}")
 
 
-class KindByteServerModel(DuplexModel):
+class KindByteServerModel(PooledServerModel, DuplexModel):
     """Shared by Moshi and PersonaPlex: a kind-byte WebSocket server run by a `ServerPool`."""
 
     sample_rate = 24000
@@ -119,9 +120,8 @@ class KindByteServerModel(DuplexModel):
             raise ValueError(f"{name}: give either a server: block or host/port of a running server")
         self.pool: ServerPool | None = None
         if self.spec is not None:
-            self.spec = _with_args(self.spec, self.server_args())
-            self.pool = ServerPool(name, self.spec, self.probe, placeholders={"launcher": LAUNCHER},
-                                   extra_env=self.server_env())
+            self._init_pool(name, None, self.probe, placeholders={"launcher": LAUNCHER},
+                            extra_env=self.server_env(), spec=_with_args(self.spec, self.server_args()))
 
     # -- what subclasses say ------------------------------------------------------------------
     def server_args(self) -> list[str]:
@@ -137,22 +137,9 @@ class KindByteServerModel(DuplexModel):
     async def probe(self, host: str, port: int) -> None:
         await handshake(host, port, self.path, self.query(None, 0), timeout_s=30.0)
 
-    # -- DuplexModel --------------------------------------------------------------------------
-    @property
-    def concurrency(self) -> int:
-        """Sessions this model can hold at once: one per server instance."""
-        return self.pool.size if self.pool is not None else 1
-
-    def set_run_dir(self, run_dir: Path) -> None:
-        if self.pool is not None:
-            self.pool.set_run_dir(run_dir)
-
+    # -- DuplexModel (concurrency, set_run_dir, close: PooledServerModel) -----------------------
     def session(self, instruction: str | None, seed: int) -> "KindByteSession":
         return KindByteSession(self, instruction, seed)
-
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.stop()
 
 
 class _External:

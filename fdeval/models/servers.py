@@ -375,6 +375,123 @@ class ServerPool:
         _live.discard(self)
 
 
+
+class PooledServerModel:
+    """What an adapter needs to run its server(s) through a `ServerPool`, in one place.
+
+    `_init_pool(name, server, probe, ...)` builds `self.spec` / `self.pool` from the `server:`
+    block (no pool when it is None: the adapter then talks to a fixed host/port);
+    `concurrency`, `set_run_dir` and `close` are what the run stage calls; a session takes an
+    instance with `async with model.server_instance() as inst` (or enters it by hand from its
+    `__aenter__`/`__aexit__`), connects to `inst.host` / `inst.port`, and an `OSError` (the
+    adapters' connection errors) that leaves the block becomes `ServerDied` with the server's log
+    tail, so the run stage retries the case.
+    """
+
+    pool: ServerPool | None = None
+    spec: ServerSpec | None = None
+    case_retries: int = 2
+
+    def _init_pool(self, name: str, server: Mapping[str, Any] | None, probe: Probe,
+                   placeholders: Mapping[str, str] | None = None, extra_env: Mapping[str, str] | None = None,
+                   spec: "ServerSpec | None" = None) -> ServerPool | None:
+        self.spec = spec if spec is not None else ServerSpec.from_config(_plain(server))
+        self.pool = None
+        if self.spec is not None:
+            self.pool = ServerPool(name, self.spec, probe, placeholders=placeholders, extra_env=extra_env)
+        return self.pool
+
+    @property
+    def concurrency(self) -> int:
+        """Sessions this model can hold at once: one per server instance."""
+        return self.pool.size if self.pool is not None else 1
+
+    def set_run_dir(self, run_dir: Path) -> None:
+        if self.pool is not None:
+            self.pool.set_run_dir(run_dir)
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.stop()
+
+    def server_instance(self) -> "_Lease":
+        """Async context: a pool instance for one session, released at exit."""
+        if self.pool is None:
+            raise RuntimeError(f"{getattr(self, 'name', type(self).__name__)}: no server pool (fixed host/port)")
+        return _Lease(self.pool, str(getattr(self, "name", self.pool.name)))
+
+
+class _Lease:
+    """One session's hold on a pool instance (see `PooledServerModel.server_instance`)."""
+
+    def __init__(self, pool: ServerPool, name: str):
+        self.pool, self.name = pool, name
+        self.inst: ServerInstance | None = None
+
+    async def __aenter__(self) -> ServerInstance:
+        self.inst = await self.pool.acquire()
+        return self.inst
+
+    async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        inst, self.inst = self.inst, None
+        if inst is None:
+            return
+        try:
+            if isinstance(exc, OSError) and not isinstance(exc, ServerError):
+                raise await lost(self.name, inst, f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            self.pool.release(inst)
+
+
+
+class PooledSession:
+    """Session side of `PooledServerModel`: `host` / `port` of this session's server.
+
+    `await self._take_server(model)` in `__aenter__` (a fixed host/port, or an acquired pool
+    instance); `await self._give_server(*exc)` once, when the session ends (it may raise
+    `ServerDied` in place of the adapter's connection error)."""
+
+    host: str
+    port: int
+    _lease: "_Lease | None" = None
+
+    async def _take_server(self, model: Any) -> None:
+        self._lease = None
+        if getattr(model, "pool", None) is None:
+            self.host, self.port = model.host, model.port
+            return
+        lease = model.server_instance()
+        inst = await lease.__aenter__()
+        self._lease, self.host, self.port = lease, inst.host, inst.port
+
+    async def _give_server(self, exc_type: Any = None, exc: BaseException | None = None, tb: Any = None) -> None:
+        lease, self._lease = self._lease, None
+        if lease is not None:
+            await lease.__aexit__(exc_type, exc, tb)
+
+async def lost(name: str, inst: ServerInstance, what: str) -> ServerDied:
+    """The error for a session that lost its pooled server: ServerDied with the server's log tail."""
+    code = None
+    for _ in range(60):  # give a dying server up to 3 s to be reaped, without blocking the loop
+        code = inst.exit_code()
+        if code is not None:
+            break
+        await asyncio.sleep(0.05)
+    state = f"exited with code {code}" if code is not None else "is still running"
+    return ServerDied(f"{name} server {inst.name} {state}; session lost ({what}); server log tail:\n{inst.log_tail()}")
+
+
+def _plain(node: Any) -> Any:
+    """Hydra hands nested config values over as OmegaConf containers: make them plain."""
+    try:
+        from omegaconf import DictConfig, ListConfig, OmegaConf
+    except ImportError:  # pragma: no cover
+        return node
+    if isinstance(node, (DictConfig, ListConfig)):
+        return OmegaConf.to_container(node, resolve=True)
+    return dict(node) if node is not None else None
+
+
 # -- stop everything on exit and on the signals of preemption ------------------------------------
 _live: "weakref.WeakSet[ServerPool]" = weakref.WeakSet()
 _installed = False

@@ -39,7 +39,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import sys
 import time
 from typing import Any
 
@@ -161,15 +160,6 @@ class FreezeOmniSession(PooledSession, DuplexSession):
         if self._error is None and not self._closing:
             self._error = FreezeOmniServerError(f"{self._where()}: {message}")
             self._failed.set()
-
-    async def __aenter__(self) -> FreezeOmniSession:
-        await self._take_server(self.model)
-        try:
-            await self._open()
-        except BaseException:
-            await self._give_server(*sys.exc_info())
-            raise
-        return self
 
     async def _open(self) -> None:
         socketio = _socketio()

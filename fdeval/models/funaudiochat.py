@@ -55,7 +55,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import sys
 import time
 from typing import Any
 
@@ -188,15 +187,6 @@ class FunAudioChatSession(PooledSession, DuplexSession):
 
     def _where(self) -> str:
         return f"funaudiochat server {self.url}"
-
-    async def __aenter__(self) -> FunAudioChatSession:
-        await self._take_server(self.model)
-        try:
-            await self._open()
-        except BaseException:
-            await self._give_server(*sys.exc_info())
-            raise
-        return self
 
     async def _open(self) -> None:
         aiohttp = _aiohttp()

@@ -43,7 +43,6 @@ import base64
 import json
 import logging
 import re
-import sys
 import time
 import uuid
 from typing import Any
@@ -164,15 +163,6 @@ class MiniCPMOSession(PooledSession, DuplexSession):
 
     def _where(self) -> str:
         return f"minicpmo worker {self.url}"
-
-    async def __aenter__(self) -> MiniCPMOSession:
-        await self._take_server(self.model)
-        try:
-            await self._open()
-        except BaseException:
-            await self._give_server(*sys.exc_info())
-            raise
-        return self
 
     async def _open(self) -> None:
         aiohttp = _aiohttp()

@@ -469,6 +469,18 @@ class PooledSession:
         if lease is not None:
             await lease.__aexit__(exc_type, exc, tb)
 
+    async def __aenter__(self):
+        """Take this session's server and connect to it with the adapter's own `_open()`;
+        hand the server back if connecting fails."""
+        await self._take_server(self.model)
+        try:
+            await self._open()
+        except BaseException:
+            await self._give_server(*sys.exc_info())
+            raise
+        return self
+
+
 async def lost(name: str, inst: ServerInstance, what: str) -> ServerDied:
     """The error for a session that lost its pooled server: ServerDied with the server's log tail."""
     code = None

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
+CONF_DIR = Path(__file__).resolve().parent / "conf"
 
 
 # Overrides that do not change what a run computes: they never name its folder.

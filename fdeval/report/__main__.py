@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-CONF = Path(__file__).resolve().parent.parent.parent / "conf" / "report" / "default.yaml"
+CONF = Path(__file__).resolve().parent.parent / "conf" / "report" / "default.yaml"
 
 
 def _defaults() -> dict:

@@ -33,7 +33,7 @@ from fdeval.asr import (
 from fdeval.errors import ConfigError
 from fdeval.types import Word
 
-CONF = Path(__file__).resolve().parents[2] / "conf" / "asr"
+CONF = Path(__file__).resolve().parents[2] / "fdeval" / "conf" / "asr"
 
 
 class SpanReporter(ASRBackend):

@@ -144,7 +144,7 @@ def model_from_yaml(name: str, **overrides):
     from omegaconf import OmegaConf
 
     root = Path(__file__).resolve().parents[2]
-    node = OmegaConf.to_container(OmegaConf.load(root / "conf" / "model" / f"{name}.yaml"), resolve=True)
+    node = OmegaConf.to_container(OmegaConf.load(root / "fdeval" / "conf" / "model" / f"{name}.yaml"), resolve=True)
     node.pop("resources", None)
     node.update(overrides)
     return instantiate(node)

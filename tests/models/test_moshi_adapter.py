@@ -96,7 +96,7 @@ if __name__ != "__main__":
     def test_config_file():
         from omegaconf import OmegaConf
 
-        cfg = OmegaConf.load(Path(__file__).parents[2] / "conf" / "model" / "moshi.yaml")
+        cfg = OmegaConf.load(Path(__file__).parents[2] / "fdeval" / "conf" / "model" / "moshi.yaml")
         assert cfg._target_ == "fdeval.models.moshi.Moshi" and cfg.turn_silence_s == 2.5
         assert (cfg.temp, cfg.temp_text, cfg.top_k, cfg.top_k_text) == (0.8, 0.7, 250, 25)
         assert cfg.resources.realtime is True and 15 <= cfg.resources.gpu_mem_gb <= 20

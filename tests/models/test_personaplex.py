@@ -91,7 +91,7 @@ if __name__ != "__main__":
     def test_config_and_identity():
         from omegaconf import OmegaConf
 
-        cfg = OmegaConf.load(Path(__file__).parents[2] / "conf" / "model" / "personaplex.yaml")
+        cfg = OmegaConf.load(Path(__file__).parents[2] / "fdeval" / "conf" / "model" / "personaplex.yaml")
         assert cfg.turn_silence_s == 5.0 and cfg.voice_prompt == "NATF0.pt"
         assert cfg._target_ == "fdeval.models.personaplex.PersonaPlex"
         m = PersonaPlex(port=1, host="127.0.0.1")

@@ -1,21 +1,78 @@
-"""Atomic file writes: a stage's output exists only once it is complete (temp name, then rename).
+"""Atomic, durable file writes: a stage's output exists only once it is complete and on disk.
 
-A case is "done" for a stage when its final file exists, so every writer goes through here.
+Every writer goes through `atomic_path`: a temp name beside the target, fsync, rename, fsync of
+the folder, so a crash or a power loss leaves either the old file or the whole new one. Files get
+the permissions the umask gives (mkstemp alone would make them 0600). A write that fails for an
+environmental reason (read-only folder, full disk) is a one-line `WriteError` naming the file.
 """
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import json
 import os
 import re
+import shutil
 import socket
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from fdeval.errors import FdevalError
+
 
 _HOST = re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname())
+# Read once (single-threaded at import): os.umask can only be read by setting it.
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+_FILE_MODE = 0o666 & ~_UMASK
+_HASHES: dict[tuple[str, int, int], str] = {}
+
+
+class WriteError(FdevalError):
+    """A file could not be written (permissions, a full disk, a read-only file system)."""
+
+
+def _write_error(path: Path, e: BaseException) -> WriteError:
+    if isinstance(e, OSError):
+        why = e.strerror or str(e)
+    else:  # e.g. libsndfile's "System error." hides the errno: say what the disk says
+        why = str(e).strip() or type(e).__name__
+        try:
+            if shutil.disk_usage(path.parent).free < 1 << 20:
+                why = f"{os.strerror(errno.ENOSPC)} ({why})"
+        except OSError:
+            pass
+    return WriteError(f"{path}: cannot write: {why}")
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    """sha256 of a file's bytes (cached per process by path, size and mtime)."""
+    p = Path(path)
+    st = p.stat()
+    key = (str(p.resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _HASHES:
+        h = hashlib.sha256()
+        with open(p, "rb") as f:
+            for block in iter(lambda: f.read(1 << 22), b""):
+                h.update(block)
+        _HASHES[key] = h.hexdigest()
+    return _HASHES[key]
+
+
+def _fsync(path: Path, directory: bool = False) -> None:
+    fd = os.open(path, os.O_RDONLY | (os.O_DIRECTORY if directory else 0))
+    try:
+        os.fsync(fd)
+    except OSError as e:  # some file systems cannot fsync a folder; the file itself was synced
+        if not directory or e.errno not in (errno.EINVAL, errno.ENOTSUP, errno.EBADF):
+            raise
+    finally:
+        os.close(fd)
+
+
 _TEMP = re.compile(r"^\..+\.(?P<host>[A-Za-z0-9_-]+)-(?P<pid>\d+)\.[^.]+\.tmp")
 
 
@@ -48,14 +105,30 @@ def remove_stale_temps(folder: str | os.PathLike) -> int:
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside `path`; rename it onto `path` only if the block succeeds."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # host and pid in the name let a later run tell a crashed writer's leftovers from live ones
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{_HOST}-{os.getpid()}.", suffix=".tmp" + path.suffix, dir=path.parent)
-    os.close(fd)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # host and pid in the name let a later run tell a crashed writer's leftovers from live ones
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{_HOST}-{os.getpid()}.", suffix=".tmp" + path.suffix,
+                                   dir=path.parent)
+        os.close(fd)
+    except OSError as e:
+        raise _write_error(path, e) from None
     tmp_path = Path(tmp)
     try:
-        yield tmp_path
-        os.replace(tmp_path, path)
+        try:
+            yield tmp_path
+        except (OSError, RuntimeError) as e:
+            # soundfile and h5py report a failed write as a RuntimeError; any other is a bug: re-raise
+            if isinstance(e, RuntimeError) and type(e).__module__.split(".")[0] not in ("soundfile", "h5py"):
+                raise
+            raise _write_error(path, e) from e
+        try:
+            os.chmod(tmp_path, _FILE_MODE)
+            _fsync(tmp_path)
+            os.replace(tmp_path, path)
+            _fsync(path.parent, directory=True)
+        except OSError as e:
+            raise _write_error(path, e) from None
     finally:
         if tmp_path.exists():
             tmp_path.unlink()

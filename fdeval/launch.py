@@ -8,6 +8,7 @@ User errors print one line and exit 2, without a traceback.
 
 from __future__ import annotations
 
+import logging
 import re
 import sys
 from pathlib import Path
@@ -17,34 +18,13 @@ from omegaconf import DictConfig, OmegaConf
 CONF_DIR = Path(__file__).resolve().parent / "conf"
 
 
-# Overrides that do not change what a run computes: they never name its folder.
-_UNTAGGED_KEYS = {"model", "benchmark", "stage", "launcher", "run_tag", "out_root", "progress",
-                  "judge.base_url", "judge.cache_dir", "report"}
-# launcher settings and report settings (tables, intervals, labels) never change the recordings
+# Overrides that never appear in the readable part of a folder name: group choices already in the
+# path, and settings that do not change a result (the identity hash decides the rest).
+_UNTAGGED_KEYS = {"model", "benchmark", "stage", "launcher", "run_tag", "out_root", "progress", "resume",
+                  "judge.cache_dir", "report"}
 _UNTAGGED_PREFIXES = ("launcher.", "hydra.", "report.")
-
-
-def _tag(override_dirname: str) -> str:
-    """Run folder name from the command-line overrides: empty -> 'default'.
-
-    Group choices of model/benchmark are already in the path, and launcher settings, stage and
-    output options don't change results, so a run submitted to Slurm and the same run made
-    locally (or relaunched with other launcher flags) share one folder and resume each other.
-    """
-    items = re.split(r",(?=[+~]?[\w.]+=)", override_dirname) if override_dirname else []
-    kept = []
-    for item in items:
-        key = item.split("=", 1)[0].lstrip("+~")
-        if key in _UNTAGGED_KEYS or key.startswith(_UNTAGGED_PREFIXES):
-            continue
-        kept.append(item)
-    if not kept:
-        return "default"
-    return re.sub(r"[^A-Za-z0-9._=,+-]", "_", ",".join(kept))[:200]
-
-
-if not OmegaConf.has_resolver("fdeval_tag"):
-    OmegaConf.register_new_resolver("fdeval_tag", _tag)
+# Override keys that look like credentials: keys come from the environment only.
+_SECRET_KEY = re.compile(r"(^|[._])(api_?key|key|token|secret|password|passwd|credentials?)$", re.I)
 
 
 def _die(msg: str) -> None:
@@ -67,6 +47,11 @@ def check_overrides(args: list[str]) -> None:
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     overrides = [a for a in args if not a.startswith("-") and "=" in a and not a.lstrip("+~").startswith("hydra")]
+    for o in overrides:
+        key = o.split("=", 1)[0].lstrip("+~")
+        if _SECRET_KEY.search(key):
+            _die(f"{key}: refusing a credential on the command line (it would land in the run folder and the shell "
+                 "history); set it in the environment instead, e.g. ANTHROPIC_API_KEY")
     if not overrides:
         return
     try:
@@ -112,16 +97,44 @@ def _app(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
 
     from fdeval.errors import FdevalError
-    from fdeval.stages import run_stages
+    from fdeval.runfolder import readable_tag
+    from fdeval.stages import prepare, run_stages
 
-    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    hc = HydraConfig.get()
+    overrides = list(hc.overrides.task)
+    handler = None
     try:
-        run_stages(cfg, run_dir)
+        run_dir, identity = prepare(cfg, readable_tag(overrides, _UNTAGGED_KEYS, _UNTAGGED_PREFIXES))
+        handler = _start_folder(run_dir, cfg, overrides)
+        run_stages(cfg, run_dir, identity)
     except FdevalError as e:
         _die(str(e))
     except KeyboardInterrupt:
         print("fdeval: interrupted; relaunch the same command to resume", file=sys.stderr)
         sys.exit(130)
+    finally:
+        if handler is not None:
+            logging.getLogger().removeHandler(handler)
+            handler.close()
+
+
+def _start_folder(run_dir: Path, cfg: DictConfig, overrides: list[str]) -> logging.Handler:
+    """Create the run folder, save the composed config (.hydra/) and log into fdeval.log there."""
+    from fdeval.files import WriteError, write_text_atomic
+
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise WriteError(f"{run_dir}: cannot create the run folder: {e.strerror or e}") from None
+    write_text_atomic(run_dir / ".hydra" / "config.yaml", OmegaConf.to_yaml(cfg))
+    write_text_atomic(run_dir / ".hydra" / "overrides.yaml", OmegaConf.to_yaml(overrides))
+    try:
+        handler = logging.FileHandler(run_dir / "fdeval.log")
+    except OSError as e:
+        raise WriteError(f"{run_dir / 'fdeval.log'}: cannot write: {e.strerror or e}") from None
+    handler.setFormatter(logging.Formatter("[%(asctime)s][%(name)s][%(levelname)s] - %(message)s"))
+    logging.getLogger().addHandler(handler)
+    return handler
 
 
 def main() -> None:

@@ -7,6 +7,7 @@ command does.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -19,6 +20,7 @@ import pytest
 import soundfile as sf
 
 CASES = "benchmark.cases=[fresh_pasta_stop__acknowledge,fresh_pasta_stop__none,job_offer_move__listen]"
+CASES_TAG = "benchmark.cases=3items"
 
 
 def launch(tmp: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -29,13 +31,17 @@ def launch(tmp: Path, *args: str, check: bool = True) -> subprocess.CompletedPro
     return proc
 
 
-def run_dir(tmp: Path, tag: str) -> Path:
-    return tmp / "outputs" / "instructfd" / "reference" / tag
+def run_dir(tmp: Path, tag: str = "") -> Path:
+    """The one run folder under reference/ whose name starts with `tag` (then -<identity hash>)."""
+    found = [p for p in (tmp / "outputs" / "instructfd" / "reference").glob("*")
+             if p.is_dir() and p.name.startswith(tag[:40]) and re.fullmatch(r".*-[0-9a-f]{12}", p.name)]
+    assert len(found) == 1, found
+    return found[0]
 
 
 def snapshot(d: Path) -> dict[str, int]:
     return {str(p.relative_to(d)): p.stat().st_mtime_ns for p in d.rglob("*")
-            if p.is_file() and ".hydra" not in p.parts and p.suffix != ".log"}
+            if p.is_file() and ".hydra" not in p.parts and p.suffix != ".log" and not p.name.startswith(".lock")}
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +53,7 @@ def small_run(tmp_path_factory):
 
 def test_run_writes_every_stage(small_run):
     tmp, proc = small_run
-    d = run_dir(tmp, f"{CASES.replace('[', '_').replace(']', '_')}")
+    d = run_dir(tmp, CASES_TAG)
     assert d.is_dir(), sorted(p.name for p in (tmp / "outputs/instructfd/reference").iterdir())
     ids = ["fresh_pasta_stop__acknowledge", "fresh_pasta_stop__none", "job_offer_move__listen"]
     for cid in ids:
@@ -66,7 +72,7 @@ def test_run_writes_every_stage(small_run):
 
 def test_relaunch_rewrites_nothing(small_run):
     tmp, _ = small_run
-    d = run_dir(tmp, f"{CASES.replace('[', '_').replace(']', '_')}")
+    d = run_dir(tmp, CASES_TAG)
     before = snapshot(d)
     proc = launch(tmp, CASES)
     assert snapshot(d) == before
@@ -75,7 +81,7 @@ def test_relaunch_rewrites_nothing(small_run):
 
 def test_barge_in_injection_error_within_one_frame(small_run):
     tmp, _ = small_run
-    d = run_dir(tmp, f"{CASES.replace('[', '_').replace(']', '_')}")
+    d = run_dir(tmp, CASES_TAG)
     with h5py.File(d / "sessions" / "fresh_pasta_stop__acknowledge.h5") as f:
         turns = f["turns"][()]
         frame_s = f.attrs["frame_s"]
@@ -102,10 +108,10 @@ def test_killed_run_resumes_without_rewriting(tmp_path):
     # generate first so the kill lands in the run stage
     launch(tmp_path, CASES, "stage=generate")
     proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    sessions = run_dir(tmp_path, f"{CASES.replace('[', '_').replace(']', '_')}") / "sessions"
     deadline = time.time() + 120
-    while time.time() < deadline and not list(sessions.glob("[!.]*.h5")):
+    while time.time() < deadline and not list((tmp_path / "outputs/instructfd/reference").glob("*/sessions/[!.]*.h5")):
         time.sleep(0.02)
+    sessions = run_dir(tmp_path, CASES_TAG) / "sessions"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     done = {p.name: p.stat().st_mtime_ns for p in sessions.glob("[!.]*.h5")}

@@ -1,7 +1,9 @@
 """Per-case recording: a stereo WAV (ch0 user, ch1 model) and an HDF5 session log.
 
 The HDF5 layout is documented in docs/recording.md and readable with h5py alone. Both files are
-written atomically; the log is written last, so its presence marks the case as run.
+written atomically; the log is written last, so its presence marks the case as run, and
+`check_session` tells whether a pair on disk reads back whole (a resumed run redoes one that
+does not).
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ from typing import Any
 
 import h5py
 import numpy as np
+import soundfile as sf
 
 from fdeval.audio.io import write_wav
 from fdeval.files import atomic_path
 
-LOG_SCHEMA_VERSION = "1"
+LOG_SCHEMA_VERSION = "2"
+TABLES = ("events", "user_frames", "model_chunks", "model_text", "vad_segments", "flushes", "turns")
 
 
 @dataclass
@@ -103,3 +107,36 @@ def read_session_log(h5_path: Path) -> dict[str, Any]:
         for name in h5.keys():
             out[name] = read_table(h5, name)
     return out
+
+
+class CorruptSession(Exception):
+    """A recorded session that does not read back whole (the message says what is wrong)."""
+
+
+def check_session(h5_path: Path, wav_path: Path) -> dict[str, Any]:
+    """The log's attrs if the log and its WAV read back whole and agree; else CorruptSession."""
+    try:
+        with h5py.File(h5_path, "r") as h5:
+            attrs = {k: _decode(v.item() if hasattr(v, "item") else v) for k, v in h5.attrs.items()}
+            missing = [t for t in TABLES if t not in h5]
+            if missing:
+                raise CorruptSession(f"{h5_path.name}: no table {missing[0]!r}")
+            for name in TABLES:
+                h5[name][()]
+    except CorruptSession:
+        raise
+    except Exception as e:  # h5py raises OSError, KeyError or ValueError for damaged files
+        raise CorruptSession(f"{h5_path.name}: unreadable ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})") from None
+    for key in ("schema_version", "case_id", "sample_rate", "n_samples", "duration_s"):
+        if key not in attrs:
+            raise CorruptSession(f"{h5_path.name}: no attribute {key!r}")
+    if str(attrs["schema_version"]) != LOG_SCHEMA_VERSION:
+        raise CorruptSession(f"{h5_path.name}: schema version {attrs['schema_version']}, this fdeval writes {LOG_SCHEMA_VERSION}")
+    try:
+        info = sf.info(str(wav_path))
+    except Exception as e:
+        raise CorruptSession(f"{wav_path.name}: unreadable ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+    if info.channels != 2 or info.samplerate != int(attrs["sample_rate"]) or info.frames != int(attrs["n_samples"]):
+        raise CorruptSession(f"{wav_path.name}: {info.frames} frames x {info.channels} channels at {info.samplerate} Hz, "
+                             f"the log says {attrs['n_samples']} x 2 at {attrs['sample_rate']} Hz")
+    return attrs

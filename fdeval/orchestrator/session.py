@@ -5,10 +5,18 @@ always hears something), the frame goes to the model at the model's rate, whatev
 produced is placed on the played model channel (playback semantics), the newly played audio
 goes through Silero VAD, and the turn manager sees the VAD state. Every send, chunk, text piece,
 flush and injection is logged with its session time.
+
+Under the realtime clock the session also checks its own timing: how far behind schedule the
+user's frames left (pacing lag: a client or an in-process model too slow for wall time), and,
+for a model that answers every input frame with a frame of audio (`DuplexModel.audio_per_frame`),
+how far the model's audio lags the session (model lag: a server that cannot keep up). Past
+`HealthBounds` the session is marked invalid in its log (never scored); so is a session cut at
+`max_session_s`. The figures go into the log's attrs (`health_*`, docs/recording.md).
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -26,11 +34,27 @@ from fdeval.types import TestCase
 
 
 @dataclass(frozen=True)
+class HealthBounds:
+    """How far a realtime session may fall behind before it is invalid (docs/architecture.md says why).
+
+    `max_pacing_lag_s`: the latest a user frame may leave after its scheduled time; 0.25 s is
+    three 80 ms frames, far above healthy pacing (under 1 ms p99 here) and below the timing
+    windows the judges use (0.5 s and up). `max_model_lag_s`: how far the audio of a
+    frame-per-frame model may trail the session; 1.0 s is several times a healthy server's fixed
+    delay (one to three frames) and a model that far behind answers a second late whatever it
+    decides."""
+
+    max_pacing_lag_s: float = 0.25
+    max_model_lag_s: float = 1.0
+
+
+@dataclass(frozen=True)
 class OrchestratorConfig:
     sample_rate: int = 16000
     vad_threshold: float = 0.5
     vad_min_silence_s: float = 0.1
     turns: TurnConfig = TurnConfig()
+    health: HealthBounds = HealthBounds()
 
 
 @dataclass
@@ -82,7 +106,9 @@ async def run_session(
     model_frames = _Rebuffer(int(round(model.frame_s * model.sample_rate)))
     user_track: list[np.ndarray] = []
     actual_start: dict[int, float] = {}
-    log.attrs.update({"turn_config": asdict(turn_cfg), "model_frame_s": model.frame_s, "model_sample_rate": model.sample_rate})
+    log.attrs.update({"turn_config": asdict(turn_cfg), "model_frame_s": model.frame_s, "model_sample_rate": model.sample_rate,
+                      "text_stream": getattr(model, "text_stream", "words"), "health_bounds": asdict(cfg.health)})
+    health = _Health(clock.kind == "realtime", bool(getattr(model, "audio_per_frame", False)), sr)
 
     wall0 = time.perf_counter()
     async with model.session(instruction, seed) as sess:
@@ -97,6 +123,7 @@ async def run_session(
             frame, starts = tm.frame(n0, frame_n)
             sent_s = clock.now()
             lateness = sent_s - t0
+            health.pacing(lateness)
             for idx, offset in starts:
                 # The first barge-in sample leaves with this frame: it is `lateness` behind schedule.
                 actual_start[idx] = (n0 + offset) / sr + lateness
@@ -107,8 +134,9 @@ async def run_session(
             for f in model_frames.push(to_model.push(frame)):
                 await sess.send(f)
             events = await sess.receive()
-            _place(events, clock, t0 + frame_n / sr, playback, from_model, log)
+            health.model_audio_n += _place(events, clock, t0 + frame_n / sr, playback, from_model, log)
             n_end = n0 + frame_n
+            health.model(n_end)
             vad_events = vstream.push(playback.render_to(n_end))
             onsets = [e.t_s for e in vad_events if e.kind == "onset"]
             for e in vad_events:
@@ -139,17 +167,59 @@ async def run_session(
         )
     log.attrs["end_reason"] = tm.end_reason
     log.attrs["wall_s"] = wall_s
+    log.attrs.update(health.verdict(cfg.health, tm.end_reason, turn_cfg.max_session_s, log.duration_s, wall_s))
     user = np.concatenate(user_track) if user_track else np.zeros(0, np.float32)
     return SessionResult(log, user, playback.track(n_total), wall_s)
 
 
+class _Health:
+    """The timing figures of one session (see the module doc)."""
+
+    def __init__(self, realtime: bool, audio_per_frame: bool, sr: int):
+        self.realtime, self.audio_per_frame, self.sr = realtime, audio_per_frame, sr
+        self.pacing_lag_s = 0.0
+        self.model_lag_s = float("nan")
+        self.model_audio_n = 0
+        self.n_frames = 0
+
+    def pacing(self, lateness_s: float) -> None:
+        self.n_frames += 1
+        self.pacing_lag_s = max(self.pacing_lag_s, lateness_s)
+
+    def model(self, n_end: int) -> None:
+        if self.audio_per_frame:
+            lag = (n_end - self.model_audio_n) / self.sr
+            self.model_lag_s = lag if math.isnan(self.model_lag_s) else max(self.model_lag_s, lag)
+
+    def verdict(self, bounds: HealthBounds, end_reason: str, max_session_s: float, duration_s: float,
+                wall_s: float) -> dict[str, Any]:
+        why = []
+        if end_reason == "max_session":
+            why.append(f"cut at orchestrator.max_session_s={max_session_s:g}")
+        if self.realtime and self.pacing_lag_s > bounds.max_pacing_lag_s:
+            why.append(f"user audio sent up to {self.pacing_lag_s:.2f} s late (bound {bounds.max_pacing_lag_s:g} s: "
+                       "the client or the model could not keep real time)")
+        if self.realtime and self.model_lag_s > bounds.max_model_lag_s:
+            why.append(f"model audio {self.model_lag_s:.2f} s behind the session (bound {bounds.max_model_lag_s:g} s: "
+                       "the model fell behind real time)")
+        return {
+            "health_pacing_lag_max_s": float(self.pacing_lag_s), "health_model_lag_max_s": float(self.model_lag_s),
+            "health_model_audio_s": self.model_audio_n / self.sr, "health_frames_sent": self.n_frames,
+            "health_realtime_factor": wall_s / duration_s if duration_s > 0 else float("nan"),
+            "valid": not why, "invalid_reason": "; ".join(why),
+        }
+
+
 def _place(events: list[ModelEvent], clock: Clock, nominal_s: float, playback: Playback,
-           from_model: StreamResampler, log: SessionLog) -> None:
-    """Put drained model events on the played timeline (chunks, text pieces, flushes)."""
+           from_model: StreamResampler, log: SessionLog) -> int:
+    """Put drained model events on the played timeline (chunks, text pieces, flushes); returns
+    the number of model samples (at the session rate) that arrived."""
+    n = 0
     for ev in events:
         arrival = clock.arrival(nominal_s, ev.arrival_mono)
         if ev.kind == "audio" and ev.audio is not None:
             samples = from_model.push(np.asarray(ev.audio, dtype=np.float32))
+            n += len(samples)
             if len(samples):
                 chunk = playback.add(samples, arrival)
                 log.model_chunks.append((chunk.arrival_s, chunk.play_start_s, chunk.n_samples))
@@ -163,3 +233,4 @@ def _place(events: list[ModelEvent], clock: Clock, nominal_s: float, playback: P
                 if row[1] >= flush.t_s:
                     row[4] = True  # its audio will never be played
             log.event(flush.t_s, "playback_flush", -1, f"n_dropped={flush.n_dropped}")
+    return n

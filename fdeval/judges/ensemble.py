@@ -13,9 +13,10 @@ label (``adhere`` / ``not_adhere``) given by more than half of the members that 
 The reasoning lists every member's verdict and reasoning; ``checks`` holds one
 ``<member id> adheres`` entry per member that gave a label. ``prompt_hash`` hashes the members'
 ids, versions and prompt hashes, the tie-breaker and :data:`ENSEMBLE_VERSION`, so a change in any
-member changes it. Members are judge instances or configs with a Hydra ``_target_`` (as in
-``conf/judge/ensemble.yaml``); errors a member raises (e.g. an LLM judge without an API key)
-propagate.
+member changes it; :meth:`EnsembleJudge.identity` lists the members' identities (an LLM member's
+includes its endpoint). Members are judge instances or configs with a Hydra ``_target_`` (as in
+``conf/judge/ensemble.yaml``); errors a member raises (e.g. an LLM judge without an API key, or
+one whose endpoint cannot be reached) propagate.
 """
 
 from __future__ import annotations
@@ -77,6 +78,17 @@ class EnsembleJudge(Judge):
         blob = json.dumps({"version": self.version, "tie_breaker": self.tie_breaker,
                            "members": [[m.id, m.version, m.prompt_hash] for m in self.members]}, sort_keys=True)
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
+
+    def identity(self) -> dict[str, Any]:
+        """The ensemble's provenance, tie-breaker and each member's identity (or provenance)."""
+        members = [m.identity() if callable(getattr(m, "identity", None)) else m.provenance() for m in self.members]
+        return {**self.provenance(), "tie_breaker": self.tie_breaker, "members": members}
+
+    def check_ready(self) -> None:
+        """Each member's own ``check_ready`` (e.g. the LLM judge's key and SDK check), where it has one."""
+        for m in self.members:
+            if callable(getattr(m, "check_ready", None)):
+                m.check_ready()
 
     def judge(self, case: TestCase, policy: str, transcript: Transcript) -> Verdict:
         votes = [m.judge(case, policy, transcript) for m in self.members]

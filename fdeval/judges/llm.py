@@ -19,12 +19,25 @@ Decisions:
   rejected request) gives an ``error`` verdict with the reason. Failures that concern every
   request alike (no key, no SDK, credentials rejected, unknown model: :class:`LLMConfigError`)
   are raised, so that a run stops instead of writing an error verdict for every case.
+* An endpoint that cannot be reached raises :class:`JudgeUnavailable` (one line naming the
+  endpoint and the last error): after ``max_unreachable`` (default 3) consecutive attempts with no
+  HTTP answer (refused, reset, unknown host, timeout; a closed port is found in about 1.5-3 s with
+  the default backoff) or ``max_failed_requests`` (default 3) consecutive requests that failed
+  after their retries (429, 5xx, non-API bodies). The pair being judged gets no verdict; verdicts
+  already written stay. Retries of one request end ``max_retry_s`` (default 60 s) after its first
+  failure (:mod:`fdeval.llm.client`).
 * Pairs that cannot be judged at all (a transcript of another case, a policy the case is not
   judged against, no instruction text) are ``error`` verdicts without a request.
 
-``prompt_hash`` hashes the prompt templates, the model, the temperature and :data:`LLM_JUDGE_VERSION`;
-every verdict carries it. Answers are cached by :class:`fdeval.llm.LLMClient`, so a rerun costs
-nothing and gives the same verdicts. ``docs/llm-judge.md`` has the details.
+``prompt_hash`` hashes the prompt templates, the model, the temperature, the endpoint and
+:data:`LLM_JUDGE_VERSION`; every verdict carries it. :meth:`LLMJudge.identity` is everything that
+can change a verdict (for the run identity). Answers are cached by :class:`fdeval.llm.LLMClient`
+under a key that includes the endpoint, so a rerun costs nothing and gives the same verdicts, and
+answers of one endpoint are never reused for another. The endpoint is ``base_url``, else
+``$ANTHROPIC_BASE_URL``, else the SDK default; a plain-http endpoint that is not loopback is
+refused at construction (the key would travel in clear). Construction checks every setting and
+does no I/O; :meth:`LLMJudge.check_ready` checks the key and SDK. ``docs/llm-judge.md`` has the
+details.
 """
 
 from __future__ import annotations
@@ -33,11 +46,10 @@ import hashlib
 import json
 import os
 import re
-from pathlib import Path
 from typing import Any
 
 from fdeval.judges.base import Judge
-from fdeval.llm.client import LLMClient, LLMConfigError, LLMError, LLMResponse
+from fdeval.llm.client import LLMClient, LLMConfigError, LLMError, LLMResponse, LLMUnavailable
 from fdeval.transcript.render import render, render_reference
 from fdeval.types import TestCase, Transcript, Verdict
 
@@ -188,6 +200,10 @@ EMPTY_TRANSCRIPT = "(the transcript holds no words: neither speaker said anythin
 EMPTY_REFERENCE = "(no reference is available for this case)"
 
 
+class JudgeUnavailable(LLMUnavailable):
+    """The judge's endpoint cannot be reached: the run stops with this one line (exit 2)."""
+
+
 class UnreadableAnswer(ValueError):
     """The model's answer holds no usable {"reasoning", "adherence"} object."""
 
@@ -240,9 +256,9 @@ def parse_answer(text: str) -> tuple[str, str]:
     raise UnreadableAnswer(last_problem)
 
 
-def prompt_hash_of(model: str, temperature: float | None) -> str:
-    """The hash of the judge's prompt templates, model, temperature and version."""
-    blob = json.dumps({"version": LLM_JUDGE_VERSION, "model": model,
+def prompt_hash_of(model: str, temperature: float | None, endpoint: str) -> str:
+    """The hash of the judge's prompt templates, model, temperature, endpoint and version."""
+    blob = json.dumps({"version": LLM_JUDGE_VERSION, "model": model, "endpoint": endpoint,
                        "temperature": None if temperature is None else float(temperature),
                        "system": SYSTEM_PROMPT, "user": USER_TEMPLATE, "retry": RETRY_REMINDER}, sort_keys=True)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
@@ -271,21 +287,43 @@ class LLMJudge(Judge):
     def __init__(self, model: str = DEFAULT_MODEL, temperature: float | None = 0.0, max_tokens: int = 4096,
                  cache_dir: str | os.PathLike = DEFAULT_CACHE_DIR, base_url: str | None = None,
                  max_parse_retries: int = 2, max_retries: int = 5, timeout_s: float = 120.0,
-                 seed: int | None = None, backoff_s: float = 1.0, max_backoff_s: float = 30.0):
-        if isinstance(max_parse_retries, bool) or not isinstance(max_parse_retries, int) or max_parse_retries < 0:
-            raise LLMConfigError(f"judge.max_parse_retries: must be an integer >= 0, got {max_parse_retries!r}")
-        self.client = LLMClient(model, temperature, max_tokens, Path(str(cache_dir)), seed=seed, base_url=base_url,
+                 seed: int | None = None, backoff_s: float = 1.0, max_backoff_s: float = 30.0,
+                 max_retry_s: float = 60.0, max_unreachable: int = 3, max_failed_requests: int = 3):
+        # Checks every setting (as judge.<field>) and does no I/O, so a run can build the judge first.
+        if isinstance(max_parse_retries, bool) or not isinstance(max_parse_retries, int) or not 0 <= max_parse_retries <= 20:
+            raise LLMConfigError(f"judge.max_parse_retries: must be an integer in [0, 20], got {max_parse_retries!r}")
+        self.client = LLMClient(model, temperature, max_tokens, cache_dir, seed=seed, base_url=base_url,
                                 max_retries=max_retries, timeout_s=timeout_s, backoff_s=backoff_s,
-                                max_backoff_s=max_backoff_s)
+                                max_backoff_s=max_backoff_s, max_retry_s=max_retry_s,
+                                max_unreachable=max_unreachable, max_failed_requests=max_failed_requests,
+                                name="judge")
         self.model = model
         self.temperature = self.client.temperature
         self.max_parse_retries = max_parse_retries
         self.id = f"llm:{model}"
-        self._prompt_hash = prompt_hash_of(model, self.temperature)
+        self._prompt_hash = prompt_hash_of(model, self.temperature, self.client.endpoint)
 
     @property
     def prompt_hash(self) -> str:
         return self._prompt_hash
+
+    @property
+    def endpoint(self) -> str:
+        """The resolved API URL (``base_url``, else ``$ANTHROPIC_BASE_URL``, else the SDK default)."""
+        return self.client.endpoint
+
+    def identity(self) -> dict[str, Any]:
+        """Everything that can change a verdict, JSON-ready, for the run identity. Leaves out what
+        only changes whether a request succeeds (timeouts, retries, cache folder)."""
+        c = self.client
+        return {"judge": self.id, "judge_version": self.version, "prompt_hash": self.prompt_hash,
+                "model": c.model, "temperature": c.temperature, "max_tokens": c.max_tokens, "seed": c.seed,
+                "endpoint": c.endpoint, "max_parse_retries": self.max_parse_retries}
+
+    def check_ready(self) -> None:
+        """Raise :class:`LLMConfigError` if an uncached request could not go out (no key in the
+        environment, no SDK). No network I/O; call it before work that ends in judging."""
+        self.client.check_ready()
 
     def prompt_for(self, case: TestCase, policy: str, transcript: Transcript) -> tuple[str, str]:
         """``(system, user)`` messages for one pair; raises ValueError when there is no instruction."""
@@ -313,6 +351,8 @@ class LLMJudge(Judge):
             ask = prompt if attempt == 0 else prompt + RETRY_REMINDER
             try:
                 resp = self.client.complete(system, ask, attempt=attempt)
+            except LLMUnavailable as e:
+                raise JudgeUnavailable(f"judge {self.id}", e.endpoint, e.reason) from None
             except LLMConfigError:
                 raise
             except LLMError as e:

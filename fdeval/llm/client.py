@@ -10,15 +10,28 @@ message under a system prompt and returns the answer as an :class:`LLMResponse`.
   of (model, temperature, max_tokens, system, prompt, seed), written atomically
   (:mod:`fdeval.files`). A rerun with the same request reads the file and makes no call. Only
   successful answers are cached; failures are retried next time.
+* **Endpoint**: ``base_url``, else the environment variable ``ANTHROPIC_BASE_URL``, else
+  :data:`DEFAULT_BASE_URL` (the SDK's default), resolved once at construction and passed to the
+  SDK explicitly, so the URL that keys the cache is the one requests go to. It is part of every
+  cache key (:attr:`LLMClient.endpoint`): answers of one endpoint are never reused for another.
+  The key is sent only to ``https`` endpoints, or over plain ``http`` to a loopback host
+  (127.0.0.0/8, ``::1``, ``localhost``); any other endpoint is refused at construction.
 * **Retries**: the SDK's own retries are off (``max_retries=0``); this module retries 408, 409,
   429 and 5xx answers, connection errors, timeouts and malformed answers (a body that is not a
   Messages API message, e.g. a proxy's error page) up to ``max_retries`` times, with
   exponential backoff (``backoff_s * 2**k``, capped at ``max_backoff_s``, times a jitter factor in
   [0.5, 1) drawn from a generator seeded by ``seed`` and the request hash), and at least as long
-  as a ``Retry-After`` header asks (capped too). Each retry is logged as a warning.
-* **Errors**: :class:`LLMError`, one line. :class:`LLMConfigError` (a subclass) marks what no
-  retry can fix and concerns every request alike: no key, no ``anthropic`` package, credentials
-  rejected (401/403), model or endpoint not found (404).
+  as a ``Retry-After`` header asks (capped too). Each retry is logged as a warning. Retries of one
+  request end ``max_retry_s`` (default 60 s) after its first attempt failed: a retry that would
+  start later is not made and the last one's timeout is cut to fit, so one request takes at most
+  ``timeout_s + max_retry_s``.
+* **Unavailable endpoint**: :class:`LLMUnavailable` (one line naming the endpoint and the last
+  error) is raised, instead of an ordinary failure, once ``max_unreachable`` (default 3)
+  consecutive attempts got no HTTP answer at all (connection refused or reset, unknown host,
+  timeout), or ``max_failed_requests`` (default 3) consecutive requests failed after all their
+  retries (429, 5xx, non-API bodies). With the default backoff a closed port is detected in
+  about 1.5-3 s. Any HTTP answer resets the first count, any success the second; once raised,
+  every later request of this client raises it at once, without sending anything.
 * **Temperature**: sent when the installed SDK's ``messages.create`` takes a ``temperature``
   argument. SDK releases from 2.0 on target an API version without sampling parameters; with
   those the temperature is not sent (a warning says so once per client), but still keys the cache.
@@ -32,17 +45,21 @@ The ``anthropic`` package is imported on the first request that is not in the ca
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import inspect
+import ipaddress
 import json
 import logging
 import math
 import os
 import random
 import re
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from fdeval.errors import FdevalError
 from fdeval.files import write_json_atomic
@@ -50,8 +67,10 @@ from fdeval.files import write_json_atomic
 log = logging.getLogger("fdeval.llm")
 
 API_KEY_ENV = "ANTHROPIC_API_KEY"
+BASE_URL_ENV = "ANTHROPIC_BASE_URL"
+DEFAULT_BASE_URL = "https://api.anthropic.com"  # the SDK's own default
 CACHE_FORMAT = "fdeval.llm_cache"
-CACHE_FORMAT_VERSION = 1
+CACHE_FORMAT_VERSION = 2  # 2: the endpoint is part of the key
 RETRY_STATUS = frozenset({408, 409, 429})  # plus every 5xx
 CONFIG_STATUS = {401: "credentials rejected", 403: "permission denied", 404: "model or endpoint not found"}
 
@@ -63,6 +82,16 @@ class LLMError(FdevalError):
 class LLMConfigError(LLMError):
     """A failure no retry can fix and that applies to every request: no key, no SDK, credentials
     rejected, unknown model or endpoint, a bad client setting."""
+
+
+class LLMUnavailable(LLMConfigError):
+    """The endpoint cannot be reached (see the module docstring): every further request would fail
+    alike, so callers stop as for a config error instead of recording a failure per request."""
+
+    def __init__(self, who: str, endpoint: str, reason: str):
+        self.who, self.endpoint, self.reason = who, endpoint, reason
+        super().__init__(f"{who}: endpoint {endpoint} unavailable ({reason}); answers written so far are kept, "
+                         f"relaunch once it is reachable")
 
 
 @dataclass(frozen=True)
@@ -79,14 +108,15 @@ class LLMResponse:
 
 
 def request_hash(model: str, temperature: float | None, max_tokens: int, system: str, prompt: str,
-                 seed: int | None, attempt: int = 0) -> str:
+                 seed: int | None, attempt: int = 0, *, endpoint: str) -> str:
     """The content hash (sha256, hex) that names a request's cache file.
 
-    `attempt` > 0 (a re-ask after an unusable answer) gets its own entry; 0 adds nothing to the key.
+    `endpoint` is the resolved API URL (:func:`resolve_endpoint`). `attempt` > 0 (a re-ask after
+    an unusable answer) gets its own entry; 0 adds nothing to the key.
     """
     payload: dict[str, Any] = {
         "model": model, "temperature": None if temperature is None else float(temperature),
-        "max_tokens": int(max_tokens), "system": system, "prompt": prompt, "seed": seed,
+        "max_tokens": int(max_tokens), "system": system, "prompt": prompt, "seed": seed, "endpoint": endpoint,
     }
     if attempt:
         payload["attempt"] = int(attempt)
@@ -97,6 +127,46 @@ def request_hash(model: str, temperature: float | None, max_tokens: int, system:
 def _one_line(text: str, limit: int = 240) -> str:
     text = re.sub(r"\s+", " ", str(text)).strip()
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def is_loopback_host(host: str) -> bool:
+    """127.0.0.0/8, ::1 or localhost (no name resolution: a name that merely resolves there is not)."""
+    host = host.strip("[]").lower().rstrip(".")
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def resolve_endpoint(base_url: str | None, field: str = "llm.base_url") -> str:
+    """The normalised URL requests go to: `base_url`, else ``$ANTHROPIC_BASE_URL``, else
+    :data:`DEFAULT_BASE_URL`. Raises :class:`LLMConfigError` (naming `field` or the environment
+    variable) for a URL that is not http(s) with a host, or a plain-http one to a non-loopback
+    host, where the key would travel in clear text."""
+    source = field
+    if base_url is None:
+        env = os.environ.get(BASE_URL_ENV, "").strip()
+        base_url, source = (env, f"environment variable {BASE_URL_ENV}") if env else (DEFAULT_BASE_URL, field)
+    # The value is never echoed: a mistyped key or a password in the URL must not reach a log.
+    try:
+        parts = urlsplit(base_url.strip())
+        host, port = parts.hostname or "", parts.port
+    except ValueError as e:
+        raise LLMConfigError(f"{source}: not a valid URL ({e})") from None
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not host:
+        raise LLMConfigError(f"{source}: expected an http:// or https:// URL with a host")
+    if parts.username or parts.password or parts.query or parts.fragment:
+        raise LLMConfigError(f"{source}: the URL must not carry credentials, a query or a fragment")
+    if scheme == "http" and not is_loopback_host(host):
+        raise LLMConfigError(f"{source}: refusing plain http to {host}: the API key is sent only over https, "
+                             f"or over http to a loopback host (127.0.0.0/8, ::1, localhost)")
+    netloc = f"[{host}]" if ":" in host else host
+    if port is not None and port != {"http": 80, "https": 443}[scheme]:
+        netloc += f":{port}"
+    return f"{scheme}://{netloc}{parts.path.rstrip('/')}"
 
 
 def _import_anthropic():
@@ -112,51 +182,80 @@ class LLMClient:
 
     def __init__(self, model: str, temperature: float | None, max_tokens: int, cache_dir: str | os.PathLike,
                  seed: int | None = None, base_url: str | None = None, max_retries: int = 5,
-                 timeout_s: float = 60.0, *, backoff_s: float = 1.0, max_backoff_s: float = 30.0):
-        def bad(name: str, want: str, value: Any) -> LLMConfigError:
-            return LLMConfigError(f"llm: {name} must be {want}, got {value!r}")
+                 timeout_s: float = 60.0, *, backoff_s: float = 1.0, max_backoff_s: float = 30.0,
+                 max_retry_s: float = 60.0, max_unreachable: int = 3, max_failed_requests: int = 3,
+                 name: str = "llm"):
+        # Every setting is checked here, without I/O, so a caller can report a bad one before work.
+        def bad(field: str, want: str, value: Any) -> LLMConfigError:
+            return LLMConfigError(f"{name}.{field}: must be {want}, got {_one_line(repr(value), 80)}")
 
-        if not isinstance(model, str) or not model.strip():
-            raise bad("model", "a non-empty string", model)
-        if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, (int, float))
-                                        or not math.isfinite(temperature) or not 0 <= temperature <= 2):
+        def number(v: Any) -> bool:
+            return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+
+        def integer(v: Any) -> bool:
+            return not isinstance(v, bool) and isinstance(v, int)
+
+        if not isinstance(model, str) or not model.strip() or any(c.isspace() or not c.isprintable() for c in model):
+            raise bad("model", "a non-empty model id without spaces", model)
+        if temperature is not None and (not number(temperature) or not 0 <= temperature <= 2):
             raise bad("temperature", "a number in [0, 2] or null", temperature)
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-            raise bad("max_tokens", "a positive integer", max_tokens)
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        if not integer(max_tokens) or not 1 <= max_tokens <= 1_000_000:
+            raise bad("max_tokens", "an integer in [1, 1000000]", max_tokens)
+        if seed is not None and not integer(seed):
             raise bad("seed", "an integer or null", seed)
-        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-            raise bad("max_retries", "an integer >= 0", max_retries)
-        for name, value in (("timeout_s", timeout_s), ("backoff_s", backoff_s), ("max_backoff_s", max_backoff_s)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-                raise bad(name, "a finite number >= 0", value)
-        if timeout_s <= 0:
-            raise bad("timeout_s", "> 0", timeout_s)
+        for field_, value, low in (("max_retries", max_retries, 0), ("max_unreachable", max_unreachable, 1),
+                                   ("max_failed_requests", max_failed_requests, 1)):
+            if not integer(value) or not low <= value <= 1000:
+                raise bad(field_, f"an integer in [{low}, 1000]", value)
+        for field_, value in (("backoff_s", backoff_s), ("max_backoff_s", max_backoff_s), ("max_retry_s", max_retry_s)):
+            if not number(value) or value < 0:
+                raise bad(field_, "a finite number >= 0", value)
+        if not number(timeout_s) or timeout_s <= 0:
+            raise bad("timeout_s", "a finite number > 0", timeout_s)
         if base_url is not None and (not isinstance(base_url, str) or not base_url.strip()):
             raise bad("base_url", "a URL or null", base_url)
-        if cache_dir is None or str(cache_dir) == "":
+        if not isinstance(cache_dir, (str, os.PathLike)) or str(cache_dir).strip() == "" or "\0" in str(cache_dir):
             raise bad("cache_dir", "a folder path", cache_dir)
+        self.name = name
         self.model = model
         self.temperature = None if temperature is None else float(temperature)
         self.max_tokens = max_tokens
         self.cache_dir = Path(cache_dir).expanduser()
         self.seed = seed
         self.base_url = base_url
+        self.endpoint = resolve_endpoint(base_url, f"{name}.base_url")
         self.max_retries = max_retries
         self.timeout_s = float(timeout_s)
         self.backoff_s = float(backoff_s)
         self.max_backoff_s = float(max_backoff_s)
+        self.max_retry_s = float(max_retry_s)
+        self.max_unreachable = max_unreachable
+        self.max_failed_requests = max_failed_requests
         self._sdk_client: Any = None
         self._key: str | None = None
         self._sends_temperature: bool | None = None
+        self._lock = threading.Lock()  # the failure counts below are shared by concurrent requests
+        self._unreachable = 0  # consecutive attempts without an HTTP answer
+        self._failed = 0  # consecutive requests that failed after their retries
+        self._unavailable: LLMUnavailable | None = None
 
     def __repr__(self) -> str:  # never shows the key
         return (f"LLMClient(model={self.model!r}, temperature={self.temperature!r}, max_tokens={self.max_tokens}, "
-                f"cache_dir={str(self.cache_dir)!r}, seed={self.seed!r}, base_url={self.base_url!r})")
+                f"cache_dir={str(self.cache_dir)!r}, seed={self.seed!r}, endpoint={self.endpoint!r})")
+
+    def check_ready(self) -> None:
+        """Raise :class:`LLMConfigError` now if an uncached request could not be sent: no key in the
+        environment or no ``anthropic`` package. No network I/O; nothing is imported."""
+        if importlib.util.find_spec("anthropic") is None:
+            raise LLMConfigError(f"{self.name}: the 'anthropic' package is not installed; pip install anthropic")
+        if not os.environ.get(API_KEY_ENV, "").strip():
+            raise LLMConfigError(f"{self.name}: no API key: set the environment variable {API_KEY_ENV} "
+                                 f"to call {self.model} at {self.endpoint}")
 
     # ----------------------------------------------------------------------------------------
     def request_hash(self, system: str, prompt: str, attempt: int = 0) -> str:
-        return request_hash(self.model, self.temperature, self.max_tokens, system, prompt, self.seed, attempt)
+        return request_hash(self.model, self.temperature, self.max_tokens, system, prompt, self.seed, attempt,
+                            endpoint=self.endpoint)
 
     def cache_path(self, key: str) -> Path:
         return self.cache_dir / key[:2] / f"{key}.json"
@@ -165,7 +264,8 @@ class LLMClient:
         """The model's answer to `prompt` under `system`, from the cache when it holds it.
 
         `attempt` > 0 asks the same request again under its own cache entry (used to re-ask after
-        an answer that could not be used). Raises :class:`LLMError` / :class:`LLMConfigError`.
+        an answer that could not be used). Raises :class:`LLMError` / :class:`LLMConfigError` /
+        :class:`LLMUnavailable`.
         """
         if not isinstance(system, str) or not isinstance(prompt, str):
             raise TypeError("system and prompt must be strings")
@@ -182,7 +282,7 @@ class LLMClient:
         stop = getattr(message, "stop_reason", None)
         entry = {
             "format": CACHE_FORMAT, "format_version": CACHE_FORMAT_VERSION, "key": key,
-            "request": {"model": self.model, "temperature": self.temperature,
+            "request": {"endpoint": self.endpoint, "model": self.model, "temperature": self.temperature,
                         "temperature_sent": bool(self._sends_temperature and self.temperature is not None),
                         "max_tokens": self.max_tokens, "seed": self.seed, "attempt": attempt,
                         "system": system, "prompt": prompt},
@@ -200,7 +300,8 @@ class LLMClient:
         try:
             d = json.loads(path.read_text(encoding="utf-8"))
             resp = d["response"]
-            if d.get("format") != CACHE_FORMAT or d.get("key") != key or not isinstance(resp.get("text"), str):
+            if (d.get("format") != CACHE_FORMAT or d.get("key") != key or not isinstance(resp.get("text"), str)
+                    or d.get("request", {}).get("endpoint") != self.endpoint):
                 raise ValueError("not a cache entry for this request")
             usage = {str(k): int(v) for k, v in (resp.get("usage") or {}).items()}
             return LLMResponse(resp["text"], str(resp.get("model") or self.model), True, key, usage,
@@ -239,7 +340,8 @@ class LLMClient:
                 raise LLMConfigError(f"llm: no API key: set the environment variable {API_KEY_ENV} "
                                      f"to call {self.model} (cached answers need no key)")
             self._key = key
-            self._sdk_client = anthropic.Anthropic(api_key=key, base_url=self.base_url, max_retries=0,
+            # the resolved endpoint, passed explicitly: the SDK must not pick another from the environment
+            self._sdk_client = anthropic.Anthropic(api_key=key, base_url=self.endpoint, max_retries=0,
                                                    timeout=self.timeout_s)
             try:
                 params = inspect.signature(self._sdk_client.messages.create).parameters
@@ -257,7 +359,31 @@ class LLMClient:
             delay = max(delay, min(retry_after, self.max_backoff_s))
         return delay
 
+    def _count_failure(self, unanswered: bool, why: str) -> None:
+        """Count an attempt without an HTTP answer (`unanswered`) or a request that failed after its
+        retries; raise :class:`LLMUnavailable` once either count reaches its bound."""
+        with self._lock:
+            if unanswered:
+                self._unreachable += 1
+                n, bound, what = self._unreachable, self.max_unreachable, "attempts without an answer"
+            else:
+                self._failed += 1
+                n, bound, what = self._failed, self.max_failed_requests, "requests failed after their retries"
+            if n >= bound and self._unavailable is None:
+                self._unavailable = LLMUnavailable(self.name, self.endpoint, f"{n} consecutive {what}; last: {why}")
+            error = self._unavailable
+        if error is not None:
+            raise error
+
+    def _answered(self, ok: bool) -> None:
+        with self._lock:
+            self._unreachable = 0
+            if ok:
+                self._failed = 0
+
     def _create(self, system: str, prompt: str, key: str) -> Any:
+        if self._unavailable is not None:
+            raise self._unavailable
         client = self._client()
         anthropic = _import_anthropic()
         params: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens, "system": system,
@@ -265,36 +391,50 @@ class LLMClient:
         if self.temperature is not None and self._sends_temperature:
             params["temperature"] = self.temperature
         rng = random.Random(f"{self.seed}:{key}")
-        attempts = self.max_retries + 1
         why = ""
-        for k in range(attempts):
+        deadline: float | None = None  # end of the retry window, set when the first attempt fails
+        made = 0
+        while True:
             retry_after = None
+            timeout = self.timeout_s if deadline is None else max(0.05, min(self.timeout_s, deadline - time.monotonic()))
+            made += 1
             try:
-                message = client.messages.create(**params)
+                message = client.messages.create(**params, timeout=timeout)
                 if getattr(message, "type", None) == "message" and isinstance(getattr(message, "content", None), list):
+                    self._answered(True)
                     return message
+                self._answered(False)
                 why = f"malformed response: not a Messages API message ({_one_line(repr(message), 80)})"
             except anthropic.APIStatusError as e:
+                self._answered(False)
                 status = int(getattr(e, "status_code", 0) or 0)
                 why = self._scrub(self._status_text(e, status))
                 if status in CONFIG_STATUS:
-                    raise LLMConfigError(f"llm: {self.model}: {CONFIG_STATUS[status]}: {why}") from None
+                    raise LLMConfigError(f"{self.name}: {self.model} at {self.endpoint}: {CONFIG_STATUS[status]}: "
+                                         f"{why}") from None
                 if not (status in RETRY_STATUS or status >= 500):
-                    raise LLMError(f"llm: {self.model}: request rejected: {why}") from None
+                    raise LLMError(f"{self.name}: {self.model}: request rejected: {why}") from None
                 retry_after = self._retry_after(e)
             except anthropic.APITimeoutError:
-                why = f"no answer within {self.timeout_s:g} s (timeout)"
+                why = f"no answer within {timeout:g} s (timeout)"
+                self._count_failure(True, why)
             except anthropic.APIConnectionError as e:
                 cause = e.__cause__ or e
                 why = self._scrub(_one_line(f"connection error: {cause}", 200))
+                self._count_failure(True, why)
             except (anthropic.APIResponseValidationError, ValueError) as e:  # a body that is not the API's JSON
+                self._answered(False)
                 why = self._scrub(_one_line(f"malformed response: {e}", 200))
-            if k + 1 >= attempts:
+            now = time.monotonic()
+            if deadline is None:
+                deadline = now + self.max_retry_s
+            delay = self._delay(made - 1, rng, retry_after)
+            if made > self.max_retries or now + delay >= deadline:
                 break
-            delay = self._delay(k, rng, retry_after)
-            log.warning("llm: %s: %s; retry %d/%d in %.2f s", self.model, why, k + 1, self.max_retries, delay)
+            log.warning("llm: %s: %s; retry %d/%d in %.2f s", self.model, why, made, self.max_retries, delay)
             time.sleep(delay)
-        raise LLMError(f"llm: {self.model}: failed after {attempts} attempt(s): {why}")
+        self._count_failure(False, why)
+        raise LLMError(f"{self.name}: {self.model}: failed after {made} attempt(s): {why}")
 
     @staticmethod
     def _status_text(e: Any, status: int) -> str:

@@ -6,7 +6,12 @@ The real anthropic SDK talks over loopback to the fake server, which answers as 
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
+import sys
+import time
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from hydra import compose, initialize_config_dir
@@ -14,14 +19,19 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.utils import instantiate
 from omegaconf import OmegaConf
 
-from helpers.fake_messages_server import DUMMY_KEY, error, fake_api, text  # noqa: F401
+from helpers.fake_messages_server import (DUMMY_KEY, FakeMessagesServer, drop, error, fake_api, raw,  # noqa: F401
+                                          slow, text)
 from judge_fixtures import Session
 
-from fdeval.judges.base import verdict_to_dict
-from fdeval.judges.llm import (LLM_JUDGE_VERSION, RETRY_REMINDER, SYSTEM_PROMPT, LLMJudge, UnreadableAnswer,
-                               parse_answer, prompt_hash_of)
+from fdeval.errors import FdevalError
+from fdeval.judges.base import verdict_to_dict, write_verdict
+from fdeval.judges.ensemble import EnsembleJudge
+from fdeval.judges.llm import (LLM_JUDGE_VERSION, RETRY_REMINDER, SYSTEM_PROMPT, JudgeUnavailable, LLMJudge,
+                               UnreadableAnswer, parse_answer, prompt_hash_of)
+from fdeval.judges.rules import RulesJudge
 from fdeval.launch import CONF_DIR
 from fdeval.llm import LLMConfigError
+from fdeval.llm.client import DEFAULT_BASE_URL
 from fdeval.transcript.render import render, render_reference
 
 YES = json.dumps({"reasoning": "Step 1: fine. Step 5: the model yielded and answered.", "adherence": "yes"})
@@ -53,7 +63,7 @@ def test_adhere_with_prompt_inputs_and_provenance(fake_api, tmp_path, pair):
     v = judge.judge(case, "acknowledge", tr)
     assert v.verdict == "adhere"
     assert (v.judge, v.judge_version) == ("llm:claude-sonnet-4-6", LLM_JUDGE_VERSION)
-    assert v.prompt_hash == judge.prompt_hash == prompt_hash_of("claude-sonnet-4-6", 0.0)
+    assert v.prompt_hash == judge.prompt_hash == prompt_hash_of("claude-sonnet-4-6", 0.0, fake_api.base_url)
     assert "the model yielded and answered" in v.reasoning and judge.prompt_hash in v.reasoning
     [req] = fake_api.message_requests
     assert req.body["system"] == SYSTEM_PROMPT and req.body["model"] == "claude-sonnet-4-6"
@@ -154,11 +164,16 @@ def test_unjudgeable_pairs_are_errors_without_a_request(fake_api, tmp_path, pair
     assert fake_api.requests == []
 
 
-def test_prompt_hash_depends_on_model_and_temperature(tmp_path):
+def test_prompt_hash_depends_on_model_temperature_and_endpoint(tmp_path, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
     h = LLMJudge(cache_dir=tmp_path).prompt_hash
     assert LLMJudge(cache_dir=tmp_path / "elsewhere", max_tokens=100).prompt_hash == h
+    assert LLMJudge(base_url=DEFAULT_BASE_URL + "/", cache_dir=tmp_path).prompt_hash == h
     assert LLMJudge(model="claude-opus-4-1", cache_dir=tmp_path).prompt_hash != h
     assert LLMJudge(temperature=0.5, cache_dir=tmp_path).prompt_hash != h
+    assert LLMJudge(base_url="http://127.0.0.1:8080", cache_dir=tmp_path).prompt_hash != h
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "https://proxy.example.com")
+    assert LLMJudge(cache_dir=tmp_path).prompt_hash != h
     assert LLMJudge(model="claude-opus-4-1", cache_dir=tmp_path).id == "llm:claude-opus-4-1"
 
 
@@ -200,3 +215,202 @@ def test_llm_config_pins_model_and_caches_under_out_root(tmp_path):
     ens = _compose("ensemble", f"out_root={tmp_path}")
     member = OmegaConf.to_container(ens.judge.judges[1], resolve=True)
     assert member == OmegaConf.to_container(cfg.judge, resolve=True)
+
+
+# ------------------------------------------------------------------------------------------------
+# Identity, settings checked at construction, no I/O before judging
+
+
+def test_identity_names_everything_that_changes_a_verdict(tmp_path, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    base = LLMJudge(cache_dir=tmp_path)
+    ident = base.identity()
+    assert ident == json.loads(json.dumps(ident))  # JSON-ready
+    assert ident == {"judge": "llm:claude-sonnet-4-6", "judge_version": LLM_JUDGE_VERSION,
+                     "prompt_hash": base.prompt_hash, "model": "claude-sonnet-4-6", "temperature": 0.0,
+                     "max_tokens": 4096, "seed": None, "endpoint": DEFAULT_BASE_URL, "max_parse_retries": 2}
+    for kw in ({"model": "claude-opus-4-1"}, {"temperature": 0.3}, {"max_tokens": 512}, {"seed": 1},
+               {"base_url": "http://127.0.0.1:9"}, {"max_parse_retries": 0}):
+        assert LLMJudge(cache_dir=tmp_path, **kw).identity() != ident, kw
+    for kw in ({"cache_dir": tmp_path / "b"}, {"timeout_s": 5.0}, {"max_retries": 1}, {"max_retry_s": 1.0},
+               {"max_unreachable": 5}):
+        assert LLMJudge(**{"cache_dir": tmp_path, **kw}).identity() == ident, kw
+    ens = EnsembleJudge([RulesJudge(), base])
+    assert ens.identity()["members"][1] == ident and ens.identity()["prompt_hash"] == ens.prompt_hash
+
+
+def test_construction_and_identity_do_no_network_io(tmp_path, monkeypatch):
+    def no_network(*a, **k):
+        raise AssertionError("network I/O while building the judge")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    monkeypatch.setattr(socket, "getaddrinfo", no_network)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", DUMMY_KEY)
+    judge = LLMJudge(cache_dir=tmp_path, base_url="https://api.anthropic.com")
+    judge.identity()
+    judge.check_ready()
+    EnsembleJudge([RulesJudge(), judge]).check_ready()
+    assert not (tmp_path / "cache").exists() and list(tmp_path.iterdir()) == []
+
+
+def test_construction_imports_no_sdk_and_is_quick():
+    code = ("import sys, time; from fdeval.judges.llm import LLMJudge; t = time.perf_counter(); "
+            "j = LLMJudge(cache_dir='/nonexistent/x'); j.identity(); "
+            "print(time.perf_counter() - t, 'anthropic' in sys.modules)")
+    took, imported = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                                    timeout=60).stdout.split()
+    assert imported == "False" and float(took) < 0.05, (took, imported)
+
+
+@pytest.mark.parametrize("override,field", [
+    ("judge.temperature=abc", "temperature"), ("judge.temperature=3", "temperature"),
+    ("judge.max_tokens=-1", "max_tokens"), ("judge.max_tokens=1.5", "max_tokens"),
+    ("judge.timeout_s=0", "timeout_s"), ("judge.max_parse_retries=x", "max_parse_retries"),
+    ("judge.model=''", "model"), ("judge.max_retries=-2", "max_retries"), ("+judge.seed=true", "seed"),
+    ("judge.base_url=http://judge.example.com", "base_url"), ("judge.base_url=5", "base_url"),
+    ("+judge.max_unreachable=0", "max_unreachable"), ("+judge.max_retry_s=-1", "max_retry_s"),
+])
+def test_bad_judge_settings_fail_at_construction_naming_the_field(tmp_path, override, field):
+    cfg = _compose("llm", f"out_root={tmp_path}", override)
+    with pytest.raises(Exception) as e:
+        instantiate(cfg.judge)
+    cause = e.value if isinstance(e.value, FdevalError) else e.value.__cause__  # Hydra wraps constructor errors
+    assert isinstance(cause, LLMConfigError), repr(e.value)
+    assert str(cause).startswith(f"judge.{field}: ") and "\n" not in str(cause)
+
+
+def test_ensemble_member_with_plain_http_endpoint_is_refused(tmp_path):
+    cfg = _compose("ensemble", f"out_root={tmp_path}", "judge.judges.1.base_url=http://10.1.2.3:8000")
+    with pytest.raises(Exception) as e:
+        instantiate(cfg.judge)
+    cause = e.value
+    while cause is not None and not isinstance(cause, LLMConfigError):
+        cause = cause.__cause__
+    assert cause is not None and "refusing plain http to 10.1.2.3" in str(cause)
+
+
+# ------------------------------------------------------------------------------------------------
+# An endpoint that cannot be reached stops judging; answers of one endpoint stay with it
+
+
+def make_pairs(n: int, pair) -> list:
+    """`n` cases (ids case00__acknowledge, ...) with the transcript of `pair` and an instruction of
+    their own, so that no two share a request (and a cache entry)."""
+    case, tr = pair
+    out = []
+    for i in range(n):
+        cid, instruction = f"case{i:02d}__acknowledge", f"{case.system_instruction} (variant {i})"
+        out.append((replace(case, case_id=cid, system_instruction=instruction,
+                            judge_instructions={"acknowledge": instruction}),
+                    replace(tr, case_id=cid, words=tuple(replace(w, case_id=cid) for w in tr.words),
+                            user_turns=tuple(replace(p, case_id=cid) for p in tr.user_turns))))
+    return out
+
+
+def judge_all(judge, pairs, out: Path) -> None:
+    """What stage=judge does: one verdict file per pair, written as soon as it is decided."""
+    for case, tr in pairs:
+        path = out / f"{case.case_id}@acknowledge.json"
+        if not path.exists():
+            write_verdict(judge.judge(case, "acknowledge", tr), path)
+
+
+def snapshot(d: Path) -> dict[str, tuple[bytes, int]]:
+    return {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(d.iterdir())}
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_endpoint_down_stops_the_run_in_seconds_with_one_line(fake_api, tmp_path, pair):
+    pairs, out = make_pairs(20, pair), tmp_path / "verdicts"
+    fake_api.responder = lambda body: text(YES)
+    judge_all(make(fake_api, tmp_path), pairs[:5], out)  # an earlier launch wrote 5 verdicts
+    before = snapshot(out)
+    url = f"http://127.0.0.1:{closed_port()}"
+    down = LLMJudge(cache_dir=tmp_path / "cache", base_url=url)  # default retries, backoff and bounds
+    t0 = time.monotonic()
+    with pytest.raises(JudgeUnavailable) as e:
+        judge_all(down, pairs, out)
+    took = time.monotonic() - t0
+    msg = str(e.value)
+    assert took < 10.0, took  # today: ~24 s per verdict, 20 error verdicts, exit 0
+    assert "\n" not in msg and msg.startswith(f"judge llm:claude-sonnet-4-6: endpoint {url} unavailable ")
+    assert "3 consecutive attempts without an answer; last: connection error" in msg and DUMMY_KEY not in msg
+    assert isinstance(e.value, FdevalError)  # the launcher prints it as one line and exits 2
+    assert snapshot(out) == before  # nothing rewritten, no error verdict for the 15 not reached
+
+
+def test_endpoint_dropping_connections_mid_run_keeps_what_was_judged(fake_api, tmp_path, pair):
+    pairs, out = make_pairs(10, pair), tmp_path / "verdicts"
+    fake_api.push(*[text(YES)] * 4)
+    fake_api.responder = lambda body: drop()
+    with pytest.raises(JudgeUnavailable, match="connection error"):
+        judge_all(make(fake_api, tmp_path), pairs, out)
+    assert sorted(p.name for p in out.iterdir()) == [f"case{i:02d}__acknowledge@acknowledge.json" for i in range(4)]
+    assert {json.loads(p.read_text())["verdict"] for p in out.iterdir()} == {"adhere"}
+    assert len(fake_api.message_requests) == 4 + 3
+
+
+def test_timeouts_stop_the_run(fake_api, tmp_path, pair):
+    fake_api.responder = lambda body: slow(3.0, text(YES))
+    t0 = time.monotonic()
+    with pytest.raises(JudgeUnavailable, match=r"no answer within 0\.3 s \(timeout\)"):
+        judge_all(make(fake_api, tmp_path, timeout_s=0.3), make_pairs(5, pair), tmp_path / "verdicts")
+    assert time.monotonic() - t0 < 3.0 and not (tmp_path / "verdicts").exists()
+    assert len(fake_api.message_requests) == 3
+
+
+@pytest.mark.parametrize("failure", [error(500, message="down"), error(429, "rate_limit_error", "slow down"),
+                                     raw(502, b"<html>Bad Gateway</html>", "text/html"),
+                                     raw(200, b"garbage", "text/plain")], ids=["500", "429", "502-html", "garbage"])
+def test_failing_endpoint_gives_two_error_verdicts_then_stops(fake_api, tmp_path, pair, failure):
+    pairs, out = make_pairs(20, pair), tmp_path / "verdicts"
+    fake_api.responder = lambda body: failure
+    with pytest.raises(JudgeUnavailable) as e:
+        judge_all(make(fake_api, tmp_path, max_retries=1), pairs, out)
+    assert "3 consecutive requests failed after their retries" in str(e.value) and "\n" not in str(e.value)
+    written = sorted(out.iterdir())
+    assert [p.name for p in written] == ["case00__acknowledge@acknowledge.json", "case01__acknowledge@acknowledge.json"]
+    for p in written:
+        v = json.loads(p.read_text())
+        assert v["verdict"] == "error" and "the request failed" in v["reasoning"]
+    assert len(fake_api.message_requests) == 3 * 2
+
+
+def test_unreadable_answers_stay_error_verdicts_and_do_not_stop_the_run(fake_api, tmp_path, pair):
+    pairs, out = make_pairs(8, pair), tmp_path / "verdicts"
+    fake_api.responder = lambda body: text("I would rather not say.")
+    judge_all(make(fake_api, tmp_path, max_parse_retries=0), pairs, out)
+    verdicts = [json.loads(p.read_text()) for p in sorted(out.iterdir())]
+    assert len(verdicts) == 8 and {v["verdict"] for v in verdicts} == {"error"}
+    assert all("no readable answer" in v["reasoning"] for v in verdicts)
+
+
+def test_verdicts_and_cache_of_two_endpoints_stay_apart(fake_api, tmp_path, pair):
+    case, tr = pair
+    with FakeMessagesServer() as stand_in:
+        stand_in.responder = lambda body: text(NO)
+        fake_api.responder = lambda body: text(YES)
+        first = make(stand_in, tmp_path).judge(case, "acknowledge", tr)
+        real = make(fake_api, tmp_path)  # same cache folder, another endpoint
+        second = real.judge(case, "acknowledge", tr)
+        assert (first.verdict, second.verdict) == ("not_adhere", "adhere")
+        assert first.prompt_hash != second.prompt_hash
+        assert make(stand_in, tmp_path).identity()["endpoint"] == stand_in.base_url != real.identity()["endpoint"]
+        assert len(stand_in.message_requests) == 1 and len(fake_api.message_requests) == 1
+        # each endpoint's rerun is served from its own cache entry
+        assert make(stand_in, tmp_path).judge(case, "acknowledge", tr) == first
+        assert make(fake_api, tmp_path).judge(case, "acknowledge", tr) == second
+        assert len(stand_in.message_requests) == 1 and len(fake_api.message_requests) == 1
+
+
+def test_ensemble_stops_when_its_llm_member_is_unavailable(tmp_path, pair, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", DUMMY_KEY)
+    llm = LLMJudge(cache_dir=tmp_path, base_url=f"http://127.0.0.1:{closed_port()}", backoff_s=0.01)
+    case, tr = pair
+    with pytest.raises(JudgeUnavailable):
+        EnsembleJudge([RulesJudge(), llm]).judge(case, "acknowledge", tr)

@@ -10,7 +10,9 @@ import inspect
 import json
 import logging
 import random
+import socket
 import sys
+import time
 
 import pytest
 
@@ -18,6 +20,7 @@ from helpers.fake_messages_server import DUMMY_KEY, drop, error, fake_api, raw, 
 
 from fdeval.errors import FdevalError
 from fdeval.llm import LLMClient, LLMConfigError, LLMError, request_hash
+from fdeval.llm.client import DEFAULT_BASE_URL, LLMUnavailable, resolve_endpoint
 
 MODEL = "claude-sonnet-4-6"
 
@@ -43,7 +46,8 @@ def test_answer_then_cache_hit_without_a_second_request(fake_api, tmp_path):
     c = client(fake_api, tmp_path)
     first = c.complete("be brief", "say hello")
     assert (first.text, first.cached, first.model) == ("hello there", False, MODEL)
-    assert first.prompt_hash == request_hash(MODEL, 0.0, 256, "be brief", "say hello", None)
+    assert c.endpoint == fake_api.base_url
+    assert first.prompt_hash == request_hash(MODEL, 0.0, 256, "be brief", "say hello", None, endpoint=c.endpoint)
     assert first.usage["output_tokens"] >= 1 and first.stop_reason == "end_turn"
     # a new client on the same folder: the answer comes from disk, the server sees nothing more
     again = client(fake_api, tmp_path).complete("be brief", "say hello")
@@ -57,15 +61,17 @@ def test_answer_then_cache_hit_without_a_second_request(fake_api, tmp_path):
     entry = json.loads(f.read_text())
     assert f.stem == first.prompt_hash and entry["key"] == first.prompt_hash
     assert entry["response"]["text"] == "hello there" and entry["request"]["prompt"] == "say hello"
+    assert entry["request"]["endpoint"] == fake_api.base_url
 
 
 def test_cache_key_covers_every_request_field():
-    base = dict(model=MODEL, temperature=0.0, max_tokens=256, system="s", prompt="p", seed=None)
+    base = dict(model=MODEL, temperature=0.0, max_tokens=256, system="s", prompt="p", seed=None,
+                endpoint="https://api.anthropic.com")
     h0 = request_hash(**base)
     assert request_hash(**{**base, "temperature": 0}) == h0  # 0 and 0.0 are one setting
     assert request_hash(**base, attempt=0) == h0
     for change in ({"model": "other"}, {"temperature": 0.5}, {"temperature": None}, {"max_tokens": 512},
-                   {"system": "s2"}, {"prompt": "p2"}, {"seed": 1}):
+                   {"system": "s2"}, {"prompt": "p2"}, {"seed": 1}, {"endpoint": "http://127.0.0.1:8080"}):
         assert request_hash(**{**base, **change}) != h0, change
     assert request_hash(**base, attempt=1) != h0
 
@@ -184,12 +190,18 @@ def test_backoff_grows_is_capped_jittered_and_seeded(tmp_path):
     assert c._delay(0, random.Random("s"), 99.0) == 8.0  # ... up to the cap
 
 
-@pytest.mark.parametrize("kw", [{"temperature": -1}, {"temperature": float("nan")}, {"max_tokens": 0},
-                                {"model": ""}, {"max_retries": -1}, {"timeout_s": 0}, {"seed": "x"}])
-def test_bad_settings_are_config_errors(tmp_path, kw):
+@pytest.mark.parametrize("kw", [{"temperature": -1}, {"temperature": float("nan")}, {"temperature": "0"},
+                                {"temperature": True}, {"max_tokens": 0}, {"max_tokens": 10.0}, {"model": ""},
+                                {"model": "claude sonnet"}, {"max_retries": -1}, {"timeout_s": 0},
+                                {"timeout_s": float("inf")}, {"seed": "x"}, {"max_retry_s": -1},
+                                {"max_unreachable": 0}, {"max_failed_requests": "3"}, {"cache_dir": 5},
+                                {"base_url": ""}, {"base_url": 8080}])
+def test_bad_settings_are_config_errors_naming_the_field(tmp_path, kw):
     args = {"model": MODEL, "temperature": 0.0, "max_tokens": 16, "cache_dir": tmp_path, **kw}
-    with pytest.raises(LLMConfigError):
-        LLMClient(**args)
+    with pytest.raises(LLMConfigError) as e:
+        LLMClient(**args, name="judge")
+    [field] = kw
+    assert str(e.value).startswith(f"judge.{field}: ") and "\n" not in str(e.value)
 
 
 def test_missing_sdk_gives_install_hint(tmp_path, monkeypatch):
@@ -197,3 +209,196 @@ def test_missing_sdk_gives_install_hint(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "anthropic", None)  # import anthropic -> ImportError
     with pytest.raises(LLMConfigError, match="pip install anthropic"):
         LLMClient(MODEL, 0.0, 16, tmp_path).complete("s", "p")
+
+
+# ------------------------------------------------------------------------------------------------
+# Endpoint: resolution, plain-http refusal, part of the cache key
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released: connecting is refused)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_endpoint_is_base_url_else_environment_else_sdk_default(monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    assert resolve_endpoint(None) == DEFAULT_BASE_URL == "https://api.anthropic.com"
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "https://Proxy.Example.com:443/anthropic/")
+    assert resolve_endpoint(None) == "https://proxy.example.com/anthropic"
+    assert resolve_endpoint("http://127.0.0.1:8080/") == "http://127.0.0.1:8080"
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:9", "http://127.8.9.10", "http://localhost:5000", "http://[::1]:80",
+                                 "https://api.anthropic.com", "https://10.1.2.3:8443/v"])
+def test_https_anywhere_and_http_only_to_loopback_are_accepted(url, tmp_path):
+    assert LLMClient(MODEL, 0.0, 16, tmp_path, base_url=url).endpoint.split("://")[0] in ("http", "https")
+
+
+@pytest.mark.parametrize("url,needle", [
+    ("http://example.com", "refusing plain http to example.com"),
+    ("http://10.0.0.5:8080", "refusing plain http to 10.0.0.5"),
+    ("http://127.0.0.1.evil.com", "refusing plain http"),  # a name, not the loopback address
+    ("http://[::ffff:8.8.8.8]", "refusing plain http"),
+    ("ftp://127.0.0.1", "expected an http:// or https:// URL"),
+    ("http://user:s3cret@127.0.0.1", "must not carry credentials"),
+    ("https://127.0.0.1/?key=s3cret", "must not carry credentials"),
+    ("s3cret", "expected an http:// or https:// URL"),  # e.g. a key pasted in the wrong place
+    ("http://[::1", "not a valid URL"),
+])
+def test_other_endpoints_are_refused_at_construction_in_one_line(url, needle, tmp_path, fake_api):
+    with pytest.raises(LLMConfigError) as e:
+        LLMClient(MODEL, 0.0, 16, tmp_path, base_url=url, name="judge")
+    msg = str(e.value)
+    assert msg.startswith("judge.base_url: ") and needle in msg and "\n" not in msg
+    assert "s3cret" not in msg and fake_api.requests == []
+
+
+def test_environment_endpoint_is_checked_and_named(tmp_path, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://judge-proxy.internal:8000")
+    with pytest.raises(LLMConfigError, match="^environment variable ANTHROPIC_BASE_URL: refusing plain http"):
+        LLMClient(MODEL, 0.0, 16, tmp_path)
+
+
+def test_answers_of_one_endpoint_are_never_reused_for_another(fake_api, tmp_path, monkeypatch):
+    with type(fake_api)() as other:  # a second stand-in, another port
+        fake_api.push(text("from A"))
+        other.push(text("from B"))
+        a, b = client(fake_api, tmp_path), client(other, tmp_path)  # one cache folder
+        assert a.request_hash("s", "p") != b.request_hash("s", "p")
+        assert a.complete("s", "p").text == "from A"
+        rb = b.complete("s", "p")
+        assert (rb.text, rb.cached) == ("from B", False) and len(other.message_requests) == 1
+        # the same endpoint through ANTHROPIC_BASE_URL is the same cache entry
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_api.base_url + "/")
+        via_env = LLMClient(MODEL, 0.0, 256, tmp_path / "cache")
+        assert via_env.endpoint == a.endpoint and via_env.complete("s", "p").text == "from A"
+        assert len(fake_api.message_requests) == 1 and len(cache_files(tmp_path)) == 2
+
+
+def test_entry_of_another_endpoint_under_the_key_is_not_trusted(fake_api, tmp_path):
+    fake_api.push(text("mine"), text("asked again"))
+    c = client(fake_api, tmp_path)
+    r = c.complete("s", "p")
+    path = c.cache_path(r.prompt_hash)
+    entry = json.loads(path.read_text())
+    entry["request"]["endpoint"] = "https://elsewhere.example"
+    path.write_text(json.dumps(entry))
+    assert c.complete("s", "p").text == "asked again"
+
+
+def test_sdk_gets_the_resolved_endpoint_not_its_own_environment(fake_api, tmp_path, monkeypatch):
+    c = client(fake_api, tmp_path)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{closed_port()}")  # set after construction
+    fake_api.push(text("here"))
+    assert c.complete("s", "p").text == "here" and len(fake_api.message_requests) == 1
+
+
+# ------------------------------------------------------------------------------------------------
+# An endpoint that cannot be reached, and the bound on one request's retries
+
+
+def test_closed_port_raises_unavailable_after_three_attempts_in_seconds(tmp_path, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", DUMMY_KEY)
+    url = f"http://127.0.0.1:{closed_port()}"
+    c = LLMClient(MODEL, 0.0, 16, tmp_path, base_url=url)  # default backoff (1 s), retries and bounds
+    t0 = time.monotonic()
+    with pytest.raises(LLMUnavailable) as e:
+        c.complete("s", "p")
+    took = time.monotonic() - t0
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith(f"llm: endpoint {url} unavailable (3 consecutive attempts")
+    assert "connection error" in msg.lower() and DUMMY_KEY not in msg
+    assert 0.4 < took < 5.0, took  # two backoff delays of 0.5-1 s and 1-2 s
+    t0 = time.monotonic()
+    with pytest.raises(LLMUnavailable):  # sticky: no further attempts
+        c.complete("s", "another prompt")
+    assert time.monotonic() - t0 < 0.1
+    assert isinstance(e.value, LLMConfigError) and isinstance(e.value, FdevalError)
+
+
+def test_count_of_unanswered_attempts_spans_requests(fake_api, tmp_path):
+    fake_api.push(drop(), drop())
+    c = client(fake_api, tmp_path, max_retries=0)
+    for _ in range(2):
+        with pytest.raises(LLMError) as e:
+            c.complete("s", "p")
+        assert not isinstance(e.value, LLMUnavailable)
+    fake_api.push(drop())
+    with pytest.raises(LLMUnavailable, match="3 consecutive attempts without an answer"):
+        c.complete("s", "p")
+    assert len(fake_api.message_requests) == 3
+
+
+def test_timeouts_count_as_no_answer(fake_api, tmp_path):
+    fake_api.push(slow(3.0, text("late")), slow(3.0, text("late")))
+    t0 = time.monotonic()
+    with pytest.raises(LLMUnavailable, match=r"2 consecutive attempts without an answer; last: no answer within 0\.3 s"):
+        client(fake_api, tmp_path, timeout_s=0.3, max_unreachable=2).complete("s", "p")
+    assert time.monotonic() - t0 < 2.0 and len(fake_api.message_requests) == 2
+
+
+def test_any_answer_resets_the_count(fake_api, tmp_path):
+    fake_api.push(drop(), drop(), error(500), drop(), drop(), text("made it"))
+    assert client(fake_api, tmp_path).complete("s", "p").text == "made it"
+    assert len(fake_api.message_requests) == 6
+
+
+@pytest.mark.parametrize("failure", [error(500, message="down"), error(529, "overloaded_error"),
+                                     error(429, "rate_limit_error", headers={"retry-after": "0"}),
+                                     raw(200, b"<html>captive portal</html>", "text/html")],
+                         ids=["500", "529", "429", "garbage"])
+def test_requests_failing_after_their_retries_stop_at_the_third(fake_api, tmp_path, failure):
+    fake_api.responder = lambda body: failure
+    c = client(fake_api, tmp_path, max_retries=1)
+    for i in range(2):  # ordinary failures: the caller records them
+        with pytest.raises(LLMError) as e:
+            c.complete("s", f"p{i}")
+        assert not isinstance(e.value, LLMUnavailable) and "failed after 2 attempt(s)" in str(e.value)
+    with pytest.raises(LLMUnavailable) as e:
+        c.complete("s", "p2")
+    assert "3 consecutive requests failed after their retries" in str(e.value) and fake_api.base_url in str(e.value)
+    assert len(fake_api.message_requests) == 6 and cache_files(tmp_path) == []
+
+
+def test_a_success_resets_the_failed_request_count(fake_api, tmp_path):
+    c = client(fake_api, tmp_path, max_retries=0)
+    for i, reply in enumerate([error(500), error(500), text("ok"), error(500), error(500), text("ok")]):
+        fake_api.push(reply)
+        if reply.status == 200:
+            assert c.complete("s", f"p{i}").text == "ok"
+        else:
+            with pytest.raises(LLMError) as e:
+                c.complete("s", f"p{i}")
+            assert not isinstance(e.value, LLMUnavailable)
+
+
+def test_retry_window_bounds_one_request(fake_api, tmp_path):
+    fake_api.responder = lambda body: error(503)
+    c = client(fake_api, tmp_path, max_retries=1000, backoff_s=0.05, max_backoff_s=0.05, max_retry_s=0.5,
+               max_failed_requests=10)
+    t0 = time.monotonic()
+    with pytest.raises(LLMError):
+        c.complete("s", "p")
+    took, n = time.monotonic() - t0, len(fake_api.message_requests)
+    assert took < 1.0 and 4 <= n <= 20, (took, n)
+
+
+def test_retry_timeout_is_cut_to_the_window(fake_api, tmp_path):
+    fake_api.responder = lambda body: slow(5.0, text("late"))
+    c = client(fake_api, tmp_path, timeout_s=1.0, max_retry_s=0.4, max_unreachable=10)
+    t0 = time.monotonic()
+    with pytest.raises(LLMError, match="timeout"):
+        c.complete("s", "p")
+    took = time.monotonic() - t0
+    assert 1.0 <= took < 1.0 + 0.4 + 0.5, took  # first attempt's full timeout, then at most the window
+
+
+def test_check_ready_needs_key_and_sdk_but_no_request(fake_api, tmp_path, monkeypatch):
+    c = client(fake_api, tmp_path)
+    c.check_ready()
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    with pytest.raises(LLMConfigError, match="ANTHROPIC_API_KEY"):
+        c.check_ready()
+    assert fake_api.requests == []

@@ -1,13 +1,15 @@
-"""WAV files: atomic writes (a file exists only once complete) and float32 reads.
+"""WAV files: atomic writes (a file exists only once complete), float32 reads, and a full check.
 
 Samples in memory are float32 in [-1, 1], shaped (n,) for mono or (n, channels). Files are
 written through `fdeval.files.atomic_path`, whose temporary name ends in ".tmp.wav"; the format
 is still passed to soundfile explicitly so nothing depends on how it reads the name.
+`scan_audio` decodes a whole file once to prove it is usable (opens, has frames, all finite).
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 import numpy as np
 import soundfile as sf
@@ -46,3 +48,54 @@ def read_wav(path: str | os.PathLike, mono: bool = False) -> tuple[np.ndarray, i
     if mono and data.ndim == 2:
         data = data.mean(axis=1, dtype=np.float32)
     return data, int(sample_rate)
+
+
+# Frames decoded per block by `scan_audio`: bounded memory whatever the file's length.
+_SCAN_BLOCK = 1 << 16
+
+
+class AudioFileError(ValueError):
+    """An audio file that cannot be used; the message says why (callers add the file and field)."""
+
+
+@dataclass(frozen=True)
+class AudioInfo:
+    """What `scan_audio` found: decoded frame count, sample rate, channels, libsndfile subtype."""
+
+    frames: int
+    sample_rate: int
+    channels: int
+    subtype: str
+
+    @property
+    def duration_s(self) -> float:
+        return self.frames / self.sample_rate
+
+
+def scan_audio(path: str | os.PathLike) -> AudioInfo:
+    """Decode all of `path` and check it is usable audio; raises :class:`AudioFileError` if not.
+
+    Checks: libsndfile opens it, its sample rate is > 0, it decodes to at least one frame, and
+    every sample is finite (only float files can hold NaN/inf, but every file is decoded so that
+    a corrupt stream fails here rather than mid-session). ``frames`` counts what was decoded.
+    """
+    try:
+        with sf.SoundFile(os.fspath(path)) as f:
+            sample_rate, channels, subtype = int(f.samplerate), int(f.channels), str(f.subtype)
+            if sample_rate <= 0:
+                raise AudioFileError(f"sample rate must be > 0, got {sample_rate}")
+            frames = 0
+            for block in f.blocks(blocksize=_SCAN_BLOCK, dtype="float32", always_2d=True):
+                bad = ~np.isfinite(block)
+                if bad.any():
+                    frame = frames + int(np.argmax(bad.any(axis=1)))
+                    raise AudioFileError(f"non-finite sample (NaN or inf) at frame {frame} "
+                                         f"({frame / sample_rate:.3f} s)")
+                frames += len(block)
+    except (sf.SoundFileError, RuntimeError, OSError) as e:
+        # libsndfile's message starts "Error opening '<path>': "; the caller names the file itself
+        why = str(e).split("': ", 1)[-1] if "': " in str(e) else str(e)
+        raise AudioFileError(f"not readable audio: {why}") from None
+    if frames == 0:
+        raise AudioFileError("has 0 frames (no audio)")
+    return AudioInfo(frames, sample_rate, channels, subtype)

@@ -5,6 +5,8 @@ See ``docs/cases.md`` for the format.
 
 from fdeval.cases.reference import reference_for_policy
 from fdeval.cases.schema import (
+    AUDIO_DURATION_TOLERANCE_S,
+    MAX_ID_LEN,
     SCHEMA_VERSION,
     case_files,
     case_from_dict,
@@ -15,6 +17,8 @@ from fdeval.cases.schema import (
 )
 
 __all__ = [
+    "AUDIO_DURATION_TOLERANCE_S",
+    "MAX_ID_LEN",
     "SCHEMA_VERSION",
     "case_files",
     "case_from_dict",

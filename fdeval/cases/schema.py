@@ -8,19 +8,22 @@ is documented field by field in ``docs/cases.md``.
 
 Reading is strict: every field is type- and range-checked, unknown keys are rejected, and every
 failure raises :class:`fdeval.errors.CaseError` naming the file, the case and the field as a dotted
-path (``turns[2].barge_in_after_s``).
+path (``turns[2].barge_in_after_s``). That includes what the JSON parser alone would turn into a
+traceback (invalid UTF-8, numbers out of range, deep nesting) and, when the dataset root is given,
+each turn's audio file (decoded once per load; see :func:`fdeval.audio.io.scan_audio`).
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path, PurePosixPath
 from typing import Any, Mapping
 
+from fdeval.audio.io import AudioFileError, AudioInfo, scan_audio
 from fdeval.errors import CaseError
 from fdeval.files import write_json_atomic
+from fdeval.transcript.io import HugeInt, read_json_file
 from fdeval.types import POLICIES, ReferenceLine, TestCase, Trigger, Turn, WordTiming
 
 SCHEMA_VERSION = 1
@@ -71,8 +74,15 @@ WORD_KEYS: dict[str, bool] = {"text": True, "start_s": True, "end_s": True}
 TRIGGER_KEYS: dict[str, bool] = {"kind": True, "at_s": True, "word_index": True, "phrase": True}
 REFERENCE_KEYS: dict[str, bool] = {"speaker": True, "text": True, "tag": False}
 
-_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# Ids name files: `.<case_id>@<policy>.json.<host>-<pid>.<random>.tmp.json` (an atomic write's
+# temporary) adds ~110 characters with a 64-character host name, and a file name holds 255 bytes.
+MAX_ID_LEN = 128
+_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # used with fullmatch: no trailing newline
 
+# How far a turn's audio may be longer or shorter than its `duration_s`: above rounding durations
+# to 0.01 s (5 ms), below one 80 ms model frame, so no event moves by a frame unnoticed.
+AUDIO_DURATION_TOLERANCE_S = 0.02
+AUDIO_CHANNELS = (1, 2)  # a stereo turn is mixed down to mono when streamed
 
 # --------------------------------------------------------------------------------------------
 # Writing
@@ -137,10 +147,11 @@ def write_case(case: TestCase, path: str | Path) -> None:
 
 
 class _Ctx:
-    """Where we are, for error messages."""
+    """Where we are, for error messages; `audio` caches scans shared by the cases of one load."""
 
-    def __init__(self, path: str | Path, case_id: str | None):
+    def __init__(self, path: str | Path, case_id: str | None, audio: dict[Path, AudioInfo | str] | None = None):
         self.path, self.case_id = str(path), case_id
+        self.audio = {} if audio is None else audio
 
     def fail(self, field: str, message: str) -> CaseError:
         return CaseError(self.path, self.case_id, field or "<root>", message)
@@ -152,7 +163,7 @@ def _join(prefix: str, key: str) -> str:
 
 def _check_keys(ctx: _Ctx, obj: Any, spec: Mapping[str, bool], where: str) -> dict[str, Any]:
     if not isinstance(obj, dict):
-        raise ctx.fail(where, f"expected an object, got {type(obj).__name__}")
+        raise ctx.fail(where, f"expected an object, got {_kind(obj)}")
     for key in obj:
         if key not in spec:
             raise ctx.fail(
@@ -178,7 +189,13 @@ def _enum(ctx: _Ctx, value: Any, field: str, allowed: tuple[str, ...]) -> str:
     return value
 
 
+def _out_of_range(ctx: _Ctx, value: Any, field: str) -> None:
+    if isinstance(value, HugeInt):
+        raise ctx.fail(field, f"integer with {value.digits} digits is out of range (64-bit integers only)")
+
+
 def _num(ctx: _Ctx, value: Any, field: str, *, min_: float | None = None, positive: bool = False) -> float:
+    _out_of_range(ctx, value, field)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ctx.fail(field, f"expected a number, got {_kind(value)}")
     if not math.isfinite(value):
@@ -191,6 +208,7 @@ def _num(ctx: _Ctx, value: Any, field: str, *, min_: float | None = None, positi
 
 
 def _int(ctx: _Ctx, value: Any, field: str, *, min_: int | None = None) -> int:
+    _out_of_range(ctx, value, field)
     if isinstance(value, bool) or not isinstance(value, int):
         raise ctx.fail(field, f"expected an integer, got {_kind(value)}")
     if min_ is not None and value < min_:
@@ -207,18 +225,26 @@ def _list(ctx: _Ctx, value: Any, field: str, *, nonempty: bool = False) -> list[
 
 
 def _kind(value: Any) -> str:
+    if isinstance(value, HugeInt):
+        return f"an integer with {value.digits} digits"
     return "null" if value is None else type(value).__name__
 
 
 def _ident(ctx: _Ctx, value: Any, field: str) -> str:
     s = _str(ctx, value, field)
-    if not _ID_RE.match(s):
+    if len(s) > MAX_ID_LEN:
+        raise ctx.fail(field, f"is {len(s)} characters long; at most {MAX_ID_LEN} "
+                              "(ids name files, whose names hold 255 bytes)")
+    if not _ID_RE.fullmatch(s):
         raise ctx.fail(field, f"{s!r} is not a valid id (letters, digits, '.', '_', '-'; no leading punctuation)")
     return s
 
 
-def _audio_path(ctx: _Ctx, value: Any, field: str, root: Path | None) -> str:
-    s = _str(ctx, value, field)
+def _audio_path(ctx: _Ctx, s: str, field: str, root: Path | None) -> Path | None:
+    """Check the path's shape; with a `root`, return the existing file it names (else None)."""
+    bad = next((i for i, c in enumerate(s) if ord(c) < 32 or ord(c) == 127), None)
+    if bad is not None:
+        raise ctx.fail(field, f"{s!r} contains a control character ({s[bad]!r} at position {bad})")
     if "\\" in s:
         raise ctx.fail(field, f"{s!r}: use '/' as the separator")
     p = PurePosixPath(s)
@@ -233,7 +259,26 @@ def _audio_path(ctx: _Ctx, value: Any, field: str, root: Path | None) -> str:
             raise ctx.fail(field, f"{s!r} resolves outside the dataset root {root_r}")
         if not full.is_file():
             raise ctx.fail(field, f"audio file not found: {full}")
-    return s
+        return full
+    return None
+
+
+def _check_audio(ctx: _Ctx, full: Path, where: str, duration_s: float) -> None:
+    """The turn's audio decodes, has frames, is finite, mono or stereo, and lasts `duration_s`."""
+    if full not in ctx.audio:
+        try:
+            ctx.audio[full] = scan_audio(full)
+        except AudioFileError as e:
+            ctx.audio[full] = str(e)
+    info = ctx.audio[full]
+    if isinstance(info, str):
+        raise ctx.fail(f"{where}.audio_path", f"{full}: {info}")
+    if info.channels not in AUDIO_CHANNELS:
+        raise ctx.fail(f"{where}.audio_path", f"{full}: has {info.channels} channels; turn audio is mono or stereo")
+    if abs(info.duration_s - duration_s) > AUDIO_DURATION_TOLERANCE_S:
+        raise ctx.fail(f"{where}.duration_s", f"{duration_s:g} s but {full} lasts {info.duration_s:.4f} s "
+                                              f"({info.frames} frames at {info.sample_rate} Hz; "
+                                              f"tolerance {AUDIO_DURATION_TOLERANCE_S:g} s)")
 
 
 def _words(ctx: _Ctx, value: Any, where: str, text: str, duration_s: float) -> tuple[WordTiming, ...]:
@@ -290,7 +335,8 @@ def _turn(ctx: _Ctx, item: Any, index: int, case_id: str, root: Path | None) -> 
     _enum(ctx, d["speaker"], f"{where}.speaker", ("user",))
     label = _ident(ctx, d["label"], f"{where}.label")
     turn_type = _enum(ctx, d["turn_type"], f"{where}.turn_type", TURN_TYPES)
-    audio_path = _audio_path(ctx, d["audio_path"], f"{where}.audio_path", root)
+    audio_path = _str(ctx, d["audio_path"], f"{where}.audio_path")
+    audio_file = _audio_path(ctx, audio_path, f"{where}.audio_path", root)
     timeout_s = _num(ctx, d["timeout_s"], f"{where}.timeout_s", positive=True)
     after = handling = subtype = None
     if turn_type == "barge-in":
@@ -306,6 +352,8 @@ def _turn(ctx: _Ctx, item: Any, index: int, case_id: str, root: Path | None) -> 
                 raise ctx.fail(f"{where}.{key}", "only allowed on a barge-in turn")
     text = _str(ctx, d["text"], f"{where}.text")
     duration_s = _num(ctx, d["duration_s"], f"{where}.duration_s", positive=True)
+    if audio_file is not None:
+        _check_audio(ctx, audio_file, where, duration_s)
     words = _words(ctx, d["words"], f"{where}.words", text, duration_s)
     triggers = _triggers(ctx, d.get("triggers", []), f"{where}.triggers", words, duration_s)
     if triggers and turn_type != "take-turn":
@@ -327,17 +375,23 @@ def _turn(ctx: _Ctx, item: Any, index: int, case_id: str, root: Path | None) -> 
     )
 
 
-def case_from_dict(d: Any, path: str | Path, root: str | Path | None) -> TestCase:
+def case_from_dict(d: Any, path: str | Path, root: str | Path | None,
+                   _audio: dict[Path, AudioInfo | str] | None = None) -> TestCase:
     """Validate the JSON object `d` (read from `path`) and build its :class:`TestCase`.
 
     `root` is the dataset root the turns' ``audio_path`` values are relative to; each must resolve
-    inside it to an existing file. With ``root=None`` the paths are still checked for shape
-    (relative, no ``..``) but not looked up. Raises :class:`CaseError` on the first problem.
+    inside it to an existing file, which is decoded and checked against the turn (readable,
+    frames > 0, finite, mono or stereo, lasting ``duration_s`` within
+    ``AUDIO_DURATION_TOLERANCE_S``). With ``root=None`` the paths are still checked for shape
+    (relative, no ``..``, no control characters) but not looked up. Raises :class:`CaseError` on
+    the first problem.
     """
     case_id = None
     if isinstance(d, dict) and isinstance(d.get("test_case_id"), str):
         case_id = d["test_case_id"]
-    ctx = _Ctx(path, case_id)
+        if len(case_id) > MAX_ID_LEN:  # shown shortened so the message stays readable
+            case_id = f"{case_id[:40]}...({len(case_id)} characters)"
+    ctx = _Ctx(path, case_id, _audio)
     _check_keys(ctx, d, CASE_KEYS, "")
     sv = _int(ctx, d["schema_version"], "schema_version")
     if sv != SCHEMA_VERSION:
@@ -410,18 +464,11 @@ def case_from_dict(d: Any, path: str | Path, root: str | Path | None) -> TestCas
     )
 
 
-def load_case(path: str | Path, root: str | Path | None) -> TestCase:
+def load_case(path: str | Path, root: str | Path | None,
+              _audio: dict[Path, AudioInfo | str] | None = None) -> TestCase:
     """Read and validate one case file. `root`: see :func:`case_from_dict`."""
     path = Path(path)
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise CaseError(str(path), None, "<file>", f"cannot read: {e.strerror or e}") from None
-    try:
-        d = json.loads(raw)
-    except json.JSONDecodeError as e:
-        raise CaseError(str(path), None, "<json>", f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
-    return case_from_dict(d, path, root)
+    return case_from_dict(read_json_file(path, CaseError), path, root, _audio)
 
 
 def case_files(cases_dir: str | Path) -> list[Path]:
@@ -432,14 +479,20 @@ def case_files(cases_dir: str | Path) -> list[Path]:
 def load_cases(cases_dir: str | Path, root: str | Path | None) -> list[TestCase]:
     """Load every case file in `cases_dir` (not recursive), sorted by case id.
 
-    A case id that appears in two files is an error naming both.
+    A case id that appears in two files is an error naming both; a folder without case files is
+    an error (an empty run would report an empty table). Audio shared by several cases (one
+    conversation's turns) is decoded once.
     """
     cases_dir = Path(cases_dir)
     if not cases_dir.is_dir():
         raise CaseError(str(cases_dir), None, "<dir>", "cases directory not found")
+    files = case_files(cases_dir)
+    if not files:
+        raise CaseError(str(cases_dir), None, "<dir>", "no case files (*.json) in this folder")
     by_id: dict[str, tuple[TestCase, Path]] = {}
-    for path in case_files(cases_dir):
-        case = load_case(path, root)
+    audio: dict[Path, AudioInfo | str] = {}
+    for path in files:
+        case = load_case(path, root, audio)
         if case.case_id in by_id:
             other = by_id[case.case_id][1]
             raise CaseError(str(path), case.case_id, "test_case_id", f"duplicate case id, also in {other}")

@@ -28,7 +28,12 @@ VERDICT_KEYS = ("case_id", "policy", "verdict", "reasoning", "judge", "judge_ver
 
 
 class VerdictError(FileFieldError):
-    """A verdict file that fails validation."""
+    """A verdict file that cannot be used: unreadable, not JSON, not a verdict object, a field of
+    the wrong type, or (with :func:`load_verdict`'s expectations) another case's verdict.
+
+    Raised by :func:`load_verdict` / :func:`verdict_from_dict` only, so the judge stage can catch
+    it, log the one-line message and judge that pair again.
+    """
 
 
 class Judge(ABC):
@@ -115,6 +120,13 @@ def write_verdict(v: Verdict, path: str | Path) -> None:
     write_json_atomic(path, verdict_to_dict(v))
 
 
-def load_verdict(path: str | Path) -> Verdict:
-    """Read and validate a verdict JSON file."""
-    return verdict_from_dict(read_json_file(path, VerdictError), path)
+def load_verdict(path: str | Path, case_id: str | None = None, policy: str | None = None) -> Verdict:
+    """Read and validate a verdict JSON file; raises :class:`VerdictError` on anything wrong.
+
+    `case_id` / `policy`, when given, are what the file must hold (the pair its name stands for).
+    """
+    v = verdict_from_dict(read_json_file(path, VerdictError), path)
+    for field, want, got in (("case_id", case_id, v.case_id), ("policy", policy, v.policy)):
+        if want is not None and got != want:
+            raise VerdictError(str(path), v.case_id, field, f"{got!r} but this file is for {want!r}")
+    return v

@@ -7,78 +7,12 @@ from typing import Any, Callable
 
 import pytest
 
+from helpers.case_data import CASE_ID
+from helpers.case_data import valid_case_dict as _valid_dict
+
 from fdeval.cases import case_from_dict, case_to_dict, load_case, load_cases, write_case
 from fdeval.errors import CaseError
 from fdeval.types import ReferenceLine
-
-CASE_ID = "conv1__backchannel"
-
-
-def _valid_dict() -> dict[str, Any]:
-    return {
-        "schema_version": 1,
-        "test_case_id": CASE_ID,
-        "conversation_id": "conv1",
-        "benchmark": "instructfd",
-        "scenario": "User Attention Check",
-        "policy_name": "backchannel",
-        "system_instruction": "Give short listener signals when the user checks in.",
-        "judge_policies": ["backchannel"],
-        "judge_instructions": {"backchannel": "Give short listener signals when the user checks in."},
-        "seed": 3,
-        "version": "1.0",
-        "turns": [
-            {
-                "speaker": "user",
-                "label": "turn1",
-                "turn_type": "take-turn",
-                "audio_path": "audio/conv1/turn1.wav",
-                "timeout_s": 20.0,
-                "text": "so here is the plan, right? and then we go",
-                "duration_s": 3.2,
-                "words": [
-                    {"text": t, "start_s": 0.1 + 0.3 * i, "end_s": 0.35 + 0.3 * i}
-                    for i, t in enumerate("so here is the plan, right? and then we go".split())
-                ],
-                "triggers": [{"kind": "backchannel", "at_s": 1.9, "word_index": 6, "phrase": "yeah"}],
-            },
-            {
-                "speaker": "user",
-                "label": "turn2_interrupt",
-                "turn_type": "barge-in",
-                "audio_path": "audio/conv1/turn2_interrupt.wav",
-                "timeout_s": 20.0,
-                "barge_in_after_s": 3.0,
-                "barge_in_handling": "yield",
-                "subtype": "interrupt",
-                "text": "wait, hold on",
-                "duration_s": 1.0,
-                "words": [
-                    {"text": "wait,", "start_s": 0.0, "end_s": 0.3},
-                    {"text": "hold", "start_s": 0.35, "end_s": 0.6},
-                    {"text": "on", "start_s": 0.6, "end_s": 0.9},
-                ],
-            },
-        ],
-        "reference": [
-            {"speaker": "user", "text": "so here is the plan, right?", "tag": ""},
-            {"speaker": "model", "text": "yeah", "tag": "backchannel"},
-            {"speaker": "user", "text": "and then we go", "tag": ""},
-            {"speaker": "model", "text": "Sounds good. The first thing", "tag": "take-turn"},
-            {"speaker": "user", "text": "wait, hold on", "tag": "interrupt"},
-            {"speaker": "model", "text": "Sure, go ahead."},
-        ],
-    }
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    for name in ("turn1", "turn2_interrupt"):
-        p = tmp_path / "audio" / "conv1" / f"{name}.wav"
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_bytes(b"RIFF")
-    (tmp_path / "cases").mkdir()
-    return tmp_path
 
 
 def test_round_trip(root: Path) -> None:

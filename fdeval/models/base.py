@@ -68,6 +68,18 @@ class DuplexModel(abc.ABC):
     clock: Literal["lockstep", "realtime"] = "realtime"
     # Model silence that completes a turn for the take-turn wait; None = orchestrator default.
     turn_silence_s: float | None = None
+    text_stream: Literal["words", "pieces"] = "words"
+    """How the text pieces of this model's `ModelEvent("text")` become transcript words (recorded
+    in the session log as `text_stream`; docs/judging.md, "Model words").
+
+    "words": each piece holds whole words separated by whitespace; every whitespace-separated
+      token of a piece is one word, timed as its piece.
+    "pieces": pieces are sub-word fragments of one running string (SentencePiece / BPE pieces,
+      streamed transcription deltas): the pieces are concatenated and split on whitespace, so a
+      piece without leading whitespace continues the previous word. A word's start is its first
+      piece's play time and its end its last piece's end; a flush, a dropped piece or a pause in
+      the model's audio also ends a word.
+    """
 
     def identity(self) -> dict[str, Any]:
         """What identifies the model's behaviour: name, version, weights hash, settings."""

@@ -22,7 +22,8 @@ Protocol, as read in VITA-MLLM/Freeze-Omni `bin/server.py`, `web/parms.py` and t
   one (a `stop_tts` with nothing received since cannot drop anything).
 - client `recording-stopped` at the end.
 
-The server sends no text: Freeze-Omni's words come from ASR on the model channel. Model audio is
+The server sends no text: Freeze-Omni's words come from ASR on the model channel (`text_stream` is
+the default "words"; it never applies). Model audio is
 resampled 24 -> 16 kHz in the adapter (`DuplexModel` has one `sample_rate`, 16 kHz here).
 `frame_s` is one `audio` event (`samples_per_event / 16000`).
 
@@ -76,6 +77,7 @@ class FreezeOmni(PooledServerModel, DuplexModel):
 
     sample_rate = INPUT_RATE
     clock = "realtime"
+    text_stream = "words"  # sends no text
 
     def __init__(self, name: str = "freezeomni", host: str = "127.0.0.1", port: int | None = 8081,
                  base_prompt: str | None = SERVER_DEFAULT_ROLE, samples_per_event: int = 256,

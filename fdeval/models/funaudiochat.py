@@ -40,7 +40,8 @@ rest) for an experiment that wants START to silence the model at once.
 Text placement: the server paces text by wall time since its answer's first audio frame, not
 by the audio, so each piece is placed at its arrival on the session clock (where the official
 client shows it), with a negative `offset_s` against the audio queued ahead of it. Word times from
-it are approximate; prefer ASR on the model channel for Fun-Audio-Chat.
+it are approximate; prefer ASR on the model channel for Fun-Audio-Chat. Text rule `text_stream =
+"pieces"`: each piece is one decoded BPE token (`FunaudioChatStreamer.put` in the server).
 
 `turn_silence_s` is 5.0 (Instruct-FD's content-absence timeout for this model). The prompt sent is
 `base_prompt` (default: the server's instruction to produce both text and speech tokens, the part
@@ -96,6 +97,7 @@ class FunAudioChat(PooledServerModel, DuplexModel):
     sample_rate = RATE
     frame_s = 0.04  # the demo client's Ogg pages: two 20 ms Opus frames
     clock = "realtime"
+    text_stream = "pieces"
 
     def __init__(self, name: str = "funaudiochat", host: str = "127.0.0.1", port: int | None = 11235,
                  base_prompt: str | None = S2M_PROMPT, checkpoint: str = "FunAudioLLM/Fun-Audio-Chat-8B",

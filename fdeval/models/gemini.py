@@ -20,6 +20,8 @@ the Live API guides:
   placed where the audio received after it starts playing; `server_content.interrupted` (the
   server's VAD heard the user barge in) -> `ModelEvent("interrupted")`; `go_away` is logged.
   The SDK's `session.receive()` ends at each `turn_complete`, so it is called in a loop.
+- text rule `text_stream = "pieces"`: the transcription deltas are fragments of one string
+  ("Met", "amo", "rph" are seen), which Live API clients concatenate.
 - the API key comes from the environment only, `GOOGLE_API_KEY` or `GEMINI_API_KEY` (the SDK's
   own order: the first wins when both are set); it is never read from the config, never part of
   the identity, never logged. Without one the model cannot be built: a one-line `ConfigError`.
@@ -115,6 +117,7 @@ class GeminiLive(DuplexModel):
     sample_rate = INPUT_RATE
     frame_s = 0.04
     clock = "realtime"
+    text_stream = "pieces"
 
     def __init__(self, name: str = "gemini", model: str = DEFAULT_MODEL, voice: str | None = "Zephyr",
                  base_prompt: str | None = None, proactive_audio: bool = True,

@@ -27,7 +27,8 @@ result before the next one (as the official client). The model's audio comes bac
 resamples the output stream 24 -> 16 kHz with one `StreamResampler` per session before it
 becomes a `ModelEvent` (0.6 ms latency; the orchestrator resamples 16 kHz to the session rate).
 Each result's text is emitted before its audio, so the text is placed where that second of audio
-starts playing.
+starts playing. Text rule `text_stream = "pieces"`: a result's `text` is its chunk's BPE tokens
+decoded (cut at a token, so a word can span two chunks); the demo client appends it to the last.
 
 The prompt sent is `base_prompt`, plus a newline and the test instruction when there is one (the
 default base is the demo's English duplex preset, `assets/presets/audio_duplex/english_call.yaml`).
@@ -85,6 +86,7 @@ class MiniCPMO(PooledServerModel, DuplexModel):
     sample_rate = INPUT_RATE
     frame_s = 1.0
     clock = "realtime"
+    text_stream = "pieces"
 
     def __init__(self, name: str = "minicpmo", host: str = "127.0.0.1", port: int | None = 22400,
                  base_prompt: str | None = None, config: dict[str, Any] | None = None,

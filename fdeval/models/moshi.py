@@ -8,7 +8,8 @@ the model (one session per server, behind a lock), then both sides stream 0x01 O
 orchestrator paces the frames at wall time (realtime clock) and pumps silence between user turns,
 since Moshi needs continuous input. The server decodes the model's frame t, sends its audio and
 then its text token's piece; a reader task stamps every message with its arrival time and puts a
-text piece before the audio it belongs to (`ModelEvent` placement).
+text piece before the audio it belongs to (`ModelEvent` placement). Text rule `text_stream =
+"pieces"`: each 0x02 piece is `id_to_piece(token)` with "▁" made a space (a SentencePiece piece).
 
 Decoding (Instruct-FD A.8): text temperature 0.7, audio temperature 0.8, top-k text 25, audio 250
 (Moshi's own defaults). `moshi.server` has no flags for them; `moshi_launch.py` hands them to the
@@ -105,6 +106,7 @@ class KindByteServerModel(PooledServerModel, DuplexModel):
     clock = "realtime"
     # Moshi's server sends a frame's audio, then its text; PersonaPlex sends the text first.
     text_follows_audio = True
+    text_stream = "pieces"  # SentencePiece pieces (both servers send id_to_piece, "▁" -> " ")
 
     def __init__(self, name: str, turn_silence_s: float | None, server: Mapping[str, Any] | None,
                  host: str | None = None, port: int | None = None, handshake_timeout_s: float = 600.0,

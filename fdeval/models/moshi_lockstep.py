@@ -17,6 +17,7 @@ frame: the first frame of a session is encoded and then the encoder state is res
 discards it as "in the past"), text tokens 0 and 3 are not text, a piece's "▁" is a space. With
 temperature 0 (greedy) a session's tokens equal the server's on the same input (tested); with
 sampling they are draws from one shared torch generator, so they depend on the batch's makeup.
+Text rule `text_stream = "pieces"`, as the server: the pieces are SentencePiece pieces.
 
 `moshi` pins versions of its own, so this adapter runs inside the moshi venv with fdeval installed
 there `--no-deps` (`python -m fdeval.models.moshi_env --with-fdeval` builds it):
@@ -182,6 +183,7 @@ class MoshiLockstep(DuplexModel):
     sample_rate = 24000
     frame_s = 0.08
     clock = "lockstep"
+    text_stream = "pieces"
 
     def __init__(self, name: str = "moshi-lockstep", batch_size: int = 8, turn_silence_s: float | None = 2.5,
                  hf_repo: str | None = "kyutai/moshiko-pytorch-bf16", config_path: str | None = None,

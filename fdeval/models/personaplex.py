@@ -14,6 +14,7 @@ What differs from Moshi (`fdeval.models.moshi`), from that code:
   a text piece arrives before its audio (`text_follows_audio = False`);
 - `--host` is not passed on by its server (it listens on all interfaces); its `seed` query
   parameter is read from the wrong place in the code read, so no seed is sent.
+Same text rule as Moshi, `text_stream = "pieces"` (its server also sends `id_to_piece`, "▁" -> " ").
 Same framing (`fdeval.models.kindbyte`), 24 kHz Ogg/Opus, 80 ms frames, realtime clock; 5.0 s of
 model silence completes a turn (Instruct-FD A.8). It must run in its own venv (it installs as
 `moshi-personaplex` but imports as `moshi`, pinning an older torch and sphn).

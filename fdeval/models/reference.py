@@ -6,6 +6,7 @@ instruction, espeak-ng for its voice, and its own words reported with their time
 speech recognition, so it cannot understand content: it acts on what a VAD can tell (the user
 speaks, pauses, stops, overlaps it) and says generic things. That makes it a real, weak baseline
 whose score is whatever the judge finds, and a deterministic fixture for the engine.
+Text rule `text_stream = "words"`: one text event per spoken word, timed by espeak-ng.
 
 Policies (chosen by `parse_policy` from the instruction text):
 - default (no instruction): takes the turn after a short silence, so it talks into mid-turn
@@ -115,6 +116,7 @@ class ReferenceAgent(DuplexModel):
     """In-process cascaded full-duplex agent (VAD + policy + espeak-ng), 16 kHz, 32 ms frames."""
 
     clock = "lockstep"
+    text_stream = "words"
 
     def __init__(self, name: str = "reference", voice: str = "en-us+f3", rate_wpm: int = 175,
                  sample_rate: int = 16000, frame_s: float = 0.032, vad_threshold: float = 0.5,

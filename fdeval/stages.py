@@ -599,7 +599,14 @@ def _verdict_state(ctx: RunContext, path: Path, session: SessionState, judge: An
     state = ctx.derived_state(path, session)
     if state != "done":
         return state
+    from fdeval.judges.base import VerdictError, verdict_from_dict
+
     d = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        verdict_from_dict(d, path)
+    except VerdictError as e:
+        log.warning("judge: %s; judging it again", e)
+        return "corrupt"
     if d.get("verdict") == "error":
         return "error"
     mine = {"judge": judge.id, "judge_version": judge.version, "prompt_hash": judge.prompt_hash}

@@ -93,14 +93,22 @@ def make_plan(cases: list[TestCase], cfg: Any, fixed: dict[str, Any] | None = No
     est = [estimate_case(c, silence, float(o.trailing_silence_s), float(pc.get("model_turn_s", 8.0)),
                          None if o.barge_in_delay_s is None else float(o.barge_in_delay_s),
                          fixed.get("tail_after_last_turn_s")) for c in cases]
+    server = cfg.model.get("server", None)
     if gpus > 0 and model_mem > 0:
-        if lc.get("instances_per_gpu"):
-            per_gpu = int(lc.instances_per_gpu)
-        else:
-            per_gpu = int(gpu_mem * util // model_mem)
-        if per_gpu < 1:
+        fit = int(gpu_mem * util // model_mem)
+        if fit < 1:
             raise ConfigError(f"launcher: a {gpu_mem:g} GB GPU (x{util:g} usable) cannot hold one {model_mem:g} GB "
                               f"instance of {cfg.model.name}")
+        if server is not None:
+            # the server pool starts model.server.instances_per_gpu per GPU: plan exactly that
+            per_gpu = int(server.get("instances_per_gpu", 1) or 1)
+            if per_gpu > fit:
+                raise ConfigError(f"model.server.instances_per_gpu={per_gpu}: {per_gpu} x {model_mem:g} GB does not fit "
+                                  f"in a {gpu_mem:g} GB GPU (x{util:g} usable); at most {fit}")
+        elif lc.get("instances_per_gpu"):
+            per_gpu = int(lc.instances_per_gpu)
+        else:
+            per_gpu = fit
         parallel = per_gpu * gpus
     else:
         per_gpu = 0

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import random
 import re
+import time
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -29,6 +30,7 @@ import numpy as np
 
 from fdeval.audio.tts import EspeakTTS, Synthesis
 from fdeval.audio.vad import SileroVAD
+from fdeval.errors import ConfigError
 from fdeval.models.base import DuplexModel, InProcessSession, ModelEvent
 
 AGENT_VERSION = "1"
@@ -120,8 +122,12 @@ class ReferenceAgent(DuplexModel):
 
     def __init__(self, name: str = "reference", voice: str = "en-us+f3", rate_wpm: int = 175,
                  sample_rate: int = 16000, frame_s: float = 0.032, vad_threshold: float = 0.5,
-                 policy_overrides: dict[str, dict[str, Any]] | None = None):
+                 policy_overrides: dict[str, dict[str, Any]] | None = None, compute_s_per_frame: float = 0.0):
         self.name = name
+        if not compute_s_per_frame >= 0:
+            raise ConfigError(f"model.compute_s_per_frame: must be >= 0, got {compute_s_per_frame!r}")
+        # extra time each frame takes (a model slower than real time, to see the realtime health check)
+        self.compute_s_per_frame = float(compute_s_per_frame)
         self.voice, self.rate_wpm = voice, rate_wpm
         self.sample_rate, self.frame_s = sample_rate, frame_s
         self.vad_threshold = vad_threshold
@@ -135,6 +141,7 @@ class ReferenceAgent(DuplexModel):
             "name": self.name, "kind": "reference-agent", "version": AGENT_VERSION, "voice": self.voice,
             "rate_wpm": self.rate_wpm, "frame_s": self.frame_s, "vad_threshold": self.vad_threshold,
             "policies": {k: asdict(p) for k, p in self.policies.items()},
+            **({"compute_s_per_frame": self.compute_s_per_frame} if self.compute_s_per_frame else {}),
         }
 
     def synth(self, text: str) -> Synthesis:
@@ -211,6 +218,8 @@ class ReferenceSession(InProcessSession):
         return text
 
     def step(self, frame: np.ndarray) -> list[ModelEvent]:
+        if self.agent.compute_s_per_frame:
+            time.sleep(self.agent.compute_s_per_frame)  # blocks the loop, as real compute would
         self._hear(frame)
         p = self.policy
         if self.utt is not None:

@@ -66,3 +66,13 @@ def test_fixed_tail_replaces_the_final_wait():
     assert e.expected_s == pytest.approx(1.5 + 2.0 + 1.0 + 5.0) and e.worst_s == pytest.approx(e.expected_s)
     p = make_plan([c], _cfg(), fixed={"tail_after_last_turn_s": 5.0})
     assert p.session_s_expected == pytest.approx(e.expected_s)
+
+
+def test_a_served_model_is_planned_with_the_instances_its_server_pool_starts():
+    cases = [_case("c")]
+    cfg = _cfg(instances_per_gpu=4)  # the launcher's value is for models without a server block
+    cfg.model.server = {"instances_per_gpu": 2}
+    assert make_plan(cases, cfg).instances_per_gpu == 2
+    cfg.model.server.instances_per_gpu = 5  # 5 x 17 GB > 72 GB usable
+    with pytest.raises(ConfigError, match=r"model.server.instances_per_gpu=5: .* at most 4"):
+        make_plan(cases, cfg)

@@ -35,6 +35,7 @@ import fdeval
 from fdeval.benchmarks.base import Benchmark
 from fdeval.errors import ConfigError, FdevalError
 from fdeval.files import remove_stale_temps, write_json_atomic
+from fdeval.stages import scorable
 from fdeval.types import TestCase, Turn
 
 from .episodes import Episode, load_episodes, render_synopsis
@@ -200,12 +201,9 @@ class Tact(Benchmark):
         if out.is_dir():
             remove_stale_temps(out)
         by_id = {e.episode_id: e for e in self.episodes(ctx.data_dir)}
-        todo = [c for c in ctx.cases if not (out / f"{c.case_id}.json").exists()]
-        missing = [c.case_id for c in todo if not (ctx.run_dir / "sessions" / f"{c.case_id}.h5").exists()]
-        if missing:
-            raise FdevalError(f"tact measure: no session recorded for {len(missing)} case(s), e.g. {missing[0]}; "
-                              "run stage=run first")
-        for c in ctx.bar(todo, "measure"):
+        ok, _ = scorable(ctx, "tact measure")
+        todo = [(c, s) for c, s in ok if ctx.derived_state(out / f"{c.case_id}.json", s) != "done"]
+        for c, state in ctx.bar(todo, "measure"):
             session = read_session_log(ctx.run_dir / "sessions" / f"{c.case_id}.h5")
             m = measure_session(session, by_id[c.conversation_id], self.merge_gap_s, self.backchannel_max_s)
             eid, r = split_case_id(c.case_id)
@@ -213,6 +211,7 @@ class Tact(Benchmark):
                 "case_id": c.case_id, "episode_id": eid, "repeat": r, **m,
                 "settings": {"merge_gap_s": self.merge_gap_s, "backchannel_max_s": self.backchannel_max_s},
                 "model_id": session["attrs"].get("model_id"), "case_seed": session["attrs"].get("case_seed"),
+                "provenance": ctx.provenance(state),
             })
         log.info("tact measure: %d new, %d total", len(todo), len(ctx.cases))
 
@@ -245,11 +244,13 @@ class Tact(Benchmark):
         out = ctx.run_dir / "judged"
         if out.is_dir():
             remove_stale_temps(out)
-        todo = [c for c in ctx.cases if not (out / f"{c.case_id}.json").exists()]
+        ok, _ = scorable(ctx, "tact judge")
+        todo = [(c, s) for c, s in ok if ctx.derived_state(out / f"{c.case_id}.json", s) != "done"]
         if not todo:
-            log.info("tact judge: all %d cases done", len(ctx.cases))
+            log.info("tact judge: all %d cases done", len(ok))
             return
-        missing = [c.case_id for c in todo if not (ctx.run_dir / "measures" / f"{c.case_id}.json").exists()]
+        missing = [c.case_id for c, s in todo
+                   if ctx.derived_state(ctx.run_dir / "measures" / f"{c.case_id}.json", s) != "done"]
         if missing:
             raise FdevalError(f"tact judge: no measurement for {len(missing)} case(s), e.g. {missing[0]}; "
                               "run stage=transcribe first")
@@ -259,7 +260,7 @@ class Tact(Benchmark):
         estimator = fit_completion(eps)
         psi_info = None if estimator is None else {"coef": [round(x, 6) for x in estimator.coef],
                                                    "intercept": round(estimator.intercept, 6)}
-        for c in ctx.bar(todo, "judge"):
+        for c, state in ctx.bar(todo, "judge"):
             m = json.loads((ctx.run_dir / "measures" / f"{c.case_id}.json").read_text())
             e = by_id[m["episode_id"]]
             psi = psi_at(estimator, [tuple(x) for x in m["focal_speech"]], [o["onset_s"] for o in m["overlaps"]])
@@ -270,7 +271,7 @@ class Tact(Benchmark):
                 "onset_s": m["onset_s"], "duration_s": m["duration_s"], "running_at_start": m["running_at_start"],
                 "overlaps": [{**o, "psi": round(float(p), 6)} for o, p in zip(m["overlaps"], psi)],
                 "psi_model": psi_info, "slices": dict(e.slices), "model_id": ctx.model_id,
-                "metric_version": METRIC_VERSION,
+                "metric_version": METRIC_VERSION, "provenance": ctx.provenance(state),
             })
         log.info("tact judge: %d new (%s)", len(todo), info["posterior_source"])
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from fdeval.errors import FdevalError
 from fdeval.files import write_text_atomic
+from fdeval.stages import scorable
 from fdeval.metrics.ias import _md_cell as _cell  # the IAS tables' cell format: n/a, 3 decimals, escaped |
 
 from .analysis import slice_table
@@ -115,19 +116,26 @@ def score_run(bench, ctx) -> None:
     from .benchmark import provenance, score_input_from_judged, split_case_id
 
     jdir = ctx.run_dir / "judged"
+    ok, skipped = scorable(ctx, "tact score")
     judged, missing = {}, []
-    for c in ctx.cases:
+    for c, state in ok:
         f = jdir / f"{c.case_id}.json"
-        if f.exists():
+        if ctx.derived_state(f, state) == "done":
             judged[c.case_id] = json.loads(f.read_text())
         else:
             missing.append(c.case_id)
     if missing:
         raise FdevalError(f"tact score: {len(missing)} judged case(s) missing, e.g. {missing[0]}; run stage=judge first")
+    # an episode is scored on all of its runs or not at all (the median of runs needs them all)
+    dropped = {split_case_id(cid)[0] for ids in skipped.values() for cid in ids}
+    if dropped:
+        log.warning("tact score: %d episode(s) left out: a run's session failed or was invalid (e.g. %s)",
+                    len(dropped), sorted(dropped)[0])
     runs: dict[str, dict[int, dict]] = defaultdict(dict)
     for cid, d in judged.items():
         eid, r = split_case_id(cid)
-        runs[eid][r] = d
+        if eid not in dropped:
+            runs[eid][r] = d
     ids = sorted(runs)
     repeat_sets = {tuple(sorted(runs[e])) for e in ids}
     if len(repeat_sets) != 1:
@@ -147,7 +155,8 @@ def score_run(bench, ctx) -> None:
     kw = {"n_resamples": bench.n_resamples, "confidence": bench.confidence, "seed": ctx.seed}
     result = score_episodes(chosen, ref, **kw)
     prov = provenance(bench, ctx, {**info, "repeats": len(repeats), "duration_reference":
-                                   "none" if ref is None else bench.duration_reference})
+                                   "none" if ref is None else bench.duration_reference,
+                                   "run_id": ctx.run_id, "episodes_left_out": len(dropped)})
     system = str(ctx.cfg.model.name)
     rows = result_rows(system, result, chosen, prov)
     estimator = fit_completion(list(episodes.values()))

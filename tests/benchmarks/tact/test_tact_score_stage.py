@@ -16,6 +16,7 @@ from fdeval.benchmarks.tact.composite import episode_scores
 from fdeval.benchmarks.tact.episodes import episode_files
 from fdeval.benchmarks.tact.synthetic import generate_synthetic
 from fdeval.errors import ConfigError, FdevalError
+from fdeval.stages import SessionState
 
 
 @pytest.fixture(scope="module")
@@ -26,9 +27,12 @@ def data(tmp_path_factory):
 
 
 def make_ctx(bench, data, run_dir):
+    # a stand-in for the run folder: every session recorded, a judged file done when it exists
     return SimpleNamespace(run_dir=run_dir, data_dir=data, cases=bench.load(data), seed=0, model_id="fake:abc",
-                           cfg=OmegaConf.create({"model": {"name": "fake"}}), progress=False,
-                           bar=lambda items, desc: items)
+                           cfg=OmegaConf.create({"model": {"name": "fake"}}), progress=False, run_id="r0",
+                           bar=lambda items, desc: items,
+                           session_state=lambda c: SessionState(c.case_id, "done", "", "s0"),
+                           derived_state=lambda path, s: "done" if path.exists() else "missing")
 
 
 def write_judged(bench, ctx, onsets):

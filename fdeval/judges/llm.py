@@ -290,7 +290,8 @@ class LLMJudge(Judge):
                  seed: int | None = None, backoff_s: float = 1.0, max_backoff_s: float = 30.0,
                  max_retry_s: float = 60.0, max_unreachable: int = 3, max_failed_requests: int = 3):
         # Checks every setting (as judge.<field>) and does no I/O, so a run can build the judge first.
-        if isinstance(max_parse_retries, bool) or not isinstance(max_parse_retries, int) or not 0 <= max_parse_retries <= 20:
+        n = max_parse_retries
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 20:
             raise LLMConfigError(f"judge.max_parse_retries: must be an integer in [0, 20], got {max_parse_retries!r}")
         self.client = LLMClient(model, temperature, max_tokens, cache_dir, seed=seed, base_url=base_url,
                                 max_retries=max_retries, timeout_s=timeout_s, backoff_s=backoff_s,

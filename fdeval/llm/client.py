@@ -396,7 +396,9 @@ class LLMClient:
         made = 0
         while True:
             retry_after = None
-            timeout = self.timeout_s if deadline is None else max(0.05, min(self.timeout_s, deadline - time.monotonic()))
+            timeout = self.timeout_s  # a retry gets at most what is left of the window
+            if deadline is not None:
+                timeout = max(0.05, min(self.timeout_s, deadline - time.monotonic()))
             made += 1
             try:
                 message = client.messages.create(**params, timeout=timeout)

@@ -7,6 +7,7 @@ model config and hands it to a `ServerPool`:
       python: /path/to/model-venv/bin/python     # the model's own interpreter
       command: ["{python}", "-m", "moshi.server", "--host", "{host}", "--port", "{port}"]
       env: {}                                    # extra environment for the server
+      pass_env: []                               # variables to pass on that the filter below drops
       instances_per_gpu: 1
       startup_timeout_s: 600
       log_dir: null                              # default: <run folder>/servers
@@ -14,12 +15,18 @@ model config and hands it to a `ServerPool`:
 The pool starts `instances_per_gpu` servers per visible GPU (CUDA_VISIBLE_DEVICES parsed, one
 device per instance via its own CUDA_VISIBLE_DEVICES; without GPUs, `instances_per_gpu` servers on
 the CPU), each on 127.0.0.1 with a free port, in its own process group, with its output appended to
-`<log_dir>/<name>-<i>.log` (`<name>-t<task>-<i>.log` in a Slurm array task). An instance is healthy
+`<log_dir>/<name>-<i>.log` (`<name>-t<task>-<i>.log` in a Slurm array task). Each instance is
+started once: sessions that ask for servers while a start is in progress wait for it. An instance is healthy
 once the adapter's `probe(host, port)` (a real protocol handshake) succeeds; a start that fails or
 times out is retried on a new port (bounded). A session takes a free instance (`acquire`); a server
 found dead is restarted (bounded, the restart is written into its log), and a session that loses
 its server raises `ServerDied`, whose message carries the tail of the server log: the run stage
 retries such a case a bounded number of times and otherwise records it as an infrastructure error.
+
+A server gets a minimal environment (:func:`server_environment`): the variables a model server
+needs (paths, locale, temp folder, CUDA/NVIDIA, Hugging Face and Torch caches, thread counts,
+proxies and certificates, Slurm), never API keys, tokens, secrets or cloud credentials unless the
+model config names them in `server.pass_env` (or sets them in `server.env`).
 
 Everything is stopped by `stop()` (the adapter's `close()`), at interpreter exit, on SIGTERM and
 SIGUSR2 (what submitit sends on preemption; the previous handlers run afterwards), and, on Linux,
@@ -32,6 +39,7 @@ import asyncio
 import atexit
 import logging
 import os
+import re
 import shutil
 import signal
 import socket
@@ -68,6 +76,7 @@ class ServerSpec:
     command: tuple[str, ...]
     python: str = sys.executable
     env: Mapping[str, str] = field(default_factory=dict)
+    pass_env: tuple[str, ...] = ()  # names from the environment to pass although the filter drops them
     instances_per_gpu: int = 1
     startup_timeout_s: float = 600.0
     log_dir: str | None = None
@@ -85,6 +94,10 @@ class ServerSpec:
             raise ValueError("server.command: a list of arguments is required")
         d["command"] = tuple(str(x) for x in d["command"])
         d["env"] = {str(k): str(v) for k, v in (d.get("env") or {}).items()}
+        names = d.get("pass_env") or ()
+        if isinstance(names, str) or not all(isinstance(n, str) and _ENV_NAME.fullmatch(n) for n in names):
+            raise ValueError(f"server.pass_env: a list of environment variable names, got {names!r}")
+        d["pass_env"] = tuple(names)
         if d.get("python") in (None, ""):
             d["python"] = sys.executable
         known = set(ServerSpec.__dataclass_fields__)
@@ -95,6 +108,40 @@ class ServerSpec:
         if spec.instances_per_gpu < 1:
             raise ValueError(f"server.instances_per_gpu: must be >= 1, got {spec.instances_per_gpu}")
         return spec
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# What a model server may need from the job's environment (names, then prefixes).
+SERVER_ENV_NAMES = frozenset({
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TMP", "TEMP",
+    "LD_LIBRARY_PATH", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR", "TOKENIZERS_PARALLELISM",
+    "http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
+    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+})
+SERVER_ENV_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "HF_", "HUGGINGFACE_", "TRANSFORMERS_", "TORCH_", "PYTORCH_",
+                       "TRITON_", "PYTHON", "OMP_", "MKL_", "OPENBLAS_", "NUMEXPR_", "NCCL_", "SLURM_")
+# Never passed unless named in pass_env / set in env, even under an allowed prefix (HF_TOKEN).
+_SECRET = re.compile(r"(API_?KEY|_TOKEN|_KEY)$|SECRET|PASSW|CREDENTIAL|^(ANTHROPIC|OPENAI|GEMINI|GOOGLE|AWS|AZURE)_",
+                     re.IGNORECASE)
+
+
+def is_secret_name(name: str) -> bool:
+    """A variable that holds, by its name, a key, token, secret or cloud credential."""
+    return bool(_SECRET.search(name))
+
+
+def server_environment(spec: "ServerSpec", environ: Mapping[str, str] | None = None,
+                       extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a model server: the allowed variables of `environ` (default
+    ``os.environ``) that are not secrets, then the ``pass_env`` names that are set, then
+    ``spec.env``, then the adapter's `extra` (e.g. its decoding settings)."""
+    src = os.environ if environ is None else environ
+    env = {k: v for k, v in src.items()
+           if (k in SERVER_ENV_NAMES or k.startswith(SERVER_ENV_PREFIXES)) and not is_secret_name(k)}
+    env.update({k: src[k] for k in spec.pass_env if k in src})
+    env.update(spec.env)
+    env.update(extra or {})
+    return env
 
 
 def visible_gpus(environ: Mapping[str, str] | None = None) -> list[str | None]:
@@ -158,6 +205,7 @@ class ServerInstance:
         self.restarts = 0
         self.busy = False
         self.retired = False  # could not be restarted any more
+        self._start_task: asyncio.Future | None = None  # the start in progress, awaited by every caller
 
     @property
     def name(self) -> str:
@@ -182,13 +230,15 @@ class ServerInstance:
 
     def _popen(self) -> None:
         spec = self.pool.spec
+        if self.proc is not None:  # never lose track of a process: it would keep its port (and GPU memory)
+            self.stop()
         self.port = free_port(self.host)
         fmt = {"python": spec.python, "host": self.host, "port": str(self.port), **self.pool.placeholders}
         try:
             cmd = [a.format(**fmt) for a in spec.command]
         except KeyError as e:
             raise ServerError(f"{self.name}: unknown placeholder {e} in server.command; valid: {sorted(fmt)}") from None
-        env = {**os.environ, **spec.env, **self.pool.extra_env}
+        env = server_environment(spec, extra=self.pool.extra_env)
         if self.device is not None:
             env["CUDA_VISIBLE_DEVICES"] = self.device
         self._note(f"start on {self.host}:{self.port} device={self.device} cmd={cmd}")
@@ -224,12 +274,25 @@ class ServerInstance:
         return False
 
     async def start(self) -> None:
-        """Start (or restart) this instance and wait until it answers the handshake (bounded tries)."""
+        """Start (or restart) this instance and wait until it answers the handshake (bounded tries).
+
+        One start at a time: a caller that comes while a start is in progress waits for that one."""
+        await asyncio.shield(self._begin_start())  # a cancelled waiter leaves it running for the others
+
+    def _begin_start(self) -> asyncio.Future:
+        self._start_task = _in_flight(self._start_task, self._start)
+        return self._start_task
+
+    async def _start(self) -> None:
         spec = self.pool.spec
+        epoch = self.pool.epoch
         for attempt in range(1, spec.start_attempts + 1):
+            if self.pool.epoch != epoch:  # the pool was stopped meanwhile: start nothing more
+                self.stop()
+                raise ServerError(f"server {self.name}: the pool was stopped while it started")
             self._popen()
             t0 = time.monotonic()
-            if await self._wait_healthy():
+            if await self._wait_healthy() and self.pool.epoch == epoch:
                 log.info("server %s ready on %s:%d in %.1f s", self.name, self.host, self.port, time.monotonic() - t0)
                 self._note(f"healthy after {time.monotonic() - t0:.1f} s")
                 return
@@ -289,6 +352,8 @@ class ServerPool:
         self._log_dir = Path(spec.log_dir) if spec.log_dir else None
         self.instances: list[ServerInstance] = []
         self._started = False
+        self._start_task: asyncio.Future | None = None  # the pool start in progress
+        self.epoch = 0  # counts stop() calls: a start begun before one starts no more processes
         self._failed: ServerError | None = None
         self._last_error: ServerError | None = None
 
@@ -315,19 +380,29 @@ class ServerPool:
 
     # -- life cycle ---------------------------------------------------------------------------
     async def start(self) -> None:
-        """Start every instance (concurrently) and wait until all are healthy."""
+        """Start every instance (concurrently) and wait until all are healthy. Callers that come
+        while the start is in progress wait for it (before, a second caller found the instances
+        without a process and started each one again)."""
         if self._started:
             return
-        self._started = True
+        self._start_task = _in_flight(self._start_task, self._start_all)
+        await asyncio.shield(self._start_task)
+
+    async def _start_all(self) -> None:
         gpus = self.gpus
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.instances = [ServerInstance(self, i * self.spec.instances_per_gpu + j, g)
                           for i, g in enumerate(gpus) for j in range(self.spec.instances_per_gpu)]
+        tasks = [inst._begin_start() for inst in self.instances]
         try:
-            await asyncio.gather(*(inst.start() for inst in self.instances))
+            await asyncio.gather(*tasks)
         except BaseException:
+            for t in tasks:  # the others stop trying before their processes are killed
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
             self.stop()
             raise
+        self._started = True
 
     async def acquire(self) -> ServerInstance:
         """A free, live instance for one session (restarting a dead one first).
@@ -369,10 +444,19 @@ class ServerPool:
         inst.busy = False
 
     def stop(self) -> None:
+        self.epoch += 1
         for inst in self.instances:
             inst.stop()
         self._started = False
         _live.discard(self)
+
+
+def _in_flight(task: "asyncio.Future | None", start: Callable[[], Awaitable[None]]) -> asyncio.Future:
+    """`task` if it is still running in this loop, else a new task of `start()`. The caller stores
+    it before awaiting, so that whoever comes next waits for the same one."""
+    if task is None or task.done() or task.get_loop() is not asyncio.get_running_loop():
+        task = asyncio.ensure_future(start())
+    return task
 
 
 

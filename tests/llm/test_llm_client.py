@@ -334,7 +334,8 @@ def test_count_of_unanswered_attempts_spans_requests(fake_api, tmp_path):
 def test_timeouts_count_as_no_answer(fake_api, tmp_path):
     fake_api.push(slow(3.0, text("late")), slow(3.0, text("late")))
     t0 = time.monotonic()
-    with pytest.raises(LLMUnavailable, match=r"2 consecutive attempts without an answer; last: no answer within 0\.3 s"):
+    last = r"2 consecutive attempts without an answer; last: no answer within 0\.3 s"
+    with pytest.raises(LLMUnavailable, match=last):
         client(fake_api, tmp_path, timeout_s=0.3, max_unreachable=2).complete("s", "p")
     assert time.monotonic() - t0 < 2.0 and len(fake_api.message_requests) == 2
 

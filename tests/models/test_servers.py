@@ -3,6 +3,8 @@
 Start per visible GPU with per-instance CUDA_VISIBLE_DEVICES and free ports, health by a real
 handshake, bounded start attempts with the log tail in the error, restart of a dead server (bounded),
 stop on close and on SIGTERM of the process that owns the pool, and the logs in the run folder.
+One process per instance however many sessions ask at once (counted from /proc), and a minimal
+server environment without keys (read back from the server process).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ if __name__ != "__main__":
     import pytest
 
     from fdeval.models.moshi import handshake
-    from fdeval.models.servers import ServerError, ServerPool, ServerSpec, visible_gpus
+    from fdeval.models.servers import ServerError, ServerPool, ServerSpec, is_secret_name, visible_gpus
 
 
 def serve(argv: list[str]) -> None:
@@ -34,7 +36,11 @@ def serve(argv: list[str]) -> None:
     p.add_argument("--port", type=int)
     p.add_argument("--mode", default="ok")
     p.add_argument("--record")
+    p.add_argument("--dump-env")
     a = p.parse_args(argv)
+    if a.dump_env:
+        with open(a.dump_env, "w") as f:
+            json.dump(dict(os.environ), f)
     print(f"fake server pid {os.getpid()} mode {a.mode} CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')}",
           flush=True)
     if a.record:
@@ -64,9 +70,28 @@ def serve(argv: list[str]) -> None:
 
 if __name__ != "__main__":
 
-    def spec(tmp: Path, mode: str = "ok", **kw) -> ServerSpec:
+    def spec(tmp: Path, mode: str = "ok", extra_args: tuple[str, ...] = (), **kw) -> ServerSpec:
         return ServerSpec(command=(sys.executable, __file__, "--port", "{port}", "--mode", mode, "--record",
-                                   str(tmp / "record.jsonl")), log_dir=str(tmp / "servers"), **kw)
+                                   str(tmp / "record.jsonl"), *extra_args), log_dir=str(tmp / "servers"), **kw)
+
+    def live_servers(tmp: Path) -> list[int]:
+        """Pids of running processes (zombies excluded) whose command line names this test's record
+        file: what the OS runs, whatever the pool believes."""
+        marker, pids = str(tmp / "record.jsonl").encode(), []
+        for d in Path("/proc").iterdir():
+            if d.name.isdigit():
+                try:
+                    if marker in (d / "cmdline").read_bytes():
+                        pids.append(int(d.name))
+                except OSError:  # ended meanwhile
+                    pass
+        return sorted(pids)
+
+    def wait_none_alive(tmp: Path, timeout_s: float = 10.0) -> list[int]:
+        deadline = time.monotonic() + timeout_s
+        while live_servers(tmp) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return live_servers(tmp)
 
     async def probe(host: str, port: int) -> None:
         await handshake(host, port, timeout_s=5)
@@ -118,6 +143,88 @@ if __name__ != "__main__":
         for pid in pids:  # all stopped
             with pytest.raises(ProcessLookupError):
                 os.kill(pid, 0)
+
+    @pytest.mark.parametrize("repeat", range(4))
+    def test_concurrent_acquires_start_each_instance_once(tmp_path, repeat):
+        pool = ServerPool("fake", spec(tmp_path, instances_per_gpu=2), probe, gpus=["0"])
+        seen: list[int] = []
+
+        async def session(k: int) -> None:
+            await asyncio.sleep(0.01 * k)  # some come during start-up, some after
+            inst = await pool.acquire()
+            try:
+                await handshake(inst.host, inst.port, timeout_s=5)
+                seen.append(inst.proc.pid)
+                await asyncio.sleep(0.05)
+            finally:
+                pool.release(inst)
+
+        async def go() -> list[int]:
+            await asyncio.gather(*(session(k) for k in range(8)))
+            return live_servers(tmp_path)
+
+        try:
+            running = asyncio.run(go())
+        finally:
+            pool.stop()
+        started = [r["pid"] for r in records(tmp_path)]
+        assert len(started) == 2 and running == sorted(started) == sorted(set(seen))
+        for inst in pool.instances:  # one start per instance log
+            assert inst.log_path.read_text().count("=== fdeval") == 3  # start, pid, healthy
+        assert wait_none_alive(tmp_path) == []
+
+    def test_a_pool_stopped_while_starting_starts_nothing_more(tmp_path):
+        # "hang" servers never finish the handshake: the pool is stopped in the middle of its start
+        pool = ServerPool("fake", spec(tmp_path, mode="hang", instances_per_gpu=2, start_attempts=3,
+                                       startup_timeout_s=30, probe_timeout_s=0.5), probe, gpus=[None])
+
+        async def go():
+            starting = [asyncio.ensure_future(pool.acquire()) for _ in range(3)]
+            while len(records(tmp_path)) < 2:
+                await asyncio.sleep(0.05)
+            pool.stop()
+            return await asyncio.gather(*starting, return_exceptions=True)
+
+        t0 = time.monotonic()
+        results = asyncio.run(go())
+        assert all(isinstance(r, ServerError) and "stopped while it started" in str(r) for r in results), results
+        assert time.monotonic() - t0 < 15
+        time.sleep(0.5)  # a new attempt, were one made, would have been recorded by now
+        assert len(records(tmp_path)) == 2 and wait_none_alive(tmp_path) == []
+
+    def test_servers_get_no_keys_from_the_environment(tmp_path, monkeypatch):
+        planted = {
+            "ANTHROPIC_API_KEY": "sk-ant-PLANTED1", "OPENAI_API_KEY": "sk-PLANTED2", "GEMINI_API_KEY": "PLANTED3",
+            "GOOGLE_APPLICATION_CREDENTIALS": "/PLANTED4.json", "AWS_SECRET_ACCESS_KEY": "PLANTED5",
+            "AWS_ACCESS_KEY_ID": "PLANTED6", "HF_TOKEN": "hf_PLANTED7", "GITHUB_TOKEN": "ghp_PLANTED8",
+            "SLURM_JOB_SECRET": "PLANTED9", "ANTHROPIC_BASE_URL": "https://PLANTED10", "MY_DB_PASSWORD": "PLANTED11",
+            "SOME_UNLISTED_VARIABLE": "PLANTED12", "WANDB_API_KEY": "PLANTED13", "OPENAI_ORG": "PLANTED14",
+        }
+        kept = {"HF_HOME": str(tmp_path / "hf"), "OMP_NUM_THREADS": "3", "SLURM_JOB_ID": "4242", "LC_ALL": "C.UTF-8",
+                "TORCH_HOME": str(tmp_path / "torch"), "PYTHONPATH": str(tmp_path)}
+        for k, v in {**planted, **kept, "MODEL_OWN_TOKEN": "own-token"}.items():
+            monkeypatch.setenv(k, v)
+        dump = tmp_path / "env.json"
+        s = spec(tmp_path, extra_args=("--dump-env", str(dump)), pass_env=("MODEL_OWN_TOKEN",),
+                 env={"GEMINI_API_KEY": "set-by-the-model-config"})
+        pool = ServerPool("fake", s, probe, gpus=["0"])
+        try:
+            asyncio.run(pool.start())
+        finally:
+            pool.stop()
+        env = json.loads(dump.read_text())
+        leaked = sorted(k for k, v in env.items() if "PLANTED" in v or (k in planted and k != "GEMINI_API_KEY"))
+        assert leaked == []
+        assert {k: env.get(k) for k in kept} == kept and env["CUDA_VISIBLE_DEVICES"] == "0"
+        assert env["PATH"] == os.environ["PATH"] and env["HOME"] == os.environ["HOME"]
+        assert env["MODEL_OWN_TOKEN"] == "own-token" and env["GEMINI_API_KEY"] == "set-by-the-model-config"
+        assert not [k for k in env if is_secret_name(k) and k not in ("MODEL_OWN_TOKEN", "GEMINI_API_KEY")]
+
+    def test_pass_env_must_be_a_list_of_names():
+        assert ServerSpec.from_config({"command": ["x"], "pass_env": ["HF_TOKEN"]}).pass_env == ("HF_TOKEN",)
+        for bad in ("HF_TOKEN", ["HF TOKEN"], [1]):
+            with pytest.raises(ValueError, match="server.pass_env"):
+                ServerSpec.from_config({"command": ["x"], "pass_env": bad})
 
     def test_array_tasks_get_their_own_logs(tmp_path, monkeypatch):
         monkeypatch.setenv("SLURM_ARRAY_TASK_ID", "7")

@@ -47,7 +47,9 @@ import numpy as np
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from fdeval.audio.resample import StreamResampler
+from fdeval.errors import ConfigError
 from fdeval.models.base import DuplexModel, DuplexSession, ModelEvent
+from fdeval.models.kindbyte import require_client, server_identity
 from fdeval.models.servers import PooledServerModel, PooledSession
 
 log = logging.getLogger("fdeval")
@@ -84,10 +86,14 @@ class FreezeOmni(PooledServerModel, DuplexModel):
                  checkpoint: str = "VITA-MLLM/Freeze-Omni + Qwen/Qwen2-7B-Instruct",
                  transports: list[str] | None = None, connect_timeout_s: float = 30.0,
                  prompt_timeout_s: float = 60.0, turn_silence_s: float | None = None,
-                 server: dict[str, Any] | None = None, case_retries: int = 2):
-        _socketio()
+                 server: dict[str, Any] | None = None, case_retries: int = 2,
+                 checkpoint_label: str | None = None):
+        require_client(name, ("socketio", "aiohttp"), "freezeomni")
         self.name = name
-        self.host, self.port = host, (int(port) if port is not None else None)
+        self.host, self.port = host or "127.0.0.1", (int(port) if port is not None else None)
+        # model.port: a server someone else runs, whatever model.server says
+        self.external = (self.host, self.port) if self.port is not None else None
+        self.checkpoint_label = checkpoint_label
         self.base_prompt = base_prompt
         self.samples_per_event = int(samples_per_event)
         self.frame_s = self.samples_per_event / INPUT_RATE
@@ -99,7 +105,7 @@ class FreezeOmni(PooledServerModel, DuplexModel):
         self.case_retries = int(case_retries)
         if self.port is None:
             if self.server is None:
-                raise ValueError(f"{name}: give either a server: block (port null) or the port of a running server")
+                raise ConfigError(f"model.server: {name} needs a server: block, or model.port of a running server")
             self._init_pool(name, self.server, self.probe)
 
     @property
@@ -107,9 +113,11 @@ class FreezeOmni(PooledServerModel, DuplexModel):
         return f"https://{self.host}:{self.port}"
 
     def identity(self) -> dict[str, Any]:
-        return {"name": self.name, "adapter": "freezeomni-socketio", "checkpoint": self.checkpoint,
-                "base_prompt": self.base_prompt, "samples_per_event": self.samples_per_event,
-                "sample_rate": self.sample_rate, "output_sample_rate": OUTPUT_RATE}
+        return server_identity(
+            {"name": self.name, "adapter": "freezeomni-socketio", "checkpoint": self.checkpoint,
+             "base_prompt": self.base_prompt, "samples_per_event": self.samples_per_event,
+             "sample_rate": self.sample_rate, "output_sample_rate": OUTPUT_RATE},
+            self.external, self.checkpoint_label)
 
     def prompt(self, instruction: str | None) -> str | None:
         if not instruction:

@@ -64,6 +64,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from fdeval.audio.resample import StreamResampler
 from fdeval.audio.vad import SileroVAD
+from fdeval.errors import ConfigError
 from fdeval.models import kindbyte
 from fdeval.models.base import DuplexModel, DuplexSession, ModelEvent
 from fdeval.models.servers import PooledServerModel, PooledSession
@@ -104,11 +105,14 @@ class FunAudioChat(PooledServerModel, DuplexModel):
                  vad_threshold: float = 0.5, pause_after_silence_s: float = 2.5, preroll_s: float = 0.3,
                  start_settle_s: float = 0.1, flush_on_start: bool = False, connect_timeout_s: float = 30.0,
                  handshake_timeout_s: float = 60.0, turn_silence_s: float | None = 5.0,
-                 server: dict[str, Any] | None = None, case_retries: int = 2):
-        _aiohttp()
-        kindbyte.OpusCodec(RATE)  # fails now, with the install hint, if sphn is missing
+                 server: dict[str, Any] | None = None, case_retries: int = 2,
+                 checkpoint_label: str | None = None):
+        kindbyte.require_client(name, ("aiohttp", "sphn"), "funaudiochat")
         self.name = name
-        self.host, self.port = host, (int(port) if port is not None else None)
+        self.host, self.port = host or "127.0.0.1", (int(port) if port is not None else None)
+        # model.port: a server someone else runs, whatever model.server says
+        self.external = (self.host, self.port) if self.port is not None else None
+        self.checkpoint_label = checkpoint_label
         self.base_prompt = base_prompt
         self.checkpoint = checkpoint
         self.vad_threshold = float(vad_threshold)
@@ -121,7 +125,7 @@ class FunAudioChat(PooledServerModel, DuplexModel):
         self.case_retries = int(case_retries)
         if self.port is None:
             if self.server is None:
-                raise ValueError(f"{name}: give either a server: block (port null) or the port of a running server")
+                raise ConfigError(f"model.server: {name} needs a server: block, or model.port of a running server")
             self._init_pool(name, self.server, self.probe)
         self._vad = SileroVAD()
 
@@ -130,11 +134,13 @@ class FunAudioChat(PooledServerModel, DuplexModel):
         return f"ws://{self.host}:{self.port}/api/chat"
 
     def identity(self) -> dict[str, Any]:
-        return {"name": self.name, "adapter": "funaudiochat-kindbyte-ws", "checkpoint": self.checkpoint,
-                "base_prompt": self.base_prompt, "vad_threshold": self.vad_threshold,
-                "pause_after_silence_s": self.pause_after_silence_s, "preroll_s": self.preroll_s,
-                "start_settle_s": self.start_settle_s, "flush_on_start": self.flush_on_start,
-                "turn_silence_s": self.turn_silence_s, "sample_rate": self.sample_rate, "frame_s": self.frame_s}
+        return kindbyte.server_identity(
+            {"name": self.name, "adapter": "funaudiochat-kindbyte-ws", "checkpoint": self.checkpoint,
+             "base_prompt": self.base_prompt, "vad_threshold": self.vad_threshold,
+             "pause_after_silence_s": self.pause_after_silence_s, "preroll_s": self.preroll_s,
+             "start_settle_s": self.start_settle_s, "flush_on_start": self.flush_on_start,
+             "turn_silence_s": self.turn_silence_s, "sample_rate": self.sample_rate, "frame_s": self.frame_s},
+            self.external, self.checkpoint_label)
 
     def prompt(self, instruction: str | None) -> str | None:
         if not instruction:

@@ -51,6 +51,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from fdeval.audio.resample import StreamResampler
 from fdeval.errors import ConfigError
 from fdeval.models.base import DuplexModel, DuplexSession, ModelEvent
+from fdeval.models.kindbyte import require_client
 
 log = logging.getLogger("fdeval")
 
@@ -70,7 +71,7 @@ def _genai():
     try:
         from google import genai
         from google.genai import types
-    except ImportError as e:  # pragma: no cover - depends on the environment
+    except ImportError as e:  # pragma: no cover - checked when the model is built
         raise ImportError("the Gemini Live client needs google-genai: pip install 'fdeval[gemini]'") from e
     return genai, types
 
@@ -125,7 +126,7 @@ class GeminiLive(DuplexModel):
                  realtime_input_config: dict[str, Any] | None = None, api_version: str | None = "v1alpha",
                  http_options: dict[str, Any] | None = None, connect_timeout_s: float = 30.0,
                  turn_silence_s: float | None = None, server: dict[str, Any] | None = None):
-        _genai()
+        require_client(name, ("google.genai",), "gemini")
         _api_key()  # fail at once, naming the variable
         _mask_library_logs()
         self.name = name

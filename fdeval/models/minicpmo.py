@@ -52,7 +52,9 @@ import numpy as np
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from fdeval.audio.resample import StreamResampler
+from fdeval.errors import ConfigError
 from fdeval.models.base import DuplexModel, DuplexSession, ModelEvent
+from fdeval.models.kindbyte import require_client, server_identity
 from fdeval.models.servers import PooledServerModel, PooledSession
 
 log = logging.getLogger("fdeval")
@@ -93,10 +95,13 @@ class MiniCPMO(PooledServerModel, DuplexModel):
                  ref_audio_path: str | None = None, checkpoint: str = "openbmb/MiniCPM-o-4_5",
                  connect_timeout_s: float = 30.0, prepare_timeout_s: float = 120.0,
                  turn_silence_s: float | None = None, server: dict[str, Any] | None = None,
-                 case_retries: int = 2):
-        _aiohttp()
+                 case_retries: int = 2, checkpoint_label: str | None = None):
+        require_client(name, ("aiohttp",), "minicpmo")
         self.name = name
-        self.host, self.port = host, (int(port) if port is not None else None)
+        self.host, self.port = host or "127.0.0.1", (int(port) if port is not None else None)
+        # model.port: a worker someone else runs, whatever model.server says
+        self.external = (self.host, self.port) if self.port is not None else None
+        self.checkpoint_label = checkpoint_label
         self.base_prompt = base_prompt
         self.config = _plain(config) or {}
         self.ref_audio_path = ref_audio_path
@@ -107,7 +112,7 @@ class MiniCPMO(PooledServerModel, DuplexModel):
         self.case_retries = int(case_retries)
         if self.port is None:
             if self.server is None:
-                raise ValueError(f"{name}: give either a server: block (port null) or the port of a running worker")
+                raise ConfigError(f"model.server: {name} needs a server: block, or model.port of a running worker")
             self._init_pool(name, self.server, self.probe)
 
     @property
@@ -115,9 +120,11 @@ class MiniCPMO(PooledServerModel, DuplexModel):
         return f"ws://{self.host}:{self.port}/ws/duplex"
 
     def identity(self) -> dict[str, Any]:
-        return {"name": self.name, "adapter": "minicpmo-duplex-ws", "checkpoint": self.checkpoint,
-                "base_prompt": self.base_prompt, "config": self.config, "ref_audio_path": self.ref_audio_path,
-                "sample_rate": self.sample_rate, "output_sample_rate": OUTPUT_RATE, "frame_s": self.frame_s}
+        return server_identity(
+            {"name": self.name, "adapter": "minicpmo-duplex-ws", "checkpoint": self.checkpoint,
+             "base_prompt": self.base_prompt, "config": self.config, "ref_audio_path": self.ref_audio_path,
+             "sample_rate": self.sample_rate, "output_sample_rate": OUTPUT_RATE, "frame_s": self.frame_s},
+            self.external, self.checkpoint_label)
 
     def prompt(self, instruction: str | None) -> str | None:
         if not instruction:

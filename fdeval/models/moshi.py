@@ -17,6 +17,10 @@ server through the checkpoint's `lm_gen_config`, the server's own route. Turn co
 model silence. The kyutai server reads no query parameter: the instruction is sent as
 `text_prompt` (as the paper's harness did) but Moshi never sees it, so Moshi runs un-instructed.
 The server seeds its sampler once at start; a session's seed cannot be passed.
+
+`model.port` (host default 127.0.0.1) means a server someone else runs: no pool, whatever
+`model.server` says, and the identity says `server: external host:port` with the checkpoint and
+decoding unknown (or the user's `checkpoint_label`): fdeval cannot see what that server runs.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from urllib.parse import urlencode
 
 import numpy as np
 
+from fdeval.errors import ConfigError
 from fdeval.models import kindbyte
 from fdeval.models.base import DuplexModel, DuplexSession, ModelEvent
 from fdeval.models.servers import (PooledServerModel, ServerDied, ServerError, ServerInstance, ServerPool,
@@ -43,6 +48,7 @@ log = logging.getLogger("fdeval")
 ADAPTER_VERSION = "1"
 LAUNCHER = str(Path(__file__).with_name("moshi_launch.py"))
 _HASH_CACHE: dict[tuple[str, int, float], str] = {}
+CHECKPOINT_FILES = ("config_path", "moshi_weight", "mimi_weight", "tokenizer")  # model.<key>: local files
 
 
 def file_sha256(path: str | os.PathLike) -> str:
@@ -73,13 +79,21 @@ def hf_revision(repo: str) -> str | None:
 def checkpoint_identity(m: Any) -> dict[str, Any]:
     """Which Moshi checkpoint `m` loads: sha256 of its local files, else the hub repo and revision."""
     files = {}
-    for key in ("config_path", "moshi_weight", "mimi_weight", "tokenizer"):
+    for key in CHECKPOINT_FILES:
         value = getattr(m, key)
         if value:
             files[key] = {"path": str(value), "sha256": file_sha256(value)}
     local = bool(files.get("moshi_weight"))
     return {"hf_repo": None if local else m.hf_repo,
             "hf_revision": None if local or not m.hf_repo else hf_revision(m.hf_repo), "files": files}
+
+
+def check_local_files(m: Any) -> None:
+    """Every checkpoint file given must exist (one line naming the key, not a traceback later)."""
+    for key in CHECKPOINT_FILES:
+        value = getattr(m, key)
+        if value and not Path(value).is_file():
+            raise ConfigError(f"model.{key}: no such file: {value}")
 
 
 async def handshake(host: str, port: int, path: str = "/api/chat", query: Mapping[str, str] | None = None,
@@ -109,17 +123,22 @@ class KindByteServerModel(PooledServerModel, DuplexModel):
     text_stream = "pieces"  # SentencePiece pieces (both servers send id_to_piece, "▁" -> " ")
 
     def __init__(self, name: str, turn_silence_s: float | None, server: Mapping[str, Any] | None,
-                 host: str | None = None, port: int | None = None, handshake_timeout_s: float = 600.0,
-                 case_retries: int = 2, path: str = "/api/chat"):
+                 host: str | None = "127.0.0.1", port: int | None = None, handshake_timeout_s: float = 600.0,
+                 case_retries: int = 2, path: str = "/api/chat", checkpoint_label: str | None = None):
+        kindbyte.require_client(name, ("sphn", "aiohttp"), "moshi-client")
         self.name = name
         self.turn_silence_s = turn_silence_s
         self.handshake_timeout_s = handshake_timeout_s
         self.case_retries = int(case_retries)
         self.path = path
-        self.spec = ServerSpec.from_config(dict(server) if server is not None else None)
-        self.external = (host, int(port)) if port is not None else None
+        self.checkpoint_label = checkpoint_label
+        # model.port means a server someone else runs: no pool, whatever model.server says
+        self.external = (host or "127.0.0.1", int(port)) if port is not None else None
+        self.spec = None if self.external else ServerSpec.from_config(dict(server) if server is not None else None)
         if self.spec is None and self.external is None:
-            raise ValueError(f"{name}: give either a server: block or host/port of a running server")
+            raise ConfigError(f"model.server: {name} needs a server: block, or model.port of a running server")
+        if self.external and server is not None:
+            log.info("%s: model.port given: using the server on %s:%d, model.server is not started", name, *self.external)
         self.pool: ServerPool | None = None
         if self.spec is not None:
             self._init_pool(name, None, self.probe, placeholders={"launcher": LAUNCHER},
@@ -302,9 +321,9 @@ class Moshi(KindByteServerModel):
                  hf_repo: str | None = "kyutai/moshiko-pytorch-bf16", config_path: str | None = None,
                  moshi_weight: str | None = None, mimi_weight: str | None = None, tokenizer: str | None = None,
                  device: str = "cuda", half: bool = False, temp: float = 0.8, temp_text: float = 0.7,
-                 top_k: int = 250, top_k_text: int = 25, send_text_prompt: bool = True, host: str | None = None,
-                 port: int | None = None, handshake_timeout_s: float = 600.0, case_retries: int = 2,
-                 token_log: str | None = None):
+                 top_k: int = 250, top_k_text: int = 25, send_text_prompt: bool = True,
+                 host: str | None = "127.0.0.1", port: int | None = None, handshake_timeout_s: float = 600.0,
+                 case_retries: int = 2, token_log: str | None = None, checkpoint_label: str | None = None):
         self.hf_repo, self.config_path = hf_repo, config_path
         self.moshi_weight, self.mimi_weight, self.tokenizer = moshi_weight, mimi_weight, tokenizer
         self.device, self.half = device, bool(half)
@@ -312,7 +331,10 @@ class Moshi(KindByteServerModel):
                          "top_k_text": int(top_k_text)}
         self.send_text_prompt = bool(send_text_prompt)
         self.token_log = token_log
-        super().__init__(name, turn_silence_s, server, host, port, handshake_timeout_s, case_retries)
+        super().__init__(name, turn_silence_s, server, host, port, handshake_timeout_s, case_retries,
+                         checkpoint_label=checkpoint_label)
+        if self.external is None:  # the weights of a server fdeval starts are hashed for the identity
+            check_local_files(self)
 
     def server_args(self) -> list[str]:
         args: list[str] = []
@@ -339,12 +361,12 @@ class Moshi(KindByteServerModel):
         ident: dict[str, Any] = {
             "name": self.name, "kind": "moshi-server", "adapter_version": ADAPTER_VERSION,
             "protocol": "websocket /api/chat kind-byte, Ogg/Opus 24 kHz, 80 ms frames",
-            **checkpoint_identity(self), "dtype": "float16" if self.half else "bfloat16", "decoding": self.decoding,
             "turn_silence_s": self.turn_silence_s, "instruction_read_by_server": False,
         }
-        if self.spec is not None:
-            ident["server_python"] = self.spec.python
-        return ident
+        if self.external is None:  # an external server's checkpoint, dtype and decoding are its owner's
+            ident.update(checkpoint_identity(self), dtype="float16" if self.half else "bfloat16",
+                         decoding=self.decoding, server_python=self.spec.python)
+        return kindbyte.server_identity(ident, self.external, self.checkpoint_label)
 
 
 def _with_args(spec: ServerSpec, extra: list[str]) -> ServerSpec:

@@ -10,15 +10,25 @@ packages its orchestrator imports, so the in-process batched adapter (`moshi_loc
 frame loop run inside that venv.
 
 On a GPU node, build the venv the same way with the CUDA torch your site uses instead of the pin.
+
+fdeval deletes or rebuilds only a folder it built itself (marked by `.fdeval-moshi-venv.json`,
+written before anything is installed): an existing folder without that marker, e.g. a venv of
+yours named by FDEVAL_MOSHI_VENV, is an error naming it, never wiped; a marked one is reused
+when its pins match, else rebuilt. Builds of one folder are serialised by a lock file next to it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Iterator
+
+from fdeval.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 MOSHI_VERSION = "0.2.13"
@@ -37,6 +47,10 @@ class MoshiEnvError(RuntimeError):
     """The moshi environment could not be built or used."""
 
 
+class NotOurFolderError(MoshiEnvError, ConfigError):
+    """The venv path is an existing folder that fdeval did not build: it is left as it is."""
+
+
 def default_venv() -> Path:
     return Path(os.environ.get("FDEVAL_MOSHI_VENV") or REPO / ".cache" / "moshi-venv")
 
@@ -51,28 +65,68 @@ def _run(cmd: list[str], log: Path) -> None:
         raise MoshiEnvError(f"{' '.join(cmd[:4])} ... failed (exit {proc.returncode}); log {log}:\n{tail}")
 
 
+def _stamp(venv: Path) -> dict | None:
+    """What fdeval recorded in a venv it built; None for a folder that is missing or empty (fdeval
+    may create it). Any other folder was not built by fdeval: NotOurFolderError, nothing touched."""
+    stamp = venv / STAMP
+    if stamp.is_file():
+        try:
+            have = json.loads(stamp.read_text())
+        except (OSError, ValueError):
+            have = None
+        return have if isinstance(have, dict) else {}  # ours, its record unreadable: rebuilt
+    if venv.is_dir() and not any(venv.iterdir()):
+        return None
+    if venv.exists() or venv.is_symlink():
+        raise NotOurFolderError(f"{venv}: an existing folder that fdeval did not build (no {STAMP} in it); "
+                                "fdeval never deletes it: set FDEVAL_MOSHI_VENV to a new folder, or move this one away")
+    return None
+
+
+def _write_stamp(venv: Path, have: dict) -> None:
+    tmp = venv / f"{STAMP}.tmp"
+    tmp.write_text(json.dumps(have))
+    os.replace(tmp, venv / STAMP)
+
+
+@contextlib.contextmanager
+def _locked(venv: Path) -> Iterator[None]:
+    """One build of a venv at a time (two test sessions, two launches)."""
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    with open(venv.parent / f"{venv.name}.lock", "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def ensure_moshi_venv(path: Path | None = None, with_fdeval: bool = False) -> Path:
     """The python of a venv holding moshi (and fdeval --no-deps if asked); built when missing."""
     venv = Path(path) if path is not None else default_venv()
+    with _locked(venv):
+        return _ensure(venv, with_fdeval)
+
+
+def _ensure(venv: Path, with_fdeval: bool) -> Path:
     py = venv / "bin" / "python"
-    stamp = venv / STAMP
     want = {"moshi": MOSHI_VERSION, "torch": TORCH, "deps": MOSHI_DEPS}
-    have = json.loads(stamp.read_text()) if stamp.exists() else {}
+    have = _stamp(venv)
     log = venv.parent / f"{venv.name}.build.log"
-    if not (py.exists() and {k: have.get(k) for k in want} == want):
-        venv.parent.mkdir(parents=True, exist_ok=True)
-        _run([sys.executable, "-m", "venv", "--clear", str(venv)], log)
-        pip = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    pip = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    if have is None or not (py.exists() and {k: have.get(k) for k in want} == want):
+        # --clear only on a folder fdeval built (the marker says so); a new or empty one is created
+        _run([sys.executable, "-m", "venv", *(["--clear"] if have is not None else []), str(venv)], log)
+        _write_stamp(venv, {"built_by": "fdeval"})  # first: a build cut short is still ours to redo
         _run(pip + ["--no-deps", f"moshi=={MOSHI_VERSION}"], log)
         _run(pip + [TORCH, *MOSHI_DEPS], log)
-        have = dict(want)
-        stamp.write_text(json.dumps(have))
+        have = {"built_by": "fdeval", **want}
+        _write_stamp(venv, have)
     if with_fdeval and (have.get("fdeval") != str(REPO) or have.get("fdeval_deps") != FDEVAL_DEPS):
-        pip = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
         _run(pip + [*FDEVAL_DEPS], log)
         _run(pip + ["--no-deps", "--no-build-isolation", "-e", str(REPO)], log)
         have["fdeval"], have["fdeval_deps"] = str(REPO), FDEVAL_DEPS
-        stamp.write_text(json.dumps(have))
+        _write_stamp(venv, have)
     return py
 
 
@@ -97,7 +151,11 @@ if __name__ == "__main__":
     p.add_argument("--with-fdeval", action="store_true")
     p.add_argument("--tiny", type=Path, default=None, help="also build a tiny random checkpoint here")
     a = p.parse_args()
-    python = ensure_moshi_venv(a.venv, a.with_fdeval)
-    print(python)
-    if a.tiny:
-        print(json.dumps(build_tiny(python, a.tiny)))
+    try:
+        python = ensure_moshi_venv(a.venv, a.with_fdeval)
+        print(python)
+        if a.tiny:
+            print(json.dumps(build_tiny(python, a.tiny)))
+    except MoshiEnvError as e:
+        print(f"fdeval: error: {e}", file=sys.stderr)
+        sys.exit(2 if isinstance(e, ConfigError) else 1)

@@ -19,6 +19,12 @@ temperature 0 (greedy) a session's tokens equal the server's on the same input (
 sampling they are draws from one shared torch generator, so they depend on the batch's makeup.
 Text rule `text_stream = "pieces"`, as the server: the pieces are SentencePiece pieces.
 
+Checkpoint: `hf_repo` through moshi's loader, or with `hf_repo: null` local files only, checked
+when the model is built: `moshi_weight`, `mimi_weight` and `tokenizer` are required, `config_path`
+optional (without it, Moshi 7B's architecture, as moshi's loader assumes), and files the config
+names (`mimi_config_name`, `lora_name`) are found relative to it; the hub is never asked. A load
+that fails is remembered: every later session fails at once with the same `ModelLoadError`.
+
 `moshi` pins versions of its own, so this adapter runs inside the moshi venv with fdeval installed
 there `--no-deps` (`python -m fdeval.models.moshi_env --with-fdeval` builds it):
 
@@ -28,13 +34,68 @@ there `--no-deps` (`python -m fdeval.models.moshi_env --with-fdeval` builds it):
 from __future__ import annotations
 
 import asyncio
+import importlib.util
+import json
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from fdeval.errors import ConfigError
 from fdeval.models.base import DuplexModel, DuplexSession, ModelEvent
-from fdeval.models.moshi import ADAPTER_VERSION, checkpoint_identity
+from fdeval.models.moshi import ADAPTER_VERSION, check_local_files, checkpoint_identity
+
+VENV_HINT = ("python -m fdeval.models.moshi_env --with-fdeval, then "
+             ".cache/moshi-venv/bin/python -m fdeval.launch model=moshi_lockstep ...")
+LOCAL_FILES = ("moshi_weight", "mimi_weight", "tokenizer")  # required when model.hf_repo is null
+
+
+class ModelLoadError(RuntimeError):
+    """The checkpoint could not be loaded: every session of the run fails with it (no retry)."""
+
+    retryable = False
+
+
+def _importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # ValueError: a module set to None in sys.modules
+        return False
+
+
+def _config_ref(config_path: str, key: str, value: str) -> Path:
+    """A file that config.json names (`mimi_config_name`, `lora_name`), without the hub:
+    file://PATH, an absolute path, or a path relative to the config's folder."""
+    if value.startswith("hf://"):
+        raise ConfigError(f"model.config_path: {config_path}: {key} {value!r} is on the model hub, "
+                          "but model.hf_repo is null (local files only)")
+    path = Path(value.removeprefix("file://"))
+    path = path if path.is_absolute() else Path(config_path).parent / path
+    if not path.is_file():
+        raise ConfigError(f"model.config_path: {config_path}: {key} {value!r}: no such file: {path}")
+    return path
+
+
+def local_checkpoint_files(m: Any) -> dict[str, Path]:
+    """What `model.hf_repo: null` loads, all local: the required files, and those the config names.
+    Checked when the model is built; `moshi`'s own loader would ask the hub for anything missing."""
+    for key in LOCAL_FILES:
+        if not getattr(m, key):
+            raise ConfigError(f"model.{key}: required when model.hf_repo is null (local files, no model hub)")
+    check_local_files(m)
+    files = {key: Path(getattr(m, key)) for key in LOCAL_FILES}
+    if m.config_path:
+        try:
+            raw = json.loads(Path(m.config_path).read_text())
+        except (OSError, UnicodeDecodeError, ValueError) as e:
+            raise ConfigError(f"model.config_path: {m.config_path}: not a JSON config ({e})") from None
+        if not isinstance(raw, dict):
+            raise ConfigError(f"model.config_path: {m.config_path}: not a JSON object")
+        for key, arg in (("mimi_config_name", "mimi_config_path"), ("lora_name", "lora_weights")):
+            if raw.get(key):
+                files[arg] = _config_ref(m.config_path, key, str(raw[key]))
+    return files
 
 
 class _BatchStepper:
@@ -192,7 +253,7 @@ class MoshiLockstep(DuplexModel):
                  top_k: int = 250, top_k_text: int = 25, seed: int = 42424242, torch_threads: int | None = None,
                  log_tokens: bool = False):
         if int(batch_size) < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+            raise ConfigError(f"model.batch_size: must be >= 1, got {batch_size}")
         self.name, self.batch_size = name, int(batch_size)
         self.turn_silence_s = turn_silence_s
         self.hf_repo, self.config_path = hf_repo, config_path
@@ -201,7 +262,15 @@ class MoshiLockstep(DuplexModel):
         self.decoding = {"temp": float(temp), "temp_text": float(temp_text), "top_k": int(top_k),
                          "top_k_text": int(top_k_text)}
         self.seed, self.torch_threads, self.log_tokens = int(seed), torch_threads, bool(log_tokens)
+        if not (_importable("moshi") and _importable("torch")):
+            raise ConfigError(f"model={name} needs moshi and torch: it runs inside the moshi venv: {VENV_HINT}")
+        if hf_repo:
+            check_local_files(self)
+            self._local: dict[str, Path] | None = None
+        else:
+            self._local = local_checkpoint_files(self)
         self._stepper: _BatchStepper | None = None
+        self._load_error: str | None = None
         self.load_s = 0.0
 
     @property
@@ -217,23 +286,39 @@ class MoshiLockstep(DuplexModel):
 
     @property
     def stepper(self) -> _BatchStepper:
+        # a load that failed is not tried again for every case: each later session gets its error
+        if self._load_error is not None:
+            raise ModelLoadError(self._load_error)
         if self._stepper is None:
-            self._stepper = self._load()
+            try:
+                self._stepper = self._load()
+            except Exception as e:
+                first = (str(e).strip().splitlines() or [""])[0]
+                self._load_error = f"{self.name}: the model could not be loaded ({type(e).__name__}: {first}); not retried in this run"
+                raise ModelLoadError(self._load_error) from e
         return self._stepper
 
+    def _checkpoint(self, loaders):
+        if self._local is None:
+            return loaders.CheckpointInfo.from_hf_repo(self.hf_repo, self.moshi_weight, self.mimi_weight,
+                                                       self.tokenizer, config_path=self.config_path)
+        f = self._local
+        if not self.config_path:  # no config: the architecture of Moshi 7B, as moshi's loader assumes
+            return loaders.CheckpointInfo(f["moshi_weight"], f["mimi_weight"], f["tokenizer"])
+        # every path given: moshi's loader then reads only these files (hf_repo None: no hub)
+        return loaders.CheckpointInfo.from_hf_repo(
+            None, f["moshi_weight"], f["mimi_weight"], f["tokenizer"], config_path=self.config_path,
+            mimi_config_path=f.get("mimi_config_path"), lora_weights=f.get("lora_weights"))
+
     def _load(self) -> _BatchStepper:
-        try:
-            import torch
-            from moshi.models import LMGen, loaders
-        except ImportError as e:
-            raise ImportError("moshi_lockstep runs inside the moshi venv: python -m fdeval.models.moshi_env --with-fdeval, "
-                              "then run fdeval with .cache/moshi-venv/bin/python") from e
+        import torch
+        from moshi.models import LMGen, loaders
+
         t0 = time.perf_counter()
         if self.torch_threads:
             torch.set_num_threads(int(self.torch_threads))
         torch.manual_seed(self.seed)
-        info = loaders.CheckpointInfo.from_hf_repo(self.hf_repo or "", self.moshi_weight, self.mimi_weight,
-                                                    self.tokenizer, config_path=self.config_path)
+        info = self._checkpoint(loaders)
         mimi = info.get_mimi(device=self.device)
         lm = info.get_moshi(device=self.device, dtype=getattr(torch, self.dtype))
         kwargs = {**info.lm_gen_config, **self.decoding}

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from fdeval.models.kindbyte import server_identity
 from fdeval.models.moshi import ADAPTER_VERSION, KindByteServerModel, handshake, hf_revision
 
 
@@ -33,12 +34,14 @@ class PersonaPlex(KindByteServerModel):
     def __init__(self, name: str = "personaplex", turn_silence_s: float | None = 5.0,
                  server: Mapping[str, Any] | None = None, voice_prompt: str = "NATF0.pt",
                  hf_repo: str | None = "nvidia/personaplex-7b-v1", voice_prompt_dir: str | None = None,
-                 device: str = "cuda", extra_args: Sequence[str] = (), host: str | None = None,
-                 port: int | None = None, handshake_timeout_s: float = 900.0, case_retries: int = 2):
+                 device: str = "cuda", extra_args: Sequence[str] = (), host: str | None = "127.0.0.1",
+                 port: int | None = None, handshake_timeout_s: float = 900.0, case_retries: int = 2,
+                 checkpoint_label: str | None = None):
         self.voice_prompt = voice_prompt
         self.hf_repo, self.voice_prompt_dir, self.device = hf_repo, voice_prompt_dir, device
         self.extra_args = [str(a) for a in extra_args]
-        super().__init__(name, turn_silence_s, server, host, port, handshake_timeout_s, case_retries)
+        super().__init__(name, turn_silence_s, server, host, port, handshake_timeout_s, case_retries,
+                         checkpoint_label=checkpoint_label)
 
     def server_args(self) -> list[str]:
         args: list[str] = []
@@ -55,11 +58,12 @@ class PersonaPlex(KindByteServerModel):
         await handshake(host, port, self.path, self.query(None, 0), timeout_s=self.handshake_timeout_s)
 
     def identity(self) -> dict[str, Any]:
-        return {
+        ident: dict[str, Any] = {
             "name": self.name, "kind": "personaplex-server", "adapter_version": ADAPTER_VERSION,
             "protocol": "websocket /api/chat kind-byte, Ogg/Opus 24 kHz, 80 ms frames, text_prompt + voice_prompt",
-            "hf_repo": self.hf_repo, "hf_revision": hf_revision(self.hf_repo) if self.hf_repo else None,
-            "voice_prompt": self.voice_prompt, "turn_silence_s": self.turn_silence_s,
-            "decoding": "server defaults (Moshi's: temp 0.8, temp_text 0.7, top_k 250, top_k_text 25)",
-            "tested": "protocol only",
+            "voice_prompt": self.voice_prompt, "turn_silence_s": self.turn_silence_s, "tested": "protocol only",
         }
+        if self.external is None:  # the client sends the voice prompt; the rest is an external server's own
+            ident.update(hf_repo=self.hf_repo, hf_revision=hf_revision(self.hf_repo) if self.hf_repo else None,
+                         decoding="server defaults (Moshi's: temp 0.8, temp_text 0.7, top_k 250, top_k_text 25)")
+        return server_identity(ident, self.external, self.checkpoint_label)

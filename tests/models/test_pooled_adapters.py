@@ -40,6 +40,7 @@ else:
 
     from fake_servers_common import question_and_barge_in
 
+    from fdeval.errors import ConfigError
     from fdeval.models.minicpmo import MiniCPMO
     from fdeval.orchestrator.clock import RealtimeClock
     from fdeval.orchestrator.session import OrchestratorConfig, run_session
@@ -77,5 +78,5 @@ else:
             m.close()
             fixed = model_from_yaml(name, port=1234)  # a running server: no pool
             assert fixed.pool is None and fixed.concurrency == 1
-        with pytest.raises(ValueError, match="server"):
+        with pytest.raises(ConfigError, match="model.server"):
             MiniCPMO(port=None)

@@ -9,6 +9,7 @@ User errors print one line and exit 2, without a traceback.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sys
 from pathlib import Path
@@ -52,8 +53,6 @@ def check_overrides(args: list[str]) -> None:
         if _SECRET_KEY.search(key):
             _die(f"{key}: refusing a credential on the command line (it would land in the run folder and the shell "
                  "history); set it in the environment instead, e.g. ANTHROPIC_API_KEY")
-    if not overrides:
-        return
     try:
         parsed = OverridesParser.create().parse_overrides(overrides)
     except Exception as e:  # hydra's own grammar error is already one readable sentence
@@ -76,7 +75,7 @@ def check_overrides(args: list[str]) -> None:
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         try:
-            compose("config", overrides=concrete)
+            cfg = compose("config", overrides=concrete)
         except Exception as e:
             text = f"{e}\n{e.__cause__ or ''}"
             m = re.search(r"Key '([^']+)' is not in struct.*?full_key: (\S+)", text, re.S)
@@ -91,6 +90,19 @@ def check_overrides(args: list[str]) -> None:
             _die(text.strip().splitlines()[0])
         finally:
             GlobalHydra.instance().clear()
+    _check_writable(Path(str(cfg.out_root)).expanduser())
+
+
+def _check_writable(out_root: Path) -> None:
+    """Hydra creates folders under out_root before fdeval runs: a folder that cannot be written
+    is one line here, not a traceback there."""
+    try:
+        out_root.mkdir(parents=True, exist_ok=True)
+        probe = out_root / f".fdeval-write-test-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        _die(f"out_root: cannot write to {out_root}: {e.strerror or e}")
 
 
 def _app(cfg: DictConfig) -> None:

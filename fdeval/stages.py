@@ -753,8 +753,12 @@ def prepare(cfg: DictConfig, tag: str) -> tuple[Path, dict[str, Any]]:
     out_root = Path(cfg.out_root).expanduser().resolve()
     ctx = RunContext(cfg, Path("."), out_root)
     bench = ctx.benchmark
+    if "run" in steps and cfg.launcher.name == "local":
+        ctx.model  # a missing client package or weight file is one line now, before generate
     if any(s in steps for s in ("judge", "score")) and bench.stage("judge") is None:
-        ctx.judge  # judge settings (and its key) are checked now, not after the sessions ran
+        judge = ctx.judge  # judge settings are checked now, not after the sessions ran
+        if "run" in steps and "judge" in steps and hasattr(judge, "check_ready"):
+            judge.check_ready()  # new sessions will need verdicts: the key and SDK must be there
     identity = ctx.run_identity
     name = str(cfg.get("run_tag") or tag)
     if not name or "/" in name or name.startswith("."):

@@ -9,9 +9,12 @@ flush and injection is logged with its session time.
 Under the realtime clock the session also checks its own timing: how far behind schedule the
 user's frames left (pacing lag: a client or an in-process model too slow for wall time), and,
 for a model that answers every input frame with a frame of audio (`DuplexModel.audio_per_frame`),
-how far the model's audio lags the session (model lag: a server that cannot keep up). Past
+how much further its audio falls behind the session than the least delay it showed once it began
+to answer (model lag: a server that cannot keep up; its constant delay is not counted). Past
 `HealthBounds` the session is marked invalid in its log (never scored); so is a session cut at
-`max_session_s`. The figures go into the log's attrs (`health_*`, docs/recording.md).
+`max_session_s`. A session is stopped as soon as it is past a bound (end reason
+`behind_real_time`): the rest could not be scored either. The figures go into the log's attrs
+(`health_*`, docs/recording.md).
 """
 
 from __future__ import annotations
@@ -143,6 +146,11 @@ async def run_session(
                 log.event(e.t_s, f"vad_{e.kind}", -1, "model channel")
             tm.observe(n_end, vstream.is_speaking, vstream.silence_s, onsets)
             k += 1
+            if health.broken(cfg.health):
+                # the rest could not be scored either: stop now and free the model for the next case
+                log.event(n_end / sr, "session_end", -1, "behind_real_time")
+                tm.end_reason = "behind_real_time"
+                break
     wall_s = time.perf_counter() - wall0
     for e in vstream.close():
         log.event(e.t_s, f"vad_{e.kind}", -1, "model channel (end of session)")
@@ -181,15 +189,25 @@ class _Health:
         self.model_lag_s = float("nan")
         self.model_audio_n = 0
         self.n_frames = 0
+        self.first_audio_s = self.min_lag_s = float("nan")
 
     def pacing(self, lateness_s: float) -> None:
         self.n_frames += 1
         self.pacing_lag_s = max(self.pacing_lag_s, lateness_s)
 
     def model(self, n_end: int) -> None:
-        if self.audio_per_frame:
-            lag = (n_end - self.model_audio_n) / self.sr
-            self.model_lag_s = lag if math.isnan(self.model_lag_s) else max(self.model_lag_s, lag)
+        # The model's own delay (first frame, codec) is a constant offset: what counts is how far
+        # its audio falls behind the least delay it has shown since it began to answer.
+        if not self.audio_per_frame or self.model_audio_n == 0:
+            return
+        lag = (n_end - self.model_audio_n) / self.sr
+        if math.isnan(self.first_audio_s):
+            self.first_audio_s, self.min_lag_s, self.model_lag_s = n_end / self.sr, lag, 0.0
+        self.min_lag_s = min(self.min_lag_s, lag)
+        self.model_lag_s = max(self.model_lag_s, lag - self.min_lag_s)
+
+    def broken(self, bounds: HealthBounds) -> bool:
+        return self.realtime and (self.pacing_lag_s > bounds.max_pacing_lag_s or self.model_lag_s > bounds.max_model_lag_s)
 
     def verdict(self, bounds: HealthBounds, end_reason: str, max_session_s: float, duration_s: float,
                 wall_s: float) -> dict[str, Any]:
@@ -205,6 +223,7 @@ class _Health:
         return {
             "health_pacing_lag_max_s": float(self.pacing_lag_s), "health_model_lag_max_s": float(self.model_lag_s),
             "health_model_audio_s": self.model_audio_n / self.sr, "health_frames_sent": self.n_frames,
+            "health_model_first_audio_s": float(self.first_audio_s),
             "health_realtime_factor": wall_s / duration_s if duration_s > 0 else float("nan"),
             "valid": not why, "invalid_reason": "; ".join(why),
         }

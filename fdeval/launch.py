@@ -105,6 +105,25 @@ def _check_writable(out_root: Path) -> None:
         _die(f"out_root: cannot write to {out_root}: {e.strerror or e}")
 
 
+def run_folder(overrides: list[str]) -> Path:
+    """The run folder `python -m fdeval.launch OVERRIDES` uses (for scripts that collect runs).
+
+    Only the identity hash at the end of the name is relied on: find the folder by it."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    from fdeval.runfolder import readable_tag
+    from fdeval.stages import prepare
+
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+            cfg = compose("config", overrides=[*overrides, "stage=status"])  # status: builds no model or judge
+    finally:
+        GlobalHydra.instance().clear()
+    return prepare(cfg, readable_tag(overrides, _UNTAGGED_KEYS, _UNTAGGED_PREFIXES))[0]
+
+
 def _app(cfg: DictConfig) -> None:
     from hydra.core.hydra_config import HydraConfig
 

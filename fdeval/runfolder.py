@@ -82,9 +82,20 @@ def resolve_endpoint(node: Mapping[str, Any], environ: Mapping[str, str] | None 
     return env.get(var) or default if var else "sdk-default"
 
 
+def _numbers(node: Any) -> Any:
+    """2 and 2.0 are one setting (a sweep writes `2`, a YAML `2.0`): whole floats become ints."""
+    if isinstance(node, dict):
+        return {k: _numbers(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_numbers(v) for v in node]
+    if isinstance(node, float) and node.is_integer():
+        return int(node)
+    return node
+
+
 def result_config(cfg: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The part of a resolved config that can change a result, endpoints made explicit."""
-    d = copy.deepcopy(dict(cfg))
+    d = _numbers(copy.deepcopy(dict(cfg)))
     for key in NOT_RESULT_KEYS:
         d.pop(key, None)
     for path in NOT_RESULT_PATHS:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -19,17 +18,18 @@ from pathlib import Path
 DEFAULT_DELAYS = "0.5,1,1.5,2,2.5,3,3.5,4"
 
 
-def find_runs(out_root: Path, benchmark: str, model: str, delays: list[float], fixed: dict[str, str]) -> dict[float, Path]:
-    """Run folders of this sweep: same model/benchmark, matching overrides, one per delay."""
+def find_runs(overrides: list[str], delays: list[float]) -> dict[float, Path]:
+    """This sweep's finished run folders, one per delay: the folder each point's command uses,
+    found by its identity hash (the readable part of a name is only a reminder)."""
+    from fdeval.launch import run_folder
+
     found: dict[float, Path] = {}
-    for run_json in sorted((out_root / benchmark / model).glob("*/run.json")):
-        cfg = json.loads(run_json.read_text())["command_config"]
-        delay = cfg["orchestrator"].get("barge_in_delay_s")
-        if delay is None or float(delay) not in delays:
-            continue
-        name = run_json.parent.name
-        if all(f"{k}={v}" in name for k, v in fixed.items()):
-            found.setdefault(float(delay), run_json.parent)
+    for d in delays:
+        expected = run_folder([f"orchestrator.barge_in_delay_s={d}", *overrides])
+        suffix = expected.name.rsplit("-", 1)[-1]
+        matches = sorted(p for p in expected.parent.glob(f"*-{suffix}") if (p / "scores" / "ias.csv").is_file())
+        if matches:
+            found[d] = matches[0]
     return found
 
 
@@ -73,15 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_run:
         cmd = [sys.executable, "-m", "fdeval.launch", "-m", f"orchestrator.barge_in_delay_s={args.delays}", *overrides]
         subprocess.run(cmd, check=True)
-    # keep only overrides that name run folders (fdeval.launch drops launcher/output options)
-    from fdeval.launch import _tag
-
-    fixed = {}
-    for k, v in kv.items():
-        t = _tag(f"{k}={v}")
-        if t != "default":
-            fixed.update([t.split("=", 1)])
-    runs = find_runs(out_root, benchmark, model, delays, fixed)
+    runs = find_runs(overrides, delays)
     missing = [d for d in delays if d not in runs]
     if missing:
         print(f"barge_in_sweep: no finished run for delay(s) {missing} under {out_root / benchmark / model}", file=sys.stderr)

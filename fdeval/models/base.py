@@ -68,6 +68,9 @@ class DuplexModel(abc.ABC):
     clock: Literal["lockstep", "realtime"] = "realtime"
     # Model silence that completes a turn for the take-turn wait; None = orchestrator default.
     turn_silence_s: float | None = None
+    # True when the model answers every input frame with a frame of audio (silence included): the
+    # orchestrator then measures how far its audio falls behind real time (session.HealthBounds).
+    audio_per_frame: bool = False
     text_stream: Literal["words", "pieces"] = "words"
     """How the text pieces of this model's `ModelEvent("text")` become transcript words (recorded
     in the session log as `text_stream`; docs/judging.md, "Model words").

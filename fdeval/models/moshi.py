@@ -26,7 +26,6 @@ decoding unknown (or the user's `checkpoint_label`): fdeval cannot see what that
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import logging
 import os
@@ -38,6 +37,7 @@ from urllib.parse import urlencode
 import numpy as np
 
 from fdeval.errors import ConfigError
+from fdeval.files import file_sha256
 from fdeval.models import kindbyte
 from fdeval.models.base import DuplexModel, DuplexSession, ModelEvent
 from fdeval.models.servers import (PooledServerModel, ServerDied, ServerError, ServerInstance, ServerPool,
@@ -47,22 +47,7 @@ log = logging.getLogger("fdeval")
 
 ADAPTER_VERSION = "1"
 LAUNCHER = str(Path(__file__).with_name("moshi_launch.py"))
-_HASH_CACHE: dict[tuple[str, int, float], str] = {}
 CHECKPOINT_FILES = ("config_path", "moshi_weight", "mimi_weight", "tokenizer")  # model.<key>: local files
-
-
-def file_sha256(path: str | os.PathLike) -> str:
-    """sha256 of a file (cached per process by path, size and mtime)."""
-    p = Path(path)
-    st = p.stat()
-    key = (str(p.resolve()), st.st_size, st.st_mtime)
-    if key not in _HASH_CACHE:
-        h = hashlib.sha256()
-        with open(p, "rb") as f:
-            for block in iter(lambda: f.read(1 << 22), b""):
-                h.update(block)
-        _HASH_CACHE[key] = h.hexdigest()
-    return _HASH_CACHE[key]
 
 
 def hf_revision(repo: str) -> str | None:
@@ -121,6 +106,7 @@ class KindByteServerModel(PooledServerModel, DuplexModel):
     # Moshi's server sends a frame's audio, then its text; PersonaPlex sends the text first.
     text_follows_audio = True
     text_stream = "pieces"  # SentencePiece pieces (both servers send id_to_piece, "▁" -> " ")
+    audio_per_frame = True  # the server answers every 80 ms input frame with one of audio
 
     def __init__(self, name: str, turn_silence_s: float | None, server: Mapping[str, Any] | None,
                  host: str | None = "127.0.0.1", port: int | None = None, handshake_timeout_s: float = 600.0,

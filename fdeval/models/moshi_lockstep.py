@@ -241,6 +241,7 @@ class _BatchStepper:
 class MoshiLockstep(DuplexModel):
     """Moshi's LMGen + Mimi in this process, `batch_size` sessions per forward pass."""
 
+    audio_per_frame = True
     sample_rate = 24000
     frame_s = 0.08
     clock = "lockstep"

@@ -38,6 +38,7 @@ def serve(argv: list[str]) -> None:
     p.add_argument("--port", type=int)
     p.add_argument("--record")
     p.add_argument("--busy-s", type=float, default=0.5)
+    p.add_argument("--answer-every", type=int, default=1)  # > 1: a server that keeps up with 1/N of its input
     a, rest = p.parse_known_args(argv)
     print(f"fake moshi: args {rest}", flush=True)
 
@@ -57,6 +58,8 @@ def serve(argv: list[str]) -> None:
         writer, n = sphn.OpusStreamWriter(24000), 0
         async for frame in opus_frames(ws):
             n += 1
+            if n % a.answer_every:
+                continue
             data = writer.append_pcm(frame)  # the model "speaks" what it hears
             if data:
                 await ws.send_bytes(b"\x01" + data)
@@ -151,9 +154,37 @@ if __name__ != "__main__":
         assert sorted(logs) == ["moshi-0.log", "moshi-1.log"]
         assert all("accepted connection" in body for body in logs.values())  # one session on each
         assert wall < sum(durations) + 25  # the sessions overlapped
+        for cid in cases:  # a server that keeps up is healthy: its lag stays within a few frames
+            with h5py.File(run / "sessions" / f"{cid}.h5") as f:
+                assert f.attrs["valid"] and f.attrs["health_model_lag_max_s"] < 0.5, f.attrs["invalid_reason"]
         assert float(np.percentile(pacing, 99)) <= 0.020
         print(f"2 instances: {sum(durations):.1f} session-s in {wall:.1f} s wall; "
               f"pacing p99 {np.percentile(pacing, 99) * 1e3:.2f} ms")
+
+
+    def test_a_server_falling_behind_real_time_makes_the_session_invalid(tmp_path):
+        """The issue's case: a server that processed a sixth of the user's audio was a normal
+        session at 1.0 session-seconds per wall-second. Now it is invalid, counted, not scored."""
+        import h5py
+
+        case = "balcony_tomatoes__continue"
+        args = [f"out_root={tmp_path / 'outputs'}", "progress=false", "model=moshi", "model.hf_repo=null",
+                "model.device=cpu", f"model.server.python={sys.executable}",
+                f"model.server.command=['{{python}}','{__file__}',--port,'{{port}}',--answer-every,'6']",
+                "benchmark.timeout_s=4", f"benchmark.cases=[{case}]"]
+        env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+        proc = subprocess.run([sys.executable, "-m", "fdeval.launch", *args], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=300, env=env)
+        assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+        assert "1 session(s) invalid and not scored" in proc.stdout and "the model fell behind real time" in proc.stdout
+        run = next((tmp_path / "outputs" / "instructfd" / "moshi").iterdir())
+        with h5py.File(run / "sessions" / f"{case}.h5") as f:
+            assert not f.attrs["valid"] and f.attrs["health_model_lag_max_s"] > 1.0
+            assert f.attrs["end_reason"] == "behind_real_time" and f.attrs["health_pacing_lag_max_s"] < 0.25
+        assert not list((run / "verdicts").glob("*.json"))
+        status = subprocess.run([sys.executable, "-m", "fdeval.launch", *args, "stage=status"], cwd=tmp_path,
+                                capture_output=True, text=True, timeout=120, env=env).stdout
+        assert "invalid: 1" in status
 
 
 if __name__ == "__main__":

@@ -137,6 +137,7 @@ def _app(cfg: DictConfig) -> None:
     try:
         run_dir, identity = prepare(cfg, readable_tag(overrides, _UNTAGGED_KEYS, _UNTAGGED_PREFIXES))
         handler = _start_folder(run_dir, cfg, overrides)
+        print(f"fdeval: run folder {run_dir}", flush=True)
         run_stages(cfg, run_dir, identity)
     except FdevalError as e:
         _die(str(e))

@@ -43,7 +43,8 @@ NOT_RESULT_PATHS = (
     "model.resources", "model.case_retries", "model.handshake_timeout_s", "model.token_log",
     "model.server.log_dir", "model.server.startup_timeout_s", "model.server.start_attempts",
     "model.server.max_restarts", "model.server.instances_per_gpu", "model.server.probe_timeout_s",
-    "judge.max_retries", "judge.timeout_s", "judge.max_failures",
+    "judge.max_retries", "judge.timeout_s", "judge.max_retry_s", "judge.max_unreachable", "judge.max_failed_requests",
+    "judge.backoff_s", "judge.max_backoff_s",
 )
 # Keys dropped wherever they appear (ensemble members, nested llm blocks).
 NOT_RESULT_NAMES = ("cache_dir", "log_dir")

@@ -268,7 +268,7 @@ def test_construction_imports_no_sdk_and_is_quick():
     ("judge.timeout_s=0", "timeout_s"), ("judge.max_parse_retries=x", "max_parse_retries"),
     ("judge.model=''", "model"), ("judge.max_retries=-2", "max_retries"), ("+judge.seed=true", "seed"),
     ("judge.base_url=http://judge.example.com", "base_url"), ("judge.base_url=5", "base_url"),
-    ("+judge.max_unreachable=0", "max_unreachable"), ("+judge.max_retry_s=-1", "max_retry_s"),
+    ("judge.max_unreachable=0", "max_unreachable"), ("judge.max_retry_s=-1", "max_retry_s"),
 ])
 def test_bad_judge_settings_fail_at_construction_naming_the_field(tmp_path, override, field):
     cfg = _compose("llm", f"out_root={tmp_path}", override)

@@ -278,3 +278,55 @@ def test_a_full_disk_is_one_line_and_keeps_what_was_finished(tmp_path, mount_poi
     assert done == ["fresh_pasta_stop__acknowledge.h5"] and not list((d / "sessions").glob(".*tmp*"))
     with h5py.File(d / "sessions" / done[0]) as f:
         assert f.attrs["case_id"] == "fresh_pasta_stop__acknowledge"
+
+
+def test_a_model_that_cannot_start_stops_the_run_after_the_first_cases(tmp_path):
+    # a server command that dies at once: every case would fail the same way
+    ids = known_cases(tmp_path)[:6]
+    proc = launch(tmp_path, f"benchmark.cases=[{','.join(ids)}]", "model=moshi", "model.hf_repo=null",
+                  "model.device=cpu", f"model.server.python={sys.executable}",
+                  "model.server.command=['{python}','-c','import sys; sys.exit(3)']", "model.server.start_attempts=1",
+                  env={"CUDA_VISIBLE_DEVICES": ""}, check=False)
+    err = one_line_error(proc)
+    assert "the first 3 case(s) all failed, so the run stops" in err and "session-seconds" not in proc.stdout
+    d = next((tmp_path / "outputs/instructfd/moshi").iterdir())
+    assert len(list((d / "sessions").glob("*.error.json"))) == 3
+
+
+def test_temp_files_of_a_killed_generate_are_swept(tmp_path):
+    from fdeval.files import _HOST
+
+    launch(tmp_path, ONE, "stage=generate")
+    data = next((tmp_path / "outputs/instructfd/_data").iterdir())
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # a pid that no longer runs: the writer that was killed
+    audio = next(p for p in (data / "audio").rglob("*") if p.is_dir())
+    left = [audio / f".turn0.wav.{_HOST}-{dead.pid}.abc123.tmp.wav", data / "cases" / f".x.json.{_HOST}-{dead.pid}.q.tmp.json"]
+    for p in left:
+        p.write_bytes(b"partial")
+    live = data / "cases" / f".y.json.{_HOST}-{os.getpid()}.q.tmp.json"  # a writer still running: kept
+    live.write_bytes(b"partial")
+    launch(tmp_path, ONE, "stage=generate")
+    assert not any(p.exists() for p in left) and live.exists()
+    live.unlink()
+
+
+def test_a_plain_pip_install_runs_from_another_folder(tmp_path):
+    """`pip install .` (not editable): the wheel carries the configs and data files."""
+    root = Path(__file__).resolve().parents[1]
+    wheels, site = tmp_path / "wheels", tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheels),
+                    str(root)], check=True, capture_output=True, timeout=300)
+    (wheel,) = wheels.glob("fdeval-*.whl")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
+                   check=True, capture_output=True, timeout=300)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    where = subprocess.run([sys.executable, "-c", "import fdeval, fdeval.launch as l; print(fdeval.__file__, l.CONF_DIR)"],
+                           cwd=elsewhere, env=env, capture_output=True, text=True, check=True).stdout
+    assert str(site) in where and str(root) not in where  # the installed copy, not the checkout
+    proc = subprocess.run([sys.executable, "-m", "fdeval.launch", "stage=generate", "progress=false"], cwd=elsewhere,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert len(list((elsewhere / "outputs/instructfd/_data").glob("*/cases/*.json"))) == 26

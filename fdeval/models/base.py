@@ -13,11 +13,14 @@ the lockstep clock (as fast as they compute) or the realtime clock (paced at wal
 from __future__ import annotations
 
 import abc
+import importlib
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
+
+from fdeval.errors import ConfigError
 
 EventKind = Literal["audio", "text", "interrupted"]
 
@@ -45,6 +48,37 @@ class ModelEvent:
     @staticmethod
     def audio_chunk(samples: np.ndarray) -> "ModelEvent":
         return ModelEvent("audio", audio=np.asarray(samples, dtype=np.float32))
+
+
+# -- shared by the network adapters -------------------------------------------------------
+DISTRIBUTIONS = {"sphn": "sphn", "aiohttp": "aiohttp", "socketio": "python-socketio", "google.genai": "google-genai"}
+# what a server fdeval did not start records for what it cannot know (checkpoint, decoding)
+NOT_STARTED = "unknown: not started by fdeval"
+
+
+def require_client(model: str, modules: tuple[str, ...], extra: str) -> None:
+    """Import an adapter's optional client packages when the model is built, so that a missing
+    one stops the run at once with one line (model, packages, install command), not once per case."""
+    for mod in modules:
+        try:
+            importlib.import_module(mod)
+        except ImportError as e:
+            names = " and ".join(DISTRIBUTIONS.get(m, m) for m in modules)
+            raise ConfigError(f"model={model} needs {names}: pip install 'fdeval[{extra}]' "
+                              f"(import {mod}: {e})") from None
+
+
+def server_identity(ident: dict[str, Any], external: tuple[str, int] | None,
+                    checkpoint_label: str | None) -> dict[str, Any]:
+    """`ident` finished for where the model's server comes from. One fdeval starts: as given, plus
+    the user's `model.checkpoint_label` if any. One someone else runs (`external` = host, port):
+    its address, and checkpoint and decoding unknown (or the label), never the config's defaults."""
+    if external is not None:
+        host, port = external
+        return {**ident, "server": f"external {host}:{port}", "checkpoint": checkpoint_label or NOT_STARTED,
+                "decoding": NOT_STARTED}
+    return {**ident, "checkpoint_label": checkpoint_label} if checkpoint_label is not None else ident
+
 
 
 class DuplexSession(abc.ABC):

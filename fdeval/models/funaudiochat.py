@@ -66,7 +66,7 @@ from fdeval.audio.resample import StreamResampler
 from fdeval.audio.vad import SileroVAD
 from fdeval.errors import ConfigError
 from fdeval.models import kindbyte
-from fdeval.models.base import DuplexModel, DuplexSession, ModelEvent
+from fdeval.models.base import DuplexModel, DuplexSession, ModelEvent, require_client, server_identity
 from fdeval.models.servers import PooledServerModel, PooledSession
 
 log = logging.getLogger("fdeval")
@@ -107,7 +107,7 @@ class FunAudioChat(PooledServerModel, DuplexModel):
                  handshake_timeout_s: float = 60.0, turn_silence_s: float | None = 5.0,
                  server: dict[str, Any] | None = None, case_retries: int = 2,
                  checkpoint_label: str | None = None):
-        kindbyte.require_client(name, ("aiohttp", "sphn"), "funaudiochat")
+        require_client(name, ("aiohttp", "sphn"), "funaudiochat")
         self.name = name
         self.host, self.port = host or "127.0.0.1", (int(port) if port is not None else None)
         # model.port: a server someone else runs, whatever model.server says
@@ -134,7 +134,7 @@ class FunAudioChat(PooledServerModel, DuplexModel):
         return f"ws://{self.host}:{self.port}/api/chat"
 
     def identity(self) -> dict[str, Any]:
-        return kindbyte.server_identity(
+        return server_identity(
             {"name": self.name, "adapter": "funaudiochat-kindbyte-ws", "checkpoint": self.checkpoint,
              "base_prompt": self.base_prompt, "vad_threshold": self.vad_threshold,
              "pause_after_silence_s": self.pause_after_silence_s, "preroll_s": self.preroll_s,

@@ -50,8 +50,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from fdeval.audio.resample import StreamResampler
 from fdeval.errors import ConfigError
-from fdeval.models.base import DuplexModel, DuplexSession, ModelEvent
-from fdeval.models.kindbyte import require_client
+from fdeval.models.base import DuplexModel, DuplexSession, ModelEvent, require_client
 
 log = logging.getLogger("fdeval")
 

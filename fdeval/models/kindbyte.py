@@ -9,19 +9,11 @@ the rest is: 0x00 handshake (server -> client, sent once the server is ready for
 `OpusCodec` holds one outgoing Ogg/Opus stream (the first bytes it returns carry the Ogg headers,
 so one codec per connection) and one incoming stream, through `sphn` (`pip install
 'fdeval[moshi-client]'`).
-
-Shared by every network adapter: `require_client` (their optional client packages, checked when
-the model is built) and `server_identity` (what can be said about a server fdeval did not start).
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 import numpy as np
-
-from fdeval.errors import ConfigError
 
 HANDSHAKE = 0x00
 AUDIO = 0x01
@@ -52,35 +44,6 @@ def decode(msg: bytes | bytearray | memoryview) -> tuple[int, bytes]:
 
 
 # pip distribution of each optional client module, for the install hint
-DISTRIBUTIONS = {"sphn": "sphn", "aiohttp": "aiohttp", "socketio": "python-socketio", "google.genai": "google-genai"}
-# what a server fdeval did not start records for what it cannot know (checkpoint, decoding)
-NOT_STARTED = "unknown: not started by fdeval"
-
-
-def require_client(model: str, modules: tuple[str, ...], extra: str) -> None:
-    """Import an adapter's optional client packages when the model is built, so that a missing
-    one stops the run at once with one line (model, packages, install command), not once per case."""
-    for mod in modules:
-        try:
-            importlib.import_module(mod)
-        except ImportError as e:
-            names = " and ".join(DISTRIBUTIONS.get(m, m) for m in modules)
-            raise ConfigError(f"model={model} needs {names}: pip install 'fdeval[{extra}]' "
-                              f"(import {mod}: {e})") from None
-
-
-def server_identity(ident: dict[str, Any], external: tuple[str, int] | None,
-                    checkpoint_label: str | None) -> dict[str, Any]:
-    """`ident` finished for where the model's server comes from. One fdeval starts: as given, plus
-    the user's `model.checkpoint_label` if any. One someone else runs (`external` = host, port):
-    its address, and checkpoint and decoding unknown (or the label), never the config's defaults."""
-    if external is not None:
-        host, port = external
-        return {**ident, "server": f"external {host}:{port}", "checkpoint": checkpoint_label or NOT_STARTED,
-                "decoding": NOT_STARTED}
-    return {**ident, "checkpoint_label": checkpoint_label} if checkpoint_label is not None else ident
-
-
 def _sphn():
     try:
         import sphn

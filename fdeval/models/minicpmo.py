@@ -53,8 +53,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from fdeval.audio.resample import StreamResampler
 from fdeval.errors import ConfigError
-from fdeval.models.base import DuplexModel, DuplexSession, ModelEvent
-from fdeval.models.kindbyte import require_client, server_identity
+from fdeval.models.base import DuplexModel, DuplexSession, ModelEvent, require_client, server_identity
 from fdeval.models.servers import PooledServerModel, PooledSession
 
 log = logging.getLogger("fdeval")

@@ -39,7 +39,7 @@ import numpy as np
 from fdeval.errors import ConfigError
 from fdeval.files import file_sha256
 from fdeval.models import kindbyte
-from fdeval.models.base import DuplexModel, DuplexSession, ModelEvent
+from fdeval.models.base import DuplexModel, DuplexSession, ModelEvent, require_client, server_identity
 from fdeval.models.servers import (PooledServerModel, ServerDied, ServerError, ServerInstance, ServerPool,
                                    ServerSpec)
 
@@ -111,7 +111,7 @@ class KindByteServerModel(PooledServerModel, DuplexModel):
     def __init__(self, name: str, turn_silence_s: float | None, server: Mapping[str, Any] | None,
                  host: str | None = "127.0.0.1", port: int | None = None, handshake_timeout_s: float = 600.0,
                  case_retries: int = 2, path: str = "/api/chat", checkpoint_label: str | None = None):
-        kindbyte.require_client(name, ("sphn", "aiohttp"), "moshi-client")
+        require_client(name, ("sphn", "aiohttp"), "moshi-client")
         self.name = name
         self.turn_silence_s = turn_silence_s
         self.handshake_timeout_s = handshake_timeout_s
@@ -352,7 +352,7 @@ class Moshi(KindByteServerModel):
         if self.external is None:  # an external server's checkpoint, dtype and decoding are its owner's
             ident.update(checkpoint_identity(self), dtype="float16" if self.half else "bfloat16",
                          decoding=self.decoding, server_python=self.spec.python)
-        return kindbyte.server_identity(ident, self.external, self.checkpoint_label)
+        return server_identity(ident, self.external, self.checkpoint_label)
 
 
 def _with_args(spec: ServerSpec, extra: list[str]) -> ServerSpec:

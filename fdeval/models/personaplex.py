@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from fdeval.models.kindbyte import server_identity
+from fdeval.models.base import server_identity
 from fdeval.models.moshi import ADAPTER_VERSION, KindByteServerModel, handshake, hf_revision
 
 

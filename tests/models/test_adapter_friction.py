@@ -32,7 +32,7 @@ import pytest
 from conftest_moshi import moshi_python, stream_tone, tiny_moshi  # noqa: F401  (fixtures)
 from fake_servers_common import free_port, model_from_yaml
 
-from fdeval.models.kindbyte import NOT_STARTED
+from fdeval.models.base import NOT_STARTED
 from fdeval.models.moshi import Moshi
 from fdeval.models.moshi_env import MOSHI_DEPS, MOSHI_VERSION, STAMP, TORCH, NotOurFolderError, ensure_moshi_venv
 from fdeval.models.servers import ServerError

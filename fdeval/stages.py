@@ -458,10 +458,10 @@ def stage_run(ctx: RunContext) -> None:
             log.warning("run: %s: session invalid, not scored: %s", case.case_id, h["invalid_reason"])
         errs = [t["error_s"] for t in result.log.turns if t["turn_type"] == "barge-in" and not math.isnan(t["error_s"])]
         lag = h.get("health_model_lag_max_s", float("nan"))
-        log.info("run: %s: %.1f s session in %.2f s wall (%s), pacing lag %.1f ms%s%s", case.case_id,
-                 result.log.duration_s, result.wall_s, h.get("end_reason"), 1000 * h["health_pacing_lag_max_s"],
-                 "" if math.isnan(lag) else f", model lag {lag:.2f} s",
-                 f", barge-in error {max(errs) * 1000:.2f} ms" if errs else "")
+        health = "" if clock_kind != "realtime" else f", pacing lag {1000 * h['health_pacing_lag_max_s']:.1f} ms" + (
+            "" if math.isnan(lag) else f", model lag {lag:.2f} s")
+        log.info("run: %s: %.1f s session in %.2f s wall (%s)%s%s", case.case_id, result.log.duration_s, result.wall_s,
+                 h.get("end_reason"), health, f", barge-in error {max(errs) * 1000:.2f} ms" if errs else "")
 
     async def run_concurrently(n: int):
         # n sessions in flight (server instances, or rows of a batched in-process model); wall time
@@ -705,6 +705,8 @@ STAGE_FUNCS = {"generate": stage_generate, "run": stage_run, "transcribe": stage
                "judge": stage_judge, "score": stage_score, "plan": stage_plan, "status": stage_status}
 # Steps that always run in the launching process, whatever the launcher.
 LOCAL_ONLY = ("generate", "plan", "status")
+# Steps that only read the run folder (plan writes its own plan files, never results).
+READ_ONLY = ("plan", "status")
 
 
 def run_steps(cfg: DictConfig, run_dir: Path, steps: list[str], shard: tuple[int, int] | None = None,
@@ -772,7 +774,11 @@ def run_stages(cfg: DictConfig, run_dir: Path, identity: dict[str, Any] | None =
     steps = list(cfg.stage.steps)
     if identity is None:
         identity = RunContext(cfg, run_dir, Path(cfg.out_root).expanduser().resolve()).run_identity
+    if all(s in READ_ONLY for s in steps):  # looking at a run (e.g. one in progress) needs no lock
+        return run_steps(cfg, run_dir, steps, identity=identity)
     with RunLock(run_dir):
+        for shard_lock in sorted(run_dir.glob(".lock-shard-*")):  # an array task still working here
+            RunLock(run_dir, shard_lock.name).acquire().release()
         write_json_atomic(run_dir / "run.json", {"run_id": identity_hash(identity), "identity": identity,
                                                  "command_config": OmegaConf.to_container(cfg, resolve=True),
                                                  "versions": _versions()})

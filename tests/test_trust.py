@@ -330,3 +330,13 @@ def test_a_plain_pip_install_runs_from_another_folder(tmp_path):
                           env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert len(list((elsewhere / "outputs/instructfd/_data").glob("*/cases/*.json"))) == 26
+
+
+def test_status_reads_a_folder_in_use_and_a_local_run_waits_for_no_array_task(one_run):
+    tmp, d = one_run
+    with RunLock(d):  # a launch working in the folder
+        status = launch(tmp, TWO, "stage=status").stdout
+        assert "recorded: 2" in status
+    with RunLock(d, ".lock-shard-0-of-2"):  # an array task working in the folder
+        err = one_line_error(launch(tmp, TWO, check=False))
+        assert "another fdeval process is using this run folder" in err

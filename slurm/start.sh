@@ -32,7 +32,11 @@ AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=localhost
 AccountingStoragePort=6819
 SchedulerType=sched/backfill
-SchedulerParameters=batch_sched_delay=0
+# sched_interval=2: a requeued job starts soon after its hold ends (the default main loop runs
+# every 60 s). cred_expire=15: the hold Slurm puts on a requeued job is cred_expire + 1 s (default
+# 121 s); 15 s still leaves a local step launch ample time to use its credential.
+SchedulerParameters=batch_sched_delay=0,sched_interval=2
+AuthInfo=cred_expire=15
 SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 ReturnToService=2

@@ -8,6 +8,13 @@ A task is a shard: cases[i::n] of the stable case order, so a shard's cases neve
 launches. Tasks are requeue-safe: every stage skips finished cases, so a requeued, preempted or
 relaunched task completes only what is missing (submitit's checkpoint hook resubmits the same
 shard). Job ids are recorded in `<run_dir>/slurm/jobs.json` for `stage=status`.
+
+Time limits: the run array uses `launcher.timeout_min` / `signal_delay_s`, the CPU jobs their own
+`launcher.cpu_job.*` (a short GPU limit used to reach the CPU jobs too, which then got the warning
+at once). Slurm checks limits every 30 s and sends the `--signal` warning up to 60 s early, so the
+warning may come as early as `timeout_min*60 - signal_delay_s - 60` s into a task; `check` refuses
+settings where that leaves under a minute (the warning could arrive before submitit listens for
+it, and SIGUSR2's default action kills the task).
 """
 
 from __future__ import annotations
@@ -15,6 +22,9 @@ from __future__ import annotations
 import json
 import logging
 import math
+import signal
+import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +38,8 @@ from fdeval.files import write_json_atomic
 log = logging.getLogger("fdeval")
 
 RUN_STEPS = ("run",)
+EARLY_WARNING_S = 60  # Slurm may send the --signal warning this much before signal_delay_s
+MIN_WORK_S = 60       # least work a task must get before the earliest possible warning
 POST_STEPS = ("transcribe", "judge")
 SCORE_STEPS = ("score",)
 
@@ -46,6 +58,7 @@ class ShardTask:
 
         cfg = OmegaConf.create(self.cfg_yaml)
         ctx = run_steps(cfg, Path(self.run_dir), list(self.steps), shard=(shard, self.n_shards))
+        _ignore_late_warning()
         return {"shard": shard, "steps": list(self.steps), "stats": ctx.stats}
 
     def checkpoint(self, shard: int):  # submitit calls this on timeout / preemption: requeue as is
@@ -54,17 +67,56 @@ class ShardTask:
         return submitit.helpers.DelayedSubmission(self, shard)
 
 
+def _ignore_late_warning() -> None:
+    """The shard is done: a time-limit or preemption warning from now on must neither requeue it
+    (submitit's handler stays installed until the process exits, and would resubmit a finished
+    task) nor kill it (Python restores SIGUSR2's default action, termination, while it shuts down:
+    the task exits 140, Slurm calls it FAILED and cancels the jobs that wait on it)."""
+    from submitit import JobEnvironment
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(JobEnvironment._usr_sig(), signal.SIG_IGN)
+
+
+def _limits(lc: DictConfig, gpu: bool) -> tuple[str, int, int]:
+    """(config prefix, time limit in minutes, signal delay in s) of the run array or the CPU jobs."""
+    where, node = ("launcher", lc) if gpu else ("launcher.cpu_job", lc.cpu_job)
+    values = []
+    for key, least in (("timeout_min", 1), ("signal_delay_s", 0)):
+        try:
+            value = node[key]
+            ok = float(value) == int(value) >= least
+        except (KeyError, TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise ConfigError(f"{where}.{key}: must be an integer >= {least}, got {node.get(key)!r}")
+        values.append(int(value))
+    return where, values[0], values[1]
+
+
+def check(lc: DictConfig) -> None:
+    """Refuse time limits whose warning could come before a task has done a minute of work."""
+    for gpu in (True, False):
+        where, minutes, delay = _limits(lc, gpu)
+        if minutes * 60 - delay - EARLY_WARNING_S < MIN_WORK_S:
+            raise ConfigError(
+                f"{where}.signal_delay_s={delay} with {where}.timeout_min={minutes}: Slurm may send the warning "
+                f"up to {EARLY_WARNING_S} s early, i.e. {max(0, minutes * 60 - delay - EARLY_WARNING_S)} s into a task; "
+                f"leave at least {MIN_WORK_S} s (timeout_min*60 >= signal_delay_s + {EARLY_WARNING_S + MIN_WORK_S})")
+
+
 def _executor(folder: Path, lc: DictConfig, gpu: bool, name: str, dependency: str | None):
     import submitit
 
+    _, minutes, delay = _limits(lc, gpu)
     ex = submitit.SlurmExecutor(folder=str(folder / "%j"))
     params: dict[str, Any] = {
         "job_name": name,
-        "time": int(lc.timeout_min),
+        "time": minutes,
         "cpus_per_task": int(lc.cpus_per_task if gpu else lc.cpu_job.cpus_per_task),
         "mem": f"{int(lc.mem_gb if gpu else lc.cpu_job.mem_gb)}G",
         "array_parallelism": int(lc.array_parallelism),
-        "signal_delay_s": int(lc.signal_delay_s),
+        "signal_delay_s": delay,
         "setup": list(lc.setup or []),
         "additional_parameters": dict(OmegaConf.to_container(lc.sbatch_extra) or {}),
     }
@@ -91,6 +143,7 @@ def submit(cfg: DictConfig, run_dir: Path, steps: list[str], n_cases: int) -> li
     lc = cfg.launcher
     if n_cases == 0:
         raise FdevalError("launcher=slurm: no cases to run")
+    check(lc)
     per_task = int(lc.cases_per_task)
     if per_task < 1:
         raise ConfigError(f"launcher.cases_per_task: must be >= 1, got {per_task}")
@@ -127,15 +180,68 @@ def submit(cfg: DictConfig, run_dir: Path, steps: list[str], n_cases: int) -> li
     return submitted
 
 
+def _sacct(job_ids: list[str]) -> dict[str, tuple[str, str]]:
+    """JobID -> (State, ExitCode) from accounting; empty where sacct cannot answer."""
+    try:
+        out = subprocess.run(["sacct", "-n", "-P", "-X", "-j", ",".join(job_ids), "-o", "JobID,State,ExitCode"],
+                             capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    rows = (line.split("|") for line in out.splitlines())
+    return {r[0]: (r[1], r[2]) for r in rows if len(r) == 3}
+
+
+def _reason(e: Exception) -> str:
+    """The failing task's own last line: the exception its trace ends with (submitit puts the
+    trace between dashed lines), else what submitit says."""
+    text = str(e).strip()
+    parts = [p for p in text.split("----------------------") if p.strip()]
+    if "failed during processing with trace" in text and len(parts) >= 2:
+        name, sep, message = parts[1].strip().splitlines()[-1].strip().partition(": ")
+        return name.rsplit(".", 1)[-1] + sep + message  # the exception without its module path
+    if "has not produced any output" in text:
+        return "it ended without writing a result (killed, cancelled or out of memory)"
+    return (text.splitlines() or [type(e).__name__])[0]
+
+
+def _failure_line(failed: list[tuple[dict[str, Any], Any, Exception | None]]) -> str:
+    """One line naming the job that failed first in the chain (run -> post -> score), its state and
+    exit code from sacct and its log; jobs after it were cancelled by the broken dependency."""
+    rec, job, e = failed[0]
+    acct = _sacct([str(j.job_id) for _, j, _ in failed])
+    state, code = acct.get(str(job.job_id), (job.state, "?"))
+    same = [j for r, j, _ in failed if r is rec]
+    later = [f"{r['phase']} {j.job_id} ({acct.get(str(j.job_id), (j.state,))[0]})" for r, j, _ in failed if r is not rec]
+    reason = _reason(e)
+    if len(reason) > 300:
+        reason = reason[:297] + "..."
+    line = (f"slurm: {rec['phase']} task {job.job_id} failed ({state}, exit code {code}): {reason}; "
+            f"log: {job.paths.stderr}")
+    if len(same) > 1:
+        line += f"; {len(same) - 1} more {rec['phase']} task(s) failed"
+    if later:
+        line += f"; not run: {', '.join(later[:3])}{', ...' if len(later) > 3 else ''}"
+    return line + "; `stage=status` lists what is missing"
+
+
 def _wait(handles: list) -> None:
-    failed = []
+    failed: list[tuple[dict[str, Any], Any, Exception | None]] = []
     for rec, jobs in handles:
+        upstream_failed = any(r is not rec for r, _, _ in failed)
         for job in jobs:
+            if upstream_failed:
+                # Slurm cancels it (kill-on-invalid-dep): it will write no result, and submitit would
+                # wait 15 s per task for one; the state alone says it ended
+                while not job.done(force_check=True):
+                    time.sleep(2)
+                if job.state != "COMPLETED":
+                    failed.append((rec, job, None))
+                continue
             try:
                 job.result()
             except Exception as e:  # a task's failure: report it, keep waiting for the others
-                failed.append(f"{job.job_id}: {str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__}")
+                failed.append((rec, job, e))
         rec["state"] = "done"
     if failed:
-        raise FdevalError(f"slurm: {len(failed)} task(s) failed, e.g. {failed[0]}; `stage=status` lists what is missing")
+        raise FdevalError(_failure_line(failed))
     print("slurm: all tasks finished", flush=True)

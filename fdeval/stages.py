@@ -752,6 +752,10 @@ def prepare(cfg: DictConfig, tag: str) -> tuple[Path, dict[str, Any]]:
     orchestrator_config(cfg.orchestrator)
     _number(cfg, "", "seed", lambda x: x >= 0 and x == int(x), "must be a non-negative integer")
     check_resume(cfg.get("resume", "auto"))
+    if cfg.launcher.name == "slurm" and any(s not in LOCAL_ONLY for s in steps):
+        from fdeval.cluster.slurm import check as check_slurm
+
+        check_slurm(cfg.launcher)  # time limits whose warning could come at once: before generate
     out_root = Path(cfg.out_root).expanduser().resolve()
     ctx = RunContext(cfg, Path("."), out_root)
     bench = ctx.benchmark

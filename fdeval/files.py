@@ -8,6 +8,7 @@ environmental reason (read-only folder, full disk) is a one-line `WriteError` na
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import json
@@ -40,11 +41,9 @@ def _write_error(path: Path, e: BaseException) -> WriteError:
         why = e.strerror or str(e)
     else:  # e.g. libsndfile's "System error." hides the errno: say what the disk says
         why = str(e).strip() or type(e).__name__
-        try:
+        with contextlib.suppress(OSError):  # no free-space figure: keep the library's words
             if shutil.disk_usage(path.parent).free < 1 << 20:
                 why = f"{os.strerror(errno.ENOSPC)} ({why})"
-        except OSError:
-            pass
     return WriteError(f"{path}: cannot write: {why}")
 
 

@@ -17,6 +17,7 @@ run never leaves a stale lock behind.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import errno
 import fcntl
@@ -199,21 +200,17 @@ class RunLock:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:
             holder = ""
-            try:
+            with contextlib.suppress(OSError):  # who holds it is a courtesy in the message
                 holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip()
-            except OSError:
-                pass
             os.close(fd)
             if e.errno in (errno.EAGAIN, errno.EACCES):
                 raise FdevalError(f"{self.path.parent}: another fdeval process is using this run folder"
                                   f"{' (' + holder + ')' if holder else ''}; wait for it to finish or stop it") from None
             raise FdevalError(f"{self.path}: cannot lock the run folder: {e.strerror or e}") from None
         info = f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}"
-        try:
+        with contextlib.suppress(OSError):  # the lock holds without its note
             os.ftruncate(fd, 0)
             os.pwrite(fd, info.encode(), 0)
-        except OSError:
-            pass  # the lock holds without its note
         self._fd = fd
         return self
 

@@ -193,10 +193,10 @@ if __name__ != "__main__":
         assert len(records(tmp_path)) == 2 and wait_none_alive(tmp_path) == []
 
     def test_servers_get_no_keys_from_the_environment(tmp_path, monkeypatch):
-        planted = {
-            "ANTHROPIC_API_KEY": "sk-ant-PLANTED1", "OPENAI_API_KEY": "sk-PLANTED2", "GEMINI_API_KEY": "PLANTED3",
+        planted = {  # fake values (never real keys): none may reach the server
+            "ANTHROPIC_API_KEY": "planted-value-1", "OPENAI_API_KEY": "planted-value-2", "GEMINI_API_KEY": "PLANTED3",
             "GOOGLE_APPLICATION_CREDENTIALS": "/PLANTED4.json", "AWS_SECRET_ACCESS_KEY": "PLANTED5",
-            "AWS_ACCESS_KEY_ID": "PLANTED6", "HF_TOKEN": "hf_PLANTED7", "GITHUB_TOKEN": "ghp_PLANTED8",
+            "AWS_ACCESS_KEY_ID": "PLANTED6", "HF_TOKEN": "planted-value-7", "GITHUB_TOKEN": "planted-value-8",
             "SLURM_JOB_SECRET": "PLANTED9", "ANTHROPIC_BASE_URL": "https://PLANTED10", "MY_DB_PASSWORD": "PLANTED11",
             "SOME_UNLISTED_VARIABLE": "PLANTED12", "WANDB_API_KEY": "PLANTED13", "OPENAI_ORG": "PLANTED14",
         }

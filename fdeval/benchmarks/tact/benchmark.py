@@ -25,13 +25,11 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-import fdeval
 from fdeval.benchmarks.base import Benchmark
 from fdeval.errors import ConfigError, FdevalError
 from fdeval.files import remove_stale_temps, write_json_atomic
@@ -40,25 +38,17 @@ from fdeval.types import TestCase, Turn
 
 from .episodes import Episode, load_episodes, render_synopsis
 from .laws import INTENTS, T_H_S
+from .records import METRIC_VERSION, case_id, score_input_from_judged, split_case_id
+from .report import score_run
 
 log = logging.getLogger("fdeval")
 
 BENCHMARK_VERSION = "1.0"
-METRIC_VERSION = "tact-1"
 SOURCES = ("synthetic", "import")
 POSTERIORS = ("annotators", "fused")
 DURATION_REFERENCES = ("episodes", "none")
 TAKE_TURN_TIMEOUT_S = 20.0
 BARGE_IN_TIMEOUT_S = 6.0  # a barge-in piece plays after this long when the system never speaks
-
-
-def case_id(episode_id: str, repeat: int) -> str:
-    return f"{episode_id}__r{repeat}"
-
-
-def split_case_id(cid: str) -> tuple[str, int]:
-    eid, _, r = cid.rpartition("__r")
-    return eid, int(r)
 
 
 class Tact(Benchmark):
@@ -277,26 +267,7 @@ class Tact(Benchmark):
 
     # -- score --------------------------------------------------------------------------------
     def stage_score(self, ctx) -> None:
-        from .report import score_run
-
         score_run(self, ctx)
-
-
-def score_input_from_judged(d: dict):
-    """The scorer's `EpisodeScoreInput` from a judged file (episode id, not case id)."""
-    from .measure import overlap_events
-    from .scoring import EpisodeScoreInput
-
-    nan = lambda x: math.nan if x is None else float(x)  # noqa: E731
-    return EpisodeScoreInput(d["episode_id"], d["category"], tuple(d["posterior"]), nan(d["onset_s"]),
-                             nan(d["duration_s"]), overlap_events(d["overlaps"], [o["psi"] for o in d["overlaps"]]),
-                             d["context_bucket"], dict(d["slices"]))
-
-
-def provenance(bench: Tact, ctx, info: dict[str, Any]) -> dict[str, Any]:
-    return {"benchmark": bench.name, "benchmark_version": bench.version, "model_id": ctx.model_id,
-            "seed": ctx.seed, "metric_version": METRIC_VERSION, "fdeval_version": fdeval.__version__,
-            "data_id": bench.data_id(ctx.seed), **info}
 
 
 __all__ = ["BENCHMARK_VERSION", "METRIC_VERSION", "Tact", "case_id", "score_input_from_judged", "split_case_id"]

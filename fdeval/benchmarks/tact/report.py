@@ -32,6 +32,7 @@ from .composite import TactResult, episode_scores, median_runs, score_episodes
 from .episodes import SLICE_KEYS, Episode
 from .laws import INTENTS
 from .measure import fit_completion, measure_response, overlap_events, psi_at
+from .records import provenance, score_input_from_judged, split_case_id
 from .scoring import CATEGORIES, DurationReference, EpisodeScoreInput, overlap_penalty_s
 
 log = logging.getLogger("fdeval")
@@ -113,7 +114,6 @@ def markdown(rows: list[dict], prov: dict[str, Any], confidence: float, n_resamp
 def score_run(bench, ctx) -> None:
     from fdeval.metrics.ias import write_csv
 
-    from .benchmark import provenance, score_input_from_judged, split_case_id
 
     jdir = ctx.run_dir / "judged"
     ok, skipped = scorable(ctx, "tact score")

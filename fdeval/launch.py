@@ -129,16 +129,22 @@ def _app(cfg: DictConfig) -> None:
 
     from fdeval.errors import FdevalError
     from fdeval.runfolder import readable_tag
-    from fdeval.stages import prepare, run_stages
+    from fdeval.stages import LOCAL_ONLY, prepare, run_stages
 
     hc = HydraConfig.get()
     overrides = list(hc.overrides.task)
     handler = None
     try:
+        submit = None
+        if cfg.launcher.name == "slurm" and any(s not in LOCAL_ONLY for s in cfg.stage.steps):
+            from fdeval.cluster import slurm  # submitit: only for cluster launches
+
+            slurm.check(cfg.launcher)  # time limits whose warning could come at once: before generate
+            submit = slurm.submit
         run_dir, identity = prepare(cfg, readable_tag(overrides, _UNTAGGED_KEYS, _UNTAGGED_PREFIXES))
         handler = _start_folder(run_dir, cfg, overrides)
         print(f"fdeval: run folder {run_dir}", flush=True)
-        run_stages(cfg, run_dir, identity)
+        run_stages(cfg, run_dir, identity, submit)
     except FdevalError as e:
         _die(str(e))
     except KeyboardInterrupt:

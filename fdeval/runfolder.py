@@ -173,6 +173,11 @@ def readable_tag(overrides: list[str], untagged_keys: Iterable[str], untagged_pr
     return (tag[:TAG_MAX_CHARS].rstrip("._,=") or "run")
 
 
+def data_dir(out_root: Path, benchmark: Any, seed: int) -> Path:
+    """Where a benchmark's generated data lives: shared by every run under `out_root`."""
+    return Path(out_root) / benchmark.name / "_data" / benchmark.data_id(seed)
+
+
 def check_resume(value: Any) -> str:
     if value not in RESUME_MODES:
         raise ConfigError(f"resume: unknown mode {value!r}; valid: {', '.join(RESUME_MODES)}")

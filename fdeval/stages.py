@@ -33,7 +33,7 @@ import zlib
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from hydra.utils import instantiate
@@ -44,7 +44,8 @@ import fdeval
 from fdeval.errors import ConfigError, FdevalError
 from fdeval.files import file_sha256, remove_stale_temps, write_json_atomic, write_text_atomic
 from fdeval.orchestrator.recorder import LOG_SCHEMA_VERSION, CorruptSession, check_session
-from fdeval.runfolder import ForeignArtifact, RunLock, check_resume, describe_diff, identity_hash, result_config
+from fdeval.runfolder import (ForeignArtifact, RunLock, check_resume, data_dir, describe_diff, identity_hash,
+                              result_config)
 from fdeval.types import TestCase
 
 log = logging.getLogger("fdeval")
@@ -142,7 +143,7 @@ class RunContext:
 
     @cached_property
     def data_dir(self) -> Path:
-        return self.out_root / self.benchmark.name / "_data" / self.benchmark.data_id(self.seed)
+        return data_dir(self.out_root, self.benchmark, self.seed)
 
     @cached_property
     def case_root(self) -> Path:
@@ -752,10 +753,6 @@ def prepare(cfg: DictConfig, tag: str) -> tuple[Path, dict[str, Any]]:
     orchestrator_config(cfg.orchestrator)
     _number(cfg, "", "seed", lambda x: x >= 0 and x == int(x), "must be a non-negative integer")
     check_resume(cfg.get("resume", "auto"))
-    if cfg.launcher.name == "slurm" and any(s not in LOCAL_ONLY for s in steps):
-        from fdeval.cluster.slurm import check as check_slurm
-
-        check_slurm(cfg.launcher)  # time limits whose warning could come at once: before generate
     out_root = Path(cfg.out_root).expanduser().resolve()
     ctx = RunContext(cfg, Path("."), out_root)
     bench = ctx.benchmark
@@ -772,9 +769,11 @@ def prepare(cfg: DictConfig, tag: str) -> tuple[Path, dict[str, Any]]:
     return out_root / bench.name / str(cfg.model.name) / f"{name}-{identity_hash(identity)}", identity
 
 
-def run_stages(cfg: DictConfig, run_dir: Path, identity: dict[str, Any] | None = None) -> RunContext | None:
-    """Run the configured stages here (launcher=local) or submit them (slurm), holding the
-    folder's lock: a second launch on the same folder fails at once."""
+def run_stages(cfg: DictConfig, run_dir: Path, identity: dict[str, Any] | None = None,
+               submit: Callable[[DictConfig, Path, list[str], int], Any] | None = None) -> RunContext | None:
+    """Run the configured stages here, and hand the others to `submit` (the cluster launcher's,
+    given by the caller: the engine knows no launcher), holding the folder's lock: a second launch
+    on the same folder fails at once."""
     steps = list(cfg.stage.steps)
     if identity is None:
         identity = RunContext(cfg, run_dir, Path(cfg.out_root).expanduser().resolve()).run_identity
@@ -790,8 +789,8 @@ def run_stages(cfg: DictConfig, run_dir: Path, identity: dict[str, Any] | None =
         ctx = run_steps(cfg, run_dir, local, identity=identity) if local else None
         remote = [s for s in steps if s not in local]
         if remote:
-            from fdeval.cluster.slurm import submit
-
+            if submit is None:
+                raise ConfigError(f"launcher.name={cfg.launcher.name}: no launcher given to run {remote}")
             n = len(ctx.cases) if ctx is not None else len(run_steps(cfg, run_dir, [], identity=identity).cases)
             submit(cfg, run_dir, remote, n)
     return ctx

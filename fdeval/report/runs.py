@@ -22,6 +22,7 @@ from typing import Any, Mapping
 from fdeval.errors import FdevalError
 from fdeval.metrics.csvio import CsvError, read_csv_rows
 from fdeval.metrics.ias import METRIC_VERSION
+from fdeval.runfolder import data_dir
 from fdeval.types import TestCase, Verdict
 
 VERDICT_TABLE = ("case_id", "policy", "verdict", "scenario", "policy_name", "conversation_id", "case_seed",
@@ -107,16 +108,19 @@ def _run_config(run_dir: Path) -> dict[str, Any]:
 
 def _cases_from_config(run_dir: Path, cfg: dict[str, Any]) -> tuple[dict[str, TestCase], dict[str, Any]]:
     """The run's cases as the run found them (its benchmark config; out_root = the folder 3 levels up)."""
-    from omegaconf import OmegaConf
-
-    from fdeval.stages import RunContext
+    from hydra.errors import InstantiationException
+    from hydra.utils import instantiate
 
     if "benchmark" not in cfg:
         raise FdevalError(f"{run_dir}: no scores/verdicts.csv and no benchmark in run.json; rerun stage=score there")
-    ctx = RunContext(OmegaConf.create(cfg), run_dir, run_dir.resolve().parents[2])
-    prov = {"benchmark": ctx.benchmark.name, "benchmark_version": ctx.benchmark.version, "seed": ctx.seed,
+    try:
+        bench, seed = instantiate(cfg["benchmark"]), int(cfg.get("seed", 0))
+    except InstantiationException as e:
+        raise FdevalError(f"{run_dir / 'run.json'}: benchmark: {str(e).splitlines()[0]}") from None
+    cases = bench.load(data_dir(run_dir.resolve().parents[2], bench, seed))
+    prov = {"benchmark": bench.name, "benchmark_version": bench.version, "seed": seed,
             "metric_version": METRIC_VERSION}
-    return {c.case_id: c for c in ctx.cases}, prov
+    return {c.case_id: c for c in cases}, prov
 
 
 def load_run(run_dir: str | Path):

@@ -14,7 +14,19 @@ import re
 import sys
 from pathlib import Path
 
+from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
+
+from fdeval.cluster.plan import plan
+from fdeval.cluster.slurm import SlurmLauncher
+from fdeval.cluster.slurm import status_lines as slurm_status_lines
+from fdeval.engine.driver import Tool, groups_used, pipeline, prepare, run_stages
+from fdeval.engine.identity import readable_tag
+from fdeval.engine.launcher import Launcher, LocalLauncher
+from fdeval.engine.run import Run
+from fdeval.engine.status import Status
+from fdeval.errors import ConfigError, FdevalError
+from fdeval.files import WriteError, write_text_atomic
 
 CONF_DIR = Path(__file__).resolve().parent / "conf"
 
@@ -112,39 +124,62 @@ def run_folder(overrides: list[str]) -> Path:
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from fdeval.runfolder import readable_tag
-    from fdeval.stages import prepare
-
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
             cfg = compose("config", overrides=[*overrides, "stage=status"])  # status: builds no model or judge
     finally:
         GlobalHydra.instance().clear()
-    return prepare(cfg, readable_tag(overrides, _UNTAGGED_KEYS, _UNTAGGED_PREFIXES))[0]
+    return prepare(cfg, readable_tag(overrides, _UNTAGGED_KEYS, _UNTAGGED_PREFIXES), tool_steps=_tools())[0]
+
+
+# The launchers a run may use: `launcher.name` picks one (each behind fdeval.engine.launcher.Launcher).
+LAUNCHERS = {"local": LocalLauncher, "slurm": SlurmLauncher}
+
+
+def _tools() -> list:
+    """The steps that only look at a run: status (with the Slurm arrays' states) and plan."""
+    return [Status(launcher_lines=(slurm_status_lines,)), Tool("plan", plan)]
+
+
+def _launcher(cfg: DictConfig) -> Launcher:
+    name = cfg.launcher.name
+    if name not in LAUNCHERS:
+        raise ConfigError(f"launcher.name: unknown launcher {name!r}; valid: {', '.join(LAUNCHERS)}")
+    return LAUNCHERS[name](cfg)
+
+
+def _check_groups(cfg: DictConfig, overrides: list[str]) -> None:
+    """A group option chosen on the command line that no step of this benchmark uses would be
+    silently ignored (e.g. `judge=llm` with `benchmark=tact`): refuse it."""
+    steps = pipeline(Run(cfg, Path("."), Path(".")).benchmark)
+    used = groups_used(steps)
+    for o in overrides:
+        key = o.split("=", 1)[0].lstrip("+~")
+        group = key.split(".", 1)[0]
+        if group in CHECKED_GROUPS and group not in used:
+            raise ConfigError(f"{key}: benchmark {cfg.benchmark.name} has no step that uses a {group}; "
+                              f"steps: {', '.join(s.name for s in steps)}")
+
+
+# Groups that only some benchmarks' steps use (the others are every run's).
+CHECKED_GROUPS = ("judge", "asr")
+
 
 
 def _app(cfg: DictConfig) -> None:
-    from hydra.core.hydra_config import HydraConfig
-
-    from fdeval.errors import FdevalError
-    from fdeval.runfolder import readable_tag
-    from fdeval.stages import LOCAL_ONLY, prepare, run_stages
-
     hc = HydraConfig.get()
     overrides = list(hc.overrides.task)
     handler = None
     try:
-        submit = None
-        if cfg.launcher.name == "slurm" and any(s not in LOCAL_ONLY for s in cfg.stage.steps):
-            from fdeval.cluster import slurm  # submitit: only for cluster launches
-
-            slurm.check(cfg.launcher)  # time limits whose warning could come at once: before generate
-            submit = slurm.submit
-        run_dir, identity = prepare(cfg, readable_tag(overrides, _UNTAGGED_KEYS, _UNTAGGED_PREFIXES))
+        launcher = _launcher(cfg)
+        launcher.check()  # e.g. Slurm time limits whose warning could come at once: before generate
+        _check_groups(cfg, overrides)
+        tools = _tools()
+        run_dir, identity = prepare(cfg, readable_tag(overrides, _UNTAGGED_KEYS, _UNTAGGED_PREFIXES), launcher, tools)
         handler = _start_folder(run_dir, cfg, overrides)
         print(f"fdeval: run folder {run_dir}", flush=True)
-        run_stages(cfg, run_dir, identity, submit)
+        run_stages(cfg, run_dir, identity, launcher, tools)
     except FdevalError as e:
         _die(str(e))
     except KeyboardInterrupt:
@@ -158,8 +193,6 @@ def _app(cfg: DictConfig) -> None:
 
 def _start_folder(run_dir: Path, cfg: DictConfig, overrides: list[str]) -> logging.Handler:
     """Create the run folder, save the composed config (.hydra/) and log into fdeval.log there."""
-    from fdeval.files import WriteError, write_text_atomic
-
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:

@@ -1,4 +1,4 @@
-"""What a run's identity covers, how its folder is named, and the folder lock (fdeval.runfolder)."""
+"""What a run's identity covers, how its folder is named, and the folder lock (fdeval.engine.identity)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from fdeval.errors import FdevalError
-from fdeval.runfolder import RunLock, describe_diff, identity_hash, readable_tag, result_config
+from fdeval.engine.identity import RunLock, describe_diff, identity_hash, readable_tag, result_config
 
 BASE = {
     "seed": 0, "out_root": "outputs", "progress": True, "run_tag": None, "resume": "auto",
@@ -72,7 +72,7 @@ def test_readable_tag_is_short_and_leaves_out_what_does_not_name_a_run():
 
 
 def test_the_lock_refuses_a_second_holder_and_dies_with_its_process(tmp_path):
-    code = f"from fdeval.runfolder import RunLock; RunLock(__import__('pathlib').Path({str(tmp_path)!r})).acquire(); " \
+    code = f"from fdeval.engine.identity import RunLock; RunLock(__import__('pathlib').Path({str(tmp_path)!r})).acquire(); " \
            "print('held', flush=True); import time; time.sleep(60)"
     holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:

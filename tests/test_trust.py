@@ -18,7 +18,7 @@ from pathlib import Path
 import h5py
 import pytest
 
-from fdeval.runfolder import RunLock
+from fdeval.engine.identity import RunLock
 
 ONE = "benchmark.cases=[fresh_pasta_stop__acknowledge]"
 TWO = "benchmark.cases=[fresh_pasta_stop__acknowledge,job_offer_move__listen]"

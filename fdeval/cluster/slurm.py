@@ -1,9 +1,11 @@
 """Slurm job arrays through submitit: one array per (benchmark, model, stage, sweep point).
 
-`launcher=slurm` runs `generate` in the submitting process (cheap, CPU), then submits
+`launcher=slurm` (`SlurmLauncher`, the engine's `Launcher` for Slurm) runs `generate` in the
+submitting process (cheap, CPU), then submits one array per phase of the benchmark's declared
+steps (`fdeval.engine.launcher.phases`), each `afterok` on the one before:
 - the run array: one task per shard of cases (GPU resources from the launcher profile),
-- the post array: transcribe + judge per shard, `afterok` on the run array,
-- the score job: one CPU task, `afterok` on the post array.
+- the post array: the benchmark's per-case steps (e.g. transcribe + judge) per shard,
+- the score job: one CPU task for the whole-run steps.
 A task is a shard: cases[i::n] of the stable case order, so a shard's cases never change between
 launches. Tasks are requeue-safe: every stage skips finished cases, so a requeued, preempted or
 relaunched task completes only what is missing (submitit's checkpoint hook resubmits the same
@@ -22,10 +24,12 @@ from __future__ import annotations
 import json
 import logging
 import math
+import shutil
 import signal
 import subprocess
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,15 +37,14 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from fdeval.errors import ConfigError, FdevalError
+from fdeval.engine.driver import run_steps
+from fdeval.engine.launcher import Launcher, Phase
 from fdeval.files import write_json_atomic
 
 log = logging.getLogger("fdeval")
 
-RUN_STEPS = ("run",)
 EARLY_WARNING_S = 60  # Slurm may send the --signal warning this much before signal_delay_s
 MIN_WORK_S = 60       # least work a task must get before the earliest possible warning
-POST_STEPS = ("transcribe", "judge")
-SCORE_STEPS = ("score",)
 
 
 @dataclass
@@ -54,8 +57,6 @@ class ShardTask:
     n_shards: int
 
     def __call__(self, shard: int) -> dict[str, Any]:
-        from fdeval.stages import run_steps
-
         cfg = OmegaConf.create(self.cfg_yaml)
         ctx = run_steps(cfg, Path(self.run_dir), list(self.steps), shard=(shard, self.n_shards))
         _ignore_late_warning()
@@ -138,42 +139,73 @@ def _array_id(jobs: list) -> str:
     return str(jobs[0].job_id).split("_")[0]
 
 
-def submit(cfg: DictConfig, run_dir: Path, steps: list[str], n_cases: int) -> list[dict[str, Any]]:
-    """Submit the arrays for `steps` (generate already done), chained by afterok."""
+def _array_states(job_id: str) -> dict[str, int]:
+    if shutil.which("sacct") is None:
+        return {"unknown (no sacct)": 1}
+    out = subprocess.run(["sacct", "-n", "-P", "-X", "-j", job_id, "-o", "JobID,State"], capture_output=True,
+                         text=True, timeout=30)
+    states = Counter(line.split("|")[1].split()[0] for line in out.stdout.splitlines() if "|" in line)
+    return dict(states) or {"unknown": 1}
+
+
+def status_lines(run_dir: Path) -> list[str]:
+    """The states of the arrays recorded in `<run>/slurm/jobs.json` (for stage=status)."""
+    jobs_file = Path(run_dir) / "slurm" / "jobs.json"
+    if not jobs_file.exists():
+        return []
+    lines = []
+    for rec in json.loads(jobs_file.read_text()):
+        states = ", ".join(f"{k} {v}" for k, v in sorted(_array_states(rec["job_id"]).items()))
+        lines.append(f"array {rec['job_id']} ({rec['phase']}, {rec['n_tasks']} task(s)): {states}")
+    return lines
+
+
+class SlurmLauncher(Launcher):
+    """Submits each phase as a submitit array chained by afterok (see the module doc)."""
+
+    name = "slurm"
+
+    def check(self) -> None:
+        check(self.cfg.launcher)
+
+    def n_shards(self, n_cases: int) -> int:
+        if n_cases == 0:
+            raise FdevalError("launcher=slurm: no cases to run")
+        per_task = int(self.cfg.launcher.cases_per_task)
+        if per_task < 1:
+            raise ConfigError(f"launcher.cases_per_task: must be >= 1, got {per_task}")
+        return max(1, math.ceil(n_cases / per_task))
+
+    def status_lines(self, run_dir: Path) -> list[str]:
+        return status_lines(run_dir)
+
+    def launch(self, run_dir: Path, phases: list[Phase], run_here) -> None:
+        submit(self.cfg, run_dir, phases)
+
+
+def submit(cfg: DictConfig, run_dir: Path, phases: list[Phase]) -> list[dict[str, Any]]:
+    """Submit one array per phase (generate already done), chained by afterok."""
     lc = cfg.launcher
-    if n_cases == 0:
-        raise FdevalError("launcher=slurm: no cases to run")
     check(lc)
-    per_task = int(lc.cases_per_task)
-    if per_task < 1:
-        raise ConfigError(f"launcher.cases_per_task: must be >= 1, got {per_task}")
-    n_shards = max(1, math.ceil(n_cases / per_task))
     cfg_yaml = OmegaConf.to_yaml(cfg, resolve=True)
     folder = run_dir / "slurm"
     folder.mkdir(parents=True, exist_ok=True)
-    plan = [
-        ("run", [s for s in steps if s in RUN_STEPS], True, n_shards),
-        ("post", [s for s in steps if s in POST_STEPS], False, n_shards),
-        ("score", [s for s in steps if s in SCORE_STEPS], False, 1),
-    ]
     jobs_file = folder / "jobs.json"
     records = json.loads(jobs_file.read_text()) if jobs_file.exists() else []
     dependency, submitted, handles = None, [], []
     tag = f"fdeval-{cfg.benchmark.name}-{cfg.model.name}"
-    for phase, phase_steps, gpu, n in plan:
-        if not phase_steps:
-            continue
-        ex = _executor(folder, lc, gpu, f"{tag}-{phase}", dependency)
-        task = ShardTask(cfg_yaml, str(run_dir), tuple(phase_steps), n)
-        jobs = ex.map_array(task, list(range(n)))
+    for ph in phases:
+        ex = _executor(folder, lc, ph.gpu, f"{tag}-{ph.name}", dependency)
+        task = ShardTask(cfg_yaml, str(run_dir), tuple(ph.steps), ph.n_tasks)
+        jobs = ex.map_array(task, list(range(ph.n_tasks)))
         array_id = _array_id(jobs)
         dependency = f"afterok:{array_id}"
-        rec = {"phase": phase, "steps": phase_steps, "job_id": array_id, "n_tasks": n,
-               "gpus_per_task": int(lc.gpus_per_task) if gpu else 0, "submitted_at": time.time()}
+        rec = {"phase": ph.name, "steps": list(ph.steps), "job_id": array_id, "n_tasks": ph.n_tasks,
+               "gpus_per_task": int(lc.gpus_per_task) if ph.gpu else 0, "submitted_at": time.time()}
         submitted.append(rec)
         handles.append((rec, jobs))
-        log.info("slurm: submitted %s array %s (%d task(s), steps %s)", phase, array_id, n, phase_steps)
-        print(f"slurm: {phase} array {array_id}: {n} task(s) {phase_steps}", flush=True)
+        log.info("slurm: submitted %s array %s (%d task(s), steps %s)", ph.name, array_id, ph.n_tasks, list(ph.steps))
+        print(f"slurm: {ph.name} array {array_id}: {ph.n_tasks} task(s) {list(ph.steps)}", flush=True)
     write_json_atomic(jobs_file, records + submitted)
     if lc.wait:
         _wait(handles)

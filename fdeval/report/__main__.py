@@ -1,31 +1,71 @@
 """`python -m fdeval.report RUN_DIR [RUN_DIR ...] --out DIR [--labels human.csv]`: the cross-model report.
 
-Reads each run folder (``scores/verdicts.csv``, checked against ``verdicts/``; see
-:mod:`fdeval.report.runs`) and writes the tables with models as columns, plus the figure, into
-``--out``. Defaults come from ``conf/report/default.yaml``. A user error prints one line and
-exits 2.
+Any benchmark's runs: the benchmark is read from each folder's run.json (all runs must be of one
+benchmark). A benchmark with its own cross-model report writes it (Instruct-FD: the IAS,
+delta-IAS and scenario tables with models as columns, the figure and judge validation, from
+``scores/verdicts.csv`` checked against ``verdicts/``); for the others, every table of every
+declared metric is written with the runs side by side (a ``run`` column first). Defaults come
+from ``conf/report/default.yaml``. A user error prints one line and exits 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import json
 import sys
 from pathlib import Path
+
+from hydra.errors import InstantiationException
+from omegaconf import OmegaConf
+
+from fdeval.engine.run import build
+from fdeval.errors import FdevalError
+from fdeval.metrics.ias import write_csv
+from fdeval.report.build import ReportSettings
 
 CONF = Path(__file__).resolve().parent.parent / "conf" / "report" / "default.yaml"
 
 
 def _defaults() -> dict:
-    from omegaconf import OmegaConf
-
     return dict(OmegaConf.to_container(OmegaConf.load(CONF))) if CONF.is_file() else {}  # type: ignore[arg-type]
 
 
-def main(argv: list[str] | None = None) -> int:
-    from fdeval.errors import FdevalError
-    from fdeval.report.build import ReportSettings, write_cross_report
-    from fdeval.report.runs import load_run
+def _benchmark(run_dir: Path):
+    """The benchmark a run folder was made with (from its run.json)."""
+    f = run_dir / "run.json"
+    if not run_dir.is_dir():
+        raise FdevalError(f"{run_dir}: not a folder")
+    try:
+        cfg = json.loads(f.read_text(encoding="utf-8")).get("command_config") or {}
+    except (OSError, ValueError, AttributeError) as e:
+        raise FdevalError(f"{f}: not a run.json ({e}); is this a run folder?") from None
+    if not isinstance(cfg.get("benchmark"), dict):
+        raise FdevalError(f"{f}: no benchmark in its config; is this a run folder?")
+    try:
+        return build(cfg["benchmark"])
+    except InstantiationException as e:
+        raise FdevalError(f"{f}: benchmark: {str(e).splitlines()[0]}") from None
 
+
+def side_by_side(runs: list[Path], metrics: list, out: Path) -> list[Path]:
+    """Every table of every metric, the runs' rows one after another with a `run` column."""
+    paths = []
+    for m in metrics:
+        for table in m.tables:
+            rows = []
+            for r in runs:
+                f = r / "scores" / f"{table}.csv"
+                if not f.is_file():
+                    raise FdevalError(f"{f}: missing; run stage=score in that run")
+                with f.open(encoding="utf-8", newline="") as fh:
+                    rows += [{"run": r.name, **row} for row in csv.DictReader(fh)]
+            write_csv(rows, out / f"{table}.csv")
+            paths.append(out / f"{table}.csv")
+    return paths
+
+
+def main(argv: list[str] | None = None) -> int:
     d = {**ReportSettings().__dict__, **_defaults()}
     ap = argparse.ArgumentParser(prog="python -m fdeval.report", description=__doc__.splitlines()[0].split(": ", 1)[1])
     ap.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run folders (one model each)")
@@ -43,17 +83,14 @@ def main(argv: list[str] | None = None) -> int:
             "human_labels": args.labels, "bootstrap_resamples": args.resamples, "bootstrap_seed": args.seed,
             "ci_level": args.level, "ci_method": args.method, "alpha": args.alpha,
             "figure": bool(d["figure"]) and not args.no_figure}, group="report")
-        runs = [load_run(r) for r in args.runs]
-        dup = {r.name for r in runs if sum(q.name == r.name for q in runs) > 1}
-        for run in runs:  # column names must differ: add the run folder's name, then a number
-            if run.name in dup:
-                run.name = f"{run.name}/{Path(run.source).name}"
-        seen: dict[str, int] = {}
-        for run in runs:
-            seen[run.name] = seen.get(run.name, 0) + 1
-            if seen[run.name] > 1:
-                run.name = f"{run.name} ({seen[run.name]})"
-        paths = write_cross_report(runs, Path(args.out), settings)
+        dirs = [Path(r) for r in args.runs]
+        benches = [_benchmark(d) for d in dirs]
+        names = sorted({b.name for b in benches})
+        if len(names) > 1:
+            raise FdevalError(f"the runs are of different benchmarks ({', '.join(names)}); report each benchmark apart")
+        paths = benches[0].cross_report(dirs, Path(args.out), settings)
+        if paths is None:
+            paths = side_by_side(dirs, benches[0].metrics(), Path(args.out))
     except FdevalError as e:
         print(f"fdeval.report: error: {e}", file=sys.stderr)
         return 2

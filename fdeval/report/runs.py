@@ -22,7 +22,7 @@ from typing import Any, Mapping
 from fdeval.errors import FdevalError
 from fdeval.metrics.csvio import CsvError, read_csv_rows
 from fdeval.metrics.ias import METRIC_VERSION
-from fdeval.runfolder import data_dir
+from fdeval.engine.identity import data_dir
 from fdeval.types import TestCase, Verdict
 
 VERDICT_TABLE = ("case_id", "policy", "verdict", "scenario", "policy_name", "conversation_id", "case_seed",

@@ -45,7 +45,8 @@ def make_run(root: Path, model: str, passes: dict[str, int], base_passes: dict[s
         f.write_text(json.dumps({**verdict_to_dict(v), "model_id": model_id}))
     ids = {(v.case_id, v.policy): model_id for v in verdicts}
     write_csv(verdict_table(verdicts, cases, ids, {**PROV, "model_id": model_id}), run / "scores" / "verdicts.csv")
-    (run / "run.json").write_text(json.dumps({"command_config": {"model": {"name": model}}}))
+    (run / "run.json").write_text(json.dumps({"command_config": {
+        "model": {"name": model}, "benchmark": {"_target_": "fdeval.benchmarks.instructfd.benchmark.InstructFD"}}}))
     return run
 
 

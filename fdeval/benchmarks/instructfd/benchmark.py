@@ -20,7 +20,11 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
-from fdeval.benchmarks.base import Benchmark
+from fdeval.benchmarks.instructfd.steps import IAS, Judge, Transcribe
+from fdeval.engine.benchmark import Benchmark
+from fdeval.engine.steps import Metric, Step
+from fdeval.report.build import write_cross_report
+from fdeval.report.runs import load_run
 from fdeval.errors import ConfigError
 from fdeval.types import TestCase
 
@@ -187,6 +191,26 @@ class InstructFD(Benchmark):
         log.info("instructfd: discards %s; variety: %.1f%% distinct user turns; %.0f s of user audio; %s",
                  r["discards"]["by_reason"] or "none", 100 * (r["variety"]["user_turns_distinct_fraction"] or 0),
                  r["audio"]["user_audio_seconds"], data_dir / "generation_report.json")
+
+    def steps(self) -> list[Step]:
+        return [Transcribe(), Judge()]
+
+    def metrics(self) -> list[Metric]:
+        return [IAS()]
+
+    def cross_report(self, runs: list[Path], out: Path, settings: Any) -> list[Path]:
+        """IAS, delta-IAS and scenario tables with models as columns, figure, judge validation."""
+        data = [load_run(r) for r in runs]
+        dup = {r.name for r in data if sum(q.name == r.name for q in data) > 1}
+        for run in data:  # column names must differ: add the run folder's name, then a number
+            if run.name in dup:
+                run.name = f"{run.name}/{Path(run.source).name}"
+        seen: dict[str, int] = {}
+        for run in data:
+            seen[run.name] = seen.get(run.name, 0) + 1
+            if seen[run.name] > 1:
+                run.name = f"{run.name} ({seen[run.name]})"
+        return write_cross_report(data, out, settings)
 
     def load(self, data_dir: Path) -> list[TestCase]:
         from fdeval.cases import load_cases

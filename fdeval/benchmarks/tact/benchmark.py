@@ -8,11 +8,11 @@
   user turns stream the focal channel (its replay pieces) with the rendered profile synopsis as
   the system instruction; the run stage derives a different seed per case from the case id.
   Sessions end `T_h` = 5 s after the decision point (`orchestrator_overrides`);
-* transcribe (TACT): measures each session: onset, duration and overlaps relative to the
-  decision point (`measure.py`) -> `<run_dir>/measures/<case_id>.json`;
-* judge (TACT): the episode's intent posterior (annotator labels, fused with judge logits where
-  configured) and psi for each overlap -> `<run_dir>/judged/<case_id>.json`;
-* score (TACT): keeps the median-scoring of each episode's runs and writes
+* its evaluation steps (`steps.py`): `measure` (stage transcribe) measures each session: onset,
+  duration and overlaps relative to the decision point (`measure.py`) -> `<run_dir>/measures/<case_id>.json`;
+  `posterior` (stage judge): the episode's intent posterior (annotator labels, fused with judge
+  logits where configured) and psi for each overlap -> `<run_dir>/judged/<case_id>.json`;
+* its metric (`tact_composite`, run by the shared score step): keeps the median-scoring of each episode's runs and writes
   `scores/tact_composite.csv|.md` (S and the four categories with BCa intervals, population S_T
   and S_L, the human topline from the episodes' own continuations), `scores/tact_episodes.csv`
   and `scores/tact_slices.csv`.
@@ -23,23 +23,21 @@ when its tables come out the same.
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from fdeval.benchmarks.base import Benchmark
-from fdeval.errors import ConfigError, FdevalError
-from fdeval.files import remove_stale_temps, write_json_atomic
-from fdeval.stages import scorable
+from fdeval.engine.benchmark import Benchmark
+from fdeval.engine.steps import Metric, Step
+from fdeval.errors import ConfigError
 from fdeval.types import TestCase, Turn
 
 from .episodes import Episode, load_episodes, render_synopsis
-from .laws import INTENTS, T_H_S
+from .laws import T_H_S
 from .records import METRIC_VERSION, case_id, score_input_from_judged, split_case_id
-from .report import score_run
+from .steps import Composite, Measure, Posterior
 
 log = logging.getLogger("fdeval")
 
@@ -178,33 +176,6 @@ class Tact(Benchmark):
     def orchestrator_overrides(self) -> dict[str, Any]:
         return {"tail_after_last_turn_s": T_H_S}
 
-    def stage(self, name: str):
-        return {"transcribe": self.stage_measure, "judge": self.stage_judge, "score": self.stage_score}.get(name)
-
-    # -- transcribe: measure the sessions -----------------------------------------------------
-    def stage_measure(self, ctx) -> None:
-        from fdeval.orchestrator.recorder import read_session_log
-
-        from .measure import measure_session
-
-        out = ctx.run_dir / "measures"
-        if out.is_dir():
-            remove_stale_temps(out)
-        by_id = {e.episode_id: e for e in self.episodes(ctx.data_dir)}
-        ok, _ = scorable(ctx, "tact measure")
-        todo = [(c, s) for c, s in ok if ctx.derived_state(out / f"{c.case_id}.json", s) != "done"]
-        for c, state in ctx.bar(todo, "measure"):
-            session = read_session_log(ctx.run_dir / "sessions" / f"{c.case_id}.h5")
-            m = measure_session(session, by_id[c.conversation_id], self.merge_gap_s, self.backchannel_max_s)
-            eid, r = split_case_id(c.case_id)
-            write_json_atomic(out / f"{c.case_id}.json", {
-                "case_id": c.case_id, "episode_id": eid, "repeat": r, **m,
-                "settings": {"merge_gap_s": self.merge_gap_s, "backchannel_max_s": self.backchannel_max_s},
-                "model_id": session["attrs"].get("model_id"), "case_seed": session["attrs"].get("case_seed"),
-                "provenance": ctx.provenance(state),
-            })
-        log.info("tact measure: %d new, %d total", len(todo), len(ctx.cases))
-
     # -- judge: intent posterior and psi ------------------------------------------------------
     def posteriors(self, data_dir: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """q(z | e) per episode id, and how it was made."""
@@ -228,46 +199,12 @@ class Tact(Benchmark):
                     "temperature_fit_on": "dev" if dev.any() else "all"}
         return {e.episode_id: q[i] for i, e in enumerate(eps)}, info
 
-    def stage_judge(self, ctx) -> None:
-        from .measure import fit_completion, psi_at
+    # -- engine hooks: evaluation steps and metric ------------------------------------------
+    def steps(self) -> list[Step]:
+        return [Measure(self), Posterior(self)]
 
-        out = ctx.run_dir / "judged"
-        if out.is_dir():
-            remove_stale_temps(out)
-        ok, _ = scorable(ctx, "tact judge")
-        todo = [(c, s) for c, s in ok if ctx.derived_state(out / f"{c.case_id}.json", s) != "done"]
-        if not todo:
-            log.info("tact judge: all %d cases done", len(ok))
-            return
-        missing = [c.case_id for c, s in todo
-                   if ctx.derived_state(ctx.run_dir / "measures" / f"{c.case_id}.json", s) != "done"]
-        if missing:
-            raise FdevalError(f"tact judge: no measurement for {len(missing)} case(s), e.g. {missing[0]}; "
-                              "run stage=transcribe first")
-        eps = self.episodes(ctx.data_dir)
-        by_id = {e.episode_id: e for e in eps}
-        q, info = self.posteriors(ctx.data_dir)
-        estimator = fit_completion(eps)
-        psi_info = None if estimator is None else {"coef": [round(x, 6) for x in estimator.coef],
-                                                   "intercept": round(estimator.intercept, 6)}
-        for c, state in ctx.bar(todo, "judge"):
-            m = json.loads((ctx.run_dir / "measures" / f"{c.case_id}.json").read_text())
-            e = by_id[m["episode_id"]]
-            psi = psi_at(estimator, [tuple(x) for x in m["focal_speech"]], [o["onset_s"] for o in m["overlaps"]])
-            write_json_atomic(out / f"{c.case_id}.json", {
-                "case_id": c.case_id, "episode_id": e.episode_id, "repeat": m["repeat"], "category": e.category,
-                "context_bucket": e.context_bucket, "posterior": [float(x) for x in q[e.episode_id]],
-                "posterior_mode": INTENTS[int(np.argmax(q[e.episode_id]))], **info,
-                "onset_s": m["onset_s"], "duration_s": m["duration_s"], "running_at_start": m["running_at_start"],
-                "overlaps": [{**o, "psi": round(float(p), 6)} for o, p in zip(m["overlaps"], psi)],
-                "psi_model": psi_info, "slices": dict(e.slices), "model_id": ctx.model_id,
-                "metric_version": METRIC_VERSION, "provenance": ctx.provenance(state),
-            })
-        log.info("tact judge: %d new (%s)", len(todo), info["posterior_source"])
-
-    # -- score --------------------------------------------------------------------------------
-    def stage_score(self, ctx) -> None:
-        score_run(self, ctx)
+    def metrics(self) -> list[Metric]:
+        return [Composite(self)]
 
 
 __all__ = ["BENCHMARK_VERSION", "METRIC_VERSION", "Tact", "case_id", "score_input_from_judged", "split_case_id"]

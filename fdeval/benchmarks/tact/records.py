@@ -31,7 +31,7 @@ def score_input_from_judged(d: dict) -> EpisodeScoreInput:
                              d["context_bucket"], dict(d["slices"]))
 
 
-def provenance(bench: Any, ctx: Any, info: dict[str, Any]) -> dict[str, Any]:
-    return {"benchmark": bench.name, "benchmark_version": bench.version, "model_id": ctx.model_id,
-            "seed": ctx.seed, "metric_version": METRIC_VERSION, "fdeval_version": fdeval.__version__,
-            "data_id": bench.data_id(ctx.seed), **info}
+def provenance(bench: Any, model_id: str, seed: int, info: dict[str, Any]) -> dict[str, Any]:
+    return {"benchmark": bench.name, "benchmark_version": bench.version, "model_id": model_id,
+            "seed": seed, "metric_version": METRIC_VERSION, "fdeval_version": fdeval.__version__,
+            "data_id": bench.data_id(seed), **info}

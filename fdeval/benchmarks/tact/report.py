@@ -14,17 +14,17 @@ Files (all under `<run_dir>/scores/`, written atomically and left untouched when
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from fdeval.errors import FdevalError
 from fdeval.files import write_text_atomic
-from fdeval.stages import scorable
+from fdeval.metrics.ias import write_csv
 from fdeval.metrics.ias import _md_cell as _cell  # the IAS tables' cell format: n/a, 3 decimals, escaped |
 
 from .analysis import slice_table
@@ -111,21 +111,11 @@ def markdown(rows: list[dict], prov: dict[str, Any], confidence: float, n_resamp
     return "\n".join(lines) + "\n"
 
 
-def score_run(bench, ctx) -> None:
-    from fdeval.metrics.ias import write_csv
-
-
-    jdir = ctx.run_dir / "judged"
-    ok, skipped = scorable(ctx, "tact score")
-    judged, missing = {}, []
-    for c, state in ok:
-        f = jdir / f"{c.case_id}.json"
-        if ctx.derived_state(f, state) == "done":
-            judged[c.case_id] = json.loads(f.read_text())
-        else:
-            missing.append(c.case_id)
-    if missing:
-        raise FdevalError(f"tact score: {len(missing)} judged case(s) missing, e.g. {missing[0]}; run stage=judge first")
+def score_tables(bench, judged: dict[str, dict], skipped: dict[str, list[str]], *, system: str, seed: int,
+                 model_id: str, run_id: str, data_dir: Path, scores_dir: Path) -> str:
+    """Write the composite, episode and slice tables from the judged files (by case id) of a
+    run's usable sessions; `skipped` are the cases left out by session state. Returns the
+    composite table's markdown."""
     # an episode is scored on all of its runs or not at all (the median of runs needs them all)
     dropped = {split_case_id(cid)[0] for ids in skipped.values() for cid in ids}
     if dropped:
@@ -142,9 +132,9 @@ def score_run(bench, ctx) -> None:
         raise FdevalError(f"tact score: episodes were run a different number of times {sorted(repeat_sets)}; "
                           "score every episode with the same repeats")
     repeats = next(iter(repeat_sets))
-    episodes = {e.episode_id: e for e in bench.episodes(ctx.data_dir)}
+    episodes = {e.episode_id: e for e in bench.episodes(data_dir)}
     scored_eps = [episodes[e] for e in ids]
-    q, info = bench.posteriors(ctx.data_dir)
+    q, info = bench.posteriors(data_dir)
     ref = None if bench.duration_reference == "none" else duration_reference(list(episodes.values()), q)
     if ref is None and bench.duration_reference != "none":
         log.info("tact score: no human durations in the episodes; length is left out")
@@ -152,19 +142,18 @@ def score_run(bench, ctx) -> None:
     chosen = median_runs(per_run, ref)
     run_composites = np.stack([episode_scores(run, ref).composite for run in per_run])  # (R, n)
     kept = [next(r for k, r in enumerate(repeats) if per_run[k][i] is e) for i, e in enumerate(chosen)]
-    kw = {"n_resamples": bench.n_resamples, "confidence": bench.confidence, "seed": ctx.seed}
+    kw = {"n_resamples": bench.n_resamples, "confidence": bench.confidence, "seed": seed}
     result = score_episodes(chosen, ref, **kw)
-    prov = provenance(bench, ctx, {**info, "repeats": len(repeats), "duration_reference":
+    prov = provenance(bench, model_id, seed, {**info, "repeats": len(repeats), "duration_reference":
                                    "none" if ref is None else bench.duration_reference,
-                                   "run_id": ctx.run_id, "episodes_left_out": len(dropped)})
-    system = str(ctx.cfg.model.name)
+                                   "run_id": run_id, "episodes_left_out": len(dropped)})
     rows = result_rows(system, result, chosen, prov)
     estimator = fit_completion(list(episodes.values()))
     humans = human_inputs(scored_eps, q, bench.merge_gap_s, bench.backchannel_max_s, estimator)
     if humans is not None:
         rows += result_rows("human (episode continuations)", score_episodes(humans, ref, **kw), humans, prov)
 
-    sdir = ctx.run_dir / "scores"
+    sdir = scores_dir
     write_csv(rows, sdir / "tact_composite.csv")
     write_text_atomic(sdir / "tact_composite.md", markdown(rows, prov, bench.confidence, bench.n_resamples))
     sc = result.episodes
@@ -188,5 +177,4 @@ def score_run(bench, ctx) -> None:
                    "ci_high": _num(r.composite.high), **prov}
                   for r in slice_table(chosen, SLICE_KEYS, ref, **kw)]
     write_csv(slice_rows, sdir / "tact_slices.csv")
-    print((sdir / "tact_composite.md").read_text(), flush=True)
-    log.info("tact score: %s (tact_composite.csv, tact_composite.md, tact_episodes.csv, tact_slices.csv)", sdir)
+    return (sdir / "tact_composite.md").read_text()

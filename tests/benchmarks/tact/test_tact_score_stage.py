@@ -1,4 +1,8 @@
-"""TACT score stage on hand-written judged runs: median-of-3 selection, tables, provenance; posteriors."""
+"""TACT's composite metric on hand-written judged runs: median-of-3 selection, tables, provenance; posteriors.
+
+The metric's tables are computed from judged files written here (`score_tables`, what the
+`tact_composite` metric runs on the engine's done files); that the engine hands it exactly the
+current files is the executor's business (tests/engine)."""
 
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ from fdeval.benchmarks.tact.composite import episode_scores
 from fdeval.benchmarks.tact.episodes import episode_files
 from fdeval.benchmarks.tact.synthetic import generate_synthetic
 from fdeval.errors import ConfigError, FdevalError
-from fdeval.stages import SessionState
+from fdeval.benchmarks.tact.report import score_tables
 
 
 @pytest.fixture(scope="module")
@@ -27,12 +31,16 @@ def data(tmp_path_factory):
 
 
 def make_ctx(bench, data, run_dir):
-    # a stand-in for the run folder: every session recorded, a judged file done when it exists
+    # a stand-in for the run: every session recorded
     return SimpleNamespace(run_dir=run_dir, data_dir=data, cases=bench.load(data), seed=0, model_id="fake:abc",
-                           cfg=OmegaConf.create({"model": {"name": "fake"}}), progress=False, run_id="r0",
-                           bar=lambda items, desc: items,
-                           session_state=lambda c: SessionState(c.case_id, "done", "", "s0"),
-                           derived_state=lambda path, s: "done" if path.exists() else "missing")
+                           cfg=OmegaConf.create({"model": {"name": "fake"}}), run_id="r0")
+
+
+def score(bench, ctx):
+    """The metric on the judged files there are (the engine checks they are all there and current)."""
+    judged = {c.case_id: json.loads((ctx.run_dir / "judged" / f"{c.case_id}.json").read_text()) for c in ctx.cases}
+    return score_tables(bench, judged, {"failed": [], "invalid": []}, system="fake", seed=ctx.seed,
+                        model_id=ctx.model_id, run_id=ctx.run_id, data_dir=ctx.data_dir, scores_dir=ctx.run_dir / "scores")
 
 
 def write_judged(bench, ctx, onsets):
@@ -56,7 +64,7 @@ def test_keeps_the_median_scoring_run_and_writes_the_tables(data, tmp_path):
     ids = sorted({c.conversation_id for c in ctx.cases})
     onsets = {eid: (0.3, math.nan, 2.0) if i % 2 else (4.5, 0.2, -1.0) for i, eid in enumerate(ids)}
     write_judged(bench, ctx, onsets)
-    bench.stage_score(ctx)
+    score(bench, ctx)
     rows = list(csv.DictReader((tmp_path / "scores" / "tact_episodes.csv").open()))
     assert [r["episode_id"] for r in rows] == ids
     for r in rows:
@@ -85,7 +93,7 @@ def test_keeps_the_median_scoring_run_and_writes_the_tables(data, tmp_path):
     assert {r["slice"] for r in slices} == {"gender", "age_band", "l1_region", "snr", "rate_tercile"}
     # a rerun gives the same bytes and leaves the files alone
     before = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "scores").iterdir()}
-    bench.stage_score(ctx)
+    score(bench, ctx)
     assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / "scores").iterdir()} == before
 
 
@@ -94,16 +102,24 @@ def test_tied_runs_keep_the_middle_repeat(data, tmp_path):
     bench = Tact(n_episodes=8, n_resamples=200)
     ctx = make_ctx(bench, data, tmp_path)
     write_judged(bench, ctx, {c.conversation_id: (0.4, 0.4, 0.4) for c in ctx.cases})
-    bench.stage_score(ctx)
+    score(bench, ctx)
     rows = list(csv.DictReader((tmp_path / "scores" / "tact_episodes.csv").open()))
     assert {r["kept_repeat"] for r in rows} == {"1"}
 
 
-def test_missing_judged_case_is_a_one_line_error(data, tmp_path):
+def test_a_skipped_session_leaves_its_episode_out(data, tmp_path):
+    """An episode is scored on all of its runs or not at all."""
     bench = Tact(n_episodes=8, n_resamples=200)
     ctx = make_ctx(bench, data, tmp_path)
-    with pytest.raises(FdevalError, match=r"tact score: 24 judged case\(s\) missing, e.g. .*run stage=judge first"):
-        bench.stage_score(ctx)
+    write_judged(bench, ctx, {c.conversation_id: (0.4, 0.5, 0.6) for c in ctx.cases})
+    judged = {c.case_id: json.loads((tmp_path / "judged" / f"{c.case_id}.json").read_text()) for c in ctx.cases}
+    gone = ctx.cases[0]
+    del judged[gone.case_id]
+    score_tables(bench, judged, {"failed": [gone.case_id], "invalid": []}, system="fake", seed=0, model_id="fake:abc",
+                 run_id="r0", data_dir=data, scores_dir=tmp_path / "scores")
+    rows = list(csv.DictReader((tmp_path / "scores" / "tact_episodes.csv").open()))
+    assert gone.conversation_id not in {r["episode_id"] for r in rows} and len(rows) == 7
+    assert {r["episodes_left_out"] for r in rows} == {"1"}
 
 
 def test_posteriors_annotator_only_and_fused(data, tmp_path):
@@ -163,13 +179,13 @@ def test_composite_of_a_perfectly_timed_system_beats_an_eager_one(data, tmp_path
         s = episode_scores(inputs).timing
         best[e.episode_id] = cand[int(np.argmax(s))]
     write_judged(bench, ctx, {k: (v, v, v) for k, v in best.items()})
-    bench.stage_score(ctx)
+    score(bench, ctx)
     good = {r["score"]: float(r["estimate"] or "nan") for r in csv.DictReader((tmp_path / "scores" / "tact_composite.csv").open())
             if r["system"] == "fake"}
     eager_dir = tmp_path / "eager"
     ctx2 = make_ctx(bench, data, eager_dir)
     write_judged(bench, ctx2, {e.episode_id: (0.2, 0.2, 0.2) for e in eps})
-    bench.stage_score(ctx2)
+    score(bench, ctx2)
     eager = {r["score"]: float(r["estimate"] or "nan") for r in csv.DictReader((eager_dir / "scores" / "tact_composite.csv").open())
              if r["system"] == "fake"}
     assert good["smooth_turn_taking"] >= eager["smooth_turn_taking"] and good["pause_handling"] > eager["pause_handling"]

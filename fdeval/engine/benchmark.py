@@ -1,0 +1,73 @@
+"""What a benchmark provides to the engine: its cases, its evaluation steps and its metrics.
+
+A benchmark is one module plus one YAML in `conf/benchmark/` whose `_target_` names its class;
+nothing else lists it. The engine asks it to generate its data into a folder (idempotently) and
+to load the cases back (validated); it records one session per case with the benchmark's user
+policy (the scripted turns unless the benchmark says otherwise), then runs the benchmark's own
+`steps()` and, when it declares `metrics()`, the shared `score` step that computes them.
+"""
+
+from __future__ import annotations
+
+import abc
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from fdeval.engine.steps import Metric, Step
+from fdeval.errors import ConfigError
+from fdeval.types import TestCase
+
+if TYPE_CHECKING:
+    from fdeval.engine.run import Run
+
+
+class Benchmark(abc.ABC):
+    name: str
+    version: str
+    cases_dir: Path | None = None  # a user's own case folder (else the generated data folder)
+
+    @abc.abstractmethod
+    def data_id(self, seed: int) -> str:
+        """Folder name for this benchmark's generated data (same inputs -> same name)."""
+
+    @abc.abstractmethod
+    def generate(self, data_dir: Path, tts: Any, seed: int, progress: bool) -> None:
+        """Write cases and audio into `data_dir`; skip what already exists."""
+
+    @abc.abstractmethod
+    def load(self, data_dir: Path) -> list[TestCase]:
+        """The validated cases of `data_dir`, in a stable order."""
+
+    @abc.abstractmethod
+    def steps(self) -> list[Step]:
+        """The evaluation steps after the sessions are recorded, in order."""
+
+    def metrics(self) -> list[Metric]:
+        """The scores the shared `score` step computes from the steps' files."""
+        return []
+
+    def orchestrator_overrides(self) -> dict[str, Any]:
+        """TurnConfig fields this benchmark fixes for its sessions (e.g. a fixed tail)."""
+        return {}
+
+    def user_policy(self, case: TestCase, audio: list[np.ndarray], run: "Run") -> Any:
+        """Where a session's user audio comes from: None plays the case's scripted turns; a
+        benchmark whose user answers the model returns its `fdeval.orchestrator.policy.UserPolicy`."""
+        return None
+
+    def cross_report(self, runs: list[Path], out: Path, settings: Any) -> list[Path] | None:
+        """A report over several run folders (models as columns), or None for the generic one
+        (each metric's tables of every run side by side)."""
+        return None
+
+    def select(self, cases: list[TestCase], ids: list[str] | None) -> list[TestCase]:
+        """Keep the cases named in `ids` (an unknown id is an error listing valid ones)."""
+        if not ids:
+            return cases
+        by_id = {c.case_id: c for c in cases}
+        unknown = [i for i in ids if i not in by_id]
+        if unknown:
+            raise ConfigError(f"benchmark.cases: unknown case id(s) {unknown}; valid: {sorted(by_id)}")
+        return [by_id[i] for i in ids]

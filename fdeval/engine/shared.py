@@ -1,0 +1,272 @@
+"""The steps every benchmark shares: generate the cases, record the sessions, compute the metrics.
+
+`run` plays each case to the model in one live session (the case's user policy, scripted by
+default) and writes its stereo WAV and HDF5 log; sessions run `model.concurrency` at a time; an
+infrastructure error of the model is retried `model.case_retries` times and then recorded as
+`sessions/<case_id>.error.json`, never as a result; a run whose first cases all fail stops.
+`score` runs the benchmark's declared metrics over its steps' files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import platform
+import time
+import traceback
+import uuid
+import zlib
+from dataclasses import replace
+from pathlib import Path
+
+import h5py
+import numpy as np
+import onnxruntime
+
+import fdeval
+from fdeval.audio.io import read_wav
+from fdeval.audio.resample import resample
+from fdeval.audio.vad import SileroVAD
+from fdeval.engine.run import Run, SessionState, build
+from fdeval.engine.steps import Aggregate, Metric, Step
+from fdeval.errors import ConfigError, FdevalError
+from fdeval.files import remove_stale_temps, write_json_atomic
+from fdeval.models.base import DuplexModel, ModelUnavailable
+from fdeval.orchestrator.clock import make_clock
+from fdeval.orchestrator.recorder import write_session
+from fdeval.orchestrator.session import run_session
+from fdeval.engine._shim import orchestrator_settings
+from fdeval.types import TestCase
+
+log = logging.getLogger("fdeval")
+
+# A run whose first this-many cases all fail stops instead of failing every case the same way.
+FAIL_FAST_CASES = 3
+
+
+class RunFailures(FdevalError):
+    """Some cases could not be run (infrastructure errors); the others were recorded."""
+
+
+def case_seed(seed: int, case_id: str) -> int:
+    """A per-case seed that does not depend on which other cases run."""
+    return (seed * 1_000_003 + zlib.crc32(case_id.encode())) % (2**31)
+
+
+def versions() -> dict[str, str]:
+    return {"fdeval": fdeval.__version__, "python": platform.python_version(), "numpy": np.__version__,
+            "onnxruntime": onnxruntime.__version__, "h5py": h5py.__version__}
+
+
+class Generate(Step):
+    """Write the benchmark's cases and audio into its data folder (shared by runs)."""
+
+    name = stage = "generate"
+    placement = "local"
+
+    def execute(self, run: Run) -> None:
+        tts = build(run.cfg.tts)
+        t0 = time.perf_counter()
+        if run.data_dir.is_dir():  # temp files of a generate that was killed
+            for sub in [run.data_dir, *(p for p in run.data_dir.rglob("*") if p.is_dir())]:
+                remove_stale_temps(sub)
+        run.benchmark.generate(run.data_dir, tts, run.seed, run.progress)
+        log.info("generate: %d cases in %s (%.1f s)", len(run.cases), run.data_dir, time.perf_counter() - t0)
+
+
+def turn_audio(case: TestCase, root: Path, sr: int) -> list[np.ndarray]:
+    out = []
+    for turn in case.turns:
+        x, file_sr = read_wav(root / turn.audio_path, mono=True)
+        out.append(resample(x, file_sr, sr) if file_sr != sr else x)
+    return out
+
+
+def check_fits(cases: list[TestCase], max_session_s: float) -> None:
+    """A case whose user turns alone outlast max_session_s would be cut: an error before any session."""
+    for c in cases:
+        total = sum(t.duration_s for t in c.turns)
+        if total >= max_session_s:
+            raise ConfigError(f"case {c.case_id!r}: field 'turns': {total:.1f} s of user audio does not fit in "
+                              f"orchestrator.max_session_s={max_session_s:g}; raise it or shorten the case")
+
+
+class RecordSessions(Step):
+    """The `run` step: one recorded live session per case (see the module doc)."""
+
+    name = stage = "run"
+    placement = "gpu_array"
+
+    def execute(self, run: Run) -> None:
+        _Recorder(run).record()
+
+
+class _Recorder:
+    def __init__(self, run: Run):
+        self.run = run
+        self.ocfg = orchestrator_settings(run.cfg.orchestrator)
+        if fixed := run.benchmark.orchestrator_overrides():
+            self.ocfg = replace(self.ocfg, turns=replace(self.ocfg.turns, **fixed))
+        self.failures: list[str] = []
+        self.invalid: list[str] = []
+        self.recorded = 0
+        self.sim_s = self.wall_s = 0.0
+
+    def _states(self, model_id: str) -> dict[str, SessionState]:
+        run = self.run
+        states = {c.case_id: run.session_state(c, model_id) for c in run.cases}
+        foreign = [s for s in states.values() if s.state == "foreign"]
+        run.refuse_foreign("session", [f"sessions/{s.case_id}.h5" for s in foreign], foreign[0].why if foreign else "")
+        for s in states.values():
+            if s.state == "corrupt":
+                log.warning("run: sessions/%s.h5 cannot be used (%s); recording it again", s.case_id, s.why)
+            elif s.state == "foreign":
+                log.warning("run: sessions/%s.h5 is another run's (%s); recording it again (resume=redo)", s.case_id, s.why)
+        return states
+
+    def record(self) -> None:
+        run = self.run
+        model: DuplexModel = run.model  # constructing it is cheap (servers and weights load on first use)
+        self.model_id = run.model_id  # records model.json for the later steps
+        states = self._states(self.model_id)
+        self.todo = [c for c in run.cases if states[c.case_id].state != "done"]
+        if not self.todo:
+            log.info("run: all %d cases already recorded", len(run.cases))
+            return
+        check_fits(self.todo, self.ocfg.turns.max_session_s)
+        clock = run.cfg.orchestrator.clock
+        self.clock_kind = model.clock if clock == "auto" else clock
+        self.vad = SileroVAD(sample_rate=self.ocfg.sample_rate)
+        self.base_attrs = {
+            "model": model.identity(), "model_id": self.model_id, "benchmark": run.benchmark.name,
+            "benchmark_version": run.benchmark.version, "seed": run.seed, "versions": versions(),
+            "run_id": run.run_id, "run_identity": run.folder.identity,
+        }
+        model.set_run_dir(run.run_dir)  # in-job servers keep their logs in the run folder
+        n_parallel = max(1, int(model.concurrency))
+        if n_parallel > 1 and len(self.todo) > 1:
+            self.wall_s = asyncio.run(self._concurrently(n_parallel))
+        else:
+            for case in run.bar(self.todo, "run"):
+                try:
+                    result, exc = asyncio.run(self._attempt(case)), None
+                except Exception as e:
+                    result, exc = None, e
+                self._store(case, result, exc)
+        self._summary()
+
+    async def _attempt(self, case: TestCase):
+        run, model = self.run, self.run.model
+        audio = turn_audio(case, run.case_root, self.ocfg.sample_rate)
+        seed = case_seed(run.seed, case.case_id)
+        attrs = {**self.base_attrs, "case_seed": seed, "case_version": case.version,
+                 "case_digest": run.case_digest(case), "session_id": uuid.uuid4().hex}
+        retries = max(0, int(model.case_retries))
+        for i in range(retries + 1):
+            policy = run.benchmark.user_policy(case, audio, run)
+            try:
+                return await run_session(case, audio, model, self.ocfg, make_clock(self.clock_kind), self.vad, seed=seed,
+                                         instruction=case.system_instruction, attrs=attrs, policy=policy)
+            except Exception as e:  # a lost model server is restarted by the model: retry the case (bounded)
+                if not isinstance(e, ModelUnavailable) or i == retries:
+                    raise
+                log.warning("run: %s: %s; retrying the case (%d/%d)", case.case_id, str(e).splitlines()[0], i + 1, retries)
+
+    def _store(self, case: TestCase, result, exc: BaseException | None) -> None:
+        run = self.run
+        err_file = run.folder.sessions / f"{case.case_id}.error.json"
+        if exc is not None:
+            if isinstance(exc, FdevalError):
+                raise exc
+            # an infrastructure failure of this case: recorded, never a verdict
+            self.failures.append(case.case_id)
+            first = (str(exc).strip().splitlines() or [""])[0]
+            write_json_atomic(err_file, {"case_id": case.case_id, "stage": "run", "error": f"{type(exc).__name__}: {exc}",
+                                         "traceback": "".join(traceback.format_exception(exc))[-4000:],
+                                         "model_id": self.model_id})
+            log.error("run: %s failed: %s: %s", case.case_id, type(exc).__name__, first)
+            if self.recorded == 0 and len(self.failures) >= min(FAIL_FAST_CASES, len(self.todo)) and len(self.todo) > 1:
+                raise RunFailures(f"run: the first {len(self.failures)} case(s) all failed, so the run stops (e.g. "
+                                  f"{self.failures[0]}: {type(exc).__name__}: {first}); reasons in "
+                                  f"{run.folder.sessions}/*.error.json")
+            return
+        h = result.log.attrs
+        h5, wav = run.folder.session_paths(case.case_id)
+        write_session(result.log, result.user, result.model, wav, h5)
+        err_file.unlink(missing_ok=True)
+        self.recorded += 1
+        self.sim_s += result.log.duration_s
+        self.wall_s += result.wall_s
+        if not h["valid"]:
+            self.invalid.append(case.case_id)
+            log.warning("run: %s: session invalid, not scored: %s", case.case_id, h["invalid_reason"])
+        errs = [t["error_s"] for t in result.log.turns if t["turn_type"] == "barge-in" and not math.isnan(t["error_s"])]
+        lag = h.get("health_model_lag_max_s", float("nan"))
+        health = "" if self.clock_kind != "realtime" else f", pacing lag {1000 * h['health_pacing_lag_max_s']:.1f} ms" + (
+            "" if math.isnan(lag) else f", model lag {lag:.2f} s")
+        log.info("run: %s: %.1f s session in %.2f s wall (%s)%s%s", case.case_id, result.log.duration_s, result.wall_s,
+                 h.get("end_reason"), health, f", barge-in error {max(errs) * 1000:.2f} ms" if errs else "")
+
+    async def _concurrently(self, n: int) -> float:
+        # n sessions in flight (server instances, or rows of a batched in-process model); wall time
+        # is the elapsed time, not the sum of the overlapping sessions' times
+        queue, bar = list(self.todo), self.run.bar(self.todo, "run")
+        t0 = time.perf_counter()
+
+        async def worker():
+            while queue:
+                case = queue.pop(0)
+                try:
+                    result, exc = await self._attempt(case), None
+                except Exception as e:
+                    result, exc = None, e
+                self._store(case, result, exc)
+                bar.update(1)
+
+        try:
+            await asyncio.gather(*(worker() for _ in range(min(n, len(self.todo)))))
+        finally:
+            bar.close()
+        return time.perf_counter() - t0
+
+    def _summary(self) -> None:
+        run, sim_s, wall_s = self.run, self.sim_s, self.wall_s
+        run.stats["run"] = {"cases": len(self.todo), "recorded": self.recorded, "invalid": len(self.invalid),
+                            "failed": len(self.failures), "session_s": sim_s, "wall_s": wall_s, "clock": self.clock_kind,
+                            "speed": sim_s / wall_s if wall_s > 0 and self.recorded else None}
+        if self.recorded:
+            msg = (f"run: {self.recorded} of {len(self.todo)} cases recorded, {sim_s:.1f} session-s in {wall_s:.1f} "
+                   f"wall-s = {sim_s / wall_s:.1f} session-seconds per wall-second ({self.clock_kind})")
+            log.info(msg)
+            print(msg, flush=True)
+        if self.invalid:
+            case = next(c for c in run.cases if c.case_id == self.invalid[0])
+            print(f"fdeval: warning: {len(self.invalid)} session(s) invalid and not scored (e.g. {self.invalid[0]}: "
+                  f"{run.session_state(case).why}); relaunch to record them again", flush=True)
+        if self.failures:
+            raise RunFailures(f"run: {len(self.failures)} case(s) failed (e.g. {self.failures[0]}; reasons in "
+                              "sessions/*.error.json); relaunch the same command to retry them")
+
+
+class Score(Aggregate):
+    """The shared `score` step: every metric the benchmark declares, written under scores/."""
+
+    name = stage = "score"
+
+    def __init__(self, metrics: list[Metric]):
+        self.metrics = list(metrics)
+        self.needs = tuple(dict.fromkeys(n for m in self.metrics for n in m.needs))
+
+    def execute(self, run: Run) -> None:
+        t0 = time.perf_counter()
+        for m in self.metrics:
+            text = m.compute(run, run.folder.scores)
+            if text:
+                print(text, flush=True)
+        _, skipped = run.scorable("score")
+        if skipped["invalid"] or skipped["failed"]:
+            print(f"fdeval: warning: {len(skipped['invalid'])} invalid and {len(skipped['failed'])} failed session(s) "
+                  "are not in these tables (stage=status lists them)", flush=True)
+        log.info("score: %s (%s) in %.1f s", run.folder.scores, ", ".join(t for m in self.metrics for t in m.tables),
+                 time.perf_counter() - t0)

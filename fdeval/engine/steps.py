@@ -1,0 +1,164 @@
+"""What a benchmark declares to the engine: its steps, their units of work, results and metrics.
+
+A run is a list of steps. Two are shared by every benchmark (`generate`: make the cases;
+`run`: record one session per case); after them come the benchmark's own evaluation steps and,
+when it declares metrics, the shared `score` step that computes them. A step says
+
+* its `name` (what `stage.steps=[...]` may name) and the `stage` it belongs to (`transcribe`,
+  `judge` or `score`: `stage=judge` runs every step of that stage, whatever the benchmark);
+* its `version` and `identity` (settings that make its output, e.g. a judge's id and prompt
+  hash): written into every file it makes, so a file made by other settings is never reused;
+* what it `needs` (earlier steps whose files for the same case must be done);
+* where it runs under a cluster launcher (`placement`: `gpu_array`, `cpu_array`, `cpu_job`,
+  `local`).
+
+A `CaseStep` makes one JSON file per unit (a case, or a case and a key such as the instruction a
+verdict is about) from the case's session; the executor (`fdeval.engine.executor`) gives it
+skip-if-done-and-identical, atomic writes, error records, progress, sharding and bounded
+retries: the step only says how to make one unit. An `Aggregate` makes whole-run tables; a
+`Metric` is the aggregate a benchmark declares for its scores.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Mapping
+
+from fdeval.types import TestCase
+
+if TYPE_CHECKING:  # the run context is only a type here (engine.run imports this module)
+    from fdeval.engine.run import Run, SessionState
+
+Placement = Literal["gpu_array", "cpu_array", "cpu_job", "local"]
+ResultStatus = Literal["ok", "error"]
+STAGES = ("generate", "run", "transcribe", "judge", "score")
+
+
+@dataclass(frozen=True)
+class Result:
+    """One result of one unit: an Instruct-FD verdict, a TACT onset, an EchoChain rubric score.
+
+    `value` is what a metric aggregates (a number, a label, or None when there is nothing to
+    measure); `explanation` says why in words; `status` is `error` when the judge or the
+    infrastructure failed: an error is never a model failure, and is made again on relaunch."""
+
+    case_id: str
+    key: str
+    value: float | str | None
+    explanation: str = ""
+    metadata: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    status: ResultStatus = "ok"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"case_id": self.case_id, "key": self.key, "value": self.value, "explanation": self.explanation,
+                "metadata": dict(self.metadata), "status": self.status}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Result":
+        status = d.get("status", "ok")
+        if status not in ("ok", "error"):
+            raise ValueError(f"status: expected ok or error, got {status!r}")
+        return cls(str(d["case_id"]), str(d.get("key", "")), d.get("value"), str(d.get("explanation", "")),
+                   dict(d.get("metadata") or {}), status)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One unit of work of a case step: a case (with its usable session) and a key."""
+
+    case: TestCase
+    session: "SessionState"
+    key: str
+    path: Path
+
+    @property
+    def case_id(self) -> str:
+        return self.case.case_id
+
+
+class Step(abc.ABC):
+    """A step of a run (see the module doc)."""
+
+    name: str
+    stage: str
+    version: str = "1"
+    needs: tuple[str, ...] = ()
+    placement: Placement = "cpu_array"
+    # A step that only reads the run folder (status, plan) runs without the folder's lock.
+    read_only: bool = False
+
+    def identity(self, run: "Run") -> dict[str, Any]:
+        """The settings that make this step's output (beyond the run's identity)."""
+        return {}
+
+    def execute(self, run: "Run") -> None:
+        """Do the step's work for the run's cases (the shard of them in an array task); case
+        steps leave this to the executor."""
+        raise NotImplementedError(f"step {self.name}: no execute")
+
+
+class CaseStep(Step):
+    """One JSON file per unit, under `<run>/<folder>/`."""
+
+    folder: str
+    # An infrastructure error of one unit is tried this many more times before it is recorded.
+    retries: int = 1
+
+    def keys(self, case: TestCase) -> tuple[str, ...]:
+        """The units of a case ("" for one file per case)."""
+        return ("",)
+
+    def filename(self, case_id: str, key: str) -> str:
+        return f"{case_id}@{key}.json" if key else f"{case_id}.json"
+
+    def prepare(self, run: "Run", todo: list[Unit]) -> None:
+        """Load what every unit needs (an ASR model, a judge), once, when there is work."""
+
+    @abc.abstractmethod
+    def make(self, run: "Run", unit: Unit) -> dict[str, Any]:
+        """The file's content for `unit` (the executor adds provenance and writes it)."""
+
+    def result(self, payload: Mapping[str, Any]) -> Result | None:
+        """A written file's result record, for status counts and generic reports (None: the
+        step's files hold no result, e.g. transcripts). Raises ValueError on a malformed file."""
+        if "value" in payload and "status" in payload:
+            try:
+                return Result.from_dict(payload)
+            except (KeyError, TypeError) as e:
+                raise ValueError(f"not a result record ({e})") from None
+        return None
+
+    def check(self, payload: Mapping[str, Any], path: Path) -> None:
+        """Raise ValueError when a written file does not read back as this step's output
+        (the executor then makes it again)."""
+        self.result(payload)
+
+    def finish(self, run: "Run", made: list[Unit]) -> None:
+        """After the units: side files (e.g. an ASR runtime record)."""
+
+
+class Aggregate(Step):
+    """A whole-run step (tables over every case); always recomputed from the case files."""
+
+    placement: Placement = "cpu_job"
+
+
+class Metric(abc.ABC):
+    """A score a benchmark declares: computed by the shared `score` step from its steps' files.
+
+    `tables` names the files it writes under `<run>/scores/` (`<name>.csv`); `compute` writes
+    them and returns the markdown to print."""
+
+    name: str
+    version: str = "1"
+    needs: tuple[str, ...] = ()
+    tables: tuple[str, ...] = ()
+
+    @abc.abstractmethod
+    def compute(self, run: "Run", scores_dir: Path) -> str:
+        """Write this metric's tables into `scores_dir`; return what to print (markdown)."""
+
+    def identity(self) -> dict[str, Any]:
+        return {"name": self.name, "version": self.version}

@@ -1,0 +1,119 @@
+"""A benchmark from outside fdeval (tests/engine/toy: one module, one YAML, one custom step, one
+metric) runs end to end through the local and the Slurm launcher, and status and the report walk
+its declared steps."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TOY = Path(__file__).resolve().parent / "toy"
+ARGS = ["benchmark=toy", f"hydra.searchpath=[file://{TOY / 'conf'}]", "progress=false"]
+SLURM = ["launcher=slurm", "launcher.wait=true", "launcher.cases_per_task=1", "launcher.gpus_per_task=1",
+         "launcher.cpus_per_task=1", "launcher.mem_gb=1", "launcher.cpu_job.cpus_per_task=1", "launcher.cpu_job.mem_gb=1",
+         "launcher.timeout_min=10", "launcher.signal_delay_s=30"]
+
+
+def launch(tmp: Path, *args: str, check: bool = True, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, **(env or {}),
+           "PYTHONPATH": os.pathsep.join([str(TOY), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    proc = subprocess.run([sys.executable, "-m", "fdeval.launch", f"out_root={tmp / 'out'}", *ARGS, *args], cwd=tmp,
+                          capture_output=True, text=True, timeout=600, env=env)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def the_run(tmp: Path) -> Path:
+    (run,) = (tmp / "out" / "toy" / "reference").iterdir()
+    return run
+
+
+def speech(run: Path) -> dict[str, float]:
+    out = {}
+    for f in sorted((run / "speech").glob("*.json")):
+        d = json.loads(f.read_text())
+        assert d["status"] == "ok" and d["provenance"]["step"]["name"] == "speech"
+        out[d["case_id"]] = d["value"]
+    return out
+
+
+def test_toy_benchmark_runs_locally_with_status_and_report(tmp_path):
+    out = launch(tmp_path).stdout
+    run = the_run(tmp_path)
+    values = speech(run)
+    assert sorted(values) == ["toy0", "toy1"] and all(v > 0 for v in values.values())  # the reference agent answers
+    (row,) = csv.DictReader((run / "scores" / "toy_speech.csv").open())
+    assert int(row["n"]) == 2 and float(row["mean_speech_s"]) == pytest.approx(sum(values.values()) / 2, abs=1e-6)
+    assert "toy: 2/2 sessions with model speech" in out
+    status = launch(tmp_path, "stage=status").stdout
+    assert "step speech (judge) speech: 2/2" in status and "step score scores: 1/1 tables" in status
+    # stage=judge names the toy's own step by its stage; a relaunch remakes nothing
+    before = {p.name: p.stat().st_mtime_ns for p in (run / "speech").glob("*.json")}
+    launch(tmp_path, "stage=judge")
+    assert {p.name: p.stat().st_mtime_ns for p in (run / "speech").glob("*.json")} == before
+    rep = subprocess.run([sys.executable, "-m", "fdeval.report", str(run), "--out", str(tmp_path / "rep")],
+                         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(TOY)})
+    assert rep.returncode == 0, rep.stderr
+    (r,) = csv.DictReader((tmp_path / "rep" / "toy_speech.csv").open())
+    assert r["run"] == run.name and r["mean_speech_s"] == row["mean_speech_s"]
+
+
+def test_a_changed_step_setting_is_refused_then_remade_with_redo(tmp_path):
+    launch(tmp_path)
+    run = the_run(tmp_path)
+    # a file whose step stamp is not the step's current one (as if made by other step settings)
+    f = run / "speech" / "toy0.json"
+    d = json.loads(f.read_text())
+    d["provenance"]["step"]["settings"] = "0" * 12
+    f.write_text(json.dumps(d))
+    bad = launch(tmp_path, "stage=judge", check=False)
+    assert bad.returncode == 2 and "speech file speech/toy0.json was made by another run" in bad.stderr
+    assert "\n" not in bad.stderr.strip()
+    launch(tmp_path, "stage=judge", "resume=redo")
+    assert json.loads(f.read_text())["provenance"]["step"]["settings"] != "0" * 12
+
+
+def test_a_failing_unit_is_recorded_tried_again_and_the_others_are_made(tmp_path):
+    """An infrastructure fault of one unit (injected through the environment, so the folder is the
+    same): tried 1 + retries times, recorded next to its file, the step fails with one line after
+    the other units are made; the relaunch without the fault makes only that unit."""
+    launch(tmp_path, "stage=[generate,run]")
+    bad = launch(tmp_path, "stage=judge", check=False, env={"TOY_FAIL_CASES": "toy1"})
+    assert bad.returncode == 2, bad.stderr
+    assert "speech: 1 unit(s) failed (e.g. toy1.json" in bad.stderr and "\n" not in bad.stderr.strip()
+    run = the_run(tmp_path)
+    err = json.loads((run / "speech" / "toy1.error.json").read_text())
+    assert "injected fault #2 for toy1" in err["error"]  # the step's one retry ran too
+    assert (run / "speech" / "toy0.json").exists() and not (run / "speech" / "toy1.json").exists()
+    made0 = (run / "speech" / "toy0.json").stat().st_mtime_ns
+    assert "speech: 1/2  failed: 1" in launch(tmp_path, "stage=status").stdout
+    launch(tmp_path, "stage=judge")
+    assert (run / "speech" / "toy0.json").stat().st_mtime_ns == made0  # finished work is not rewritten
+    assert not (run / "speech" / "toy1.error.json").exists() and sorted(speech(run)) == ["toy0", "toy1"]
+
+
+@pytest.mark.slurm
+def test_toy_benchmark_runs_through_slurm_like_locally(tmp_path):
+    if not os.environ.get("SLURM_CONF") or shutil.which("sinfo") is None:
+        pytest.skip("no local Slurm: run `bash slurm/install.sh && bash slurm/start.sh` and export SLURM_CONF")
+    out = launch(tmp_path, *SLURM).stdout
+    assert "slurm: run array" in out and "2 task(s) ['run']" in out and "2 task(s) ['speech']" in out
+    run = the_run(tmp_path)
+    jobs = json.loads((run / "slurm" / "jobs.json").read_text())
+    assert [j["phase"] for j in jobs] == ["run", "post", "score"] and [j["steps"] for j in jobs] == [
+        ["run"], ["speech"], ["score"]]
+    local = tmp_path / "local"
+    local.mkdir()
+    launch(local)
+    assert speech(run) == speech(the_run(local))  # lockstep sessions: the same recordings, the same results
+    (a,) = csv.DictReader((run / "scores" / "toy_speech.csv").open())
+    (b,) = csv.DictReader((the_run(local) / "scores" / "toy_speech.csv").open())
+    assert a["mean_speech_s"] == b["mean_speech_s"]

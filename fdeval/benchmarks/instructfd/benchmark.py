@@ -17,16 +17,28 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from pathlib import Path
 from typing import Any, Mapping
 
+from omegaconf import DictConfig, OmegaConf
+
+from fdeval.benchmarks.instructfd.generate import BENCHMARK_VERSION, generate_builtin
+from fdeval.benchmarks.instructfd.llm_backend import PROMPT_VERSION, make_llm_backend
+from fdeval.benchmarks.instructfd.offline import OFFLINE_VERSION
+from fdeval.benchmarks.instructfd.personas import PersonaFileError, file_digest, load_personas
+from fdeval.benchmarks.instructfd.pipeline import (DATA_VERSION, GENERATION_VERSION, GenerationConfig,
+                                                   OfflineTextBackend, generate_dataset, report_table)
 from fdeval.benchmarks.instructfd.steps import IAS, Judge, Transcribe
 from fdeval.engine.benchmark import Benchmark
 from fdeval.engine.steps import Metric, Step
 from fdeval.report.build import write_cross_report
 from fdeval.report.runs import load_run
+from fdeval.cases import load_cases
 from fdeval.errors import ConfigError
 from fdeval.types import TestCase
+
+log = logging.getLogger("fdeval")
 
 SIZES = ("small", "sample", "full")
 DEFAULT_PER_SCENARIO = {"sample": 2, "full": 24}
@@ -36,13 +48,8 @@ LLM_KEYS = ("backend", "model", "temperature", "max_tokens", "seed", "base_url",
 
 
 def _plain(obj: Any) -> Any:
-    try:
-        from omegaconf import DictConfig, OmegaConf
-
-        if isinstance(obj, DictConfig):
-            return OmegaConf.to_container(obj, resolve=True)
-    except ImportError:  # pragma: no cover
-        pass
+    if isinstance(obj, DictConfig):
+        return OmegaConf.to_container(obj, resolve=True)
     return obj
 
 
@@ -54,7 +61,6 @@ class InstructFD(Benchmark):
                  conversations_per_scenario: int | None = None, persona_file: str | None = None,
                  text_backend: str = "offline", llm: Mapping[str, Any] | None = None, pool_factor: float = 1.25,
                  workers: int = 2):
-        from fdeval.benchmarks.instructfd.generate import BENCHMARK_VERSION
 
         if size not in SIZES:
             raise ConfigError(f"benchmark.size: unknown size {size!r}; valid: {list(SIZES)}")
@@ -82,12 +88,6 @@ class InstructFD(Benchmark):
         self._check_generated(conversations_per_scenario)
 
     def _check_generated(self, conversations_per_scenario: int | None) -> None:
-        from fdeval.benchmarks.instructfd.personas import (
-            PersonaFileError,
-            file_digest,
-            load_personas,
-        )
-        from fdeval.benchmarks.instructfd.pipeline import DATA_VERSION
 
         n = conversations_per_scenario if conversations_per_scenario is not None else DEFAULT_PER_SCENARIO[self.size]
         if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 500:
@@ -123,10 +123,8 @@ class InstructFD(Benchmark):
     # ----------------------------------------------------------------------------------------
     def _backend_identity(self) -> dict:
         if self.text_backend == "offline":
-            from fdeval.benchmarks.instructfd.offline import OFFLINE_VERSION
 
             return {"backend": "offline", "version": OFFLINE_VERSION}
-        from fdeval.benchmarks.instructfd.llm_backend import PROMPT_VERSION
 
         keep = ("model", "temperature", "max_tokens", "seed", "base_url", "max_attempts")
         return {"backend": "anthropic", **{k: self.llm.get(k) for k in keep}, "prompt_version": PROMPT_VERSION}
@@ -137,9 +135,6 @@ class InstructFD(Benchmark):
         base = f"-v{self.version}-seed{seed}-t{self.timeout_s:g}-b{self.barge_in_after_s:g}"
         if self.size == "small":
             return f"{self.size}{base}"
-        from fdeval.benchmarks.instructfd.generate import BENCHMARK_VERSION
-        from fdeval.benchmarks.instructfd.pipeline import GENERATION_VERSION
-
         key = {"n": self.per_scenario, "pool_factor": self.pool_factor, "personas": self._persona_digest,
                "backend": self._backend_identity(), "generation": GENERATION_VERSION,
                "benchmark": BENCHMARK_VERSION}
@@ -149,7 +144,6 @@ class InstructFD(Benchmark):
         return f"{self.size}{n_part}{base}-{h}"
 
     def generation_config(self, seed: int):
-        from fdeval.benchmarks.instructfd.pipeline import GenerationConfig
 
         return GenerationConfig(per_scenario=self.per_scenario, seed=seed, timeout_s=self.timeout_s,
                                 barge_in_after_s=self.barge_in_after_s, pool_factor=self.pool_factor,
@@ -157,11 +151,9 @@ class InstructFD(Benchmark):
 
     def text_backend_for(self, data_dir: Path):
         """The text backend object (offline grammars or the LLM turn agent)."""
-        from fdeval.benchmarks.instructfd.pipeline import OfflineTextBackend
 
         if self.text_backend == "offline":
             return OfflineTextBackend()
-        from fdeval.benchmarks.instructfd.llm_backend import make_llm_backend
 
         cache = self.llm.get("cache_dir")
         cache_dir = Path(cache).expanduser() if cache else Path(data_dir).parent / "_llm_cache"
@@ -171,14 +163,10 @@ class InstructFD(Benchmark):
         if self.cases_dir is not None:
             return  # the user brings the cases; `load` validates them
         if self.size == "small":
-            from fdeval.benchmarks.instructfd.generate import generate_builtin
 
             generate_builtin(data_dir, tts, seed=seed, timeout_s=self.timeout_s,
                              barge_in_after_s=self.barge_in_after_s, show_progress=progress)
             return
-        import logging
-
-        from fdeval.benchmarks.instructfd.pipeline import generate_dataset, report_table
 
         result = generate_dataset(
             data_dir, tts, self.generation_config(seed), self.text_backend_for(data_dir), self.personas,
@@ -186,7 +174,6 @@ class InstructFD(Benchmark):
             extra_report={"size": self.size, "persona_source": self.persona_file or "shipped pool",
                           "personas": len(self.personas)})
         r = result.report
-        log = logging.getLogger("fdeval")
         log.info("instructfd %s set:\n%s", self.size, report_table(r))
         log.info("instructfd: discards %s; variety: %.1f%% distinct user turns; %.0f s of user audio; %s",
                  r["discards"]["by_reason"] or "none", 100 * (r["variety"]["user_turns_distinct_fraction"] or 0),
@@ -213,7 +200,6 @@ class InstructFD(Benchmark):
         return write_cross_report(data, out, settings)
 
     def load(self, data_dir: Path) -> list[TestCase]:
-        from fdeval.cases import load_cases
 
         root = self.cases_dir if self.cases_dir is not None else data_dir
         cases_dir = root / "cases" if (root / "cases").is_dir() else root

@@ -23,6 +23,7 @@ when its tables come out the same.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from pathlib import Path
 from typing import Any
@@ -35,9 +36,12 @@ from fdeval.errors import ConfigError
 from fdeval.types import TestCase, Turn
 
 from .episodes import Episode, load_episodes, render_synopsis
+from .importer import IMPORTER_VERSION, import_corpus
 from .laws import T_H_S
+from .posterior import empirical_posterior, fit_temperature, fuse_posterior, label_counts
 from .records import METRIC_VERSION, case_id, score_input_from_judged, split_case_id
 from .steps import Composite, Measure, Posterior
+from .synthetic import GENERATOR_VERSION, generate_synthetic
 
 log = logging.getLogger("fdeval")
 
@@ -106,26 +110,16 @@ class Tact(Benchmark):
     # -- data ---------------------------------------------------------------------------------
     def data_id(self, seed: int) -> str:
         if self.source == "synthetic":
-            from .synthetic import GENERATOR_VERSION
-
             return f"synthetic-v{self.version}.{GENERATOR_VERSION}-n{self.n_episodes}-seed{seed}"
-        import hashlib
-
-        from .importer import IMPORTER_VERSION
-
         h = hashlib.sha256(self.corpus.read_bytes())
         h.update(f"{self.corpus}|{self.context_s}|{IMPORTER_VERSION}".encode())
         return f"import-v{self.version}-{self.corpus.stem}-{h.hexdigest()[:12]}"
 
     def generate(self, data_dir: Path, tts: Any, seed: int, progress: bool) -> None:
         if self.source == "synthetic":
-            from .synthetic import generate_synthetic
-
             n = generate_synthetic(data_dir, self.n_episodes, seed, sample_rate=int(getattr(tts, "sample_rate", 16000)),
                                    workers=self.workers, progress=progress)
         else:
-            from .importer import import_corpus
-
             n = import_corpus(self.corpus, data_dir, context_s=self.context_s, progress=progress)
         self._episodes.pop(Path(data_dir), None)
         log.info("tact: %d new episode(s) in %s", n, data_dir)
@@ -179,8 +173,6 @@ class Tact(Benchmark):
     # -- judge: intent posterior and psi ------------------------------------------------------
     def posteriors(self, data_dir: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         """q(z | e) per episode id, and how it was made."""
-        from .posterior import empirical_posterior, fit_temperature, fuse_posterior, label_counts
-
         eps = self.episodes(data_dir)
         counts = label_counts([e.annotations.labels for e in eps])
         if self.posterior == "annotators":

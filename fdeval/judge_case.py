@@ -26,16 +26,26 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import re
 import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
+from hydra.errors import InstantiationException
+from hydra.utils import instantiate
+
+from fdeval.cases import load_case
 from fdeval.errors import CaseError, FdevalError
-from fdeval.transcript.io import TranscriptError
+from fdeval.judges.base import verdict_to_dict
+from fdeval.transcript.io import TranscriptError, load_transcript, parse_rendered
 from fdeval.types import PlayedTurn, TestCase, Transcript, Turn, Word
 
+# The Hydra config tree (as fdeval.launch.CONF_DIR; not imported: launch is a higher layer).
+CONF_DIR = Path(__file__).resolve().parent / "conf"
 MIN_MATCH_FRACTION = 0.3  # of the user words, that must equal a word of the case's turns
 EPS_S = 1e-6
 
@@ -187,8 +197,6 @@ def transcript_from_words(case: TestCase, words: Sequence[Word], *, path: str = 
 
 def load_session_transcript(path: str | Path, case: TestCase) -> Transcript:
     """`path` as a transcript of `case`: JSON (``.json``) or the rendered text format (else)."""
-    from fdeval.transcript.io import load_transcript, parse_rendered
-
     path = Path(path)
     if path.suffix.lower() == ".json":
         tr = load_transcript(path)
@@ -212,20 +220,11 @@ def load_session_transcript(path: str | Path, case: TestCase) -> Transcript:
 
 
 def _judge_names() -> list[str]:
-    from fdeval.launch import CONF_DIR
-
     return sorted(p.stem for p in (CONF_DIR / "judge").glob("*.yaml"))
 
 
 def make_judge(name: str, overrides: Sequence[str] = ()):
     """The judge of ``conf/judge/<name>.yaml``, composed with the root config and `overrides`."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-    from hydra.errors import InstantiationException
-    from hydra.utils import instantiate
-
-    from fdeval.launch import CONF_DIR
-
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
@@ -249,9 +248,6 @@ def make_judge(name: str, overrides: Sequence[str] = ()):
 def run(case_path: str, transcript_path: str, policy: str | None = None, judge: str = "rules",
         root: str | None = None, overrides: Sequence[str] = ()) -> list[dict]:
     """The verdicts (as verdict-file dicts) of one case's transcript."""
-    from fdeval.cases import load_case
-    from fdeval.judges.base import verdict_to_dict
-
     case = load_case(case_path, root)
     if policy is not None and policy not in case.judge_policies:
         raise CaseError(case_path, case.case_id, "judge_policies",
@@ -273,8 +269,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--root", help="dataset root of the case (checks its audio paths)")
     ap.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="Hydra overrides, e.g. judge.model=... out_root=...")
     args = ap.parse_args(argv)
-    import logging
-
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="fdeval: %(message)s")
     bad = [o for o in args.overrides if "=" not in o]
     if bad:

@@ -11,6 +11,7 @@ import importlib
 from typing import Any
 
 from fdeval.asr.base import INSTALL_HINT, ASRUnavailableError
+from fdeval.errors import ConfigError
 
 MIN_TRANSFORMERS = (5, 13)  # first release with Qwen3-ASR (Qwen3ASRForTokenClassification)
 _DTYPES = {"float32": "float32", "fp32": "float32", "float16": "float16", "fp16": "float16",
@@ -35,8 +36,6 @@ def require(backend: str) -> tuple[Any, Any]:
 def check_dtype(dtype: str) -> str:
     """Validate a dtype name at configuration time ("auto" or one of _DTYPES)."""
     if dtype != "auto" and str(dtype).lower() not in _DTYPES:
-        from fdeval.errors import ConfigError
-
         raise ConfigError(f"asr.dtype: unknown dtype {dtype!r}; valid: auto, {', '.join(sorted(_DTYPES))}")
     return str(dtype).lower()
 
@@ -48,8 +47,6 @@ def resolve_device(torch: Any, device: str) -> Any:
     try:
         return torch.device(device)
     except (RuntimeError, TypeError) as e:
-        from fdeval.errors import ConfigError
-
         raise ConfigError(f"asr.device: {e}") from None
 
 

@@ -30,7 +30,11 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, NamedTuple
 
 import numpy as np
+import soundfile as sf
 
+from fdeval.audio.io import to_float32
+from fdeval.audio.resample import resample
+from fdeval.audio.vad import CHUNK, SileroVAD
 from fdeval.errors import ConfigError, FdevalError
 from fdeval.types import Word
 
@@ -101,9 +105,6 @@ class Segmentation:
 
 def to_mono_16k(samples: np.ndarray, sample_rate: int) -> np.ndarray:
     """Float32 mono samples at 16 kHz (channels averaged, resampled if needed; never longer)."""
-    from fdeval.audio.io import to_float32
-    from fdeval.audio.resample import resample
-
     x = to_float32(np.asarray(samples))
     if x.ndim == 2:
         x = x.mean(axis=1, dtype=np.float32)
@@ -116,8 +117,6 @@ def to_mono_16k(samples: np.ndarray, sample_rate: int) -> np.ndarray:
 
 def read_channel(wav_path: str | os.PathLike, channel: int) -> np.ndarray:
     """One channel of a WAV file as float32 at 16 kHz."""
-    import soundfile as sf
-
     data, sr = sf.read(os.fspath(wav_path), dtype="float32", always_2d=True)
     if not 0 <= channel < data.shape[1]:
         raise ValueError(f"{wav_path}: no channel {channel} (the file has {data.shape[1]})")
@@ -150,8 +149,6 @@ def speech_segments(samples: np.ndarray, seg: Segmentation | None = None, vad=No
     Sorted, non-overlapping, each within the audio and at most `seg.max_segment_s` long; empty
     for audio without speech.
     """
-    from fdeval.audio.vad import CHUNK, SileroVAD
-
     seg = seg or Segmentation()
     x = np.asarray(samples, dtype=np.float32)
     n = x.shape[0]

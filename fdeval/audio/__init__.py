@@ -1,7 +1,7 @@
 """Audio layer of fdeval: speech synthesis with exact word timings, voice activity detection,
 sample-rate conversion and WAV files.
 
-- `tts`: espeak-ng voices (`EspeakTTS`) rendering text to float32 audio plus one `WordTiming`
+- `tts`: espeak-ng voices (`EspeakTTS`) rendering text to float32 audio plus one `SpokenWord`
   per whitespace token; deterministic.
 - `vad`: Silero VAD on onnxruntime (`SileroVAD`), offline probabilities or a streaming
   segmenter (`VADStream`) that gives the same events however the audio is chunked.
@@ -14,7 +14,7 @@ Everything here is float32 mono in [-1, 1] unless said otherwise; the session cl
 
 from fdeval.audio.io import read_wav, to_float32, write_wav
 from fdeval.audio.resample import StreamResampler, resample
-from fdeval.audio.tts import EspeakTTS, EspeakUnavailableError, Synthesis, silence
+from fdeval.audio.tts import EspeakTTS, EspeakUnavailableError, SpokenWord, Synthesis, silence
 from fdeval.audio.vad import SileroVAD, VADEvent, VADStream
 
 # Eager on purpose: the function `resample` shares its name with the submodule, and only an
@@ -23,6 +23,7 @@ __all__ = [
     "EspeakTTS",
     "EspeakUnavailableError",
     "SileroVAD",
+    "SpokenWord",
     "StreamResampler",
     "Synthesis",
     "VADEvent",

@@ -11,7 +11,7 @@ Contract of `EspeakTTS.synthesize(text)`:
   with espeak-ng's own lead-in (up to ~15 ms of near-silence before the first phoneme's energy,
   none for some words; the first word's start is 0.0) and ends a few ms after the last word (no sentence-final
   pause is requested), so `duration_s` is the length of that audio.
-- Words: one `WordTiming` per whitespace-separated token of `text` (`str.split()`), in order,
+- Words: one `SpokenWord` per whitespace-separated token of `text` (`str.split()`), in order,
   with the token exactly as written, punctuation included ("Hello," stays "Hello,"). A token's
   start is the earliest WORD event whose text position lies inside it (espeak-ng may emit
   several events for one token, e.g. "1999", or none for part of it, e.g. "test-case"). Its end
@@ -35,11 +35,11 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+import espeakng_loader
 import numpy as np
 
 from fdeval.audio.resample import resample
 from fdeval.errors import FdevalError
-from fdeval.types import WordTiming
 
 NATIVE_RATE = 22050  # espeak-ng's output rate
 INSTALL_HINT = "pip install espeakng-loader"
@@ -55,6 +55,19 @@ class EspeakUnavailableError(FdevalError):
     """espeak-ng (the `espeakng-loader` wheel) is missing or cannot be loaded."""
 
 
+@dataclass(frozen=True)
+class SpokenWord:
+    """One whitespace token of a synthesis, in seconds from the synthesis' first sample.
+
+    Its own record, not ``fdeval.types.WordTiming`` (a word of a case's turn): audio imports no
+    records. Callers that place it in a turn build their WordTiming from it.
+    """
+
+    text: str
+    start_s: float
+    end_s: float
+
+
 @dataclass(frozen=True, eq=False)  # eq=False: field-wise == on an ndarray has no single truth value
 class Synthesis:
     """Synthesized speech: float32 mono samples and one timing per whitespace token of `text`."""
@@ -62,7 +75,7 @@ class Synthesis:
     text: str
     samples: np.ndarray
     sample_rate: int
-    words: tuple[WordTiming, ...]
+    words: tuple[SpokenWord, ...]
 
     @property
     def duration_s(self) -> float:
@@ -86,10 +99,8 @@ def _espeak_paths() -> tuple[str, str]:
     with _lock:
         if _paths is None:
             try:
-                import espeakng_loader
-
                 library, data = espeakng_loader.get_library_path(), espeakng_loader.get_data_path()
-            except (ImportError, RuntimeError) as e:
+            except RuntimeError as e:
                 raise EspeakUnavailableError(f"espeak-ng is not available ({e}); install it with: {INSTALL_HINT}") from e
             if not Path(library).is_file():
                 raise EspeakUnavailableError(f"espeak-ng library missing at {library}; install it with: {INSTALL_HINT}")
@@ -144,7 +155,7 @@ def _token_starts(spans: list[tuple[int, int]], events: list[tuple[int, int]]) -
 
 
 def _word_timings(text: str, starts_native: list[int | None], samples: np.ndarray, sample_rate: int,
-                  native_rate: int) -> tuple[WordTiming, ...]:
+                  native_rate: int) -> tuple[SpokenWord, ...]:
     tokens = text.split()
     n = samples.shape[0]
     # Event samples converted to the output rate (rounded), kept non-decreasing.
@@ -169,7 +180,7 @@ def _word_timings(text: str, starts_native: list[int | None], samples: np.ndarra
     prev_end = starts[spoken[0]] if spoken else 0
     for i, token in enumerate(tokens):
         start, end = bounds.get(i, (prev_end, prev_end))
-        words.append(WordTiming(token, start / sample_rate, end / sample_rate))
+        words.append(SpokenWord(token, start / sample_rate, end / sample_rate))
         prev_end = end
     return tuple(words)
 

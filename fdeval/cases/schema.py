@@ -21,9 +21,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Mapping
 
 from fdeval.audio.io import AudioFileError, AudioInfo, scan_audio
+from fdeval.cases.jsonfile import HugeInt, read_json_file
 from fdeval.errors import CaseError
 from fdeval.files import write_json_atomic
-from fdeval.transcript.io import HugeInt, read_json_file
 from fdeval.types import POLICIES, ReferenceLine, TestCase, Trigger, Turn, WordTiming
 
 SCHEMA_VERSION = 1

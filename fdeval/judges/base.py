@@ -18,9 +18,9 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
 
+from fdeval.cases.jsonfile import read_json_file
 from fdeval.errors import FileFieldError
 from fdeval.files import write_json_atomic
-from fdeval.transcript.io import read_json_file
 from fdeval.types import TestCase, Transcript, Verdict
 
 VERDICT_LABELS = ("adhere", "not_adhere", "error")

@@ -25,6 +25,9 @@ import hashlib
 import json
 from typing import Any, Sequence
 
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
 from fdeval.errors import ConfigError
 from fdeval.judges.base import Judge
 from fdeval.types import TestCase, Transcript, Verdict
@@ -35,11 +38,7 @@ ENSEMBLE_VERSION = "1"
 def _member(spec: Any, i: int) -> Judge:
     if isinstance(spec, Judge):
         return spec
-    from omegaconf import DictConfig, OmegaConf
-
     if isinstance(spec, (dict, DictConfig)) and "_target_" in spec:
-        from hydra.utils import instantiate
-
         judge = instantiate(OmegaConf.create(spec) if isinstance(spec, dict) else spec)
         if isinstance(judge, Judge):
             return judge

@@ -16,7 +16,7 @@
   units within each stratum (stratum sizes stay fixed): the overall IAS resamples cases within
   their instruction, so a resample has the design's mix of instructions.
 
-The resampling stream is the one of :mod:`fdeval.benchmarks.tact.bootstrap` (a
+The resampling stream is the one of :mod:`fdeval.metrics.bootstrap` (a
 ``numpy.random.default_rng(seed)``, index rows drawn 128 resamples at a time), so the same seed
 gives the same interval on any machine, and the BCa step is shared with it.
 """
@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 from scipy.special import bdtr
 
-from fdeval.benchmarks.tact.bootstrap import bca_interval, resample_indices
+from fdeval.metrics.bootstrap import bca_interval, resample_indices
 
 CI_METHODS = ("bca", "percentile")
 

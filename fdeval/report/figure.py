@@ -11,6 +11,10 @@ import io
 from pathlib import Path
 from typing import Any
 
+import matplotlib
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
 from fdeval.files import atomic_path
 
 # Okabe-Ito, readable for colour-blind viewers
@@ -35,10 +39,6 @@ def ias_figure_png(series: list[tuple[str, list[dict[str, Any]]]], title: str = 
     Each row needs ``instruction``, ``ias`` and, for error bars, ``ias_ci_low`` / ``ias_ci_high``
     (rates in [0, 1]; None = no bar or no error bar).
     """
-    import matplotlib
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     instructions: list[str] = []
     for _, rows in series:
         instructions += [r["instruction"] for r in rows if r["instruction"] not in instructions]

@@ -7,7 +7,7 @@ import pytest
 from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 from statsmodels.stats.multitest import multipletests
 
-from fdeval.benchmarks.tact.bootstrap import bootstrap_sums, resample_indices
+from fdeval.metrics.bootstrap import bootstrap_sums, resample_indices
 from fdeval.metrics.stats import bootstrap_mean, discordant, holm, mcnemar_exact
 
 # [[both pass, instructed only], [baseline only, both fail]]: b = table[0][1], c = table[1][0]
@@ -107,7 +107,7 @@ def test_bootstrap_reproducible_per_seed(method):
 
 
 def test_bca_matches_the_tact_bootstrap():
-    """Same stream and BCa step as fdeval.benchmarks.tact.bootstrap (mean = ratio of column sums)."""
+    """Same stream and BCa step as fdeval.metrics.bootstrap, the TACT one (mean = ratio of column sums)."""
     ours = bootstrap_mean(X, resamples=3000, seed=3, method="bca")
     ref = bootstrap_sums(np.c_[X, np.ones_like(X)], lambda s: s[:, :1] / s[:, 1:2], n_resamples=3000, seed=3)[0]
     assert (ours.low, ours.high) == pytest.approx((ref.low, ref.high))

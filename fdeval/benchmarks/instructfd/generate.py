@@ -29,19 +29,19 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import Iterable, Sequence
 
 import numpy as np
+from tqdm import tqdm
 
+from fdeval.audio.io import write_wav
+from fdeval.audio.tts import EspeakTTS
 from fdeval.benchmarks.instructfd.builtin import BUILTIN_CONVERSATIONS, Conversation, Line, validate_conversation
 from fdeval.benchmarks.instructfd.instructions import render_instruction
 from fdeval.benchmarks.instructfd.markers import CUT_IN_KINDS, ParsedText, Pause, Speech, parse_markers
 from fdeval.cases.schema import NO_POLICY, load_case, write_case
 from fdeval.errors import CaseError
 from fdeval.types import ReferenceLine, TestCase, Trigger, Turn, WordTiming
-
-if TYPE_CHECKING:
-    from fdeval.audio.tts import EspeakTTS
 
 BENCHMARK = "instructfd"
 BENCHMARK_VERSION = "1.1"  # 1.1: espeak-ng noise seed pinned (audio no longer varies with the clock)
@@ -274,8 +274,6 @@ def _load_fresh(out_dir: Path, expected: list[TestCase]) -> list[TestCase] | Non
 def generate_conversation(conv: Conversation, out_dir: Path, tts: EspeakTTS, seed: int = 0, timeout_s: float = 20.0,
                           barge_in_after_s: float = 3.0) -> list[TestCase]:
     """Generate (or reuse, when fresh) one conversation's audio and case files."""
-    from fdeval.audio.io import write_wav
-
     out_dir = Path(out_dir)
     plan = plan_conversation(conv, seed)
     fresh = _load_fresh(out_dir, build_cases(plan, None, seed, timeout_s, barge_in_after_s))
@@ -303,8 +301,6 @@ def generate_builtin(out_dir: Path, tts: EspeakTTS, seed: int = 0, timeout_s: fl
     if len(set(ids)) != len(ids):
         raise ValueError(f"duplicate conversation ids in {ids}")
     if show_progress:
-        from tqdm import tqdm
-
         convs = tqdm(convs, desc="instructfd: generate", unit="conversation", leave=False)
     cases: list[TestCase] = []
     for conv in convs:

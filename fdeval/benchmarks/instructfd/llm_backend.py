@@ -57,6 +57,7 @@ from fdeval.benchmarks.instructfd.specs import (
     TurnSpec,
     spoken_text_problem,
 )
+from fdeval.llm.client import LLMClient, LLMConfigError, LLMError
 
 # Bump when a prompt or the way turns are assembled changes.
 PROMPT_VERSION = "1.0"
@@ -96,8 +97,6 @@ class LLMTextBackend:
 
     # -- one conversation ---------------------------------------------------------------------
     def draft(self, spec: ScenarioSpec, index: int, seed: int, persona: Persona) -> Draft:
-        from fdeval.llm.client import LLMConfigError, LLMError
-
         base = int(self.settings.get("seed") or 0)
         client_seed = (base * 1_000_003 + zlib.crc32(f"{seed}:{spec.slug}:{index}".encode())) % (2**31)
         client = self._factory(client_seed)
@@ -467,12 +466,6 @@ def annotate_prompt(spec: ScenarioSpec, grounding: str, t: TurnSpec, raw: str, h
 def make_llm_backend(settings: dict, cache_dir: Path) -> LLMTextBackend:
     """An LLMTextBackend over fdeval.llm.client.LLMClient with the pinned `settings`
     (model, temperature, max_tokens, seed, base_url, max_attempts, concurrency)."""
-    try:
-        from fdeval.llm.client import LLMClient
-    except ImportError as e:  # pragma: no cover - depends on the checkout
-        from fdeval.errors import ConfigError
-
-        raise ConfigError(f"benchmark.text_backend=anthropic needs fdeval.llm.client ({e})") from None
 
     def factory(seed: int):
         return LLMClient(model=settings["model"], temperature=settings.get("temperature"),

@@ -40,10 +40,13 @@ from collections import Counter, deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Protocol, Sequence
+from typing import Any, Iterable, Protocol, Sequence
 
 import numpy as np
+from tqdm import tqdm
 
+from fdeval.audio.io import write_wav
+from fdeval.audio.tts import EspeakTTS, EspeakUnavailableError
 from fdeval.benchmarks.instructfd.builtin import (
     Conversation,
     Line,
@@ -61,6 +64,7 @@ from fdeval.benchmarks.instructfd.generate import (
 )
 from fdeval.benchmarks.instructfd.instructions import SCENARIOS
 from fdeval.benchmarks.instructfd.markers import MarkerError, Speech, parse_markers
+from fdeval.benchmarks.instructfd.offline import OfflineBackend
 from fdeval.benchmarks.instructfd.personas import Persona
 from fdeval.benchmarks.instructfd.specs import (
     SCENARIO_ORDER,
@@ -68,13 +72,10 @@ from fdeval.benchmarks.instructfd.specs import (
     ScenarioSpec,
     check_against_spec,
 )
-from fdeval.cases.schema import NO_POLICY, write_case
+from fdeval.cases.schema import NO_POLICY, case_from_dict, case_to_dict, write_case
 from fdeval.errors import CaseError, FdevalError
 from fdeval.files import write_json_atomic
 from fdeval.types import POLICIES, TestCase
-
-if TYPE_CHECKING:
-    from fdeval.audio.tts import EspeakTTS
 
 log = logging.getLogger("fdeval")
 
@@ -147,8 +148,6 @@ class OfflineTextBackend:
     name = "offline"
 
     def __init__(self):
-        from fdeval.benchmarks.instructfd.offline import OfflineBackend
-
         self._impl = OfflineBackend()
 
     def identity(self) -> dict:
@@ -392,9 +391,6 @@ def _check_audio(plan: ConversationPlan, audio, pool: _SynthPool) -> str | None:
 
 def _write_conversation(job: _Job, pool: _SynthPool, out_dir: Path, cfg: GenerationConfig) -> tuple[list[TestCase] | None, str]:
     """Synthesize and write one conversation: (cases, '') or (None, discard reason)."""
-    from fdeval.audio.io import write_wav
-    from fdeval.audio.tts import EspeakUnavailableError
-
     cid = job.draft.conversation_id
     try:
         audio = [synthesize_turn(tp.parsed, pool) for tp in job.plan.turns]  # type: ignore[arg-type]
@@ -409,8 +405,6 @@ def _write_conversation(job: _Job, pool: _SynthPool, out_dir: Path, cfg: Generat
         return None, problem
     cases = _expected_cases(job.draft, cfg, job.plan, audio)
     # Validate every case before writing anything, so a bad conversation leaves no files.
-    from fdeval.cases.schema import case_from_dict, case_to_dict
-
     try:
         for case in cases:
             case_from_dict(case_to_dict(case), f"<{case.case_id}>", None)
@@ -450,8 +444,6 @@ def generate_dataset(out_dir: Path, tts: EspeakTTS, cfg: GenerationConfig, backe
     window: deque[_Job] = deque()
     bar = None
     if show_progress:
-        from tqdm import tqdm
-
         bar = tqdm(total=len(queue), desc="instructfd: generate", unit="conversation", leave=False)
 
     plans: dict[str, ConversationPlan] = {}

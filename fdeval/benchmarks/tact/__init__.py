@@ -10,6 +10,8 @@ Whole-system scoring (`score_episodes`), posteriors (`fuse_posterior`, `fit_temp
 analyses (`profile_swap_jsd`, `spearman_ci`, `slice_table`, `human_topline`) are re-exported too.
 """
 
+from fdeval.metrics.bootstrap import Interval, bca_interval, bootstrap_indices, bootstrap_sums
+
 from .analysis import (
     SliceRow,
     human_topline,
@@ -20,7 +22,6 @@ from .analysis import (
     slice_table,
     spearman_ci,
 )
-from .bootstrap import Interval, bca_interval, bootstrap_indices, bootstrap_sums
 from .completion import CompletionEstimator, va_history_features
 from .composite import (
     CATEGORY_WEIGHTS,

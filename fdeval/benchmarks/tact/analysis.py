@@ -10,7 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import rankdata
 
-from .bootstrap import N_RESAMPLES, Interval, bootstrap_indices, bootstrap_sums
+from fdeval.metrics.bootstrap import N_RESAMPLES, Interval, bootstrap_indices, bootstrap_sums
+
 from .composite import (
     TactResult,
     composite_statistic,

@@ -10,7 +10,7 @@ scores present. A category mean over its episodes equals the prior-weighted aver
 per-intent cells with the category's own mode shares as prior (as the paper's results relate
 Table I to Fig. 2).
 
-Intervals: BCa over whole episodes, 10^4 resamples, seeded (`bootstrap.bootstrap_sums`): every
+Intervals: BCa over whole episodes, 10^4 resamples, seeded (`fdeval.metrics.bootstrap.bootstrap_sums`): every
 reported number is a function of per-category sums, so resampling is one matrix product.
 """
 
@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .bootstrap import N_RESAMPLES, Interval, bootstrap_sums
+from fdeval.metrics.bootstrap import N_RESAMPLES, Interval, bootstrap_sums
+
 from .laws import LawTable
 from .scoring import (
     CATEGORIES,

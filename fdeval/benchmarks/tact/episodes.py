@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import soundfile as sf
+
 from fdeval.cases import schema
 from fdeval.errors import FdevalError
 from fdeval.files import write_json_atomic
@@ -451,8 +453,6 @@ def episode_from_dict(d: Any, path: str | Path, root: str | Path | None) -> Epis
     sample_rate = _int(c, au["sample_rate"], "audio.sample_rate", lo=1)
     context_s = _num(c, au["context_s"], "audio.context_s", positive=True)
     if root_p is not None:
-        import soundfile as sf
-
         info = sf.info(str(root_p / audio_path))
         if info.channels != 2:
             raise c.fail("audio.path", f"context audio must be stereo (one channel per speaker), has {info.channels}")
@@ -486,8 +486,6 @@ def episode_from_dict(d: Any, path: str | Path, root: str | Path | None) -> Epis
         elif t.get("barge_in_after_s") is not None:
             raise c.fail(f"{f}.barge_in_after_s", "only allowed on a barge-in piece")
         if root_p is not None:
-            import soundfile as sf
-
             info = sf.info(str(root_p / ap))
             if info.channels != 1:
                 raise c.fail(f"{f}.audio_path", f"replay pieces are mono focal-channel audio, file has {info.channels} channels")

@@ -42,8 +42,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import soundfile as sf
 from tqdm import tqdm
 
+from fdeval.audio.io import read_wav, write_wav
+from fdeval.audio.resample import resample
+from fdeval.audio.vad import SileroVAD
 from fdeval.errors import FdevalError
 
 from .episodes import (
@@ -137,8 +141,6 @@ def _path(c: _RowCtx, v: Any, field: str, base: Path) -> Path:
 
 def read_rows(path: str | Path, context_s: float) -> list[Row]:
     """Parse and check the annotation file (everything that needs no audio decoding)."""
-    import soundfile as sf
-
     path = Path(path)
     base = path.parent
     rows, seen = [], {}
@@ -234,15 +236,10 @@ class _Audio:
     """Decoded stereo files at 16 kHz with their per-channel VAD segments, cached."""
 
     def __init__(self):
-        from fdeval.audio.vad import SileroVAD
-
         self.vad, self.cache = SileroVAD(), {}
 
     def get(self, path: Path) -> tuple[np.ndarray, list[list[tuple[float, float]]]]:
         if path not in self.cache:
-            from fdeval.audio.io import read_wav
-            from fdeval.audio.resample import resample
-
             x, sr = read_wav(path)
             if sr != SAMPLE_RATE:
                 x = resample(x, sr, SAMPLE_RATE)
@@ -294,8 +291,6 @@ def import_corpus(annotations: str | Path, root: str | Path, context_s: float = 
 
     Returns how many were written now.
     """
-    from fdeval.audio.io import write_wav
-
     root = Path(root)
     rows = read_rows(annotations, context_s)
     done = {p.stem for p in episode_files(root)} if (root / "episodes").is_dir() else set()

@@ -33,6 +33,9 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from fdeval.audio.resample import resample
+from fdeval.audio.vad import SAMPLE_RATE, SileroVAD
+
 from .episodes import SpeakerProfile
 
 TURN_MIN_S = 1.0
@@ -48,9 +51,6 @@ Segments = list[tuple[float, float]]
 def vad_segments(samples: np.ndarray, sample_rate: int, vad=None, threshold: float = 0.5,
                  min_silence_s: float = 0.1) -> Segments:
     """Silero VAD speech segments of a mono signal (resampled to 16 kHz when needed)."""
-    from fdeval.audio.resample import resample
-    from fdeval.audio.vad import SAMPLE_RATE, SileroVAD
-
     x = np.asarray(samples, dtype=np.float32)
     if sample_rate != SAMPLE_RATE:
         x = resample(x, sample_rate, SAMPLE_RATE)

@@ -50,6 +50,10 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
+from fdeval.audio.io import write_wav
+from fdeval.audio.tts import EspeakTTS
+from fdeval.audio.vad import SileroVAD
+
 from .episodes import (
     Annotations,
     Episode,
@@ -257,8 +261,6 @@ class _Synth:
         self.sample_rate, self.cache = sample_rate, {}
 
     def prepare(self, keys: set[tuple[str, int, str]], workers: int, progress: bool) -> None:
-        from fdeval.audio.tts import EspeakTTS
-
         todo = sorted(k for k in keys if k not in self.cache)
 
         def one(k):
@@ -301,8 +303,6 @@ def _annotations(rng: np.random.Generator, intent: str, context_s: float, comple
 
 def render_episode(plan: EpisodePlan, synth: _Synth, root: Path, vad=None) -> Episode:
     """Synthesize, place and mix the episode's lines, write its audio, and build the Episode."""
-    from fdeval.audio.io import write_wav
-
     sr = synth.sample_rate
     rng = np.random.default_rng(plan.rng_seed + [1])
     texts = _texts(plan)
@@ -404,8 +404,6 @@ def generate_synthetic(root: str | Path, n_episodes: int, seed: int, sample_rate
 
     Returns how many were written now.
     """
-    from fdeval.audio.vad import SileroVAD
-
     root = Path(root)
     done = {p.stem for p in episode_files(root)} if (root / "episodes").is_dir() else set()
     speakers = synthetic_speakers(seed)

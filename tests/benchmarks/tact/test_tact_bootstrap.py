@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from fdeval.benchmarks.tact.bootstrap import (
+from fdeval.metrics.bootstrap import (
     bca_interval,
     bootstrap_indices,
     bootstrap_sums,

@@ -1,15 +1,15 @@
-"""BCa bootstrap intervals (Efron 1987) over whole episodes, seeded and vectorised.
+"""BCa bootstrap intervals (Efron 1987) over whole units, seeded and vectorised.
 
-The paper reports BCa intervals over 10^4 resamples (Sec. IV). The unit of resampling is the
-episode (all of an episode's scores move together); resamples come from a seeded
-`numpy.random.Generator` in fixed-size chunks, so a given seed gives the same intervals on any
-machine.
+A unit is what is resampled whole: a TACT episode (all of its scores move together), an
+Instruct-FD case or pair (:mod:`fdeval.metrics.stats`). The TACT paper reports BCa intervals over
+10^4 resamples (Sec. IV). Resamples come from a seeded `numpy.random.Generator` in fixed-size
+chunks, so a given seed gives the same intervals on any machine.
 
 Two entry points share the BCa step:
 
 * `bootstrap_sums`: for statistics that are a smooth function of column sums of a per-episode
   matrix X (means, ratios, category composites). A resample is then a count vector c and the
-  sums are c @ X, so 10^4 resamples of ~10^4 episodes cost one matrix product per chunk, and the
+  sums are c @ X, so 10^4 resamples of ~10^4 units cost one matrix product per chunk, and the
   jackknife is `statistic(X.sum(0) - X)`.
 * `bootstrap_indices`: for any statistic of resampled indices (e.g. Spearman's rho), vectorised
   over a chunk of resamples.
@@ -40,9 +40,9 @@ class Interval:
 
 def resample_indices(rng: np.random.Generator, n: int, n_resamples: int, chunk: int = CHUNK,
                      strata: np.ndarray | None = None) -> Iterator[np.ndarray]:
-    """Yield (b, n) arrays of episode indices drawn with replacement, `chunk` rows at a time.
+    """Yield (b, n) arrays of unit indices drawn with replacement, `chunk` rows at a time.
 
-    With `strata` (an int label per episode), each stratum is resampled within itself, so
+    With `strata` (an int label per unit), each stratum is resampled within itself, so
     stratum sizes stay fixed.
     """
     groups = None if strata is None else [np.flatnonzero(strata == s) for s in np.unique(strata)]
@@ -92,7 +92,7 @@ def bootstrap_sums(X: np.ndarray, statistic: Callable[[np.ndarray], np.ndarray],
                    n_resamples: int = N_RESAMPLES, confidence: float = 0.95,
                    seed: int | np.random.Generator = 0, strata: np.ndarray | None = None,
                    chunk: int = CHUNK) -> list[Interval]:
-    """BCa intervals for statistic(column sums of X) with X (n, p) per-episode rows.
+    """BCa intervals for statistic(column sums of X) with X (n, p) per-unit rows.
 
     `statistic` maps sums of shape (m, p) to (m, k) and must be vectorised over m.
     """
@@ -106,7 +106,7 @@ def bootstrap_sums(X: np.ndarray, statistic: Callable[[np.ndarray], np.ndarray],
         b = idx.shape[0]
         counts = np.bincount((idx + (np.arange(b) * n)[:, None]).ravel(), minlength=b * n)
         reps.append(statistic(counts.reshape(b, n).astype(float) @ X))
-    jack = statistic(total[None, :] - X)  # leave one episode out
+    jack = statistic(total[None, :] - X)  # leave one unit out
     low, high = bca_interval(theta, np.concatenate(reps), jack, confidence)
     return [Interval(float(t), float(lo), float(hi), confidence, n_resamples) for t, lo, hi in zip(theta, low, high)]
 

@@ -1,0 +1,217 @@
+"""The import walls of fdeval (issue 10, item 7): the contracts of ``.importlinter`` hold on this
+checkout and break on a planted violation; every top-level module sits in a layer; no import
+cycle among the modules; imports inside functions only for heavy optional dependencies."""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import grimp
+
+import fdeval
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "fdeval"
+CONFIG = ROOT / ".importlinter"
+LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
+
+# Imports allowed inside a function: packages of an optional extra (or installed apart, as moshi
+# and its safetensors), anthropic (core, but ~2 s to import, and only the LLM paths need it), and
+# submitit for the Slurm code paths. Each maps to the folders that may import it late.
+LATE_IMPORTS = {
+    "torch": ("fdeval/asr/", "fdeval/models/"),
+    "transformers": ("fdeval/asr/",),
+    "moshi": ("fdeval/models/",),
+    "safetensors": ("fdeval/models/",),
+    "sentencepiece": ("fdeval/models/",),
+    "aiohttp": ("fdeval/models/",),
+    "sphn": ("fdeval/models/",),
+    "socketio": ("fdeval/models/",),
+    "google": ("fdeval/models/",),
+    "anthropic": ("fdeval/llm/",),
+    "submitit": ("fdeval/cluster/",),
+}
+
+
+def _lint(tree: Path) -> subprocess.CompletedProcess:
+    """lint-imports on the fdeval package under `tree`, with the .importlinter found there."""
+    assert LINT_IMPORTS.is_file(), f"{LINT_IMPORTS} missing: pip install -e '.[test]' (import-linter)"
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    return subprocess.run([str(LINT_IMPORTS), "--no-cache", "--no-logo"], cwd=tree, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def _contract_section(output: str, name: str, names: list[str]) -> str:
+    """The report of the broken contract `name`: from its heading to the next contract's."""
+    start = output.index(f"{name}\n---")
+    ends = [i for n in names if (i := output.find(f"{n}\n---")) > start]
+    return output[start:min(ends, default=len(output))]
+
+
+def _contract_names() -> dict[str, str]:
+    cfg = configparser.ConfigParser()
+    cfg.read(CONFIG)
+    return {s.split(":")[-1]: cfg[s]["name"] for s in cfg.sections() if s.startswith("importlinter:contract:")}
+
+
+def test_contracts_hold_on_this_checkout():
+    r = _lint(ROOT)
+    assert r.returncode == 0, r.stdout[-6000:] + r.stderr[-2000:]
+    assert f"Contracts: {len(_contract_names())} kept, 0 broken." in r.stdout
+
+
+def test_a_planted_violation_breaks_its_contract(tmp_path):
+    """A copy of fdeval with three planted imports: each breaks the contract it should, at its line."""
+    tree = tmp_path / "tree"
+    shutil.copytree(PACKAGE, tree / "fdeval", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(CONFIG, tree / ".importlinter")
+    engine = tree / "fdeval" / "engine" / "__init__.py"
+    plants = {  # file -> (planted import, contract key, the chain lint-imports must print)
+        tree / "fdeval" / "models" / "base.py": ("import fdeval.judges", "adapters", "fdeval.models.base -> fdeval.judges"),
+        tree / "fdeval" / "audio" / "io.py": ("import fdeval.types", "audio-leaf", "fdeval.audio.io -> fdeval.types"),
+        engine: ("import fdeval.cluster", "engine", "fdeval.engine -> fdeval.cluster"),
+    }
+    lines = {}
+    for path, (stmt, _, _) in plants.items():
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        text += "\n" if text and not text.endswith("\n") else ""
+        lines[path] = text.count("\n") + 1
+        path.write_text(f"{text}{stmt}  # planted\n", encoding="utf-8")
+    r = _lint(tree)
+    assert r.returncode != 0, r.stdout
+    names = _contract_names()
+    for path, (stmt, key, chain) in plants.items():
+        assert f"{names[key]} BROKEN" in r.stdout, r.stdout
+        section = _contract_section(r.stdout, names[key], list(names.values()))
+        # the line number shows the copy was analysed, not the installed package
+        assert f"{chain} (l.{lines[path]})" in section, section
+    assert f"{names['layers']} BROKEN" in r.stdout  # models -> judges also climbs the layers
+
+
+def _layers() -> list[tuple[str, bool]]:
+    cfg = configparser.ConfigParser()
+    cfg.read(CONFIG)
+    out = []
+    for row in cfg["importlinter:contract:layers"]["layers"].split("\n"):
+        for name in re.split(r"[|:]", row):
+            name = name.strip()
+            if name:
+                out.append((name.strip("()"), name.startswith("(")))
+    return out
+
+
+def test_every_top_level_module_is_in_a_layer():
+    layers = _layers()
+    named = {n for n, _ in layers}
+    top = {f"fdeval.{p.stem}" for p in PACKAGE.glob("*.py") if p.stem != "__init__"}
+    top |= {f"fdeval.{p.parent.name}" for p in PACKAGE.glob("*/__init__.py")}
+    assert sorted(top - named) == [], "add these modules to a layer in .importlinter"
+    required = {n for n, optional in layers if not optional}
+    assert sorted(required - top) == [], "layers naming no module: remove them or mark them (optional)"
+
+
+def _cycles(graph: grimp.ImportGraph) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out = []
+    for root in sorted(graph.modules):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.find_modules_directly_imported_by(root))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on.add(child)
+                    work.append((child, iter(sorted(graph.find_modules_directly_imported_by(child)))))
+                elif child in on:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    m = stack.pop()
+                    on.discard(m)
+                    comp.append(m)
+                    if m == node:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return out
+
+
+def test_cycle_finder_finds_a_cycle():
+    g = grimp.ImportGraph()
+    for m in ("p", "p.a", "p.b", "p.c"):
+        g.add_module(m)
+    g.add_import(importer="p.a", imported="p.b")
+    g.add_import(importer="p.b", imported="p.a")
+    g.add_import(importer="p.c", imported="p.a")
+    assert _cycles(g) == [["p.a", "p.b"]]
+
+
+def test_no_import_cycle_among_modules():
+    graph = grimp.build_graph("fdeval", cache_dir=None)
+    assert Path(fdeval.__file__).resolve().parent == PACKAGE  # this checkout is the one analysed
+    report = []
+    for comp in _cycles(graph):
+        members = set(comp)
+        report.append(" <-> ".join(comp))
+        for m in comp:
+            for i in sorted(graph.find_modules_directly_imported_by(m) & members):
+                for d in graph.get_import_details(importer=m, imported=i):
+                    report.append(f"    {m.replace('.', '/')}.py:{d['line_number']}: {d['line_contents']}")
+    assert report == [], "\n".join(report)
+
+
+def _late_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every import written inside a function of `path`."""
+    found = []
+
+    def walk(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if in_function and isinstance(child, ast.Import):
+                found.extend((child.lineno, a.name) for a in child.names)
+            elif in_function and isinstance(child, ast.ImportFrom):
+                found.append((child.lineno, "." * child.level + (child.module or "")))
+            walk(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+    walk(ast.parse(path.read_text(encoding="utf-8"), str(path)), False)
+    return found
+
+
+def test_late_import_scan_sees_nested_imports(tmp_path):
+    src = tmp_path / "m.py"
+    src.write_text("import os\n\ndef f():\n    if os:\n        import torch\n    from . import x\n"
+                   "\nclass C:\n    def g(self):\n        from fdeval import files\n", encoding="utf-8")
+    assert _late_imports(src) == [(5, "torch"), (6, "."), (10, "fdeval")]
+
+
+def test_imports_inside_functions_are_heavy_optional_only():
+    bad = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        for line, module in _late_imports(path):
+            allowed = LATE_IMPORTS.get(module.split(".")[0], ())
+            if not any(rel.startswith(folder) for folder in allowed):
+                bad.append(f"{rel}:{line}: {module}")
+    assert bad == [], f"{len(bad)} imports inside functions (hoist them to the module top):\n" + "\n".join(bad)

@@ -1,11 +1,5 @@
-"""Report tables (csv, Markdown, LaTeX) and the IAS figure, for one run or across runs.
+"""The cross-run report: `python -m fdeval.report RUN_DIR [RUN_DIR ...] --out DIR`.
 
-`python -m fdeval.report RUN_DIR [RUN_DIR ...] --out DIR [--labels human.csv]`; see docs/metrics.md.
+Any benchmark's runs (see `fdeval.report.__main__`); Instruct-FD's tables live with it in
+`fdeval.benchmarks.instructfd.reporting`; docs/metrics.md describes them.
 """
-
-from fdeval.report.build import ReportSettings, RunData, write_cross_report, write_run_report
-from fdeval.report.format import Column, Table, latex_escape, to_latex, to_markdown
-from fdeval.report.runs import load_run, read_verdict_table, verdict_table
-
-__all__ = ["Column", "ReportSettings", "RunData", "Table", "latex_escape", "load_run", "read_verdict_table",
-           "to_latex", "to_markdown", "verdict_table", "write_cross_report", "write_run_report"]

@@ -13,7 +13,7 @@ import pytest
 from fdeval.judges.base import verdict_to_dict
 from fdeval.metrics.ias import write_csv
 from fdeval.report.__main__ import main
-from fdeval.report.runs import load_run, verdict_table
+from fdeval.benchmarks.instructfd.reporting.runs import load_run, verdict_table
 from fdeval.types import TestCase, Verdict
 
 PROV = {"benchmark": "instructfd", "benchmark_version": "1.0", "metric_version": "1", "seed": 0, "fdeval_version": "0"}

@@ -32,8 +32,8 @@ from fdeval.benchmarks.instructfd.pipeline import (DATA_VERSION, GENERATION_VERS
 from fdeval.benchmarks.instructfd.steps import IAS, Judge, Transcribe
 from fdeval.engine.benchmark import Benchmark
 from fdeval.engine.steps import Metric, Step
-from fdeval.report.build import write_cross_report
-from fdeval.report.runs import load_run
+from fdeval.benchmarks.instructfd.reporting.build import write_cross_report
+from fdeval.benchmarks.instructfd.reporting.runs import load_run
 from fdeval.cases import load_cases
 from fdeval.errors import ConfigError
 from fdeval.types import TestCase

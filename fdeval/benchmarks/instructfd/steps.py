@@ -23,10 +23,11 @@ from fdeval.engine.steps import CaseStep, Metric, Result, Unit
 from fdeval.files import write_json_atomic, write_text_atomic
 from fdeval.judges.base import VerdictError, verdict_from_dict, verdict_to_dict
 from fdeval.metrics.ias import METRIC_VERSION, ias_rows, write_csv, write_markdown
-from fdeval.report.build import ReportSettings, RunData, write_run_report
-from fdeval.report.runs import verdict_table
+from fdeval.benchmarks.instructfd.reporting.build import ReportSettings, RunData, write_run_report
+from fdeval.benchmarks.instructfd.reporting.runs import verdict_table
 from fdeval.transcript.build import build_transcript
-from fdeval.transcript.io import TranscriptError, read_json_file, transcript_from_dict, transcript_to_dict
+from fdeval.cases.jsonfile import read_json_file
+from fdeval.transcript.io import TranscriptError, transcript_from_dict, transcript_to_dict
 from fdeval.transcript.render import render
 from fdeval.types import TestCase
 

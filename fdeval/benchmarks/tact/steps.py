@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -26,16 +26,13 @@ from .measure import fit_completion, measure_session, psi_at
 from .records import METRIC_VERSION, split_case_id
 from .report import score_tables
 
-if TYPE_CHECKING:
-    from .benchmark import Tact
-
 
 class Measure(CaseStep):
     name = "measure"
     stage = "transcribe"
     folder = "measures"
 
-    def __init__(self, bench: "Tact"):
+    def __init__(self, bench: Any):
         self.bench = bench
 
     def identity(self, run: Run) -> dict[str, Any]:
@@ -60,7 +57,7 @@ class Posterior(CaseStep):
     folder = "judged"
     needs = ("measure",)
 
-    def __init__(self, bench: "Tact"):
+    def __init__(self, bench: Any):
         self.bench = bench
 
     def identity(self, run: Run) -> dict[str, Any]:
@@ -106,7 +103,7 @@ class Composite(Metric):
     needs = ("posterior",)
     tables = ("tact_composite", "tact_episodes", "tact_slices")
 
-    def __init__(self, bench: "Tact"):
+    def __init__(self, bench: Any):
         self.bench = bench
 
     def compute(self, run: Run, scores_dir: Path) -> str:

@@ -19,7 +19,13 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
+from hydra.errors import InstantiationException
+from hydra.utils import instantiate
+
+from fdeval.benchmarks.instructfd.reporting.build import RunData
+from fdeval.cases.jsonfile import read_json_file
 from fdeval.errors import FdevalError
+from fdeval.judges.base import VerdictError, verdict_from_dict
 from fdeval.metrics.csvio import CsvError, read_csv_rows
 from fdeval.metrics.ias import METRIC_VERSION
 from fdeval.engine.identity import data_dir
@@ -82,9 +88,6 @@ def read_verdict_table(path: str | Path) -> tuple[list[Verdict], dict[str, TestC
 
 
 def _verdict_files(run_dir: Path) -> tuple[list[Verdict], dict[tuple[str, str], str]]:
-    from fdeval.judges.base import VerdictError, verdict_from_dict
-    from fdeval.transcript.io import read_json_file
-
     verdicts, model_ids = [], {}
     for f in sorted((run_dir / "verdicts").glob("*.json")):
         d = read_json_file(f, VerdictError)
@@ -108,9 +111,6 @@ def _run_config(run_dir: Path) -> dict[str, Any]:
 
 def _cases_from_config(run_dir: Path, cfg: dict[str, Any]) -> tuple[dict[str, TestCase], dict[str, Any]]:
     """The run's cases as the run found them (its benchmark config; out_root = the folder 3 levels up)."""
-    from hydra.errors import InstantiationException
-    from hydra.utils import instantiate
-
     if "benchmark" not in cfg:
         raise FdevalError(f"{run_dir}: no scores/verdicts.csv and no benchmark in run.json; rerun stage=score there")
     try:
@@ -124,9 +124,7 @@ def _cases_from_config(run_dir: Path, cfg: dict[str, Any]) -> tuple[dict[str, Te
 
 
 def load_run(run_dir: str | Path):
-    """A run folder's :class:`fdeval.report.build.RunData` (its name: the model's config name)."""
-    from fdeval.report.build import RunData
-
+    """A run folder's :class:`fdeval.benchmarks.instructfd.reporting.build.RunData` (its name: the model's config name)."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise FdevalError(f"{run_dir}: not a folder")

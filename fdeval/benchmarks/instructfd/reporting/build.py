@@ -28,8 +28,8 @@ from fdeval.metrics.ias import OVERALL, write_csv
 from fdeval.metrics.stats import CI_METHODS
 from fdeval.metrics.tables import delta_rows, ias_ci_rows, scenario_order, scenario_rows
 from fdeval.metrics.validation import ModelVerdict, Validation, load_labels, validate_judge
-from fdeval.report.figure import write_ias_figure
-from fdeval.report.format import Column, Table, to_latex, to_markdown
+from fdeval.benchmarks.instructfd.reporting.figure import write_ias_figure
+from fdeval.metrics.format import Column, Table, to_latex, to_markdown
 from fdeval.types import POLICIES, TestCase, Verdict
 
 FIGURE = "ias_by_instruction.png"

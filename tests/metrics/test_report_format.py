@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fdeval.report.format import Column, Table, format_cell, latex_escape, to_latex, to_markdown
+from fdeval.metrics.format import Column, Table, format_cell, latex_escape, to_latex, to_markdown
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from fdeval.errors import ConfigError
 from fdeval.files import write_json_atomic, write_text_atomic
+from fdeval.orchestrator.turns import TurnConfig, barge_in_delay_s, closing_timeout_s, effective_turn_config
 from fdeval.types import TestCase
 
 log = logging.getLogger("fdeval")
@@ -32,27 +33,43 @@ class CaseEstimate:
 
 def estimate_case(case: TestCase, silence_s: float, trailing_s: float, model_turn_s: float,
                   delay_override_s: float | None, tail_s: float | None = None) -> CaseEstimate:
+    return estimate_session(case, TurnConfig(silence_s=silence_s, trailing_silence_s=trailing_s,
+                                             barge_in_delay_s=delay_override_s, tail_after_last_turn_s=tail_s), model_turn_s)
+
+
+def estimate_session(case: TestCase, turns: TurnConfig, model_turn_s: float) -> CaseEstimate:
+    """The case's expected and worst session length under the effective turn settings `turns`
+    (the delays and the closing timeout are the turn manager's own functions)."""
     audio = sum(t.duration_s for t in case.turns)
     expected = worst = 0.0
     for i, turn in enumerate(case.turns):
         if turn.turn_type == "barge-in":
-            delay = delay_override_s if delay_override_s is not None else (turn.barge_in_after_s or 0.0)
+            delay = barge_in_delay_s(turn, turns)
             expected += delay
             worst += turn.timeout_s + delay
         elif i == 0:
-            expected += silence_s
-            worst += silence_s
+            expected += turns.silence_s
+            worst += turns.silence_s
         else:
-            expected += model_turn_s + silence_s
+            expected += model_turn_s + turns.silence_s
             worst += turn.timeout_s
-        expected += turn.duration_s + trailing_s
-        worst += turn.duration_s + trailing_s
+        expected += turn.duration_s + turns.trailing_silence_s
+        worst += turn.duration_s + turns.trailing_silence_s
+    tail_s = turns.tail_after_last_turn_s
     if tail_s is not None:  # a fixed observation window ends the session (e.g. TACT)
         return CaseEstimate(case.case_id, audio, expected + tail_s, worst + tail_s)
-    last_timeout = case.turns[-1].timeout_s if case.turns else 0.0
-    expected += model_turn_s + silence_s
-    worst += last_timeout
+    expected += model_turn_s + turns.silence_s
+    worst += closing_timeout_s(case.turns)
     return CaseEstimate(case.case_id, audio, expected, worst)
+
+
+def plan_turn_config(o: Any, model_turn_silence_s: float | None, fixed: dict[str, Any]) -> TurnConfig:
+    """The turn settings a session of this run will use: the orchestrator group, the benchmark's
+    fixed settings, the model's own turn silence (as the run stage and the session apply them)."""
+    delay = o.get("barge_in_delay_s", None)
+    turns = TurnConfig(silence_s=float(o.silence_s), trailing_silence_s=float(o.trailing_silence_s),
+                       barge_in_delay_s=None if delay is None else float(delay))
+    return effective_turn_config(replace(turns, **fixed), model_turn_silence_s)
 
 
 @dataclass(frozen=True)
@@ -89,10 +106,8 @@ def make_plan(cases: list[TestCase], cfg: Any, fixed: dict[str, Any] | None = No
     gpus = int(lc.get("gpus_per_task", 0))
     gpu_mem = float(lc.get("gpu_mem_gb", 0.0))
     util = float(pc.get("gpu_mem_util", 0.9))
-    silence = float(cfg.model.get("turn_silence_s", None) or o.silence_s)
-    est = [estimate_case(c, silence, float(o.trailing_silence_s), float(pc.get("model_turn_s", 8.0)),
-                         None if o.barge_in_delay_s is None else float(o.barge_in_delay_s),
-                         fixed.get("tail_after_last_turn_s")) for c in cases]
+    turns = plan_turn_config(o, cfg.model.get("turn_silence_s", None), fixed)
+    est = [estimate_session(c, turns, float(pc.get("model_turn_s", 8.0))) for c in cases]
     server = cfg.model.get("server", None)
     if gpus > 0 and model_mem > 0:
         fit = int(gpu_mem * util // model_mem)

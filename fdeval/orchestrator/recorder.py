@@ -20,7 +20,8 @@ import soundfile as sf
 from fdeval.audio.io import write_wav
 from fdeval.files import atomic_path
 
-LOG_SCHEMA_VERSION = "2"
+# 3: per-turn `delay_s` column; `turn_config` holds the effective turn settings (the one copy)
+LOG_SCHEMA_VERSION = "3"
 TABLES = ("events", "user_frames", "model_chunks", "model_text", "vad_segments", "flushes", "turns")
 
 
@@ -85,7 +86,7 @@ def write_session(log: SessionLog, user: np.ndarray, model: np.ndarray, wav_path
             turn_cols = [
                 ("index", "i4"), ("label", _STR), ("turn_type", _STR), ("subtype", _STR),
                 ("scheduled_s", "f8"), ("start_s", "f8"), ("actual_s", "f8"), ("error_s", "f8"), ("end_s", "f8"),
-                ("cut_short", "?"), ("onset_s", "f8"), ("wait_reason", _STR), ("n_samples_played", "i4"),
+                ("cut_short", "?"), ("onset_s", "f8"), ("delay_s", "f8"), ("wait_reason", _STR), ("n_samples_played", "i4"),
             ]
             _table(h5, "turns", turn_cols, [tuple(t[c] for c, _ in turn_cols) for t in log.turns])
 

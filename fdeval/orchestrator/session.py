@@ -4,7 +4,11 @@ Each tick of `frame_s`: the turn manager gives the user frame (its audio or sile
 always hears something), the frame goes to the model at the model's rate, whatever the model
 produced is placed on the played model channel (playback semantics), the newly played audio
 goes through Silero VAD, and the turn manager sees the VAD state. Every send, chunk, text piece,
-flush and injection is logged with its session time.
+flush and injection is logged with its session time. The user turns come from a user policy
+(policy.py): the case's scripted turns by default, or a policy that writes them from the
+conversation so far; when the turn manager has none left and its closing wait ends, the policy
+is asked for more (awaited before the next frame under the lockstep clock, run alongside the
+silence frames under the realtime clock).
 
 Under the realtime clock the session also checks its own timing: how far behind schedule the
 user's frames left (pacing lag: a client or an in-process model too slow for wall time), and,
@@ -19,10 +23,12 @@ to answer (model lag: a server that cannot keep up; its constant delay is not co
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import math
 import time
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -31,9 +37,10 @@ from fdeval.audio.vad import SileroVAD
 from fdeval.models.base import DuplexModel, ModelEvent
 from fdeval.orchestrator.clock import Clock
 from fdeval.orchestrator.playback import Playback
+from fdeval.orchestrator.policy import Conversation, ModelText, PlayedUserTurn, ScriptedPolicy, UserPolicy, UserTurn
 from fdeval.orchestrator.recorder import SessionLog
-from fdeval.orchestrator.turns import TurnConfig, TurnManager
-from fdeval.types import TestCase
+from fdeval.orchestrator.turns import TurnConfig, TurnManager, TurnRecord, effective_turn_config
+from fdeval.types import TestCase, Turn
 
 
 @dataclass(frozen=True)
@@ -85,7 +92,7 @@ class _Rebuffer:
 
 async def run_session(
     case: TestCase,
-    turn_audio: list[np.ndarray],
+    turn_audio: Sequence[np.ndarray] | None,
     model: DuplexModel,
     cfg: OrchestratorConfig,
     clock: Clock,
@@ -93,15 +100,27 @@ async def run_session(
     seed: int = 0,
     instruction: str | None = None,
     attrs: dict[str, Any] | None = None,
+    *,
+    policy: UserPolicy | None = None,
 ) -> SessionResult:
-    """Play `case` (its turns' audio at `cfg.sample_rate`) to `model` and record the session."""
+    """Play `case` to `model` and record the session. The user side is `policy`, or by default
+    the case's scripted turns with `turn_audio` (one array per turn at `cfg.sample_rate`)."""
+    if policy is None:
+        if turn_audio is None:
+            raise ValueError("run_session: give the turns' audio or a user policy")
+        policy = ScriptedPolicy(case.turns, turn_audio)
+    elif turn_audio is not None:
+        raise ValueError("run_session: give the turns' audio or a user policy, not both")
     sr = cfg.sample_rate
     frame_n = int(round(model.frame_s * sr))
     log = SessionLog(case.case_id, sr, frame_n / sr, clock.kind, attrs=dict(attrs or {}))
-    turn_cfg = cfg.turns
-    if model.turn_silence_s is not None:
-        turn_cfg = TurnConfig(**{**asdict(turn_cfg), "silence_s": model.turn_silence_s})
-    tm = TurnManager(list(case.turns), turn_audio, sr, turn_cfg, log.event)
+    turn_cfg = effective_turn_config(cfg.turns, model.turn_silence_s)
+    text_stream = getattr(model, "text_stream", "words")
+    asks = _Asks(policy, case.case_id, text_stream, sr)
+    first = await asks.ask(0.0)
+    if not first:
+        raise ValueError(f"case {case.case_id!r}: the user policy {policy.name!r} gave no first turn")
+    tm = TurnManager([u.turn for u in first], [u.audio for u in first], sr, turn_cfg, log.event, ask=True)
     playback = Playback(sr)
     vstream = vad.stream(threshold=cfg.vad_threshold, min_silence_s=cfg.vad_min_silence_s)
     to_model = StreamResampler(sr, model.sample_rate)
@@ -110,47 +129,74 @@ async def run_session(
     user_track: list[np.ndarray] = []
     actual_start: dict[int, float] = {}
     log.attrs.update({"turn_config": asdict(turn_cfg), "model_frame_s": model.frame_s, "model_sample_rate": model.sample_rate,
-                      "text_stream": getattr(model, "text_stream", "words"), "health_bounds": asdict(cfg.health)})
+                      "text_stream": text_stream, "health_bounds": asdict(cfg.health), "user_policy": policy.name})
     health = _Health(clock.kind == "realtime", bool(getattr(model, "audio_per_frame", False)), sr)
 
+    def hand_over(asking: asyncio.Task, n: int) -> None:
+        turns = asking.result()
+        if turns:  # an empty answer (the user is done) shows as the session_end that follows
+            log.event(n / sr, "user_policy", -1, f"n_turns={len(turns)} asked_s={asks.asked_s:.4f} think_s={asks.think_s:.4f}")
+        tm.add_turns([u.turn for u in turns], [u.audio for u in turns], n)
+
+    asking: asyncio.Task | None = None
     wall0 = time.perf_counter()
-    async with model.session(instruction, seed) as sess:
-        clock.start()
-        log.event(0.0, "session_start", -1, clock.kind)
-        k = 0
-        while not tm.done:
-            n0 = k * frame_n
-            t0 = n0 / sr
-            await clock.wait_until(t0)
-            before = (tm.i, tm.state)
-            frame, starts = tm.frame(n0, frame_n)
-            sent_s = clock.now()
-            lateness = sent_s - t0
-            health.pacing(lateness)
-            for idx, offset in starts:
-                # The first barge-in sample leaves with this frame: it is `lateness` behind schedule.
-                actual_start[idx] = (n0 + offset) / sr + lateness
-                log.event(actual_start[idx], "turn_start", idx, f"offset_n={offset}")
-            streaming = before[0] if before[1] == "stream" or starts else -1
-            log.user_frames.append((t0, sent_s, frame_n, streaming))
-            user_track.append(frame)
-            for f in model_frames.push(to_model.push(frame)):
-                await sess.send(f)
-            events = await sess.receive()
-            health.model_audio_n += _place(events, clock, t0 + frame_n / sr, playback, from_model, log)
-            n_end = n0 + frame_n
-            health.model(n_end)
-            vad_events = vstream.push(playback.render_to(n_end))
-            onsets = [e.t_s for e in vad_events if e.kind == "onset"]
-            for e in vad_events:
-                log.event(e.t_s, f"vad_{e.kind}", -1, "model channel")
-            tm.observe(n_end, vstream.is_speaking, vstream.silence_s, onsets)
-            k += 1
-            if health.broken(cfg.health):
-                # the rest could not be scored either: stop now and free the model for the next case
-                log.event(n_end / sr, "session_end", -1, "behind_real_time")
-                tm.end_reason = "behind_real_time"
-                break
+    try:
+        async with model.session(instruction, seed) as sess:
+            clock.start()
+            log.event(0.0, "session_start", -1, clock.kind)
+            k = 0
+            while not tm.done:
+                n0 = k * frame_n
+                t0 = n0 / sr
+                await clock.wait_until(t0)
+                if asking is not None and asking.done():  # realtime: the policy's answer is ready
+                    hand_over(asking, n0)
+                    asking = None
+                    if tm.done:
+                        break
+                before = (tm.i, tm.state)
+                frame, starts = tm.frame(n0, frame_n)
+                sent_s = clock.now()
+                lateness = sent_s - t0
+                health.pacing(lateness)
+                for idx, offset in starts:
+                    # The first barge-in sample leaves with this frame: it is `lateness` behind schedule.
+                    actual_start[idx] = (n0 + offset) / sr + lateness
+                    log.event(actual_start[idx], "turn_start", idx, f"offset_n={offset}")
+                streaming = before[0] if before[1] == "stream" or starts else -1
+                log.user_frames.append((t0, sent_s, frame_n, streaming))
+                user_track.append(frame)
+                for f in model_frames.push(to_model.push(frame)):
+                    await sess.send(f)
+                events = await sess.receive()
+                health.model_audio_n += _place(events, clock, t0 + frame_n / sr, playback, from_model, log)
+                n_end = n0 + frame_n
+                health.model(n_end)
+                vad_events = vstream.push(playback.render_to(n_end))
+                onsets = [e.t_s for e in vad_events if e.kind == "onset"]
+                for e in vad_events:
+                    log.event(e.t_s, f"vad_{e.kind}", -1, "model channel")
+                tm.observe(n_end, vstream.is_speaking, vstream.silence_s, onsets)
+                k += 1
+                if health.broken(cfg.health):
+                    # the rest could not be scored either: stop now and free the model for the next case
+                    log.event(n_end / sr, "session_end", -1, "behind_real_time")
+                    tm.end_reason = "behind_real_time"
+                    break
+                if tm.state == "ask" and asking is None:
+                    asking = asyncio.ensure_future(asks.ask(n_end / sr, tm.turns, tm.records, log.model_text))
+                    if clock.kind == "lockstep":
+                        await asyncio.wait([asking])  # the session clock stands still while the policy thinks
+                    else:
+                        await asyncio.sleep(0)  # one loop turn: an answer that needs no waiting is taken at once
+                    if asking.done():
+                        hand_over(asking, n_end)
+                        asking = None
+    finally:
+        if asking is not None:  # the session ended (limit, health) while the policy was thinking
+            asking.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await asking
     wall_s = time.perf_counter() - wall0
     for e in vstream.close():
         log.event(e.t_s, f"vad_{e.kind}", -1, "model channel (end of session)")
@@ -169,15 +215,43 @@ async def run_session(
                 "scheduled_s": scheduled_s, "start_s": rec.start_n / sr if started else float("nan"),
                 "actual_s": actual_s, "error_s": actual_s - scheduled_s,
                 "end_s": end_n / sr if started else float("nan"), "cut_short": rec.cut_short,
-                "onset_s": rec.onset_s, "wait_reason": rec.wait_reason,
+                "onset_s": rec.onset_s, "delay_s": rec.delay_s, "wait_reason": rec.wait_reason,
                 "n_samples_played": max(0, end_n - rec.start_n) if started else 0,
             }
         )
     log.attrs["end_reason"] = tm.end_reason
     log.attrs["wall_s"] = wall_s
+    log.attrs["user_policy_asks"] = asks.n
+    log.attrs["user_policy_think_max_s"] = asks.think_max_s
     log.attrs.update(health.verdict(cfg.health, tm.end_reason, turn_cfg.max_session_s, log.duration_s, wall_s))
     user = np.concatenate(user_track) if user_track else np.zeros(0, np.float32)
     return SessionResult(log, user, playback.track(n_total), wall_s)
+
+
+class _Asks:
+    """The session's questions to its user policy: the conversation it is shown, and think times."""
+
+    def __init__(self, policy: UserPolicy, case_id: str, text_stream: str, sample_rate: int):
+        self.policy, self.case_id, self.text_stream, self.sr = policy, case_id, text_stream, sample_rate
+        self.n, self.asked_s, self.think_s, self.think_max_s = 0, 0.0, 0.0, 0.0
+
+    async def ask(self, now_s: float, turns: Sequence[Turn] = (), records: Sequence[TurnRecord] = (),
+                  model_text: Sequence[list[Any]] = ()) -> tuple[UserTurn, ...]:
+        user = tuple(PlayedUserTurn(r.index, r.label, r.turn_type, t.text, r.start_n / self.sr, r.end_n / self.sr, r.cut_short)
+                     for t, r in zip(turns, records) if r.end_n >= 0)
+        # what the user has heard: pieces whose audio has started playing and was not dropped
+        model = tuple(ModelText(row[3], row[1], row[2]) for row in model_text if not row[4] and row[1] <= now_s + 1e-9)
+        conv = Conversation(self.case_id, now_s, user, model, self.text_stream)
+        self.n += 1
+        self.asked_s = now_s
+        t0 = time.perf_counter()
+        answer = tuple(await self.policy.next_turns(conv))
+        self.think_s = time.perf_counter() - t0
+        self.think_max_s = max(self.think_max_s, self.think_s)
+        for u in answer:
+            if not isinstance(u, UserTurn) or np.ndim(u.audio) != 1:
+                raise TypeError(f"case {self.case_id!r}: user policy {self.policy.name!r} must answer UserTurns with mono audio")
+        return tuple(UserTurn(u.turn, np.asarray(u.audio, dtype=np.float32)) for u in answer)
 
 
 class _Health:

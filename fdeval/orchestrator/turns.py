@@ -9,7 +9,10 @@ It follows Instruct-FD's user orchestrator (section 2.3):
   `yield` stops streaming (the user cedes the floor) when the model is still speaking
   `yield_after_s` into the barge-in.
 - after every user turn, `trailing_silence_s` of silence before the next wait starts; after the
-  last turn, the same wait as a take-turn closes the session.
+  last queued turn, the same wait as a take-turn (or the fixed `tail_after_last_turn_s`) is the
+  closing wait. It ends the session, or, for a manager built with `ask=True`, puts it in state
+  `ask`: the session asks its user policy (fdeval/orchestrator/policy.py) for more turns and
+  hands them over with `add_turns` (none: the session ends as it would have).
 The silence pump is implicit: every frame the manager returns audio, zeros when the user is
 silent. Times are kept in samples so injection is exact to the sample; the manager never reads a
 clock itself, it is told the time by the frame it is asked for.
@@ -17,8 +20,8 @@ clock itself, it is told the time by the frame it is asked for.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import dataclass, field, replace
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -27,21 +30,64 @@ from fdeval.types import Turn
 LogFn = Callable[[float, str, int, str], None]
 
 
+# A barge-in turn that carries no `barge_in_after_s` of its own is injected this long after the
+# model's speech onset (Instruct-FD's 3 s), unless `TurnConfig.barge_in_delay_s` overrides it.
+DEFAULT_BARGE_IN_AFTER_S = 3.0
+
+
 @dataclass(frozen=True)
 class TurnConfig:
+    """The turn settings of one session (the effective ones are written to its log as `turn_config`).
+
+    `silence_s`: model silence that ends a take-turn wait (a model's own `turn_silence_s`
+    replaces it, `effective_turn_config`). `trailing_silence_s`: user silence after every turn
+    before the next wait starts. `yield_after_s`: a `yield` barge-in stops when the model is still
+    speaking this long into it. `max_session_s`: the session is cut (and invalid) here.
+
+    Two settings decide a barge-in's delay after the model's speech onset (`barge_in_delay_s`):
+    - per turn, `Turn.barge_in_after_s`, written into the case when it is generated
+      (`benchmark.barge_in_after_s`, Instruct-FD's 3 s; `DEFAULT_BARGE_IN_AFTER_S` when a turn
+      has none);
+    - `orchestrator.barge_in_delay_s` (this class's `barge_in_delay_s`): None keeps every turn's
+      own delay; a number replaces it for every barge-in of the run (a delay sweep without
+      regenerating the cases).
+    The delay each barge-in ran with is the `delay_s` column of the log's `turns` table.
+
+    `tail_after_last_turn_s`: when set, the closing wait is this long after the last user turn
+    ends, whatever the model does (a fixed observation window, e.g. TACT's [-2, 5] s around the
+    decision point)."""
+
     silence_s: float = 1.5
     trailing_silence_s: float = 1.0
     yield_after_s: float = 2.0
-    barge_in_delay_s: float | None = None  # overrides every turn's barge_in_after_s when set
-    max_session_s: float = 600.0
-    # When set, the session ends this long after the last user turn ends, whatever the model
-    # does (a fixed observation window, e.g. TACT's [-2, 5] s around the decision point).
+    barge_in_delay_s: float | None = None
+    max_session_s: float = 300.0
     tail_after_last_turn_s: float | None = None
+
+
+def barge_in_delay_s(turn: Turn, cfg: TurnConfig) -> float:
+    """The delay after the model's speech onset at which barge-in `turn` is injected."""
+    if cfg.barge_in_delay_s is not None:
+        return float(cfg.barge_in_delay_s)
+    return float(turn.barge_in_after_s if turn.barge_in_after_s is not None else DEFAULT_BARGE_IN_AFTER_S)
+
+
+def effective_turn_config(cfg: TurnConfig, model_turn_silence_s: float | None) -> TurnConfig:
+    """`cfg` as a session with a model whose `turn_silence_s` is given runs it: the model's own
+    end-of-turn silence (a model that pauses longer inside its answers) replaces `silence_s`."""
+    if model_turn_silence_s is None:
+        return cfg
+    return replace(cfg, silence_s=float(model_turn_silence_s))
+
+
+def closing_timeout_s(turns: Sequence[Turn]) -> float:
+    """How long after the last user turn the closing wait gives up on a silent answer."""
+    return float(turns[-1].timeout_s) if turns else 10.0
 
 
 @dataclass
 class TurnRecord:
-    """What happened to one scripted user turn (written to the session log)."""
+    """What happened to one user turn (written to the session log)."""
 
     index: int
     label: str
@@ -52,7 +98,8 @@ class TurnRecord:
     end_n: int = -1
     cut_short: bool = False
     onset_s: float = float("nan")  # barge-in: the model onset it was timed from
-    wait_reason: str = ""  # silence | timeout | onset | no_onset
+    wait_reason: str = ""  # silence | timeout | tail | onset | no_onset
+    delay_s: float = float("nan")  # barge-in: its delay after the onset (barge_in_delay_s)
 
 
 @dataclass
@@ -67,15 +114,21 @@ class _Onsets:
 
 
 class TurnManager:
-    def __init__(self, turns: list[Turn], audio: list[np.ndarray], sample_rate: int, cfg: TurnConfig, log: LogFn):
-        if len(turns) != len(audio):
-            raise ValueError("one audio array per turn")
-        self.turns, self.audio, self.sr, self.cfg, self._log = turns, audio, sample_rate, cfg, log
-        self.records = [
-            TurnRecord(t.index, t.label, t.turn_type, t.subtype or "") for t in turns
-        ]
+    """`ask=False`: the closing wait ends the session. `ask=True`: it enters state `ask` (the
+    caller gets more turns from its user policy and calls `add_turns`)."""
+
+    def __init__(self, turns: Sequence[Turn], audio: Sequence[np.ndarray], sample_rate: int, cfg: TurnConfig, log: LogFn,
+                 ask: bool = False):
+        self.sr, self.cfg, self._log, self.ask = sample_rate, cfg, log, ask
+        self.turns: list[Turn] = []
+        self.audio: list[np.ndarray] = []
+        self.records: list[TurnRecord] = []
+        self._queue(turns, audio)
         self.i = 0  # current turn
-        self.state = "wait"  # wait | armed | stream | final | done
+        self.state = "wait"  # wait | armed | stream | final | ask | done
+        self.ask_n = -1  # ask: the sample at which the closing wait ended
+        self.ask_reason = ""  # ask: what ended it (silence | timeout | tail)
+        self.onsets_after_n = 0  # a barge-in is timed from a model onset at or after this sample
         self.ready_n = 0  # earliest sample the current wait may end (after trailing silence)
         self.prev_start_n: int | None = None
         self.prev_end_n: int | None = None
@@ -87,14 +140,43 @@ class TurnManager:
     def _s(self, n: int) -> float:
         return n / self.sr
 
-    def _delay_s(self, turn: Turn) -> float:
-        if self.cfg.barge_in_delay_s is not None:
-            return float(self.cfg.barge_in_delay_s)
-        return float(turn.barge_in_after_s if turn.barge_in_after_s is not None else 3.0)
+    def _queue(self, turns: Sequence[Turn], audio: Sequence[np.ndarray]) -> None:
+        if len(turns) != len(audio):
+            raise ValueError("one audio array per turn")
+        for t, x in zip(turns, audio):
+            if t.index != len(self.turns):
+                raise ValueError(f"turn {t.label!r} has index {t.index}; the next user turn is {len(self.turns)}")
+            rec = TurnRecord(t.index, t.label, t.turn_type, t.subtype or "")
+            if t.turn_type == "barge-in":
+                rec.delay_s = barge_in_delay_s(t, self.cfg)
+            self.turns.append(t)
+            self.audio.append(x)
+            self.records.append(rec)
 
     @property
     def done(self) -> bool:
         return self.state == "done"
+
+    def add_turns(self, turns: Sequence[Turn], audio: Sequence[np.ndarray], n: int) -> None:
+        """In state `ask`: queue the user policy's next turns (known at sample `n`, at or after
+        `ask_n`), or end the session with the closing wait's reason when there are none. A
+        take-turn first in the batch is due where the closing wait ended and starts at `n`; a
+        barge-in first in it is timed from the next model onset at or after `n`."""
+        if self.state != "ask":
+            raise RuntimeError(f"add_turns in state {self.state!r}")
+        if not turns:
+            self.state, self.end_reason = "done", self.ask_reason
+            self._log(self._s(n), "session_end", -1, self.end_reason)
+            return
+        self._queue(turns, audio)
+        self.onsets_after_n = n
+        turn, rec = self.turns[self.i], self.records[self.i]
+        if turn.turn_type == "take-turn":
+            rec.scheduled_n, rec.start_n, rec.wait_reason = self.ask_n, n, self.ask_reason
+            self.state = "armed"
+            self._log(self._s(n), "turn_scheduled", self.i, rec.wait_reason)
+        else:
+            self.state = "wait"
 
     # -- per frame -----------------------------------------------------------------------
     def frame(self, n0: int, n: int) -> tuple[np.ndarray, list[tuple[int, int]]]:
@@ -134,17 +216,21 @@ class TurnManager:
         elif self.state == "final":
             if self.cfg.tail_after_last_turn_s is not None:
                 if self.prev_end_n is not None and self._s(n_end - self.prev_end_n) >= self.cfg.tail_after_last_turn_s - 1e-9:
-                    self.state, self.end_reason = "done", "tail"
-                    self._log(t_end, "session_end", -1, self.end_reason)
+                    self._close(n_end, "tail")
                 return
-            if self._answered_and_silent(n_end, is_speaking, silence_s) or self._timed_out(n_end, self._last_timeout()):
-                self.state = "done"
-                self.end_reason = "silence" if self._answered_and_silent(n_end, is_speaking, silence_s) else "timeout"
-                self._log(t_end, "session_end", -1, self.end_reason)
+            if self._answered_and_silent(n_end, is_speaking, silence_s):
+                self._close(n_end, "silence")
+            elif self._timed_out(n_end, closing_timeout_s(self.turns)):
+                self._close(n_end, "timeout")
 
     # -- state transitions ---------------------------------------------------------------
-    def _last_timeout(self) -> float:
-        return float(self.turns[-1].timeout_s) if self.turns else 10.0
+    def _close(self, n_end: int, reason: str) -> None:
+        """The closing wait ended: the session ends, or the user policy is asked for more."""
+        if self.ask:
+            self.state, self.ask_n, self.ask_reason = "ask", n_end, reason
+            return
+        self.state, self.end_reason = "done", reason
+        self._log(self._s(n_end), "session_end", -1, reason)
 
     def _answered_and_silent(self, n_end: int, is_speaking: bool, silence_s: float) -> bool:
         if n_end < self.ready_n or is_speaking or silence_s < self.cfg.silence_s:
@@ -174,13 +260,13 @@ class TurnManager:
             self._log(t_end, "turn_scheduled", self.i, rec.wait_reason)
             return
         # barge-in: time it from the model's speech onset after the previous user turn ended
-        after_s = self._s(self.prev_end_n or 0)
+        after_s = self._s(max(self.prev_end_n or 0, self.onsets_after_n))
         onset = self.onsets.first_at_or_after(after_s)
         if onset is None and is_speaking and self.onsets.times_s:
             onset = self.onsets.times_s[-1]  # the model was already talking when the user stopped
         if onset is not None:
             rec.onset_s = onset
-            rec.scheduled_n = int(round((onset + self._delay_s(turn)) * self.sr))
+            rec.scheduled_n = int(round((onset + rec.delay_s) * self.sr))
             rec.start_n = max(rec.scheduled_n, n_end)  # never in the past
             rec.wait_reason = "onset"
         elif self._timed_out(n_end, turn.timeout_s):

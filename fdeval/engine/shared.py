@@ -164,9 +164,10 @@ class _Recorder:
                  "case_digest": run.case_digest(case), "session_id": uuid.uuid4().hex}
         retries = max(0, int(model.case_retries))
         for i in range(retries + 1):
-            policy = run.benchmark.user_policy(case, audio, run)
+            policy = run.benchmark.user_policy(case, audio, run)  # None: the case's scripted turns
             try:
-                return await run_session(case, audio, model, self.ocfg, make_clock(self.clock_kind), self.vad, seed=seed,
+                return await run_session(case, None if policy is not None else audio, model, self.ocfg,
+                                         make_clock(self.clock_kind), self.vad, seed=seed,
                                          instruction=case.system_instruction, attrs=attrs, policy=policy)
             except Exception as e:  # a lost model server is restarted by the model: retry the case (bounded)
                 if not isinstance(e, ModelUnavailable) or i == retries:

@@ -14,8 +14,12 @@ import re
 import sys
 from pathlib import Path
 
+from hydra import compose, initialize_config_dir
+from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
+from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from fdeval.cluster.plan import plan
 from fdeval.cluster.slurm import SlurmLauncher
@@ -27,8 +31,7 @@ from fdeval.engine.run import Run
 from fdeval.engine.status import Status
 from fdeval.errors import ConfigError, FdevalError
 from fdeval.files import WriteError, write_text_atomic
-
-CONF_DIR = Path(__file__).resolve().parent / "conf"
+from fdeval.settings import CONF_DIR, describe  # importing settings registers the schemas the YAML names
 
 
 # Overrides that never appear in the readable part of a folder name: group choices already in the
@@ -54,11 +57,10 @@ def _groups() -> dict[str, list[str]]:
 
 
 def check_overrides(args: list[str]) -> None:
-    """Compose once with the first value of every sweep; turn Hydra's failure into one line."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-    from hydra.core.override_parser.overrides_parser import OverridesParser
+    """Compose once with the first value of every sweep; a failure is one line naming the key.
 
+    The schemas (fdeval/settings.py) and Hydra's struct mode raise OmegaConf errors that carry the
+    key and its parent node: an unknown key lists the valid ones there, a wrong type names the type."""
     overrides = [a for a in args if not a.startswith("-") and "=" in a and not a.lstrip("+~").startswith("hydra")]
     for o in overrides:
         key = o.split("=", 1)[0].lstrip("+~")
@@ -89,17 +91,10 @@ def check_overrides(args: list[str]) -> None:
         try:
             cfg = compose("config", overrides=concrete)
         except Exception as e:
-            text = f"{e}\n{e.__cause__ or ''}"
-            m = re.search(r"Key '([^']+)' is not in struct.*?full_key: (\S+)", text, re.S)
-            if m:
-                full = m.group(2)
-                parent = full.rsplit(".", 1)[0] if "." in full else ""
-                base = compose("config", overrides=[c for c in concrete if not c.split("=")[0].lstrip("+~").startswith(full)])
-                node = OmegaConf.select(base, parent) if parent else base
-                valid = sorted(node.keys()) if isinstance(node, DictConfig) else []
-                where = f"under '{parent}'" if parent else "at the top level"
-                _die(f"unknown key '{full}'; valid keys {where}: {', '.join(map(str, valid))}")
-            _die(text.strip().splitlines()[0])
+            cause: BaseException | None = e
+            while cause is not None and not isinstance(cause, OmegaConfBaseException):
+                cause = cause.__cause__ or cause.__context__
+            _die(describe(cause) if cause is not None else str(e).strip().splitlines()[0])
         finally:
             GlobalHydra.instance().clear()
     _check_writable(Path(str(cfg.out_root)).expanduser())

@@ -40,12 +40,11 @@ from hydra.utils import instantiate
 
 from fdeval.cases import load_case
 from fdeval.errors import CaseError, FdevalError
+from fdeval.settings import CONF_DIR  # importing it registers the config schemas
 from fdeval.judges.base import verdict_to_dict
 from fdeval.transcript.io import TranscriptError, load_transcript, parse_rendered
 from fdeval.types import PlayedTurn, TestCase, Transcript, Turn, Word
 
-# The Hydra config tree (as fdeval.launch.CONF_DIR; not imported: launch is a higher layer).
-CONF_DIR = Path(__file__).resolve().parent / "conf"
 MIN_MATCH_FRACTION = 0.3  # of the user words, that must equal a word of the case's turns
 EPS_S = 1e-6
 

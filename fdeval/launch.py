@@ -14,6 +14,7 @@ import re
 import sys
 from pathlib import Path
 
+import hydra
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from hydra.core.hydra_config import HydraConfig
@@ -38,7 +39,7 @@ from fdeval.settings import CONF_DIR, describe  # importing settings registers t
 # path, and settings that do not change a result (the identity hash decides the rest).
 _UNTAGGED_KEYS = {"model", "benchmark", "stage", "launcher", "run_tag", "out_root", "progress", "resume",
                   "judge.cache_dir", "report"}
-_UNTAGGED_PREFIXES = ("launcher.", "hydra.", "report.")
+_UNTAGGED_PREFIXES = ("launcher.", "hydra.", "report.", "stage.")
 # Override keys that look like credentials: keys come from the environment only.
 _SECRET_KEY = re.compile(r"(^|[._])(api_?key|key|token|secret|password|passwd|credentials?)$", re.I)
 
@@ -48,12 +49,25 @@ def _die(msg: str) -> None:
     sys.exit(2)
 
 
-def _groups() -> dict[str, list[str]]:
-    return {
-        d.name: sorted(p.stem for p in d.glob("*.yaml"))
-        for d in sorted(CONF_DIR.iterdir())
-        if d.is_dir()
-    }
+def _groups(extra: list[Path] = ()) -> dict[str, list[str]]:
+    """Every group's options: fdeval's own and those in `hydra.searchpath` folders (a benchmark,
+    model or judge that lives outside fdeval: one module plus one YAML there)."""
+    out: dict[str, set[str]] = {}
+    for root in (CONF_DIR, *extra):
+        for d in sorted(Path(root).iterdir()) if Path(root).is_dir() else ():
+            if d.is_dir():
+                out.setdefault(d.name, set()).update(p.stem for p in d.glob("*.yaml"))
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def _search_dirs(parsed: list) -> list[Path]:
+    """The `file://` folders of a `hydra.searchpath=[...]` override (other schemes are Hydra's)."""
+    dirs = []
+    for o in parsed:
+        if o.key_or_group == "hydra.searchpath":
+            values = o.value() if isinstance(o.value(), list) else [o.value()]
+            dirs += [Path(str(v)[len("file://"):]) for v in values if str(v).startswith("file://")]
+    return dirs
 
 
 def check_overrides(args: list[str]) -> None:
@@ -61,7 +75,8 @@ def check_overrides(args: list[str]) -> None:
 
     The schemas (fdeval/settings.py) and Hydra's struct mode raise OmegaConf errors that carry the
     key and its parent node: an unknown key lists the valid ones there, a wrong type names the type."""
-    overrides = [a for a in args if not a.startswith("-") and "=" in a and not a.lstrip("+~").startswith("hydra")]
+    overrides = [a for a in args if not a.startswith("-") and "=" in a
+                 and (not a.lstrip("+~").startswith("hydra") or a.startswith("hydra.searchpath="))]
     for o in overrides:
         key = o.split("=", 1)[0].lstrip("+~")
         if _SECRET_KEY.search(key):
@@ -78,7 +93,7 @@ def check_overrides(args: list[str]) -> None:
             concrete.append(f"{o.get_key_element()}={first}")
         else:
             concrete.append(o.input_line)
-    groups = _groups()
+    groups = _groups(_search_dirs(parsed))
     for o in parsed:
         key = o.key_or_group
         if key in groups and not o.is_delete():
@@ -116,9 +131,6 @@ def run_folder(overrides: list[str]) -> Path:
     """The run folder `python -m fdeval.launch OVERRIDES` uses (for scripts that collect runs).
 
     Only the identity hash at the end of the name is relied on: find the folder by it."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
-
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
@@ -204,8 +216,6 @@ def _start_folder(run_dir: Path, cfg: DictConfig, overrides: list[str]) -> loggi
 
 
 def main() -> None:
-    import hydra
-
     check_overrides(sys.argv[1:])
     hydra.main(version_base=None, config_path=str(CONF_DIR), config_name="config")(_app)()
 

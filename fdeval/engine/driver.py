@@ -28,7 +28,7 @@ from fdeval.engine.status import Status
 from fdeval.engine.steps import STAGES, CaseStep, Step
 from fdeval.errors import ConfigError
 from fdeval.files import remove_stale_temps
-from fdeval.engine._shim import check_run_options, orchestrator_settings
+from fdeval.settings import check_run_options
 
 log = logging.getLogger("fdeval")
 
@@ -112,8 +112,7 @@ def prepare(cfg: DictConfig, tag: str, launcher: Launcher | None = None,
 
     The folder is `<out_root>/<benchmark>/<model>/<tag>-<identity hash>` (`run_tag` replaces
     the tag made from the command line)."""
-    check_run_options(cfg)
-    orchestrator_settings(cfg.orchestrator)
+    check_run_options(cfg)  # run options, launcher and orchestrator values (fdeval.settings)
     out_root = Path(cfg.out_root).expanduser().resolve()
     run = Run(cfg, Path("."), out_root)
     bench = run.benchmark

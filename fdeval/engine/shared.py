@@ -36,7 +36,7 @@ from fdeval.models.base import DuplexModel, ModelUnavailable
 from fdeval.orchestrator.clock import make_clock
 from fdeval.orchestrator.recorder import write_session
 from fdeval.orchestrator.session import run_session
-from fdeval.engine._shim import orchestrator_settings
+from fdeval.settings import orchestrator_settings
 from fdeval.types import TestCase
 
 log = logging.getLogger("fdeval")

@@ -85,7 +85,7 @@ def test_a_failing_unit_is_recorded_tried_again_and_the_others_are_made(tmp_path
     """An infrastructure fault of one unit (injected through the environment, so the folder is the
     same): tried 1 + retries times, recorded next to its file, the step fails with one line after
     the other units are made; the relaunch without the fault makes only that unit."""
-    launch(tmp_path, "stage=[generate,run]")
+    launch(tmp_path, "stage.steps=[generate,run]")
     bad = launch(tmp_path, "stage=judge", check=False, env={"TOY_FAIL_CASES": "toy1"})
     assert bad.returncode == 2, bad.stderr
     assert "speech: 1 unit(s) failed (e.g. toy1.json" in bad.stderr and "\n" not in bad.stderr.strip()

@@ -41,7 +41,7 @@ class Speech(CaseStep):
             self.attempts[unit.case_id] = self.attempts.get(unit.case_id, 0) + 1
             raise ConnectionError(f"injected fault #{self.attempts[unit.case_id]} for {unit.case_id}")
         log = read_session_log(run.folder.session_paths(unit.case_id)[0])
-        segs = [(float(a), float(b)) for a, b in log["vad_segments"] if b - a >= self.min_segment_s]
+        segs = [(s["start_s"], s["end_s"]) for s in log["vad_segments"] if s["end_s"] - s["start_s"] >= self.min_segment_s]
         spoke_s = round(sum(b - a for a, b in segs), 6)
         return Result(unit.case_id, "", spoke_s, f"{len(segs)} segment(s) of model speech").to_dict()
 

@@ -36,7 +36,7 @@ from fdeval.models.base import DuplexModel, ModelUnavailable
 from fdeval.orchestrator.clock import make_clock
 from fdeval.orchestrator.recorder import write_session
 from fdeval.orchestrator.session import run_session
-from fdeval.settings import orchestrator_settings
+from fdeval.settings import OrchestratorSettings, typed
 from fdeval.types import TestCase
 
 log = logging.getLogger("fdeval")
@@ -105,7 +105,9 @@ class RecordSessions(Step):
 class _Recorder:
     def __init__(self, run: Run):
         self.run = run
-        self.ocfg = orchestrator_settings(run.cfg.orchestrator)
+        settings = typed(run.cfg.orchestrator, OrchestratorSettings, "orchestrator")
+        self.clock = settings.clock
+        self.ocfg = settings.to_config()
         if fixed := run.benchmark.orchestrator_overrides():
             self.ocfg = replace(self.ocfg, turns=replace(self.ocfg.turns, **fixed))
         self.failures: list[str] = []
@@ -135,8 +137,7 @@ class _Recorder:
             log.info("run: all %d cases already recorded", len(run.cases))
             return
         check_fits(self.todo, self.ocfg.turns.max_session_s)
-        clock = run.cfg.orchestrator.clock
-        self.clock_kind = model.clock if clock == "auto" else clock
+        self.clock_kind = model.clock if self.clock == "auto" else self.clock
         self.vad = SileroVAD(sample_rate=self.ocfg.sample_rate)
         self.base_attrs = {
             "model": model.identity(), "model_id": self.model_id, "benchmark": run.benchmark.name,

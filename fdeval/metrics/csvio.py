@@ -1,16 +1,19 @@
-"""Strict reading of small CSV input files (human labels, a run's verdict table).
+"""CSV tables: writing score tables, and strict reading of small CSV input files (human labels,
+a run's verdict table).
 
-Every problem is one :class:`FdevalError` line naming the file, the line and the field.
+Every reading problem is one :class:`FdevalError` line naming the file, the line and the field.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 from fdeval.errors import FdevalError
+from fdeval.files import write_text_atomic
 
 
 class CsvError(FdevalError):
@@ -57,3 +60,36 @@ def read_csv_rows(path: str | Path, required: tuple[str, ...],
         row = {name: "" for name in optional}
         row.update({h: c.strip() for h, c in zip(header, cells)})
         yield line, row
+
+
+def columns(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The keys of `rows` in order of first appearance."""
+    cols: list[str] = []
+    for row in rows:
+        cols.extend(k for k in row if k not in cols)
+    return cols
+
+
+def _csv_cell(x: Any) -> str:
+    if x is None:
+        return ""
+    if isinstance(x, float):
+        return f"{x:.6f}".rstrip("0").rstrip(".") if x == x else "nan"
+    return str(x)
+
+
+def write_csv(rows: list[Mapping[str, Any]], path: str | Path, significant: Iterable[str] = ()) -> None:
+    """`rows` as CSV (columns in order of first appearance; None as an empty cell), atomically.
+
+    Floats get at most six decimals, except in the `significant` columns (p-values, which may be
+    tiny): six significant digits there.
+    """
+    cols = columns(rows)
+    sig = set(significant)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(cols)
+    for row in rows:
+        w.writerow([f"{row[c]:.6g}" if c in sig and isinstance(row.get(c), float) else _csv_cell(row.get(c))
+                    for c in cols])
+    write_text_atomic(path, buf.getvalue())

@@ -1,7 +1,7 @@
 """Tables for people: one :class:`Table` rendered as Markdown or LaTeX (booktabs).
 
 A table is a title, typed columns and rows of raw values; the renderers format each cell by its
-column's kind, so the CSV (raw values, :func:`fdeval.metrics.ias.write_csv`) and the two text
+column's kind, so the CSV (raw values, :func:`fdeval.metrics.csvio.write_csv`) and the two text
 forms come from the same numbers. Kinds:
 
 - ``text``: as is; ``int``: a count;
@@ -74,6 +74,15 @@ def format_cell(value: Any, kind: str) -> str:
     if kind == "flag":
         return "yes" if value else "no"
     return str(value)
+
+
+def md_cell(x: Any) -> str:
+    """A raw value as a Markdown cell, whatever its column: n/a, three decimals, `|` escaped."""
+    if x is None:
+        return NA
+    if isinstance(x, float):
+        return f"{x:.3f}"
+    return str(x).replace("|", "\\|")
 
 
 def _cells(table: Table) -> list[list[str]]:

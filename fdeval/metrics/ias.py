@@ -20,14 +20,14 @@ model, judge id/version/prompt hash, seed, ...) and ``metric_version``.
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from fdeval.errors import FdevalError
 from fdeval.files import write_text_atomic
+from fdeval.metrics.csvio import columns
+from fdeval.metrics.format import md_cell
 from fdeval.types import POLICIES, TestCase, Verdict
 
 METRIC_VERSION = "1"
@@ -144,61 +144,21 @@ def with_provenance(provenance: Mapping[str, Any] | None, columns: Iterable[str]
 # Writers
 
 
-def _columns(rows: list[Mapping[str, Any]]) -> list[str]:
-    cols: list[str] = []
-    for row in rows:
-        cols.extend(k for k in row if k not in cols)
-    return cols
-
-
-def _csv_cell(x: Any) -> str:
-    if x is None:
-        return ""
-    if isinstance(x, float):
-        return f"{x:.6f}".rstrip("0").rstrip(".") if x == x else "nan"
-    return str(x)
-
-
-def write_csv(rows: list[Mapping[str, Any]], path: str | Path, significant: Iterable[str] = ()) -> None:
-    """`rows` as CSV (columns in order of first appearance; None as an empty cell), atomically.
-
-    Floats get at most six decimals, except in the `significant` columns (p-values, which may be
-    tiny): six significant digits there.
-    """
-    cols = _columns(rows)
-    sig = set(significant)
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(cols)
-    for row in rows:
-        w.writerow([f"{row[c]:.6g}" if c in sig and isinstance(row.get(c), float) else _csv_cell(row.get(c))
-                    for c in cols])
-    write_text_atomic(path, buf.getvalue())
-
-
-def _md_cell(x: Any) -> str:
-    if x is None:
-        return "n/a"
-    if isinstance(x, float):
-        return f"{x:.3f}"
-    return str(x).replace("|", "\\|")
-
-
 def write_markdown(rows: list[Mapping[str, Any]], path: str | Path) -> None:
     """`rows` as a Markdown table, atomically.
 
     Columns other than the metric columns that hold one value in every row (the provenance) are
     listed once above the table instead of repeating in each row.
     """
-    cols = _columns(rows)
+    cols = columns(rows)
     shared = [c for c in cols if c not in METRIC_COLUMNS and rows
               and all(c in r for r in rows) and len({repr(r[c]) for r in rows}) == 1]
     table = [c for c in cols if c not in shared]
     lines = ["# Instruction adherence (IAS)", ""]
-    lines += [f"- {c}: {_md_cell(rows[0][c])}" for c in shared]
+    lines += [f"- {c}: {md_cell(rows[0][c])}" for c in shared]
     if shared:
         lines.append("")
     lines.append("| " + " | ".join(table) + " |")
     lines.append("|" + "|".join("---" if c == "instruction" else "---:" for c in table) + "|")
-    lines += ["| " + " | ".join(_md_cell(r.get(c)) for c in table) + " |" for r in rows]
+    lines += ["| " + " | ".join(md_cell(r.get(c)) for c in table) + " |" for r in rows]
     write_text_atomic(path, "\n".join(lines) + "\n")

@@ -21,7 +21,7 @@ from omegaconf import OmegaConf
 
 from fdeval.engine.run import build
 from fdeval.errors import FdevalError
-from fdeval.metrics.ias import write_csv
+from fdeval.metrics.csvio import write_csv
 from fdeval.benchmarks.instructfd.reporting.build import ReportSettings
 
 CONF = Path(__file__).resolve().parent.parent / "conf" / "report" / "default.yaml"

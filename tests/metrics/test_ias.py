@@ -7,7 +7,8 @@ import csv
 import pytest
 
 from fdeval.errors import FdevalError
-from fdeval.metrics.ias import METRIC_VERSION, ias_rows, write_csv, write_markdown
+from fdeval.metrics.csvio import write_csv
+from fdeval.metrics.ias import METRIC_VERSION, ias_rows, write_markdown
 from fdeval.types import TestCase, Verdict
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from fdeval.judges.base import verdict_to_dict
-from fdeval.metrics.ias import write_csv
+from fdeval.metrics.csvio import write_csv
 from fdeval.report.__main__ import main
 from fdeval.benchmarks.instructfd.reporting.runs import load_run, verdict_table
 from fdeval.types import TestCase, Verdict

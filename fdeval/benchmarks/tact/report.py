@@ -24,8 +24,8 @@ import numpy as np
 
 from fdeval.errors import FdevalError
 from fdeval.files import write_text_atomic
-from fdeval.metrics.ias import write_csv
-from fdeval.metrics.ias import _md_cell as _cell  # the IAS tables' cell format: n/a, 3 decimals, escaped |
+from fdeval.metrics.csvio import write_csv
+from fdeval.metrics.format import md_cell as _cell
 
 from .analysis import slice_table
 from .composite import TactResult, episode_scores, median_runs, score_episodes

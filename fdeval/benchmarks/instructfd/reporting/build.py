@@ -24,7 +24,8 @@ from typing import Any, Mapping
 
 from fdeval.errors import ConfigError
 from fdeval.files import write_text_atomic
-from fdeval.metrics.ias import OVERALL, write_csv
+from fdeval.metrics.csvio import write_csv
+from fdeval.metrics.ias import OVERALL
 from fdeval.metrics.stats import CI_METHODS
 from fdeval.metrics.tables import delta_rows, ias_ci_rows, scenario_order, scenario_rows
 from fdeval.metrics.validation import ModelVerdict, Validation, load_labels, validate_judge

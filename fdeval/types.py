@@ -4,7 +4,7 @@ Times are seconds (float) and carry a `_s` suffix; sample counts carry `n_`. Eve
 belongs to one test case carries its `case_id`, so a record can be read, logged or joined on
 its own. These are plain data: loading, validation and (de)serialisation live next to the stage
 that owns the file (``fdeval.cases`` for test cases, ``fdeval.transcript`` for transcripts,
-``fdeval.judges`` for verdicts).
+``fdeval.benchmarks.instructfd.judges`` for verdicts).
 """
 
 from __future__ import annotations

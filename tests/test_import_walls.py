@@ -74,7 +74,8 @@ def test_a_planted_violation_breaks_its_contract(tmp_path):
     shutil.copy(CONFIG, tree / ".importlinter")
     engine = tree / "fdeval" / "engine" / "__init__.py"
     plants = {  # file -> (planted import, contract key, the chain lint-imports must print)
-        tree / "fdeval" / "models" / "base.py": ("import fdeval.judges", "adapters", "fdeval.models.base -> fdeval.judges"),
+        tree / "fdeval" / "models" / "base.py": ("import fdeval.benchmarks.instructfd.judges", "adapters",
+                                                 "fdeval.models.base -> fdeval.benchmarks.instructfd.judges"),
         tree / "fdeval" / "audio" / "io.py": ("import fdeval.types", "audio-leaf", "fdeval.audio.io -> fdeval.types"),
         engine: ("import fdeval.cluster", "engine", "fdeval.engine -> fdeval.cluster"),
     }
@@ -92,7 +93,7 @@ def test_a_planted_violation_breaks_its_contract(tmp_path):
         section = _contract_section(r.stdout, names[key], list(names.values()))
         # the line number shows the copy was analysed, not the installed package
         assert f"{chain} (l.{lines[path]})" in section, section
-    assert f"{names['layers']} BROKEN" in r.stdout  # models -> judges also climbs the layers
+    assert f"{names['layers']} BROKEN" in r.stdout  # models -> benchmarks also climbs the layers
 
 
 def _layers() -> list[tuple[str, bool]]:

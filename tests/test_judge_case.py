@@ -1,4 +1,4 @@
-"""python -m fdeval.judge_case: one case file + one transcript -> verdicts as JSON.
+"""python -m fdeval.benchmarks.instructfd.judge_case: one case file + one transcript -> verdicts as JSON.
 
 Cases are real built-in Instruct-FD cases (two conversations, synthesized with espeak-ng into a
 temp folder); transcripts are written by hand in the rendered text format. The LLM judge talks to
@@ -16,7 +16,7 @@ import pytest
 from helpers.fake_messages_server import fake_api, text  # noqa: F401
 
 from fdeval.cases import load_case
-from fdeval.judge_case import main, transcript_from_words
+from fdeval.benchmarks.instructfd.judge_case import main, transcript_from_words
 from fdeval.transcript.io import TranscriptError, parse_rendered, write_transcript
 
 PASTA_ACK = """\
@@ -206,11 +206,11 @@ def test_llm_judge_without_key_is_one_line(data, tmp_path, capsys, monkeypatch):
 
 
 def test_module_entry_point(data, tmp_path):
-    good = subprocess.run([sys.executable, "-m", "fdeval.judge_case", "--case", case_file(data, "fresh_pasta_stop__acknowledge"),
+    good = subprocess.run([sys.executable, "-m", "fdeval.benchmarks.instructfd.judge_case", "--case", case_file(data, "fresh_pasta_stop__acknowledge"),
                            "--transcript", write(tmp_path, "t.txt", PASTA_ACK)], capture_output=True, text=True, timeout=60)
     assert good.returncode == 0, good.stderr
     assert json.loads(good.stdout)[0]["verdict"] == "adhere"
-    bad = subprocess.run([sys.executable, "-m", "fdeval.judge_case", "--case", str(tmp_path / "nope.json"),
+    bad = subprocess.run([sys.executable, "-m", "fdeval.benchmarks.instructfd.judge_case", "--case", str(tmp_path / "nope.json"),
                           "--transcript", str(tmp_path / "t.txt")], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "nope.json" in bad.stderr and "Traceback" not in bad.stderr
     assert bad.stdout == ""

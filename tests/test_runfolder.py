@@ -14,7 +14,7 @@ BASE = {
     "seed": 0, "out_root": "outputs", "progress": True, "run_tag": None, "resume": "auto",
     "stage": {"steps": ["run"]}, "launcher": {"name": "local"}, "report": {"ci": 0.95},
     "orchestrator": {"barge_in_delay_s": 2.0, "silence_s": 1.5},
-    "judge": {"_target_": "fdeval.judges.llm.LLMJudge", "base_url": None, "cache_dir": "/x", "timeout_s": 120.0},
+    "judge": {"_target_": "fdeval.benchmarks.instructfd.judges.llm.LLMJudge", "base_url": None, "cache_dir": "/x", "timeout_s": 120.0},
     "model": {"name": "moshi", "server": {"instances_per_gpu": 1, "log_dir": None, "command": ["a"]}},
 }
 

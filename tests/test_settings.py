@@ -118,7 +118,7 @@ def test_the_ensemble_members_are_the_judge_files_themselves(tmp_path):
         register()
     assert ens.judges[1].max_tokens == 1234
     assert [OmegaConf.to_container(j, resolve=True) for j in ens.judges] == [
-        {"_target_": "fdeval.judges.rules.RulesJudge"}, OmegaConf.to_container(alone, resolve=True)]
+        {"_target_": "fdeval.benchmarks.instructfd.judges.rules.RulesJudge"}, OmegaConf.to_container(alone, resolve=True)]
     assert ens.judges[1].cache_dir == f"{tmp_path}/_cache/llm_judge"  # interpolations still point at the run's
 
 

@@ -25,7 +25,7 @@ from fdeval.cases import load_case, load_cases
 from fdeval.cases.schema import AUDIO_DURATION_TOLERANCE_S, MAX_ID_LEN
 from fdeval.errors import CaseError
 from fdeval.files import write_json_atomic
-from fdeval.judges.base import VerdictError, load_verdict
+from fdeval.benchmarks.instructfd.judges.base import VerdictError, load_verdict
 from fdeval.transcript.io import TranscriptError, load_transcript
 
 

@@ -8,9 +8,9 @@ import pytest
 
 from judge_fixtures import Session
 
-from fdeval.judges.base import (Judge, VerdictError, judge_case, load_verdict, verdict_from_dict, verdict_to_dict,
+from fdeval.benchmarks.instructfd.judges.base import (Judge, VerdictError, judge_case, load_verdict, verdict_from_dict, verdict_to_dict,
                                 write_verdict)
-from fdeval.judges.rules import RulesJudge
+from fdeval.benchmarks.instructfd.judges.rules import RulesJudge
 from fdeval.types import Verdict
 
 V = Verdict("c1__listen", "listen", "not_adhere", "Step 1 ...", "rules", "1", "abcd", {"no_backchannel": False})

@@ -14,10 +14,10 @@ from helpers.fake_messages_server import fake_api, text  # noqa: F401
 from judge_fixtures import Session
 
 from fdeval.errors import ConfigError
-from fdeval.judges.base import Judge
-from fdeval.judges.ensemble import EnsembleJudge
-from fdeval.judges.llm import LLMJudge
-from fdeval.judges.rules import RulesJudge
+from fdeval.benchmarks.instructfd.judges.base import Judge
+from fdeval.benchmarks.instructfd.judges.ensemble import EnsembleJudge
+from fdeval.benchmarks.instructfd.judges.llm import LLMJudge
+from fdeval.benchmarks.instructfd.judges.rules import RulesJudge
 from fdeval.launch import CONF_DIR
 
 
@@ -103,8 +103,8 @@ def test_bad_ensembles_are_config_errors(kw):
 def test_members_from_configs_and_real_judges(fake_api, tmp_path, pair):
     case, tr = pair
     fake_api.push(text(json.dumps({"reasoning": "the model waited", "adherence": "yes"})))
-    llm = {"_target_": "fdeval.judges.llm.LLMJudge", "cache_dir": str(tmp_path), "base_url": fake_api.base_url}
-    ens = EnsembleJudge([{"_target_": "fdeval.judges.rules.RulesJudge"}, llm], tie_breaker="llm:claude-sonnet-4-6")
+    llm = {"_target_": "fdeval.benchmarks.instructfd.judges.llm.LLMJudge", "cache_dir": str(tmp_path), "base_url": fake_api.base_url}
+    ens = EnsembleJudge([{"_target_": "fdeval.benchmarks.instructfd.judges.rules.RulesJudge"}, llm], tie_breaker="llm:claude-sonnet-4-6")
     assert isinstance(ens.members[0], RulesJudge) and isinstance(ens.members[1], LLMJudge)
     v = ens.judge(case, "listen", tr)
     assert v.verdict == "adhere" and "rules=adhere" in v.reasoning and "llm:claude-sonnet-4-6=adhere" in v.reasoning

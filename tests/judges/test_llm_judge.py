@@ -24,11 +24,11 @@ from helpers.fake_messages_server import (DUMMY_KEY, FakeMessagesServer, drop, e
 from judge_fixtures import Session
 
 from fdeval.errors import FdevalError
-from fdeval.judges.base import verdict_to_dict, write_verdict
-from fdeval.judges.ensemble import EnsembleJudge
-from fdeval.judges.llm import (LLM_JUDGE_VERSION, RETRY_REMINDER, SYSTEM_PROMPT, JudgeUnavailable, LLMJudge,
+from fdeval.benchmarks.instructfd.judges.base import verdict_to_dict, write_verdict
+from fdeval.benchmarks.instructfd.judges.ensemble import EnsembleJudge
+from fdeval.benchmarks.instructfd.judges.llm import (LLM_JUDGE_VERSION, RETRY_REMINDER, SYSTEM_PROMPT, JudgeUnavailable, LLMJudge,
                                UnreadableAnswer, parse_answer, prompt_hash_of)
-from fdeval.judges.rules import RulesJudge
+from fdeval.benchmarks.instructfd.judges.rules import RulesJudge
 from fdeval.launch import CONF_DIR
 from fdeval.llm import LLMConfigError
 from fdeval.llm.client import DEFAULT_BASE_URL
@@ -254,7 +254,7 @@ def test_construction_and_identity_do_no_network_io(tmp_path, monkeypatch):
 
 
 def test_construction_imports_no_sdk_and_is_quick():
-    code = ("import sys, time; from fdeval.judges.llm import LLMJudge; t = time.perf_counter(); "
+    code = ("import sys, time; from fdeval.benchmarks.instructfd.judges.llm import LLMJudge; t = time.perf_counter(); "
             "j = LLMJudge(cache_dir='/nonexistent/x'); j.identity(); "
             "print(time.perf_counter() - t, 'anthropic' in sys.modules)")
     took, imported = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,

@@ -9,7 +9,7 @@ import pytest
 from judge_fixtures import Session
 
 from fdeval.errors import ConfigError
-from fdeval.judges.rules import RulesJudge, Thresholds
+from fdeval.benchmarks.instructfd.judges.rules import RulesJudge, Thresholds
 
 JUDGE = RulesJudge()
 

@@ -15,7 +15,7 @@ import pytest
 
 from judge_fixtures import Session
 
-from fdeval.judges.rules import RulesJudge
+from fdeval.benchmarks.instructfd.judges.rules import RulesJudge
 
 JUDGE = RulesJudge()
 

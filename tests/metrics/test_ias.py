@@ -8,7 +8,7 @@ import pytest
 
 from fdeval.errors import FdevalError
 from fdeval.metrics.csvio import write_csv
-from fdeval.metrics.ias import METRIC_VERSION, ias_rows, write_markdown
+from fdeval.benchmarks.instructfd.metrics.ias import METRIC_VERSION, ias_rows, write_markdown
 from fdeval.types import TestCase, Verdict
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fdeval.errors import FdevalError
-from fdeval.metrics.validation import ModelVerdict, binary_scores, load_labels, validate_judge
+from fdeval.benchmarks.instructfd.metrics.validation import ModelVerdict, binary_scores, load_labels, validate_judge
 from fdeval.types import Verdict
 
 

@@ -6,8 +6,8 @@ import pytest
 from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 from statsmodels.stats.multitest import multipletests
 
-from fdeval.metrics.ias import ias_rows
-from fdeval.metrics.tables import DELTA_COLUMNS, delta_rows, ias_ci_rows, scenario_order, scenario_rows
+from fdeval.benchmarks.instructfd.metrics.ias import ias_rows
+from fdeval.benchmarks.instructfd.metrics.tables import DELTA_COLUMNS, delta_rows, ias_ci_rows, scenario_order, scenario_rows
 from fdeval.types import TestCase, Verdict
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fdeval.judges.base import verdict_to_dict
+from fdeval.benchmarks.instructfd.judges.base import verdict_to_dict
 from fdeval.metrics.csvio import write_csv
 from fdeval.report.__main__ import main
 from fdeval.benchmarks.instructfd.reporting.runs import load_run, verdict_table

@@ -21,9 +21,9 @@ from fdeval.engine.executor import read_outputs
 from fdeval.engine.run import Run, build
 from fdeval.engine.steps import CaseStep, Metric, Result, Unit
 from fdeval.files import write_json_atomic, write_text_atomic
-from fdeval.judges.base import VerdictError, verdict_from_dict, verdict_to_dict
+from fdeval.benchmarks.instructfd.judges.base import VerdictError, verdict_from_dict, verdict_to_dict
 from fdeval.metrics.csvio import write_csv
-from fdeval.metrics.ias import METRIC_VERSION, ias_rows, write_markdown
+from fdeval.benchmarks.instructfd.metrics.ias import METRIC_VERSION, ias_rows, write_markdown
 from fdeval.benchmarks.instructfd.reporting.build import ReportSettings, RunData, write_run_report
 from fdeval.benchmarks.instructfd.reporting.runs import verdict_table
 from fdeval.transcript.build import build_transcript

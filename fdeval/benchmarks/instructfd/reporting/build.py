@@ -25,10 +25,10 @@ from typing import Any, Mapping
 from fdeval.errors import ConfigError
 from fdeval.files import write_text_atomic
 from fdeval.metrics.csvio import write_csv
-from fdeval.metrics.ias import OVERALL
+from fdeval.benchmarks.instructfd.metrics.ias import OVERALL
 from fdeval.metrics.stats import CI_METHODS
-from fdeval.metrics.tables import delta_rows, ias_ci_rows, scenario_order, scenario_rows
-from fdeval.metrics.validation import ModelVerdict, Validation, load_labels, validate_judge
+from fdeval.benchmarks.instructfd.metrics.tables import delta_rows, ias_ci_rows, scenario_order, scenario_rows
+from fdeval.benchmarks.instructfd.metrics.validation import ModelVerdict, Validation, load_labels, validate_judge
 from fdeval.benchmarks.instructfd.reporting.figure import write_ias_figure
 from fdeval.metrics.format import Column, Table, to_latex, to_markdown
 from fdeval.types import POLICIES, TestCase, Verdict
@@ -269,7 +269,7 @@ def write_run_report(run: RunData, out: str | Path, settings: ReportSettings,
                      ias_rows: list[dict[str, Any]] | None = None) -> list[Path]:
     """One run's report files into `out` (see the module doc); returns their paths.
 
-    With `ias_rows` (:func:`fdeval.metrics.ias.ias_rows`, written as ``ias.csv`` / ``ias.md``
+    With `ias_rows` (:func:`fdeval.benchmarks.instructfd.metrics.ias.ias_rows`, written as ``ias.csv`` / ``ias.md``
     by the caller) their LaTeX form ``ias.tex`` is written too.
     """
     out = Path(out)

@@ -25,9 +25,9 @@ from hydra.utils import instantiate
 from fdeval.benchmarks.instructfd.reporting.build import RunData
 from fdeval.cases.jsonfile import read_json_file
 from fdeval.errors import FdevalError
-from fdeval.judges.base import VerdictError, verdict_from_dict
+from fdeval.benchmarks.instructfd.judges.base import VerdictError, verdict_from_dict
 from fdeval.metrics.csvio import CsvError, read_csv_rows
-from fdeval.metrics.ias import METRIC_VERSION
+from fdeval.benchmarks.instructfd.metrics.ias import METRIC_VERSION
 from fdeval.engine.identity import data_dir
 from fdeval.types import TestCase, Verdict
 

@@ -48,7 +48,7 @@ import os
 import re
 from typing import Any
 
-from fdeval.judges.base import Judge
+from fdeval.benchmarks.instructfd.judges.base import Judge
 from fdeval.llm.client import LLMClient, LLMConfigError, LLMError, LLMResponse, LLMUnavailable
 from fdeval.transcript.render import render, render_reference
 from fdeval.types import TestCase, Transcript, Verdict

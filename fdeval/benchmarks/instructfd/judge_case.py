@@ -2,7 +2,7 @@
 
 ::
 
-    python -m fdeval.judge_case --case CASE.json --transcript TRANSCRIPT.(json|txt)
+    python -m fdeval.benchmarks.instructfd.judge_case --case CASE.json --transcript TRANSCRIPT.(json|txt)
                                 [--policy P] [--judge rules|llm|ensemble] [--root DIR] [KEY=VALUE ...]
 
 * ``--case``: a case file (``docs/cases.md``); ``--root``: its dataset root, to check that the
@@ -38,10 +38,10 @@ from hydra.core.global_hydra import GlobalHydra
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 
+from fdeval.benchmarks.instructfd.judges.base import verdict_to_dict
 from fdeval.cases import load_case
 from fdeval.errors import CaseError, FdevalError
-from fdeval.settings import CONF_DIR  # importing it registers the config schemas
-from fdeval.judges.base import verdict_to_dict
+from fdeval.settings import CONF_DIR  # importing settings registers the schemas the YAML names
 from fdeval.transcript.io import TranscriptError, load_transcript, parse_rendered
 from fdeval.types import PlayedTurn, TestCase, Transcript, Turn, Word
 
@@ -259,7 +259,7 @@ def run(case_path: str, transcript_path: str, policy: str | None = None, judge: 
 
 def main(argv: Sequence[str] | None = None) -> int:
     names = _judge_names()
-    ap = argparse.ArgumentParser(prog="python -m fdeval.judge_case",
+    ap = argparse.ArgumentParser(prog="python -m fdeval.benchmarks.instructfd.judge_case",
                                  description="Judge one session transcript of one case; print the verdicts as JSON.")
     ap.add_argument("--case", required=True, help="case file (JSON)")
     ap.add_argument("--transcript", required=True, help="transcript: .json, or the rendered text format")
@@ -275,10 +275,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         verdicts = run(args.case, args.transcript, args.policy, args.judge, args.root, args.overrides)
     except FdevalError as e:
-        print(f"fdeval.judge_case: error: {e}", file=sys.stderr)
+        print(f"fdeval.benchmarks.instructfd.judge_case: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("fdeval.judge_case: interrupted", file=sys.stderr)
+        print("fdeval.benchmarks.instructfd.judge_case: interrupted", file=sys.stderr)
         return 130
     json.dump(verdicts, sys.stdout, indent=2, ensure_ascii=False)
     sys.stdout.write("\n")

@@ -5,7 +5,7 @@ A judge decides whether the model in one session followed one turn-management in
 policy; an un-instructed baseline against each policy of its conversation (``case.judge_policies``),
 which is what delta-IAS compares. A verdict is ``adhere``, ``not_adhere`` or ``error``; ``error``
 means the pair could not be judged (bad input, unknown policy, judge failure) and is never
-counted as a failure (see :mod:`fdeval.metrics.ias`).
+counted as a failure (see :mod:`fdeval.benchmarks.instructfd.metrics.ias`).
 
 Every verdict names the judge that produced it: ``judge`` (id), ``judge_version`` and
 ``prompt_hash`` (for an LLM judge, a hash of its prompt template; for the rules judge, a hash of

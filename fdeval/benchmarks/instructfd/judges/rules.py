@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Callable
 
 from fdeval.errors import ConfigError
-from fdeval.judges.base import Judge
+from fdeval.benchmarks.instructfd.judges.base import Judge
 from fdeval.types import POLICIES, PlayedTurn, TestCase, Transcript, Turn, Verdict, Word
 
 RULES_VERSION = "1"

@@ -12,7 +12,7 @@
   model); ``significant`` is ``holm_p < alpha``. The ``overall`` row pools all pairs; it is one
   more test outside the family, so its ``holm_p`` is empty and ``significant`` uses its own p.
 * :func:`scenario_rows` (Tables 5 and 6 shape): IAS (and baseline / delta-IAS) per scenario and
-  instruction, the same arithmetic as :func:`fdeval.metrics.ias.ias_rows` on each scenario's cases.
+  instruction, the same arithmetic as :func:`fdeval.benchmarks.instructfd.metrics.ias.ias_rows` on each scenario's cases.
 
 Every row carries the provenance columns and ``metric_version``.
 """
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from fdeval.metrics.ias import OVERALL, ias_rows, join_verdicts, with_provenance
+from fdeval.benchmarks.instructfd.metrics.ias import OVERALL, ias_rows, join_verdicts, with_provenance
 from fdeval.metrics.stats import bootstrap_mean, discordant, holm, mcnemar_exact
 from fdeval.types import POLICIES, TestCase, Verdict
 

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from fdeval.metrics.csvio import CsvError, read_csv_rows
-from fdeval.metrics.ias import with_provenance
+from fdeval.benchmarks.instructfd.metrics.ias import with_provenance
 from fdeval.types import POLICIES, Verdict
 
 LABEL_COLUMNS = ("case_id", "policy", "label")

@@ -29,7 +29,7 @@ from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
 from fdeval.errors import ConfigError
-from fdeval.judges.base import Judge
+from fdeval.benchmarks.instructfd.judges.base import Judge
 from fdeval.types import TestCase, Transcript, Verdict
 
 ENSEMBLE_VERSION = "1"

@@ -2,15 +2,16 @@
 
 Times are seconds (float) and carry a `_s` suffix; sample counts carry `n_`. Every record that
 belongs to one test case carries its `case_id`, so a record can be read, logged or joined on
-its own. These are plain data: loading, validation and (de)serialisation live next to the stage
-that owns the file (``fdeval.cases`` for test cases, ``fdeval.transcript`` for transcripts,
-``fdeval.benchmarks.instructfd.judges`` for verdicts).
+its own. These are plain data: loading, validation and (de)serialisation live next to the step
+that owns the file (``fdeval.cases`` for test cases, ``fdeval.transcript`` for transcripts). A
+benchmark's own records (Instruct-FD's instructions, triggers and verdicts) live in its package and
+ride on a case as `TestCase.data`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
 Seconds = float
 
@@ -18,11 +19,7 @@ Speaker = Literal["user", "model"]
 TurnType = Literal["take-turn", "barge-in"]
 BargeInHandling = Literal["hold", "yield"]
 BargeInSubtype = Literal["interrupt", "backchannel"]
-# The five Instruct-FD instructions, plus "none" for the un-instructed baseline.
-Policy = Literal["listen", "backchannel", "interrupt", "continue", "acknowledge", "none"]
-POLICIES: tuple[str, ...] = ("backchannel", "listen", "interrupt", "continue", "acknowledge")
 WordSource = Literal["tts", "model_text", "asr"]
-VerdictLabel = Literal["adhere", "not_adhere", "error"]
 
 
 @dataclass(frozen=True)
@@ -35,24 +32,8 @@ class WordTiming:
 
 
 @dataclass(frozen=True)
-class Trigger:
-    """A moment inside a user turn where the reference expects a model action.
-
-    `kind` is what the reference model does there ("backchannel" or "interrupt"), `at_s` is the
-    cut-in point relative to the start of the turn audio (the end of the word before the inline
-    marker), `phrase` is what the reference model says, `word_index` the number of turn words
-    spoken before the cut-in point.
-    """
-
-    kind: Literal["backchannel", "interrupt"]
-    at_s: Seconds
-    word_index: int
-    phrase: str
-
-
-@dataclass(frozen=True)
 class Turn:
-    """One scripted user turn of a test case (superset of Instruct-FD's turn manifest)."""
+    """One scripted user turn of a test case: what the turn manager needs to play it."""
 
     case_id: str
     index: int
@@ -66,25 +47,16 @@ class Turn:
     barge_in_after_s: Seconds | None = None  # barge-in only: delay after model speech onset
     barge_in_handling: BargeInHandling | None = None  # barge-in only
     subtype: BargeInSubtype | None = None  # barge-in only
-    triggers: tuple[Trigger, ...] = ()
-
-
-@dataclass(frozen=True)
-class ReferenceLine:
-    """One line of the expected turn-taking transcript.
-
-    `tag` marks overlap behaviour: "" for a normal turn, "backchannel" / "interrupt" for a
-    scripted cut-in (by either speaker), "take-turn" for the model's turn after the user.
-    """
-
-    speaker: Speaker
-    text: str
-    tag: str = ""
 
 
 @dataclass(frozen=True)
 class TestCase:
-    """One Instruct-FD style test case: an instruction (or none) and an ordered turn manifest."""
+    """One test case: the system instruction the model gets (or none) and an ordered turn manifest.
+
+    `data` is the benchmark's own frozen record (Instruct-FD: the instruction's name, the
+    reference, the instructions it is judged against, the trigger points), None when it has none.
+    A record that a case file holds implements :class:`fdeval.cases.schema.CaseRecord`.
+    """
 
     __test__ = False  # not a pytest test class
 
@@ -92,17 +64,11 @@ class TestCase:
     conversation_id: str
     benchmark: str
     scenario: str
-    policy_name: Policy
     system_instruction: str | None
     turns: tuple[Turn, ...]
-    reference: tuple[ReferenceLine, ...]
-    # Instructions this case is judged against: (policy_name,) for an instructed case; for an
-    # un-instructed baseline, every policy its conversation carries (delta-IAS pairs).
-    judge_policies: tuple[str, ...]
-    # Instruction text per judged policy (the baseline is judged against its siblings' text).
-    judge_instructions: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
     seed: int = 0
     version: str = "1"
+    data: Any = None
 
 
 @dataclass(frozen=True)
@@ -123,7 +89,8 @@ class PlayedTurn:
     """A user turn as it was actually streamed in one session (session clock).
 
     `end_s` is where streaming stopped: the end of the audio, or earlier when a yield turn
-    ceded the floor (`cut_short`). Triggers are moved onto the session clock.
+    ceded the floor (`cut_short`). `triggers_s` are the points of the turn its benchmark marked
+    (Instruct-FD: where the reference model cuts in), moved onto the session clock.
     """
 
     case_id: str
@@ -148,17 +115,3 @@ class Transcript:
     words: tuple[Word, ...]
     user_turns: tuple[PlayedTurn, ...]
     duration_s: Seconds
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """A judge's decision on one (case, instruction) pair. An error is never a failure."""
-
-    case_id: str
-    policy: str
-    verdict: VerdictLabel
-    reasoning: str
-    judge: str  # judge id, e.g. "rules" or "llm:<model>"
-    judge_version: str
-    prompt_hash: str
-    checks: dict[str, bool] = field(default_factory=dict, compare=False, hash=False)

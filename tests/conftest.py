@@ -46,5 +46,5 @@ def responsive_case(tts) -> tuple[TestCase, list[np.ndarray]]:
         make_turn(cid, 1, bi, "barge-in", barge_in_after_s=1.5, barge_in_handling="yield", subtype="interrupt"),
         make_turn(cid, 2, q2),
     )
-    case = TestCase(cid, cid, "instructfd", "Add Constraint", "none", None, turns, (), ("acknowledge",))
+    case = TestCase(cid, cid, "instructfd", "Add Constraint", None, turns)
     return case, [q.samples, bi.samples, q2.samples]

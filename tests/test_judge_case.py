@@ -15,8 +15,9 @@ import pytest
 
 from helpers.fake_messages_server import fake_api, text  # noqa: F401
 
-from fdeval.cases import load_case
 from fdeval.benchmarks.instructfd.judge_case import main, transcript_from_words
+from fdeval.benchmarks.instructfd.records import InstructFDCase
+from fdeval.cases import load_case
 from fdeval.transcript.io import TranscriptError, parse_rendered, write_transcript
 
 PASTA_ACK = """\
@@ -75,7 +76,7 @@ def cli(capsys, *args: str) -> tuple[int, list | None, str]:
 
 
 def test_rendered_transcript_gets_the_case_turns(data):
-    case = load_case(case_file(data, "fresh_pasta_stop__acknowledge"), data)
+    case = load_case(case_file(data, "fresh_pasta_stop__acknowledge"), data, InstructFDCase)
     tr = transcript_from_words(case, parse_rendered(PASTA_ACK, case.case_id))
     got = [(p.index, p.label, p.turn_type, p.subtype, p.start_s, p.end_s, p.n_words_played, p.n_words_total, p.cut_short)
            for p in tr.user_turns]
@@ -88,7 +89,7 @@ def test_rendered_transcript_gets_the_case_turns(data):
 
 
 def test_cut_short_yield_turn_and_unplayed_turn(data):
-    case = load_case(case_file(data, "fresh_pasta_stop__acknowledge"), data)
+    case = load_case(case_file(data, "fresh_pasta_stop__acknowledge"), data, InstructFDCase)
     cut = "\n".join(PASTA_ACK.splitlines()[:3]) + "\n[12.10-12.40] [Overlap] USER: wait\n"
     tr = transcript_from_words(case, parse_rendered(cut, case.case_id))
     assert [p.index for p in tr.user_turns] == [0, 1]  # turn3 never played
@@ -97,7 +98,7 @@ def test_cut_short_yield_turn_and_unplayed_turn(data):
 
 
 def test_asr_errors_still_place_words_and_triggers(data):
-    case = load_case(case_file(data, "house_savings_plan__backchannel"), data)
+    case = load_case(case_file(data, "house_savings_plan__backchannel"), data, InstructFDCase)
     noisy = (SAVINGS_BC.replace("I set aside", "I set a side").replace("anything else you know", "anything else ya know")
              .replace("separate pot", "separatepot"))
     tr = transcript_from_words(case, parse_rendered(noisy, case.case_id))
@@ -109,7 +110,7 @@ def test_asr_errors_still_place_words_and_triggers(data):
 
 
 def test_transcript_of_another_conversation_is_rejected(data):
-    case = load_case(case_file(data, "house_savings_plan__backchannel"), data)
+    case = load_case(case_file(data, "house_savings_plan__backchannel"), data, InstructFDCase)
     with pytest.raises(TranscriptError, match="USER lines"):
         transcript_from_words(case, parse_rendered(PASTA_ACK, case.case_id), path="x.txt")
 
@@ -134,9 +135,9 @@ def test_backchannel_case_and_baseline_policies(data, tmp_path, capsys):
     t = write(tmp_path, "bc.txt", SAVINGS_BC)
     rc, out, _ = cli(capsys, "--case", case_file(data, "house_savings_plan__backchannel"), "--transcript", t)
     assert rc == 0 and [v["verdict"] for v in out] == ["adhere"]
-    base = load_case(case_file(data, "house_savings_plan__none"), data)
+    base = load_case(case_file(data, "house_savings_plan__none"), data, InstructFDCase)
     rc, out, _ = cli(capsys, "--case", case_file(data, "house_savings_plan__none"), "--transcript", t)
-    assert rc == 0 and [v["policy"] for v in out] == list(base.judge_policies)
+    assert rc == 0 and [v["policy"] for v in out] == list(base.data.judge_policies)
     rc, out, _ = cli(capsys, "--case", case_file(data, "house_savings_plan__none"), "--transcript", t,
                      "--policy", "backchannel")
     assert rc == 0 and [(v["case_id"], v["policy"], v["verdict"]) for v in out] == \
@@ -144,7 +145,7 @@ def test_backchannel_case_and_baseline_policies(data, tmp_path, capsys):
 
 
 def test_json_transcript_gives_the_same_verdict(data, tmp_path, capsys):
-    case = load_case(case_file(data, "fresh_pasta_stop__acknowledge"), data)
+    case = load_case(case_file(data, "fresh_pasta_stop__acknowledge"), data, InstructFDCase)
     tr = transcript_from_words(case, parse_rendered(PASTA_ACK, case.case_id))
     write_transcript(tr, tmp_path / "t.json")
     rc_j, out_j, _ = cli(capsys, "--case", case_file(data, case.case_id), "--transcript", str(tmp_path / "t.json"))
@@ -154,7 +155,7 @@ def test_json_transcript_gives_the_same_verdict(data, tmp_path, capsys):
 
 def test_bad_inputs_are_one_line_naming_file_and_field(data, tmp_path, capsys):
     ack = case_file(data, "fresh_pasta_stop__acknowledge")
-    other = load_case(case_file(data, "house_savings_plan__backchannel"), data)
+    other = load_case(case_file(data, "house_savings_plan__backchannel"), data, InstructFDCase)
     write_transcript(transcript_from_words(other, parse_rendered(SAVINGS_BC, other.case_id)), tmp_path / "other.json")
     broken_case = write(tmp_path, "broken_case.json", json.dumps({**json.loads(open(ack).read()), "policy_name": "shout"}))
     cases = [
@@ -206,11 +207,12 @@ def test_llm_judge_without_key_is_one_line(data, tmp_path, capsys, monkeypatch):
 
 
 def test_module_entry_point(data, tmp_path):
-    good = subprocess.run([sys.executable, "-m", "fdeval.benchmarks.instructfd.judge_case", "--case", case_file(data, "fresh_pasta_stop__acknowledge"),
+    module = "fdeval.benchmarks.instructfd.judge_case"
+    good = subprocess.run([sys.executable, "-m", module, "--case", case_file(data, "fresh_pasta_stop__acknowledge"),
                            "--transcript", write(tmp_path, "t.txt", PASTA_ACK)], capture_output=True, text=True, timeout=60)
     assert good.returncode == 0, good.stderr
     assert json.loads(good.stdout)[0]["verdict"] == "adhere"
-    bad = subprocess.run([sys.executable, "-m", "fdeval.benchmarks.instructfd.judge_case", "--case", str(tmp_path / "nope.json"),
+    bad = subprocess.run([sys.executable, "-m", module, "--case", str(tmp_path / "nope.json"),
                           "--transcript", str(tmp_path / "t.txt")], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "nope.json" in bad.stderr and "Traceback" not in bad.stderr
     assert bad.stdout == ""

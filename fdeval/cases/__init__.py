@@ -3,11 +3,11 @@
 See ``docs/cases.md`` for the format.
 """
 
-from fdeval.cases.reference import reference_for_policy
 from fdeval.cases.schema import (
     AUDIO_DURATION_TOLERANCE_S,
     MAX_ID_LEN,
     SCHEMA_VERSION,
+    CaseRecord,
     case_files,
     case_from_dict,
     case_to_dict,
@@ -20,11 +20,11 @@ __all__ = [
     "AUDIO_DURATION_TOLERANCE_S",
     "MAX_ID_LEN",
     "SCHEMA_VERSION",
+    "CaseRecord",
     "case_files",
     "case_from_dict",
     "case_to_dict",
     "load_case",
     "load_cases",
-    "reference_for_policy",
     "write_case",
 ]

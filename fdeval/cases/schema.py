@@ -1,10 +1,12 @@
 """The on-disk JSON form of a test case, and its strict validation.
 
-One JSON object per file. It is a superset of the Instruct-FD test case schema (paper, A.7): the
-instruction (``policy_name``, ``system_instruction``) and an ordered manifest of user turns
-(``turns``), plus what the later stages need — per-turn text and word timings, trigger points,
-the expected turn-taking reference, and the instructions the case is judged against. The format
-is documented field by field in ``docs/cases.md``.
+One JSON object per file: the generic keys of every case (ids, benchmark, scenario, the system
+instruction, seed, version and the ordered manifest of user turns with their text and word
+timings), plus the keys of the benchmark's own record (`TestCase.data`), which the record's class
+reads and writes (:class:`CaseRecord`; Instruct-FD's, with the instruction's name, the reference,
+the judged instructions and the trigger points, is
+:class:`fdeval.benchmarks.instructfd.records.InstructFDCase`). The format is documented field by
+field in ``docs/cases.md``.
 
 Reading is strict: every field is type- and range-checked, unknown keys are rejected, and every
 failure raises :class:`fdeval.errors.CaseError` naming the file, the case and the field as a dotted
@@ -18,43 +20,37 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path, PurePosixPath
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping, Protocol
 
 from fdeval.audio.io import AudioFileError, AudioInfo, scan_audio
 from fdeval.cases.jsonfile import HugeInt, read_json_file
 from fdeval.errors import CaseError
 from fdeval.files import write_json_atomic
-from fdeval.types import POLICIES, ReferenceLine, TestCase, Trigger, Turn, WordTiming
+from fdeval.types import TestCase, Turn, WordTiming
 
 SCHEMA_VERSION = 1
 
 # Slack for float comparisons between times that were rounded independently (seconds).
 TIME_EPS_S = 1e-3
 
-NO_POLICY = "none"
 TURN_TYPES = ("take-turn", "barge-in")
 HANDLINGS = ("hold", "yield")
 SUBTYPES = ("interrupt", "backchannel")
-TRIGGER_KINDS = ("backchannel", "interrupt")
-SPEAKERS = ("user", "model")
-REFERENCE_TAGS = ("", "backchannel", "interrupt", "take-turn")
 BARGE_IN_KEYS = ("barge_in_after_s", "barge_in_handling", "subtype")
 
-# key -> required?  (order here is the order written to disk)
-CASE_KEYS: dict[str, bool] = {
+# key -> required?  (order here is the order written to disk; a record's keys follow `scenario`)
+HEAD_KEYS: dict[str, bool] = {
     "schema_version": True,
     "test_case_id": True,
     "conversation_id": True,
     "benchmark": True,
     "scenario": True,
-    "policy_name": True,
-    "system_instruction": True,  # required key; null only for policy "none"
-    "judge_policies": True,
-    "judge_instructions": False,
+}
+BODY_KEYS: dict[str, bool] = {
+    "system_instruction": True,  # required key; null for a case without an instruction
     "seed": False,
     "version": False,
     "turns": True,
-    "reference": True,
 }
 TURN_KEYS: dict[str, bool] = {
     "speaker": True,
@@ -68,11 +64,8 @@ TURN_KEYS: dict[str, bool] = {
     "text": True,
     "duration_s": True,
     "words": True,
-    "triggers": False,
 }
 WORD_KEYS: dict[str, bool] = {"text": True, "start_s": True, "end_s": True}
-TRIGGER_KEYS: dict[str, bool] = {"kind": True, "at_s": True, "word_index": True, "phrase": True}
-REFERENCE_KEYS: dict[str, bool] = {"speaker": True, "text": True, "tag": False}
 
 # Ids name files: `.<case_id>@<policy>.json.<host>-<pid>.<random>.tmp.json` (an atomic write's
 # temporary) adds ~110 characters with a 64-character host name, and a file name holds 255 bytes.
@@ -83,6 +76,27 @@ _ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # used with fullmatch: no tr
 # to 0.01 s (5 ms), below one 80 ms model frame, so no event moves by a frame unnoticed.
 AUDIO_DURATION_TOLERANCE_S = 0.02
 AUDIO_CHANNELS = (1, 2)  # a stereo turn is mixed down to mono when streamed
+
+
+class CaseRecord(Protocol):
+    """A benchmark's own record (`TestCase.data`) as its case files hold it.
+
+    `case_keys` / `turn_keys` are its keys (key -> required?) beside the generic ones of the case
+    and of each turn; `read` builds the record from the validated generic part (`turns`) and the
+    raw object `d`, failing through `ctx.fail(field, message)` like the generic checks;
+    `case_fields` / `turn_fields` are what it writes. The run's case digest hashes the written
+    form, so a record that changes it changes every digest."""
+
+    case_keys: ClassVar[Mapping[str, bool]]
+    turn_keys: ClassVar[Mapping[str, bool]]
+
+    @classmethod
+    def read(cls, ctx: "_Ctx", d: Mapping[str, Any], turns: tuple[Turn, ...]) -> "CaseRecord": ...
+
+    def case_fields(self) -> dict[str, Any]: ...
+
+    def turn_fields(self, index: int) -> dict[str, Any]: ...
+
 
 # --------------------------------------------------------------------------------------------
 # Writing
@@ -109,36 +123,35 @@ def _turn_to_dict(turn: Turn) -> dict[str, Any]:
     d["text"] = turn.text
     d["duration_s"] = float(turn.duration_s)
     d["words"] = [_word_to_dict(w) for w in turn.words]
-    d["triggers"] = [
-        {"kind": t.kind, "at_s": float(t.at_s), "word_index": int(t.word_index), "phrase": t.phrase}
-        for t in turn.triggers
-    ]
     return d
 
 
 def case_to_dict(case: TestCase) -> dict[str, Any]:
-    """The JSON object for `case` (key order fixed; `Turn.index` and `Turn.case_id` are implied)."""
+    """The JSON object for `case`, its record's keys included (key order fixed; `Turn.index` and
+    `Turn.case_id` are implied)."""
+    data: CaseRecord | None = case.data
+    turns = [_turn_to_dict(t) for t in case.turns]
+    if data is not None:
+        for t, d in zip(case.turns, turns):
+            d.update(data.turn_fields(t.index))
     return {
         "schema_version": SCHEMA_VERSION,
         "test_case_id": case.case_id,
         "conversation_id": case.conversation_id,
         "benchmark": case.benchmark,
         "scenario": case.scenario,
-        "policy_name": case.policy_name,
+        **(data.case_fields() if data is not None else {}),
         "system_instruction": case.system_instruction,
-        "judge_policies": list(case.judge_policies),
-        "judge_instructions": dict(case.judge_instructions),
         "seed": case.seed,
         "version": case.version,
-        "turns": [_turn_to_dict(t) for t in case.turns],
-        "reference": [{"speaker": r.speaker, "text": r.text, "tag": r.tag} for r in case.reference],
+        "turns": turns,
     }
 
 
 def write_case(case: TestCase, path: str | Path) -> None:
     """Validate `case` (all but the audio files' existence) and write it to `path` atomically."""
     d = case_to_dict(case)
-    case_from_dict(d, path, root=None)
+    case_from_dict(d, path, root=None, record=None if case.data is None else type(case.data))
     write_json_atomic(path, d)
 
 
@@ -307,31 +320,9 @@ def _words(ctx: _Ctx, value: Any, where: str, text: str, duration_s: float) -> t
     return tuple(out)
 
 
-def _triggers(ctx: _Ctx, value: Any, where: str, words: tuple[WordTiming, ...], duration_s: float) -> tuple[Trigger, ...]:
-    out: list[Trigger] = []
-    for i, item in enumerate(_list(ctx, value, where)):
-        f = f"{where}[{i}]"
-        _check_keys(ctx, item, TRIGGER_KEYS, f)
-        kind = _enum(ctx, item["kind"], f"{f}.kind", TRIGGER_KINDS)
-        at = _num(ctx, item["at_s"], f"{f}.at_s", min_=0.0)
-        if at > duration_s + TIME_EPS_S:
-            raise ctx.fail(f"{f}.at_s", f"{at:g} is past the turn duration {duration_s:g}")
-        wi = _int(ctx, item["word_index"], f"{f}.word_index", min_=0)
-        if wi > len(words):
-            raise ctx.fail(f"{f}.word_index", f"{wi} is past the turn's {len(words)} words")
-        if words:
-            if wi > 0 and at < words[wi - 1].end_s - TIME_EPS_S:
-                raise ctx.fail(f"{f}.at_s", f"{at:g} is before the end of word {wi - 1} ({words[wi - 1].end_s:g})")
-            if wi < len(words) and at > words[wi].start_s + TIME_EPS_S:
-                raise ctx.fail(f"{f}.at_s", f"{at:g} is after the start of word {wi} ({words[wi].start_s:g})")
-        phrase = _str(ctx, item["phrase"], f"{f}.phrase")
-        out.append(Trigger(kind, at, wi, phrase))  # type: ignore[arg-type]
-    return tuple(out)
-
-
-def _turn(ctx: _Ctx, item: Any, index: int, case_id: str, root: Path | None) -> Turn:
+def _turn(ctx: _Ctx, item: Any, index: int, case_id: str, root: Path | None, keys: Mapping[str, bool]) -> Turn:
     where = f"turns[{index}]"
-    d = _check_keys(ctx, item, TURN_KEYS, where)
+    d = _check_keys(ctx, item, keys, where)
     _enum(ctx, d["speaker"], f"{where}.speaker", ("user",))
     label = _ident(ctx, d["label"], f"{where}.label")
     turn_type = _enum(ctx, d["turn_type"], f"{where}.turn_type", TURN_TYPES)
@@ -355,9 +346,6 @@ def _turn(ctx: _Ctx, item: Any, index: int, case_id: str, root: Path | None) -> 
     if audio_file is not None:
         _check_audio(ctx, audio_file, where, duration_s)
     words = _words(ctx, d["words"], f"{where}.words", text, duration_s)
-    triggers = _triggers(ctx, d.get("triggers", []), f"{where}.triggers", words, duration_s)
-    if triggers and turn_type != "take-turn":
-        raise ctx.fail(f"{where}.triggers", "triggers (model cut-in points) belong to take-turn turns")
     return Turn(
         case_id=case_id,
         index=index,
@@ -371,20 +359,20 @@ def _turn(ctx: _Ctx, item: Any, index: int, case_id: str, root: Path | None) -> 
         barge_in_after_s=after,
         barge_in_handling=handling,  # type: ignore[arg-type]
         subtype=subtype,  # type: ignore[arg-type]
-        triggers=triggers,
     )
 
 
-def case_from_dict(d: Any, path: str | Path, root: str | Path | None,
+def case_from_dict(d: Any, path: str | Path, root: str | Path | None, record: type[CaseRecord] | None = None,
                    _audio: dict[Path, AudioInfo | str] | None = None) -> TestCase:
     """Validate the JSON object `d` (read from `path`) and build its :class:`TestCase`.
 
-    `root` is the dataset root the turns' ``audio_path`` values are relative to; each must resolve
-    inside it to an existing file, which is decoded and checked against the turn (readable,
-    frames > 0, finite, mono or stereo, lasting ``duration_s`` within
-    ``AUDIO_DURATION_TOLERANCE_S``). With ``root=None`` the paths are still checked for shape
-    (relative, no ``..``, no control characters) but not looked up. Raises :class:`CaseError` on
-    the first problem.
+    `record` is the class of the benchmark's own record whose keys the file holds beside the
+    generic ones (None: only the generic keys). `root` is the dataset root the turns'
+    ``audio_path`` values are relative to; each must resolve inside it to an existing file, which
+    is decoded and checked against the turn (readable, frames > 0, finite, mono or stereo, lasting
+    ``duration_s`` within ``AUDIO_DURATION_TOLERANCE_S``). With ``root=None`` the paths are still
+    checked for shape (relative, no ``..``, no control characters) but not looked up. Raises
+    :class:`CaseError` on the first problem.
     """
     case_id = None
     if isinstance(d, dict) and isinstance(d.get("test_case_id"), str):
@@ -392,7 +380,7 @@ def case_from_dict(d: Any, path: str | Path, root: str | Path | None,
         if len(case_id) > MAX_ID_LEN:  # shown shortened so the message stays readable
             case_id = f"{case_id[:40]}...({len(case_id)} characters)"
     ctx = _Ctx(path, case_id, _audio)
-    _check_keys(ctx, d, CASE_KEYS, "")
+    _check_keys(ctx, d, {**HEAD_KEYS, **(record.case_keys if record else {}), **BODY_KEYS}, "")
     sv = _int(ctx, d["schema_version"], "schema_version")
     if sv != SCHEMA_VERSION:
         raise ctx.fail("schema_version", f"unsupported schema version {sv}; this fdeval reads {SCHEMA_VERSION}")
@@ -400,75 +388,40 @@ def case_from_dict(d: Any, path: str | Path, root: str | Path | None,
     conversation_id = _ident(ctx, d["conversation_id"], "conversation_id")
     benchmark = _str(ctx, d["benchmark"], "benchmark")
     scenario = _str(ctx, d["scenario"], "scenario")
-    policy = _enum(ctx, d["policy_name"], "policy_name", (*POLICIES, NO_POLICY))
     instruction = d["system_instruction"]
-    if policy == NO_POLICY:
-        if instruction is not None:
-            raise ctx.fail("system_instruction", "must be null when policy_name is 'none'")
-    else:
-        if instruction is None:
-            raise ctx.fail("system_instruction", f"is null but policy_name is {policy!r}; only 'none' has no instruction")
+    if instruction is not None:
         _str(ctx, instruction, "system_instruction")
-
-    jp_raw = _list(ctx, d["judge_policies"], "judge_policies", nonempty=True)
-    judge_policies = tuple(_enum(ctx, p, f"judge_policies[{i}]", POLICIES) for i, p in enumerate(jp_raw))
-    if len(set(judge_policies)) != len(judge_policies):
-        raise ctx.fail("judge_policies", f"has duplicates: {list(judge_policies)}")
-    if policy != NO_POLICY and policy not in judge_policies:
-        raise ctx.fail("judge_policies", f"must include the case's own policy {policy!r}")
-    ji_raw = d.get("judge_instructions", {})
-    if not isinstance(ji_raw, dict):
-        raise ctx.fail("judge_instructions", f"expected an object, got {_kind(ji_raw)}")
-    judge_instructions: dict[str, str] = {}
-    for key, text in ji_raw.items():
-        if key not in judge_policies:
-            raise ctx.fail(f"judge_instructions.{key}", f"{key!r} is not in judge_policies {list(judge_policies)}")
-        judge_instructions[key] = _str(ctx, text, f"judge_instructions.{key}")
-    if policy != NO_POLICY and policy in judge_instructions and judge_instructions[policy] != instruction:
-        raise ctx.fail(f"judge_instructions.{policy}", "differs from system_instruction")
-
     seed = _int(ctx, d.get("seed", 0), "seed")
     version = _str(ctx, d.get("version", "1"), "version")
 
     turns_raw = _list(ctx, d["turns"], "turns", nonempty=True)
     root_p = None if root is None else Path(root)
-    turns = tuple(_turn(ctx, item, i, case_id, root_p) for i, item in enumerate(turns_raw))
+    turn_keys = {**TURN_KEYS, **(record.turn_keys if record else {})}
+    turns = tuple(_turn(ctx, item, i, case_id, root_p, turn_keys) for i, item in enumerate(turns_raw))
     seen: dict[str, int] = {}
     for t in turns:
         if t.label in seen:
             raise ctx.fail(f"turns[{t.index}].label", f"duplicate label {t.label!r} (also turns[{seen[t.label]}])")
         seen[t.label] = t.index
 
-    reference: list[ReferenceLine] = []
-    for i, item in enumerate(_list(ctx, d["reference"], "reference")):
-        f = f"reference[{i}]"
-        _check_keys(ctx, item, REFERENCE_KEYS, f)
-        speaker = _enum(ctx, item["speaker"], f"{f}.speaker", SPEAKERS)
-        text = _str(ctx, item["text"], f"{f}.text")
-        tag = _enum(ctx, item.get("tag", ""), f"{f}.tag", REFERENCE_TAGS)
-        reference.append(ReferenceLine(speaker, text, tag))  # type: ignore[arg-type]
-
     return TestCase(
         case_id=case_id,
         conversation_id=conversation_id,
         benchmark=benchmark,
         scenario=scenario,
-        policy_name=policy,  # type: ignore[arg-type]
         system_instruction=instruction,
         turns=turns,
-        reference=tuple(reference),
-        judge_policies=judge_policies,
-        judge_instructions=judge_instructions,
         seed=seed,
         version=version,
+        data=None if record is None else record.read(ctx, d, turns),
     )
 
 
-def load_case(path: str | Path, root: str | Path | None,
+def load_case(path: str | Path, root: str | Path | None, record: type[CaseRecord] | None = None,
               _audio: dict[Path, AudioInfo | str] | None = None) -> TestCase:
-    """Read and validate one case file. `root`: see :func:`case_from_dict`."""
+    """Read and validate one case file. `root`, `record`: see :func:`case_from_dict`."""
     path = Path(path)
-    return case_from_dict(read_json_file(path, CaseError), path, root, _audio)
+    return case_from_dict(read_json_file(path, CaseError), path, root, record, _audio)
 
 
 def case_files(cases_dir: str | Path) -> list[Path]:
@@ -476,8 +429,10 @@ def case_files(cases_dir: str | Path) -> list[Path]:
     return sorted(p for p in Path(cases_dir).glob("*.json") if not p.name.startswith(".") and p.is_file())
 
 
-def load_cases(cases_dir: str | Path, root: str | Path | None) -> list[TestCase]:
-    """Load every case file in `cases_dir` (not recursive), sorted by case id.
+def load_cases(cases_dir: str | Path, root: str | Path | None, record: type[CaseRecord] | None = None
+               ) -> list[TestCase]:
+    """Load every case file in `cases_dir` (not recursive), sorted by case id (`root`, `record`:
+    see :func:`case_from_dict`).
 
     A case id that appears in two files is an error naming both; a folder without case files is
     an error (an empty run would report an empty table). Audio shared by several cases (one
@@ -492,7 +447,7 @@ def load_cases(cases_dir: str | Path, root: str | Path | None) -> list[TestCase]
     by_id: dict[str, tuple[TestCase, Path]] = {}
     audio: dict[Path, AudioInfo | str] = {}
     for path in files:
-        case = load_case(path, root, audio)
+        case = load_case(path, root, record, audio)
         if case.case_id in by_id:
             other = by_id[case.case_id][1]
             raise CaseError(str(path), case.case_id, "test_case_id", f"duplicate case id, also in {other}")

@@ -11,7 +11,11 @@ stream, at the time their audio was played, by the rule the log's `text_stream` 
   flush, a dropped piece or a pause of PAUSE_S in the model's audio also ends a word.
 
 Pieces whose audio was dropped by a flush are left out. Models that return no text need an ASR
-backend instead (see `fdeval.transcript.asr`). The rules are documented in docs/judging.md.
+backend instead (see `fdeval.asr`). The rules are documented in docs/judging.md.
+
+A benchmark may mark points inside its user turns (Instruct-FD: where the reference model cuts
+in); given as `triggers`, they are moved onto the session clock with their turn and kept when the
+turn played past them.
 """
 
 from __future__ import annotations
@@ -19,11 +23,11 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from fdeval.errors import FileFieldError
 from fdeval.orchestrator.recorder import read_session_log
-from fdeval.types import PlayedTurn, TestCase, Transcript, Word
+from fdeval.types import PlayedTurn, Seconds, TestCase, Transcript, Word
 
 # A text piece without a duration is assumed to last until the next piece, at most this long.
 MAX_WORD_S = 0.6
@@ -35,9 +39,11 @@ PAUSE_S = 0.5
 TEXT_STREAMS = ("words", "pieces")
 
 
-def build_transcript(case: TestCase, log_path: Path, model_words: list[Word] | None = None) -> Transcript:
+def build_transcript(case: TestCase, log_path: Path, model_words: list[Word] | None = None,
+                     triggers: Sequence[Sequence[tuple[str, Seconds]]] = ()) -> Transcript:
     """The session transcript; `model_words` (e.g. from ASR on the model channel) replace the
-    model's own text stream when given."""
+    model's own text stream when given. `triggers[i]`: the (kind, time in the turn audio) points
+    of turn i (a turn past the end has none)."""
     log = read_session_log(log_path)
     duration_s = float(log["attrs"]["duration_s"])
     words: list[Word] = []
@@ -49,6 +55,7 @@ def build_transcript(case: TestCase, log_path: Path, model_words: list[Word] | N
             continue
         end = float(row["end_s"])
         turn_words = [w for w in turn.words if start + w.start_s < end]
+        marks = triggers[turn.index] if turn.index < len(triggers) else ()
         for w in turn_words:
             words.append(Word(case.case_id, "user", w.text, start + w.start_s, min(start + w.end_s, end), "tts", turn.index))
         played.append(
@@ -56,7 +63,7 @@ def build_transcript(case: TestCase, log_path: Path, model_words: list[Word] | N
                 case_id=case.case_id, index=turn.index, label=turn.label, turn_type=turn.turn_type,
                 subtype=turn.subtype, start_s=start, end_s=end, scheduled_s=float(row["scheduled_s"]),
                 cut_short=bool(row["cut_short"]), n_words_total=len(turn.words), n_words_played=len(turn_words),
-                triggers_s=tuple((tr.kind, start + tr.at_s) for tr in turn.triggers if start + tr.at_s < end),
+                triggers_s=tuple((kind, start + at_s) for kind, at_s in marks if start + at_s < end),
             )
         )
     if model_words is not None:

@@ -18,7 +18,8 @@ JSON form (one object per file; see ``docs/judging.md``)::
     }
 
 The case id is stored once, on the transcript; every word and played turn takes it on reading.
-Reading is strict: unknown or missing keys, wrong types, negative or non-finite times, reversed
+A played turn's `triggers` are the points its benchmark marked in it, on the session clock
+(Instruct-FD: the reference's cut-in points, of kind backchannel or interrupt). Reading is strict: unknown or missing keys, wrong types, negative or non-finite times, reversed
 spans and dangling turn indices raise :class:`TranscriptError`, naming the file, the case and the
 field as a dotted path (``words[12].end_s``).
 """
@@ -42,7 +43,6 @@ SPEAKERS = ("user", "model")
 SOURCES = ("tts", "model_text", "asr")
 TURN_TYPES = ("take-turn", "barge-in")
 SUBTYPES = ("interrupt", "backchannel")
-TRIGGER_KINDS = ("backchannel", "interrupt")
 
 
 class TranscriptError(FileFieldError):
@@ -168,7 +168,7 @@ def _played_from_dict(r: _Reader, item: Any, where: str, case_id: str) -> Played
     for j, tr in enumerate(r.get(d, "triggers", where, "list")):
         tw = f"{where}.triggers[{j}]"
         td = r.obj(tr, tw, ("kind", "at_s"))
-        triggers.append((r.get(td, "kind", tw, "str", choices=TRIGGER_KINDS), r.get(td, "at_s", tw, "time")))
+        triggers.append((r.get(td, "kind", tw, "str"), r.get(td, "at_s", tw, "time")))
     return PlayedTurn(
         case_id=case_id, index=r.get(d, "index", where, "int"), label=r.get(d, "label", where, "str"),
         turn_type=turn_type, subtype=subtype, start_s=start, end_s=end,

@@ -27,8 +27,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from fdeval.cases.reference import reference_for_policy
-from fdeval.types import TestCase, Transcript, Word
+from fdeval.types import Transcript, Word
 
 DEFAULT_GAP_S = 1.0
 # Shared time shorter than this is not an overlap (touching words, rounding).
@@ -130,19 +129,3 @@ def render_words(words: Iterable[Word], gap_s: float = DEFAULT_GAP_S) -> str:
 def render(transcript: Transcript, gap_s: float = DEFAULT_GAP_S) -> str:
     """The session transcript as time-stamped lines (see the module docstring for the format)."""
     return render_words(transcript.words, gap_s)
-
-
-def render_reference(case: TestCase, policy: str | None = None) -> str:
-    """The expected turn-taking transcript of `case`, one line per reference line.
-
-    Lines read ``USER: text`` or, for a scripted cut-in or turn transition, ``MODEL [tag]: text``.
-    With `policy`, the reference is first read under that instruction
-    (:func:`fdeval.cases.reference_for_policy`: model cut-ins the instruction does not ask for are
-    dropped); without it, the stored reference is rendered as is.
-    """
-    lines = case.reference if policy is None else reference_for_policy(case.reference, policy)
-    out = []
-    for ln in lines:
-        tag = f" [{ln.tag}]" if ln.tag else ""
-        out.append(f"{SPEAKER_LABEL[ln.speaker]}{tag}: {ln.text}")
-    return "\n".join(out)

@@ -21,11 +21,12 @@ import soundfile as sf
 from helpers.case_data import CASE_ID, SAMPLE_RATE, valid_case_dict
 
 from fdeval.benchmarks.instructfd.benchmark import InstructFD
+from fdeval.benchmarks.instructfd.judges.base import VerdictError, load_verdict
+from fdeval.benchmarks.instructfd.records import InstructFDCase
 from fdeval.cases import load_case, load_cases
 from fdeval.cases.schema import AUDIO_DURATION_TOLERANCE_S, MAX_ID_LEN
 from fdeval.errors import CaseError
 from fdeval.files import write_json_atomic
-from fdeval.benchmarks.instructfd.judges.base import VerdictError, load_verdict
 from fdeval.transcript.io import TranscriptError, load_transcript
 
 
@@ -47,7 +48,7 @@ def load_error(root: Path, d: Any = ON_DISK) -> str:
     if d is not ON_DISK:
         write_text_case(root, json.dumps(d))
     with pytest.raises(CaseError) as info:
-        load_cases(root / "cases", root)
+        load_cases(root / "cases", root, InstructFDCase)
     line = str(info.value)
     assert "\n" not in line
     return line
@@ -61,7 +62,7 @@ def prefix(root: Path, field: str, case: str | None = CASE_ID) -> str:
 def test_control_case_loads(root: Path) -> None:
     """The unmodified case loads: every failure below comes from its one change."""
     write_text_case(root, json.dumps(valid_case_dict()))
-    assert [c.case_id for c in load_cases(root / "cases", root)] == [CASE_ID]
+    assert [c.case_id for c in load_cases(root / "cases", root, InstructFDCase)] == [CASE_ID]
 
 
 # -- what the JSON parser alone would turn into a traceback -------------------------------------
@@ -87,7 +88,7 @@ def test_longest_case_id_fits_every_file_it_names(root: Path, tmp_path_factory: 
     d = valid_case_dict()
     d["test_case_id"] = cid = "c" * MAX_ID_LEN
     write_text_case(root, json.dumps(d))
-    assert load_cases(root / "cases", root)[0].case_id == cid
+    assert load_cases(root / "cases", root, InstructFDCase)[0].case_id == cid
     out = tmp_path_factory.mktemp("verdicts") / f"{cid}@acknowledge.json"
     write_json_atomic(out, {"ok": True})
     assert json.loads(out.read_text()) == {"ok": True}
@@ -185,7 +186,7 @@ def test_stereo_is_accepted_and_three_channels_are_not(root: Path) -> None:
     n = int(3.2 * SAMPLE_RATE)
     sf.write(wav(root), np.full((n, 2), 0.1, np.float32), SAMPLE_RATE)
     write_text_case(root, json.dumps(valid_case_dict()))
-    assert load_cases(root / "cases", root)[0].case_id == CASE_ID
+    assert load_cases(root / "cases", root, InstructFDCase)[0].case_id == CASE_ID
     sf.write(wav(root), np.full((n, 3), 0.1, np.float32), SAMPLE_RATE)
     assert load_error(root) == prefix(root, "turns[0].audio_path") + f"{wav(root)}: has 3 channels; turn audio is mono or stereo"
 
@@ -215,7 +216,7 @@ def test_audio_length_differs_from_duration(root: Path, delta_s: float) -> None:
 def test_audio_length_within_tolerance_loads(root: Path, delta_s: float) -> None:
     sf.write(wav(root), np.full(int(round((3.2 + delta_s) * SAMPLE_RATE)), 0.1, np.float32), SAMPLE_RATE)
     write_text_case(root, json.dumps(valid_case_dict()))
-    assert load_cases(root / "cases", root)[0].case_id == CASE_ID
+    assert load_cases(root / "cases", root, InstructFDCase)[0].case_id == CASE_ID
 
 
 def test_wav_cut_inside_its_data(root: Path) -> None:
@@ -235,7 +236,7 @@ def test_shared_audio_is_decoded_once_per_load(root: Path, monkeypatch: pytest.M
     scanned: list[Path] = []
     real = schema.scan_audio
     monkeypatch.setattr(schema, "scan_audio", lambda p: scanned.append(p) or real(p))
-    assert len(load_cases(root / "cases", root)) == 2
+    assert len(load_cases(root / "cases", root, InstructFDCase)) == 2
     assert sorted(p.name for p in scanned) == ["turn1.wav", "turn2_interrupt.wav"]
 
 
@@ -243,7 +244,7 @@ def test_shared_audio_is_decoded_once_per_load(root: Path, monkeypatch: pytest.M
 def test_empty_cases_folder(root: Path) -> None:
     (root / "cases" / ".hidden_temporary.json").write_text("{}")  # ignored, like atomic-write leftovers
     with pytest.raises(CaseError) as info:
-        load_cases(root / "cases", root)
+        load_cases(root / "cases", root, InstructFDCase)
     assert str(info.value) == f"{root / 'cases'}: case ?: field '<dir>': no case files (*.json) in this folder"
 
 

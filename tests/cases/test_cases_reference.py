@@ -1,7 +1,9 @@
 from __future__ import annotations
 
-from fdeval.cases import reference_for_policy
-from fdeval.types import ReferenceLine as R
+from fdeval.benchmarks.instructfd.records import InstructFDCase
+from fdeval.benchmarks.instructfd.records import ReferenceLine as R
+from fdeval.benchmarks.instructfd.reference import reference_for_policy, render_reference
+from fdeval.types import TestCase
 
 REF = (
     R("user", "tell me", ""),
@@ -32,3 +34,14 @@ def test_user_barge_ins_always_kept() -> None:
     ref = (R("user", "how", ""), R("model", "first", "take-turn"), R("user", "mm-hmm", "backchannel"), R("model", "then", ""))
     for policy in ("continue", "acknowledge", "listen", "none"):
         assert reference_for_policy(ref, policy) == ref
+
+
+def test_render_reference():
+    reference = (R("user", "so my plan is"), R("model", "mm-hmm", "backchannel"), R("user", "to start early"),
+                 R("model", "good idea", "take-turn"))
+    case = TestCase("conv__listen", "conv", "instructfd", "s", "Listen quietly.", (),
+                    data=InstructFDCase("listen", reference, ("listen",)))
+    assert render_reference(case) == ("USER: so my plan is\nMODEL [backchannel]: mm-hmm\nUSER: to start early\n"
+                                      "MODEL [take-turn]: good idea")
+    # Read under "listen", the model's scripted backchannel is dropped and the user's speech joined.
+    assert render_reference(case, "listen") == "USER: so my plan is to start early\nMODEL [take-turn]: good idea"

@@ -10,25 +10,27 @@ import pytest
 from helpers.case_data import CASE_ID
 from helpers.case_data import valid_case_dict as _valid_dict
 
+from fdeval.benchmarks.instructfd.records import InstructFDCase as IFD
+from fdeval.benchmarks.instructfd.records import ReferenceLine, Trigger
 from fdeval.cases import case_from_dict, case_to_dict, load_case, load_cases, write_case
 from fdeval.errors import CaseError
-from fdeval.types import ReferenceLine
 
 
 def test_round_trip(root: Path) -> None:
     d = _valid_dict()
-    case = case_from_dict(d, "x.json", root)
+    case = case_from_dict(d, "x.json", root, IFD)
     assert case.case_id == CASE_ID and len(case.turns) == 2
     assert all(t.case_id == CASE_ID for t in case.turns)
     assert [t.index for t in case.turns] == [0, 1]
     assert case.turns[0].barge_in_after_s is None and case.turns[1].subtype == "interrupt"
-    assert case.reference[-1] == ReferenceLine("model", "Sure, go ahead.", "")
+    assert case.data.reference[-1] == ReferenceLine("model", "Sure, go ahead.", "")
+    assert case.data.triggers == ((Trigger("backchannel", 1.9, 6, "yeah"),), ())
     again = case_to_dict(case)
-    assert case_from_dict(again, "x.json", root) == case
+    assert case_from_dict(again, "x.json", root, IFD) == case
     assert again["judge_instructions"] == d["judge_instructions"]
     path = root / "cases" / f"{CASE_ID}.json"
     write_case(case, path)
-    assert load_case(path, root) == case
+    assert load_case(path, root, IFD) == case
     assert json.loads(path.read_text())["test_case_id"] == CASE_ID
     assert not [p for p in path.parent.iterdir() if p.name.startswith(".")]
 
@@ -39,9 +41,9 @@ def test_empty_reference_and_defaults(root: Path) -> None:
     for key in ("judge_instructions", "seed", "version"):
         del d[key]
     del d["turns"][0]["triggers"]
-    case = case_from_dict(d, "x.json", root)
-    assert case.reference == () and case.seed == 0 and case.judge_instructions == {}
-    assert case.turns[0].triggers == ()
+    case = case_from_dict(d, "x.json", root, IFD)
+    assert case.data.reference == () and case.seed == 0 and case.data.judge_instructions == {}
+    assert case.data.triggers == ((), ())
 
 
 def test_baseline_case(root: Path) -> None:
@@ -51,8 +53,40 @@ def test_baseline_case(root: Path) -> None:
     d["system_instruction"] = None
     d["judge_policies"] = ["backchannel", "listen"]
     d["judge_instructions"] = {"backchannel": "a", "listen": "b"}
+    case = case_from_dict(d, "x.json", root, IFD)
+    assert case.system_instruction is None and case.data.judge_policies == ("backchannel", "listen")
+
+
+def test_written_form_is_the_file_format(root: Path) -> None:
+    """`case_to_dict` gives back every key of an Instruct-FD case file, its record's included: it is
+    what write_case writes and what a run's case digest hashes (sorted keys), so a digest of a case
+    made before its Instruct-FD fields moved into `TestCase.data` stays the same."""
+    d = _valid_dict()
+    d["turns"][1]["triggers"] = []  # written for every turn
+    d["reference"][-1]["tag"] = ""  # the default, written
+    again = case_to_dict(case_from_dict(d, "x.json", root, IFD))
+    assert again == d
+    assert list(again) == ["schema_version", "test_case_id", "conversation_id", "benchmark", "scenario",
+                           *IFD.case_keys, "system_instruction", "seed", "version", "turns"]
+
+
+def test_a_case_without_a_record(root: Path) -> None:
+    """The generic keys alone load as a case with no benchmark record; a record's keys are then
+    unknown keys, named with the valid ones."""
+    d = _valid_dict()
+    for key in IFD.case_keys:
+        del d[key]
+    for turn in d["turns"]:
+        turn.pop("triggers", None)
     case = case_from_dict(d, "x.json", root)
-    assert case.system_instruction is None and case.judge_policies == ("backchannel", "listen")
+    assert case.data is None and case.system_instruction == d["system_instruction"]
+    assert case_to_dict(case) == d
+    path = root / "cases" / "plain.json"
+    write_case(case, path)
+    assert load_case(path, root) == case
+    with pytest.raises(CaseError) as info:
+        case_from_dict(_valid_dict(), "x.json", root)
+    assert info.value.field == "policy_name" and "unknown key 'policy_name'; valid keys: schema_version" in info.value.message
 
 
 def _set(path: str, value: Any) -> Callable[[dict], None]:
@@ -119,7 +153,7 @@ def test_bad_input_names_file_case_and_field(root: Path, mutate, field: str, fra
     path = root / "cases" / "bad.json"
     path.write_text(json.dumps(d))
     with pytest.raises(CaseError) as info:
-        load_case(path, root)
+        load_case(path, root, IFD)
     err = info.value
     assert err.path == str(path)
     assert err.case_id == CASE_ID
@@ -136,25 +170,25 @@ def test_symlink_escaping_root_is_rejected(root: Path, tmp_path_factory: pytest.
     d = _valid_dict()
     d["turns"][0]["audio_path"] = "audio/link.wav"
     with pytest.raises(CaseError, match="outside the dataset root") as info:
-        case_from_dict(d, "c.json", root)
+        case_from_dict(d, "c.json", root, IFD)
     assert info.value.field == "turns[0].audio_path"
 
 
 def test_root_none_skips_existence_but_not_shape() -> None:
     d = _valid_dict()
-    case_from_dict(d, "c.json", None)
+    case_from_dict(d, "c.json", None, IFD)
     d["turns"][0]["audio_path"] = "../x.wav"
     with pytest.raises(CaseError):
-        case_from_dict(d, "c.json", None)
+        case_from_dict(d, "c.json", None, IFD)
 
 
 def test_not_an_object_and_bad_json(root: Path) -> None:
     with pytest.raises(CaseError, match="expected an object"):
-        case_from_dict([1, 2], "c.json", root)
+        case_from_dict([1, 2], "c.json", root, IFD)
     p = root / "cases" / "broken.json"
     p.write_text("{not json")
     with pytest.raises(CaseError, match="invalid JSON") as info:
-        load_case(p, root)
+        load_case(p, root, IFD)
     assert info.value.path == str(p)
 
 
@@ -165,13 +199,13 @@ def test_load_cases_sorted_and_duplicates(root: Path) -> None:
         d.update(test_case_id=cid, policy_name="listen", judge_policies=["listen"], judge_instructions={})
         (cases_dir / f"{cid}.json").write_text(json.dumps(d))
     (cases_dir / ".tmp_ignored.json").write_text("garbage")
-    assert [c.case_id for c in load_cases(cases_dir, root)] == ["a_case__listen", "b_case__listen"]
+    assert [c.case_id for c in load_cases(cases_dir, root, IFD)] == ["a_case__listen", "b_case__listen"]
 
     d = _valid_dict()
     d.update(test_case_id="a_case__listen", policy_name="listen", judge_policies=["listen"], judge_instructions={})
     (cases_dir / "zz_copy.json").write_text(json.dumps(d))
     with pytest.raises(CaseError, match="duplicate case id") as info:
-        load_cases(cases_dir, root)
+        load_cases(cases_dir, root, IFD)
     err = info.value
     assert err.case_id == "a_case__listen" and err.field == "test_case_id"
     assert "zz_copy.json" in str(err) and "a_case__listen.json" in str(err)
@@ -179,11 +213,11 @@ def test_load_cases_sorted_and_duplicates(root: Path) -> None:
 
 def test_load_cases_missing_dir(tmp_path: Path) -> None:
     with pytest.raises(CaseError, match="not found"):
-        load_cases(tmp_path / "nope", tmp_path)
+        load_cases(tmp_path / "nope", tmp_path, IFD)
 
 
 def test_write_case_refuses_invalid(root: Path) -> None:
-    case = case_from_dict(_valid_dict(), "x.json", root)
+    case = case_from_dict(_valid_dict(), "x.json", root, IFD)
     bad = dataclasses.replace(case, turns=())
     with pytest.raises(CaseError, match="must not be empty"):
         write_case(bad, root / "cases" / "bad.json")

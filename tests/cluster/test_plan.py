@@ -16,7 +16,7 @@ def _case(cid, kinds=("take-turn", "barge-in", "take-turn"), dur=2.0, timeout=20
              subtype="backchannel" if k == "barge-in" else None)
         for i, k in enumerate(kinds)
     )
-    return TestCase(cid, cid, "instructfd", "s", "none", None, turns, (), ("listen",))
+    return TestCase(cid, cid, "instructfd", "s", None, turns)
 
 
 def test_case_estimate_counts_audio_waits_and_timeouts():

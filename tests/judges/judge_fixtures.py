@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from fdeval.benchmarks.instructfd.records import InstructFDCase, ReferenceLine, Trigger
 from fdeval.transcript.io import parse_rendered
-from fdeval.types import PlayedTurn, ReferenceLine, TestCase, Transcript, Trigger, Turn, Word, WordTiming
+from fdeval.types import PlayedTurn, TestCase, Transcript, Turn, Word, WordTiming
 
 PACE_S = 0.3  # seconds per word of synthetic speech
 WORD_S = 0.25  # duration of one synthetic word
@@ -81,7 +82,7 @@ class Session:
     # -- build -------------------------------------------------------------------------------
     def build(self, duration_s: float | None = None) -> tuple[TestCase, Transcript]:
         cid = self.case_id
-        turns, played, words, reference = [], [], [], []
+        turns, played, words, reference, triggers = [], [], [], [], []
         for idx, u in enumerate(sorted(self.users, key=lambda u: u.words[0].start_s)):
             start, end = u.words[0].start_s, u.words[-1].end_s
             barge = u.kind != "take-turn"
@@ -95,7 +96,8 @@ class Session:
                 words=tuple(WordTiming(w.text, round(w.start_s - start, 6), round(w.end_s - start, 6)) for w in u.words),
                 duration_s=round(end - start + 0.5, 6), barge_in_after_s=1.0 if barge else None,
                 barge_in_handling=("hold" if u.kind == "backchannel" else "yield") if barge else None,
-                subtype=u.kind if barge else None, triggers=tuple(trig)))
+                subtype=u.kind if barge else None))
+            triggers.append(tuple(trig))
             played.append(PlayedTurn(
                 case_id=cid, index=idx, label=f"turn{idx + 1}", turn_type="barge-in" if barge else "take-turn",
                 subtype=u.kind if barge else None, start_s=start, end_s=end, scheduled_s=start, cut_short=u.cut_short,
@@ -113,6 +115,7 @@ class Session:
         judge_policies = self.judge_policies or (self.policy,)
         case = TestCase(
             case_id=cid, conversation_id=cid.split("__")[0], benchmark="instructfd", scenario="test",
-            policy_name=self.policy, system_instruction=None if self.policy == "none" else f"Follow the {self.policy} policy.",
-            turns=tuple(turns), reference=tuple(reference), judge_policies=judge_policies)
+            system_instruction=None if self.policy == "none" else f"Follow the {self.policy} policy.",
+            turns=tuple(turns), data=InstructFDCase(self.policy, tuple(reference), judge_policies,  # type: ignore[arg-type]
+                                                    triggers=tuple(triggers)))
         return case, Transcript(cid, tuple(words), tuple(played), duration_s if duration_s is not None else end + 3.0)

@@ -11,7 +11,7 @@ from judge_fixtures import Session
 from fdeval.benchmarks.instructfd.judges.base import (Judge, VerdictError, judge_case, load_verdict, verdict_from_dict, verdict_to_dict,
                                 write_verdict)
 from fdeval.benchmarks.instructfd.judges.rules import RulesJudge
-from fdeval.types import Verdict
+from fdeval.benchmarks.instructfd.records import Verdict
 
 V = Verdict("c1__listen", "listen", "not_adhere", "Step 1 ...", "rules", "1", "abcd", {"no_backchannel": False})
 

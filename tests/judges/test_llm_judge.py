@@ -29,10 +29,11 @@ from fdeval.benchmarks.instructfd.judges.ensemble import EnsembleJudge
 from fdeval.benchmarks.instructfd.judges.llm import (LLM_JUDGE_VERSION, RETRY_REMINDER, SYSTEM_PROMPT, JudgeUnavailable, LLMJudge,
                                UnreadableAnswer, parse_answer, prompt_hash_of)
 from fdeval.benchmarks.instructfd.judges.rules import RulesJudge
+from fdeval.benchmarks.instructfd.reference import render_reference
 from fdeval.launch import CONF_DIR
 from fdeval.llm import LLMConfigError
 from fdeval.llm.client import DEFAULT_BASE_URL
-from fdeval.transcript.render import render, render_reference
+from fdeval.transcript.render import render
 
 YES = json.dumps({"reasoning": "Step 1: fine. Step 5: the model yielded and answered.", "adherence": "yes"})
 NO = json.dumps({"reasoning": "Step 3: the model talked over the user for 4 s.", "adherence": "no"})
@@ -47,8 +48,8 @@ def pair():
          .user("wait wait", 6.1, kind="interrupt")
          .model("oh sorry what's up", 8.0))
     case, transcript = s.build()
-    return replace(case, system_instruction="Yield when the user cuts in and acknowledge them.",
-                   judge_instructions={"acknowledge": "Yield when the user cuts in and acknowledge them."}), transcript
+    text = "Yield when the user cuts in and acknowledge them."
+    return replace(case, system_instruction=text, data=replace(case.data, judge_instructions={"acknowledge": text})), transcript
 
 
 def make(server, tmp_path, **kw) -> LLMJudge:
@@ -143,8 +144,9 @@ def test_missing_key_stops_the_run_instead_of_writing_error_verdicts(fake_api, t
 
 def test_baseline_is_judged_against_the_sibling_instruction(fake_api, tmp_path, pair):
     case, tr = pair
-    base = replace(case, case_id="sketch__none", policy_name="none", system_instruction=None,
-                   judge_instructions={"acknowledge": "Sibling text: acknowledge a stop word at once."})
+    base = replace(case, case_id="sketch__none", system_instruction=None,
+                   data=replace(case.data, policy_name="none",
+                                judge_instructions={"acknowledge": "Sibling text: acknowledge a stop word at once."}))
     tr = replace(tr, case_id="sketch__none", words=tuple(replace(w, case_id="sketch__none") for w in tr.words),
                  user_turns=tuple(replace(p, case_id="sketch__none") for p in tr.user_turns))
     fake_api.push(text(YES))
@@ -158,7 +160,7 @@ def test_unjudgeable_pairs_are_errors_without_a_request(fake_api, tmp_path, pair
     other = replace(tr, case_id="other__listen")
     assert judge.judge(case, "acknowledge", other).verdict == "error"
     assert judge.judge(case, "listen", tr).verdict == "error"  # not among the case's judge policies
-    no_text = replace(case, judge_instructions={}, system_instruction=None)
+    no_text = replace(case, data=replace(case.data, judge_instructions={}), system_instruction=None)
     v = judge.judge(no_text, "acknowledge", tr)
     assert v.verdict == "error" and "no instruction text" in v.reasoning
     assert fake_api.requests == []
@@ -301,7 +303,7 @@ def make_pairs(n: int, pair) -> list:
     for i in range(n):
         cid, instruction = f"case{i:02d}__acknowledge", f"{case.system_instruction} (variant {i})"
         out.append((replace(case, case_id=cid, system_instruction=instruction,
-                            judge_instructions={"acknowledge": instruction}),
+                            data=replace(case.data, judge_instructions={"acknowledge": instruction})),
                     replace(tr, case_id=cid, words=tuple(replace(w, case_id=cid) for w in tr.words),
                             user_turns=tuple(replace(p, case_id=cid) for p in tr.user_turns))))
     return out

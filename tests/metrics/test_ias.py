@@ -7,15 +7,16 @@ import csv
 import pytest
 
 from fdeval.errors import FdevalError
-from fdeval.metrics.csvio import write_csv
 from fdeval.benchmarks.instructfd.metrics.ias import METRIC_VERSION, ias_rows, write_markdown
-from fdeval.types import TestCase, Verdict
+from fdeval.benchmarks.instructfd.records import InstructFDCase, Verdict
+from fdeval.metrics.csvio import write_csv
+from fdeval.types import TestCase
 
 
 def case(conv: str, policy: str, judge_policies: tuple[str, ...] | None = None, seed: int = 0) -> TestCase:
     return TestCase(case_id=f"{conv}__{policy}", conversation_id=conv, benchmark="instructfd", scenario="s",
-                    policy_name=policy, system_instruction=None if policy == "none" else "x", turns=(), reference=(),
-                    judge_policies=judge_policies or (policy,), seed=seed)
+                    system_instruction=None if policy == "none" else "x", turns=(),
+                    data=InstructFDCase(policy, (), judge_policies or (policy,)), seed=seed)
 
 
 def V(case_id: str, policy: str, label: str) -> Verdict:

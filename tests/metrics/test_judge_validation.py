@@ -6,7 +6,7 @@ import pytest
 
 from fdeval.errors import FdevalError
 from fdeval.benchmarks.instructfd.metrics.validation import ModelVerdict, binary_scores, load_labels, validate_judge
-from fdeval.types import Verdict
+from fdeval.benchmarks.instructfd.records import Verdict
 
 
 @pytest.mark.parametrize("cells, expected", [

@@ -8,13 +8,14 @@ from statsmodels.stats.multitest import multipletests
 
 from fdeval.benchmarks.instructfd.metrics.ias import ias_rows
 from fdeval.benchmarks.instructfd.metrics.tables import DELTA_COLUMNS, delta_rows, ias_ci_rows, scenario_order, scenario_rows
-from fdeval.types import TestCase, Verdict
+from fdeval.benchmarks.instructfd.records import InstructFDCase, Verdict
+from fdeval.types import TestCase
 
 
 def case(conv: str, policy: str, scenario: str, judge_policies=None) -> TestCase:
     return TestCase(case_id=f"{conv}__{policy}", conversation_id=conv, benchmark="instructfd", scenario=scenario,
-                    policy_name=policy, system_instruction=None if policy == "none" else "x", turns=(), reference=(),
-                    judge_policies=judge_policies or (policy,))
+                    system_instruction=None if policy == "none" else "x", turns=(),
+                    data=InstructFDCase(policy, (), judge_policies or (policy,)))
 
 
 def V(case_id: str, policy: str, label: str) -> Verdict:

@@ -134,7 +134,7 @@ def question_and_barge_in(tts, case_id: str, barge_in_after_s: float = 1.0,
         Turn(case_id, 1, "turn1_interrupt", "barge-in", f"{case_id}/turn1.wav", bi.text, bi.words, bi.duration_s,
              last_timeout_s, barge_in_after_s=barge_in_after_s, barge_in_handling="hold", subtype="interrupt"),
     )
-    case = TestCase(case_id, case_id, "protocol-test", "Add Constraint", "none", None, turns, (), ("acknowledge",))
+    case = TestCase(case_id, case_id, "protocol-test", "Add Constraint", None, turns)
     return case, [q.samples, bi.samples]
 
 

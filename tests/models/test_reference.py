@@ -40,7 +40,7 @@ def paused_case(tts):
     off = a.duration_s + 1.2
     words = a.words + tuple(WordTiming(w.text, w.start_s + off, w.end_s + off) for w in b.words)
     t = Turn("paused", 0, "turn0", "take-turn", "x.wav", f"{a.text} {b.text}", words, len(audio) / 16000, 20.0)
-    case = TestCase("paused", "paused", "instructfd", "Cognitive Pause", "none", None, (t,), (), ("listen",))
+    case = TestCase("paused", "paused", "instructfd", "Cognitive Pause", None, (t,))
     return case, [audio], a.duration_s
 
 

@@ -121,7 +121,7 @@ def test_an_echo_user_answers_the_model_with_its_own_words(clock, vad):
     # Fast speech on both sides keeps the realtime session near 12 s.
     tts, agent = EspeakTTS(rate_wpm=330), ReferenceAgent(rate_wpm=330)
     user = EchoUser(tts, "Can you help me plan my week?")
-    case = TestCase("echo", "echo", "test", "echo", "none", None, (), (), ())
+    case = TestCase("echo", "echo", "test", "echo", None, ())
     cfg = OrchestratorConfig(turns=TurnConfig(silence_s=0.8, trailing_silence_s=0.3))
     res = asyncio.run(run_session(case, None, agent, cfg, LockstepClock() if clock == "lockstep" else RealtimeClock(),
                                   vad, seed=3, policy=user))
@@ -175,7 +175,7 @@ def test_a_session_cut_while_the_policy_thinks_cancels_it(tts, agent, vad):
     syn = tts.synthesize("Hi.")
     user = SilentUser(UserTurn(Turn("q", 0, "q0", "take-turn", "", syn.text, syn.words, syn.duration_s, timeout_s=0.2),
                                syn.samples))
-    case = TestCase("q", "q", "test", "q", "none", None, (), (), ())
+    case = TestCase("q", "q", "test", "q", None, ())
     cfg = OrchestratorConfig(turns=TurnConfig(silence_s=0.3, trailing_silence_s=0.0, max_session_s=1.6))
     res = asyncio.run(run_session(case, None, agent, cfg, RealtimeClock(), vad, policy=user))
     assert res.log.attrs["end_reason"] == "max_session" and user.cancelled
@@ -186,7 +186,7 @@ def test_realtime_scripted_session_ends_on_the_frame_its_closing_wait_ends(tts, 
     """The scripted policy's empty answer is taken at once: no extra frame under the realtime clock."""
     syn = tts.synthesize("Hi.")
     t = Turn("s", 0, "s0", "take-turn", "", syn.text, syn.words, syn.duration_s, timeout_s=0.3)
-    case = TestCase("s", "s", "test", "s", "none", None, (t,), (), ())
+    case = TestCase("s", "s", "test", "s", None, (t,))
     cfg = OrchestratorConfig(turns=TurnConfig(silence_s=0.3, trailing_silence_s=0.0))
     log = asyncio.run(run_session(case, [syn.samples], agent, cfg, RealtimeClock(), vad)).log
     end = [e for e in log.events if e[1] == "session_end"]

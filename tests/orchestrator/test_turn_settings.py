@@ -28,7 +28,7 @@ def _case(barge_in_after_s):
                        barge_in_after_s=barge_in_after_s if k == "barge-in" else None,
                        barge_in_handling="hold" if k == "barge-in" else None,
                        subtype="backchannel" if k == "barge-in" else None) for i, k in enumerate(kinds))
-    return TestCase("c", "c", "instructfd", "s", "none", None, turns, (), ("listen",))
+    return TestCase("c", "c", "instructfd", "s", None, turns)
 
 
 def _scheduled_after_onset(case, cfg, onset_s=2.0):

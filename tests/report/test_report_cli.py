@@ -14,15 +14,16 @@ from fdeval.benchmarks.instructfd.judges.base import verdict_to_dict
 from fdeval.metrics.csvio import write_csv
 from fdeval.report.__main__ import main
 from fdeval.benchmarks.instructfd.reporting.runs import load_run, verdict_table
-from fdeval.types import TestCase, Verdict
+from fdeval.benchmarks.instructfd.records import InstructFDCase, Verdict
+from fdeval.types import TestCase
 
 PROV = {"benchmark": "instructfd", "benchmark_version": "1.0", "metric_version": "1", "seed": 0, "fdeval_version": "0"}
 
 
 def case(conv: str, policy: str, scenario: str, judge_policies=None) -> TestCase:
     return TestCase(case_id=f"{conv}__{policy}", conversation_id=conv, benchmark="instructfd", scenario=scenario,
-                    policy_name=policy, system_instruction=None if policy == "none" else "x", turns=(), reference=(),
-                    judge_policies=judge_policies or (policy,))
+                    system_instruction=None if policy == "none" else "x", turns=(),
+                    data=InstructFDCase(policy, (), judge_policies or (policy,)))
 
 
 def make_run(root: Path, model: str, passes: dict[str, int], base_passes: dict[str, int], n: int = 8) -> Path:

@@ -61,7 +61,7 @@ def _broken(edit) -> dict:
     (lambda d: d["user_turns"][1].update(subtype=None), "user_turns[1].subtype", "barge-in"),
     (lambda d: d["user_turns"][0].update(subtype="interrupt"), "user_turns[0].subtype", "only allowed"),
     (lambda d: d["user_turns"][1].update(index=0), "user_turns[1].index", "twice"),
-    (lambda d: d["user_turns"][0]["triggers"][0].update(kind="cough"), "user_turns[0].triggers[0].kind", "invalid"),
+    (lambda d: d["user_turns"][0]["triggers"][0].update(kind=""), "user_turns[0].triggers[0].kind", "non-empty"),
     (lambda d: d["user_turns"][0].update(cut_short="no"), "user_turns[0].cut_short", "true or false"),
 ])
 def test_validation_names_file_and_field(edit, field, message):

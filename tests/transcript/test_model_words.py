@@ -33,7 +33,7 @@ from fdeval.orchestrator.clock import LockstepClock
 from fdeval.orchestrator.recorder import SessionLog, write_session
 from fdeval.orchestrator.session import OrchestratorConfig, run_session
 from fdeval.transcript.build import MAX_WORD_S, build_transcript
-from fdeval.types import TestCase, Turn
+from fdeval.types import TestCase, Turn, WordTiming
 
 FIXTURE = Path(__file__).with_name("moshi_tiny_pieces.json")
 SR = 16000
@@ -47,7 +47,7 @@ def load_answers() -> list[dict]:
 
 
 def _case(turns=()) -> TestCase:
-    return TestCase(CID, CID, "instructfd", "test", "none", None, tuple(turns), (), ())
+    return TestCase(CID, CID, "instructfd", "test", None, tuple(turns))
 
 
 def write_log(tmp_path: Path, text_rows, duration_s: float, chunks=(), flushes=(), text_stream: str | None = None,
@@ -363,3 +363,29 @@ if __name__ == "__main__":
     answers = [f"  {json.dumps(a, ensure_ascii=False)}" for a in record_answers()]
     FIXTURE.write_text("{\n" + "\n".join(lines) + '\n "answers": [\n' + ",\n".join(answers) + "\n ]\n}\n")
     print("wrote", FIXTURE)
+
+
+# -- marks a benchmark passes in (Instruct-FD's triggers) ----------------------------------------
+def test_turn_marks_move_onto_the_session_clock_and_stop_where_the_turn_did(tmp_path):
+    """`build_transcript(..., triggers=)`: each turn's (kind, offset in its audio) points land at
+    the turn's start plus the offset; a point past where a yield turn stopped is dropped; a turn
+    without an entry has none."""
+    words = tuple(WordTiming(t, 0.3 * i, 0.3 * i + 0.25) for i, t in enumerate("one two three four".split()))
+    turns = [Turn(CID, 0, "turn0", "take-turn", "a.wav", "one two three four", words, 1.2, 20.0),
+             Turn(CID, 1, "turn1", "barge-in", "b.wav", "one two three four", words, 1.2, 20.0,
+                  barge_in_after_s=1.0, barge_in_handling="yield", subtype="interrupt"),
+             Turn(CID, 2, "turn2", "take-turn", "c.wav", "one two three four", words, 1.2, 20.0)]
+    log = SessionLog(CID, SR, FRAME_S, "lockstep")
+    log.duration_s = 8.0
+
+    def row(i, kind, start, end, cut):
+        return {"index": i, "label": f"turn{i}", "turn_type": kind, "subtype": "interrupt" if kind == "barge-in" else "",
+                "scheduled_s": start, "start_s": start, "actual_s": start, "error_s": 0.0, "end_s": end,
+                "cut_short": cut, "onset_s": NAN, "delay_s": NAN, "wait_reason": "", "n_samples_played": 0}
+
+    log.turns = [row(0, "take-turn", 1.0, 2.2, False), row(1, "barge-in", 4.0, 4.5, True), row(2, "take-turn", 6.0, 7.2, False)]
+    h5 = tmp_path / "s.h5"
+    write_session(log, np.zeros(8 * SR, np.float32), np.zeros(8 * SR, np.float32), tmp_path / "s.wav", h5)
+    tr = build_transcript(_case(turns), h5, triggers=[[("backchannel", 0.55)], [("interrupt", 0.2), ("interrupt", 0.9)]])
+    assert [p.triggers_s for p in tr.user_turns] == [(("backchannel", 1.55),), (("interrupt", 4.2),), ()]
+    assert all(p.triggers_s == () for p in build_transcript(_case(turns), h5).user_turns)

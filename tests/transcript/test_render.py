@@ -6,8 +6,8 @@ import pytest
 
 from fdeval.errors import FdevalError
 from fdeval.transcript.io import TranscriptError, parse_rendered
-from fdeval.transcript.render import render, render_reference, render_words, transcript_lines
-from fdeval.types import PlayedTurn, ReferenceLine, TestCase, Transcript, Word
+from fdeval.transcript.render import render, render_words, transcript_lines
+from fdeval.types import PlayedTurn, Transcript, Word
 
 CID = "conv__listen"
 
@@ -96,15 +96,3 @@ def test_parse_rendered_errors(text, field, message):
         parse_rendered(text, CID)
     assert e.value.field == field and message in str(e.value) and CID in str(e.value)
     assert isinstance(e.value, FdevalError)
-
-
-def test_render_reference():
-    case = TestCase(
-        case_id=CID, conversation_id="conv", benchmark="instructfd", scenario="s", policy_name="listen",
-        system_instruction="Listen quietly.", turns=(), judge_policies=("listen",),
-        reference=(ReferenceLine("user", "so my plan is"), ReferenceLine("model", "mm-hmm", "backchannel"),
-                   ReferenceLine("user", "to start early"), ReferenceLine("model", "good idea", "take-turn")))
-    assert render_reference(case) == ("USER: so my plan is\nMODEL [backchannel]: mm-hmm\nUSER: to start early\n"
-                                      "MODEL [take-turn]: good idea")
-    # Read under "listen", the model's scripted backchannel is dropped and the user's speech joined.
-    assert render_reference(case, "listen") == "USER: so my plan is to start early\nMODEL [take-turn]: good idea"

@@ -29,12 +29,13 @@ from fdeval.benchmarks.instructfd.offline import OFFLINE_VERSION
 from fdeval.benchmarks.instructfd.personas import PersonaFileError, file_digest, load_personas
 from fdeval.benchmarks.instructfd.pipeline import (DATA_VERSION, GENERATION_VERSION, GenerationConfig,
                                                    OfflineTextBackend, generate_dataset, report_table)
-from fdeval.benchmarks.instructfd.steps import IAS, Judge, Transcribe
-from fdeval.engine.benchmark import Benchmark
-from fdeval.engine.steps import Metric, Step
+from fdeval.benchmarks.instructfd.records import InstructFDCase
 from fdeval.benchmarks.instructfd.reporting.build import write_cross_report
 from fdeval.benchmarks.instructfd.reporting.runs import load_run
+from fdeval.benchmarks.instructfd.steps import IAS, Judge, Transcribe
 from fdeval.cases import load_cases
+from fdeval.engine.benchmark import Benchmark
+from fdeval.engine.steps import Metric, Step
 from fdeval.errors import ConfigError
 from fdeval.types import TestCase
 
@@ -207,4 +208,4 @@ class InstructFD(Benchmark):
             if self.cases_dir is None:
                 raise ConfigError(f"no generated cases in {data_dir}; run stage=generate (or stage=all) first")
             raise ConfigError(f"benchmark.cases_dir: {cases_dir} is not a folder")
-        return self.select(load_cases(cases_dir, root), self.case_ids)
+        return self.select(load_cases(cases_dir, root, InstructFDCase), self.case_ids)

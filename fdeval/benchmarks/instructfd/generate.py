@@ -39,9 +39,10 @@ from fdeval.audio.tts import EspeakTTS
 from fdeval.benchmarks.instructfd.builtin import BUILTIN_CONVERSATIONS, Conversation, Line, validate_conversation
 from fdeval.benchmarks.instructfd.instructions import render_instruction
 from fdeval.benchmarks.instructfd.markers import CUT_IN_KINDS, ParsedText, Pause, Speech, parse_markers
-from fdeval.cases.schema import NO_POLICY, load_case, write_case
+from fdeval.benchmarks.instructfd.records import NO_POLICY, InstructFDCase, ReferenceLine, Trigger
+from fdeval.cases.schema import load_case, write_case
 from fdeval.errors import CaseError
-from fdeval.types import ReferenceLine, TestCase, Trigger, Turn, WordTiming
+from fdeval.types import TestCase, Turn, WordTiming
 
 BENCHMARK = "instructfd"
 BENCHMARK_VERSION = "1.1"  # 1.1: espeak-ng noise seed pinned (audio no longer varies with the clock)
@@ -190,11 +191,6 @@ def _audio_rel(conversation_id: str, label: str) -> str:
 def _build_turn(plan: TurnPlan, index: int, case_id: str, conversation_id: str, audio: TurnAudio | None,
                 timeout_s: float, barge_in_after_s: float) -> Turn:
     """A Turn; with ``audio=None`` the timing fields are left empty (for freshness comparison)."""
-    triggers = []
-    for m in plan.parsed.markers:
-        if m.kind in CUT_IN_KINDS and plan.turn_type == "take-turn":
-            at_s = 0.0 if audio is None else round(audio.segment_starts_s[m.segment_index], _ROUND)
-            triggers.append(Trigger(m.kind, at_s, m.word_index, m.content))  # type: ignore[arg-type]
     barge = plan.turn_type == "barge-in"
     return Turn(
         case_id=case_id,
@@ -209,8 +205,19 @@ def _build_turn(plan: TurnPlan, index: int, case_id: str, conversation_id: str, 
         barge_in_after_s=float(barge_in_after_s) if barge else None,
         barge_in_handling=("hold" if plan.subtype == "backchannel" else "yield") if barge else None,  # type: ignore[arg-type]
         subtype=plan.subtype if barge else None,  # type: ignore[arg-type]
-        triggers=tuple(triggers),
     )
+
+
+def _build_triggers(plan: TurnPlan, audio: TurnAudio | None) -> tuple[Trigger, ...]:
+    """The model cut-in points of a take-turn (at 0 s with ``audio=None``)."""
+    if plan.turn_type != "take-turn":
+        return ()
+    out = []
+    for m in plan.parsed.markers:
+        if m.kind in CUT_IN_KINDS:
+            at_s = 0.0 if audio is None else round(audio.segment_starts_s[m.segment_index], _ROUND)
+            out.append(Trigger(m.kind, at_s, m.word_index, m.content))  # type: ignore[arg-type]
+    return tuple(out)
 
 
 def build_cases(plan: ConversationPlan, audio: Sequence[TurnAudio] | None, seed: int, timeout_s: float,
@@ -219,6 +226,7 @@ def build_cases(plan: ConversationPlan, audio: Sequence[TurnAudio] | None, seed:
     conv = plan.conversation
     cid = conv.conversation_id
     texts = {p: render_instruction(p, conv.scenario) for p in conv.policies}
+    triggers = tuple(_build_triggers(tp, None if audio is None else audio[i]) for i, tp in enumerate(plan.turns))
     cases = []
     for policy in (*conv.policies, NO_POLICY):
         case_id = _case_id(cid, policy)
@@ -227,31 +235,24 @@ def build_cases(plan: ConversationPlan, audio: Sequence[TurnAudio] | None, seed:
             for i, tp in enumerate(plan.turns)
         )
         instructed = policy != NO_POLICY
-        cases.append(
-            TestCase(
-                case_id=case_id,
-                conversation_id=cid,
-                benchmark=BENCHMARK,
-                scenario=conv.scenario,
-                policy_name=policy,  # type: ignore[arg-type]
-                system_instruction=texts[policy] if instructed else None,
-                turns=turns,
-                reference=plan.reference,
-                judge_policies=(policy,) if instructed else tuple(conv.policies),
-                judge_instructions={policy: texts[policy]} if instructed else dict(texts),
-                seed=seed,
-                version=BENCHMARK_VERSION,
-            )
+        data = InstructFDCase(
+            policy_name=policy,  # type: ignore[arg-type]
+            reference=plan.reference,
+            judge_policies=(policy,) if instructed else tuple(conv.policies),
+            judge_instructions={policy: texts[policy]} if instructed else dict(texts),
+            triggers=triggers,
         )
+        cases.append(TestCase(case_id=case_id, conversation_id=cid, benchmark=BENCHMARK, scenario=conv.scenario,
+                              system_instruction=texts[policy] if instructed else None, turns=turns, seed=seed,
+                              version=BENCHMARK_VERSION, data=data))
     return cases
 
 
 def _without_timing(case: TestCase) -> tuple:
-    turns = tuple(
-        dataclasses.replace(t, words=(), duration_s=0.0, triggers=tuple(dataclasses.replace(g, at_s=0.0) for g in t.triggers))
-        for t in case.turns
-    )
-    return dataclasses.replace(case, turns=turns), tuple(sorted(case.judge_instructions.items()))
+    turns = tuple(dataclasses.replace(t, words=(), duration_s=0.0) for t in case.turns)
+    triggers = tuple(tuple(dataclasses.replace(g, at_s=0.0) for g in tt) for tt in case.data.triggers)
+    data = dataclasses.replace(case.data, triggers=triggers)
+    return dataclasses.replace(case, turns=turns, data=data), tuple(sorted(case.data.judge_instructions.items()))
 
 
 def _load_fresh(out_dir: Path, expected: list[TestCase]) -> list[TestCase] | None:
@@ -262,7 +263,7 @@ def _load_fresh(out_dir: Path, expected: list[TestCase]) -> list[TestCase] | Non
         if not path.is_file():
             return None
         try:
-            case = load_case(path, out_dir)  # also checks that every audio file exists
+            case = load_case(path, out_dir, InstructFDCase)  # also checks that every audio file exists
         except CaseError:
             return None
         if _without_timing(case) != _without_timing(want):

@@ -39,6 +39,7 @@ from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 
 from fdeval.benchmarks.instructfd.judges.base import verdict_to_dict
+from fdeval.benchmarks.instructfd.records import InstructFDCase
 from fdeval.cases import load_case
 from fdeval.errors import CaseError, FdevalError
 from fdeval.settings import CONF_DIR  # importing settings registers the schemas the YAML names
@@ -170,7 +171,7 @@ def transcript_from_words(case: TestCase, words: Sequence[Word], *, path: str = 
         n_played = min(covered, n_total) if yields else n_total
         triggers = []
         offset0 = turn.words[0].start_s if turn.words else 0.0
-        for tr in turn.triggers:
+        for tr in case.data.turn_triggers(turn.index):
             if tr.word_index == 0:
                 at = start
             elif tr.word_index - 1 in at_pos:
@@ -247,13 +248,14 @@ def make_judge(name: str, overrides: Sequence[str] = ()):
 def run(case_path: str, transcript_path: str, policy: str | None = None, judge: str = "rules",
         root: str | None = None, overrides: Sequence[str] = ()) -> list[dict]:
     """The verdicts (as verdict-file dicts) of one case's transcript."""
-    case = load_case(case_path, root)
-    if policy is not None and policy not in case.judge_policies:
+    case = load_case(case_path, root, InstructFDCase)
+    judged = case.data.judge_policies
+    if policy is not None and policy not in judged:
         raise CaseError(case_path, case.case_id, "judge_policies",
-                        f"--policy {policy!r} is not judged for this case; valid: {', '.join(case.judge_policies)}")
+                        f"--policy {policy!r} is not judged for this case; valid: {', '.join(judged)}")
     transcript = load_session_transcript(transcript_path, case)
     j = make_judge(judge, overrides)
-    policies = [policy] if policy is not None else list(case.judge_policies)
+    policies = [policy] if policy is not None else list(judged)
     return [verdict_to_dict(j.judge(case, p, transcript)) for p in policies]
 
 

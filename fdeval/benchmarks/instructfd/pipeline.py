@@ -66,16 +66,17 @@ from fdeval.benchmarks.instructfd.instructions import SCENARIOS
 from fdeval.benchmarks.instructfd.markers import MarkerError, Speech, parse_markers
 from fdeval.benchmarks.instructfd.offline import OfflineBackend
 from fdeval.benchmarks.instructfd.personas import Persona
+from fdeval.benchmarks.instructfd.records import NO_POLICY, POLICIES, InstructFDCase
 from fdeval.benchmarks.instructfd.specs import (
     SCENARIO_ORDER,
     SPECS,
     ScenarioSpec,
     check_against_spec,
 )
-from fdeval.cases.schema import NO_POLICY, case_from_dict, case_to_dict, write_case
+from fdeval.cases.schema import case_from_dict, case_to_dict, write_case
 from fdeval.errors import CaseError, FdevalError
 from fdeval.files import write_json_atomic
-from fdeval.types import POLICIES, TestCase
+from fdeval.types import TestCase
 
 log = logging.getLogger("fdeval")
 
@@ -407,7 +408,7 @@ def _write_conversation(job: _Job, pool: _SynthPool, out_dir: Path, cfg: Generat
     # Validate every case before writing anything, so a bad conversation leaves no files.
     try:
         for case in cases:
-            case_from_dict(case_to_dict(case), f"<{case.case_id}>", None)
+            case_from_dict(case_to_dict(case), f"<{case.case_id}>", None, InstructFDCase)
     except CaseError as e:
         return None, f"alignment: {e.field}: {e.message}"
     for tp, ta in zip(job.plan.turns, audio):
@@ -586,7 +587,7 @@ def _report(cfg: GenerationConfig, dplan: DatasetPlan, accepted, tts_discards, c
         for draft, cases in items:
             all_drafts.append(draft)
             for c in cases:
-                sc_policies[c.policy_name] += 1
+                sc_policies[c.data.policy_name] += 1
             audio_s += sum(t.duration_s for t in cases[0].turns)
         by_policy.update({k: v for k, v in sc_policies.items() if k != NO_POLICY})
         sp = dplan.scenarios[name]

@@ -17,17 +17,17 @@ from typing import Any, Mapping
 from omegaconf import OmegaConf
 
 import fdeval
+from fdeval.benchmarks.instructfd.judges.base import VerdictError, verdict_from_dict, verdict_to_dict
+from fdeval.benchmarks.instructfd.metrics.ias import METRIC_VERSION, ias_rows, write_markdown
+from fdeval.benchmarks.instructfd.reporting.build import ReportSettings, RunData, write_run_report
+from fdeval.benchmarks.instructfd.reporting.runs import verdict_table
+from fdeval.cases.jsonfile import read_json_file
 from fdeval.engine.executor import read_outputs
 from fdeval.engine.run import Run, build
 from fdeval.engine.steps import CaseStep, Metric, Result, Unit
 from fdeval.files import write_json_atomic, write_text_atomic
-from fdeval.benchmarks.instructfd.judges.base import VerdictError, verdict_from_dict, verdict_to_dict
 from fdeval.metrics.csvio import write_csv
-from fdeval.benchmarks.instructfd.metrics.ias import METRIC_VERSION, ias_rows, write_markdown
-from fdeval.benchmarks.instructfd.reporting.build import ReportSettings, RunData, write_run_report
-from fdeval.benchmarks.instructfd.reporting.runs import verdict_table
 from fdeval.transcript.build import build_transcript
-from fdeval.cases.jsonfile import read_json_file
 from fdeval.transcript.io import TranscriptError, transcript_from_dict, transcript_to_dict
 from fdeval.transcript.render import render
 from fdeval.types import TestCase
@@ -58,7 +58,8 @@ class Transcribe(CaseStep):
     def make(self, run: Run, unit: Unit) -> dict[str, Any]:
         h5, wav = run.folder.session_paths(unit.case_id)
         model_words = None if self.asr is None else self.asr.transcribe_channel(wav, 1, unit.case_id, "model")
-        tr = build_transcript(unit.case, h5, model_words=model_words)
+        triggers = [[(t.kind, t.at_s) for t in turn] for turn in unit.case.data.triggers]
+        tr = build_transcript(unit.case, h5, model_words=model_words, triggers=triggers)
         write_text_atomic(unit.path.with_suffix(".txt"), render(tr) + "\n")
         return transcript_to_dict(tr)
 
@@ -95,7 +96,7 @@ class Judge(CaseStep):
         return run.component("judge").provenance()
 
     def keys(self, case: TestCase) -> tuple[str, ...]:
-        return tuple(case.judge_policies)
+        return tuple(case.data.judge_policies)
 
     def make(self, run: Run, unit: Unit) -> dict[str, Any]:
         judge = run.component("judge")

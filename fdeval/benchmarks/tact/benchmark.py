@@ -162,8 +162,8 @@ class Tact(Benchmark):
                                   (), piece.end_s - piece.start_s, BARGE_IN_TIMEOUT_S if barge else TAKE_TURN_TIMEOUT_S,
                                   barge_in_after_s=piece.barge_in_after_s if barge else None,
                                   barge_in_handling="hold" if barge else None, subtype="interrupt" if barge else None))
-            out.append(TestCase(cid, e.episode_id, "tact", e.category, "none", synopsis, tuple(turns), (), (),
-                                seed=0, version=self.version))
+            out.append(TestCase(cid, e.episode_id, "tact", e.category, synopsis, tuple(turns), seed=0,
+                                version=self.version))
         return out
 
     # -- engine hooks -------------------------------------------------------------------------

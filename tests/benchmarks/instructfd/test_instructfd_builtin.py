@@ -5,7 +5,7 @@ import pytest
 from fdeval.benchmarks.instructfd.builtin import BUILTIN_CONVERSATIONS, Conversation, M, U, validate_conversation
 from fdeval.benchmarks.instructfd.generate import build_reference, plan_conversation
 from fdeval.benchmarks.instructfd.instructions import SCENARIOS
-from fdeval.types import POLICIES, ReferenceLine
+from fdeval.benchmarks.instructfd.records import POLICIES, ReferenceLine
 
 
 def test_builtin_set_size_and_coverage() -> None:

@@ -12,7 +12,7 @@ from fdeval.benchmarks.instructfd.instructions import (
     primary_policy,
     render_instruction,
 )
-from fdeval.types import POLICIES
+from fdeval.benchmarks.instructfd.records import POLICIES
 
 
 def test_five_instructions_with_one_trigger_slot() -> None:

@@ -14,8 +14,10 @@ from fdeval.audio.io import read_wav
 from fdeval.benchmarks.instructfd.builtin import BUILTIN_CONVERSATIONS
 from fdeval.benchmarks.instructfd.generate import BENCHMARK_VERSION, generate_builtin
 from fdeval.benchmarks.instructfd.instructions import render_instruction
-from fdeval.cases import load_cases, reference_for_policy
-from fdeval.types import POLICIES, TestCase
+from fdeval.benchmarks.instructfd.reference import reference_for_policy
+from fdeval.cases import load_cases
+from fdeval.benchmarks.instructfd.records import POLICIES, InstructFDCase
+from fdeval.types import TestCase
 
 SEED = 5
 
@@ -32,26 +34,26 @@ def _mtimes(root: Path) -> dict[str, int]:
 
 def test_cases_cover_all_policies_and_baselines(generated) -> None:
     out, cases = generated
-    instructed = [c for c in cases if c.policy_name != "none"]
+    instructed = [c for c in cases if c.data.policy_name != "none"]
     assert len(instructed) >= 10
-    assert set(c.policy_name for c in instructed) == set(POLICIES)
+    assert set(c.data.policy_name for c in instructed) == set(POLICIES)
     by_conv: dict[str, list[TestCase]] = {}
     for c in cases:
         by_conv.setdefault(c.conversation_id, []).append(c)
     assert set(by_conv) == {c.conversation_id for c in BUILTIN_CONVERSATIONS}
     for conv in BUILTIN_CONVERSATIONS:
-        group = {c.policy_name: c for c in by_conv[conv.conversation_id]}
+        group = {c.data.policy_name: c for c in by_conv[conv.conversation_id]}
         assert set(group) == {*conv.policies, "none"}
         base = group["none"]
         assert base.case_id == f"{conv.conversation_id}__none" and base.system_instruction is None
-        assert base.judge_policies == conv.policies
+        assert base.data.judge_policies == conv.policies
         for p in conv.policies:
             c = group[p]
-            assert c.case_id == f"{conv.conversation_id}__{p}" and c.judge_policies == (p,)
-            assert c.system_instruction == render_instruction(p, conv.scenario) == base.judge_instructions[p]
+            assert c.case_id == f"{conv.conversation_id}__{p}" and c.data.judge_policies == (p,)
+            assert c.system_instruction == render_instruction(p, conv.scenario) == base.data.judge_instructions[p]
             # same conversation, different instruction: identical turns and reference
             assert [t.audio_path for t in c.turns] == [t.audio_path for t in base.turns]
-            assert c.reference == base.reference
+            assert c.data.reference == base.data.reference
     for c in cases:
         assert c.seed == SEED and c.version == BENCHMARK_VERSION and c.benchmark == "instructfd"
     assert [c.case_id for c in cases] == sorted(c.case_id for c in cases)
@@ -59,9 +61,9 @@ def test_cases_cover_all_policies_and_baselines(generated) -> None:
 
 def test_loads_back_identically(generated) -> None:
     out, cases = generated
-    loaded = load_cases(out / "cases", out)
+    loaded = load_cases(out / "cases", out, InstructFDCase)
     assert loaded == cases
-    assert [c.judge_instructions for c in loaded] == [c.judge_instructions for c in cases]
+    assert [c.data.judge_instructions for c in loaded] == [c.data.judge_instructions for c in cases]
 
 
 def test_turn_fields_and_audio(generated) -> None:
@@ -86,7 +88,7 @@ def test_turn_fields_and_audio(generated) -> None:
             total += turn.duration_s
     conv_s = {}
     for case in cases:
-        if case.policy_name == "none":
+        if case.data.policy_name == "none":
             conv_s[case.conversation_id] = sum(t.duration_s for t in case.turns)
     assert all(8.0 <= s <= 25.0 for s in conv_s.values()), conv_s
 
@@ -96,12 +98,12 @@ def test_trigger_times_fall_between_neighbouring_words(generated) -> None:
     n = Counter()
     for case in cases:
         for turn in case.turns:
-            for trig in turn.triggers:
+            for trig in case.data.turn_triggers(turn.index):
                 n[trig.kind] += 1
                 before, after = turn.words[trig.word_index - 1], turn.words[trig.word_index]
                 assert before.end_s <= trig.at_s <= after.start_s, (case.case_id, trig)
                 # the marker sits in the reference between the user speech before and after it
-                ref = [r for r in case.reference if r.tag == trig.kind and r.speaker == "model"]
+                ref = [r for r in case.data.reference if r.tag == trig.kind and r.speaker == "model"]
                 assert any(r.text == trig.phrase for r in ref)
     assert n["backchannel"] >= 3 and n["interrupt"] >= 2
 
@@ -121,10 +123,10 @@ def test_pause_is_audible_as_silence(generated) -> None:
 def test_reference_for_listen_drops_model_cut_ins(generated) -> None:
     _, cases = generated
     case = next(c for c in cases if c.case_id == "weekend_trip_thinking__listen")
-    ref = reference_for_policy(case.reference, "listen")
+    ref = reference_for_policy(case.data.reference, "listen")
     assert not any(r.speaker == "model" and r.tag in ("backchannel", "interrupt") for r in ref)
     assert ref[2].speaker == "user" and ref[2].text == case.turns[1].text
-    assert reference_for_policy(case.reference, "backchannel") == case.reference
+    assert reference_for_policy(case.data.reference, "backchannel") == case.data.reference
 
 
 def test_rerun_is_idempotent(generated, espeak) -> None:
@@ -153,7 +155,7 @@ def test_missing_or_stale_files_are_regenerated(generated, espeak, tmp_path: Pat
     assert (out / "audio" / "venus_stargazing" / "turn2.wav").is_file()
     assert json.loads(stale.read_text())["version"] == BENCHMARK_VERSION
     assert untouched.stat().st_mtime_ns == t_untouched
-    assert load_cases(out / "cases", out) == cases
+    assert load_cases(out / "cases", out, InstructFDCase) == cases
     # audio is deterministic: regenerated files are byte-identical
     assert (out / "audio" / "venus_stargazing" / "turn2.wav").read_bytes() == (
         src / "audio" / "venus_stargazing" / "turn2.wav"
@@ -167,7 +169,7 @@ def test_changed_parameters_rewrite_cases(generated, espeak, tmp_path: Path) -> 
     one = [c for c in BUILTIN_CONVERSATIONS if c.conversation_id == "balcony_tomatoes"]
     cases = generate_builtin(out, espeak, seed=SEED, timeout_s=9.0, barge_in_after_s=2.5, conversations=one)
     assert {t.timeout_s for c in cases for t in c.turns} == {9.0}
-    assert {t.timeout_s for c in load_cases(out / "cases", out) if c.conversation_id == "balcony_tomatoes" for t in c.turns} == {9.0}
+    assert {t.timeout_s for c in load_cases(out / "cases", out, InstructFDCase) if c.conversation_id == "balcony_tomatoes" for t in c.turns} == {9.0}
 
 
 def test_seed_changes_wording(espeak, tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ from fdeval.benchmarks.instructfd.specs import (
     check_against_spec,
     spoken_text_problem,
 )
-from fdeval.types import POLICIES
+from fdeval.benchmarks.instructfd.records import POLICIES
 
 TABLE_2 = {
     "scenarios": {"backchannel": 5, "listen": 4, "interrupt": 5, "continue": 5, "acknowledge": 10},
@@ -63,17 +63,17 @@ def test_planned_cases_match_table_2_before_any_synthesis(full_plans) -> None:
     plan = full_plans[0]
     cases = plan.cases()
     assert set(cases) == set(SCENARIOS)
-    by_policy = Counter(c.policy_name for cs in cases.values() for c in cs)
+    by_policy = Counter(c.data.policy_name for cs in cases.values() for c in cs)
     assert {p: by_policy[p] for p in POLICIES} == TABLE_2["instructed"]
     assert by_policy["none"] == 696
     for name, cs in cases.items():
         assert len({c.conversation_id for c in cs}) == 24
-        assert Counter(c.policy_name for c in cs) == Counter({**{p: 24 for p in SCENARIOS[name].policies}, "none": 24})
+        assert Counter(c.data.policy_name for c in cs) == Counter({**{p: 24 for p in SCENARIOS[name].policies}, "none": 24})
         by_conv: dict[str, list] = {}
         for c in cs:
             by_conv.setdefault(c.conversation_id, []).append(c)
         for group in by_conv.values():  # same conversation, different instruction: same turns and reference
-            assert len({(c.reference, tuple(t.text for t in c.turns)) for c in group}) == 1
+            assert len({(c.data.reference, tuple(t.text for t in c.turns)) for c in group}) == 1
     assert all(sp.discards == Counter() for sp in plan.scenarios.values())  # the grammars never fail
 
 

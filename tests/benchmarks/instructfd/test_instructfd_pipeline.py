@@ -21,9 +21,10 @@ from fdeval.benchmarks.instructfd.pipeline import (
     generate_dataset,
     plan_dataset,
 )
-from fdeval.cases import load_cases, reference_for_policy
+from fdeval.benchmarks.instructfd.reference import reference_for_policy
+from fdeval.cases import load_cases
 from fdeval.errors import ConfigError, FdevalError
-from fdeval.types import POLICIES
+from fdeval.benchmarks.instructfd.records import POLICIES, InstructFDCase
 
 SEED = 3
 
@@ -43,18 +44,18 @@ def _mtimes(root: Path) -> dict[str, int]:
 
 def test_one_conversation_per_scenario_loads_back(generated) -> None:
     bench, data_dir, cases = generated
-    assert cases == load_cases(data_dir / "cases", data_dir)
-    by_policy = Counter(c.policy_name for c in cases)
+    assert cases == load_cases(data_dir / "cases", data_dir, InstructFDCase)
+    by_policy = Counter(c.data.policy_name for c in cases)
     assert {p: by_policy[p] for p in POLICIES} == {"backchannel": 5, "listen": 13, "interrupt": 5, "continue": 5,
                                                   "acknowledge": 10}
     assert by_policy["none"] == 29 and len({c.conversation_id for c in cases}) == 29
     assert {c.scenario for c in cases} == set(SCENARIOS)
     for c in cases:
         assert c.version == DATA_VERSION == bench.version and c.seed == SEED
-        base = next(b for b in cases if b.conversation_id == c.conversation_id and b.policy_name == "none")
-        assert c.reference == base.reference and [t.audio_path for t in c.turns] == [t.audio_path for t in base.turns]
-        if c.policy_name != "none":
-            assert c.judge_policies == (c.policy_name,)
+        base = next(b for b in cases if b.conversation_id == c.conversation_id and b.data.policy_name == "none")
+        assert c.data.reference == base.data.reference and [t.audio_path for t in c.turns] == [t.audio_path for t in base.turns]
+        if c.data.policy_name != "none":
+            assert c.data.judge_policies == (c.data.policy_name,)
     plan = plan_dataset(bench.generation_config(SEED), OfflineTextBackend(), load_personas())
     planned = sorted(c.case_id for cs in plan.cases().values() for c in cs)
     assert planned == [c.case_id for c in cases]  # the planning step predicts the written set exactly
@@ -63,12 +64,12 @@ def test_one_conversation_per_scenario_loads_back(generated) -> None:
 def test_markers_become_exact_triggers_and_barge_ins(generated) -> None:
     _, data_dir, cases = generated
     kinds: Counter[str] = Counter()
-    for case in (c for c in cases if c.policy_name == "none"):
+    for case in (c for c in cases if c.data.policy_name == "none"):
         spec_cut = SCENARIOS[case.scenario].policies
         for turn in case.turns:
             samples, sr = read_wav(data_dir / turn.audio_path)
             assert abs(samples.shape[0] / sr - turn.duration_s) < 1e-3 and np.abs(samples).max() > 0.05
-            for trig in turn.triggers:
+            for trig in case.data.turn_triggers(turn.index):
                 kinds[f"trigger:{trig.kind}"] += 1
                 assert trig.kind in spec_cut
                 before, after = turn.words[trig.word_index - 1], turn.words[trig.word_index]
@@ -78,7 +79,7 @@ def test_markers_become_exact_triggers_and_barge_ins(generated) -> None:
                 assert turn.barge_in_handling == {"backchannel": "hold", "interrupt": "yield"}[turn.subtype]
                 assert turn.barge_in_after_s == 3.0
         if "listen" in spec_cut:  # under listen, the reference keeps no model cut-in
-            ref = reference_for_policy(case.reference, "listen")
+            ref = reference_for_policy(case.data.reference, "listen")
             assert not any(r.speaker == "model" and r.tag in ("backchannel", "interrupt") for r in ref)
     assert kinds == {"trigger:backchannel": 5, "trigger:interrupt": 5, "barge-in:backchannel": 5,
                      "barge-in:interrupt": 10}

@@ -93,7 +93,7 @@ class Toy(Benchmark):
             cid = f"toy{k}"
             words = tuple(WordTiming(*w) for w in meta["words"])
             turn = Turn(cid, 0, "question", "take-turn", f"audio/q{k}.wav", meta["text"], words, meta["duration_s"], 10.0)
-            cases.append(TestCase(cid, cid, "toy", "question", "none", None, (turn,), (), ()))
+            cases.append(TestCase(cid, cid, "toy", "question", None, (turn,)))
         return cases
 
     def steps(self):

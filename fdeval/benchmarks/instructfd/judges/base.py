@@ -2,7 +2,7 @@
 
 A judge decides whether the model in one session followed one turn-management instruction:
 ``judge(case, policy, transcript) -> Verdict``. An instructed case is judged against its own
-policy; an un-instructed baseline against each policy of its conversation (``case.judge_policies``),
+policy; an un-instructed baseline against each policy of its conversation (``judge_policies``),
 which is what delta-IAS compares. A verdict is ``adhere``, ``not_adhere`` or ``error``; ``error``
 means the pair could not be judged (bad input, unknown policy, judge failure) and is never
 counted as a failure (see :mod:`fdeval.benchmarks.instructfd.metrics.ias`).
@@ -21,7 +21,8 @@ from typing import Any
 from fdeval.cases.jsonfile import read_json_file
 from fdeval.errors import FileFieldError
 from fdeval.files import write_json_atomic
-from fdeval.types import TestCase, Transcript, Verdict
+from fdeval.benchmarks.instructfd.records import Verdict
+from fdeval.types import TestCase, Transcript
 
 VERDICT_LABELS = ("adhere", "not_adhere", "error")
 VERDICT_KEYS = ("case_id", "policy", "verdict", "reasoning", "judge", "judge_version", "prompt_hash", "checks")
@@ -65,8 +66,8 @@ class Judge(ABC):
 
 
 def judge_case(judge: Judge, case: TestCase, transcript: Transcript) -> list[Verdict]:
-    """`case`'s verdicts under every policy it is judged against (``case.judge_policies``)."""
-    return [judge.judge(case, policy, transcript) for policy in case.judge_policies]
+    """`case`'s verdicts under every policy it is judged against (``case.data.judge_policies``)."""
+    return [judge.judge(case, policy, transcript) for policy in case.data.judge_policies]
 
 
 # --------------------------------------------------------------------------------------------

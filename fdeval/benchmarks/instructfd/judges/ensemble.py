@@ -28,9 +28,10 @@ from typing import Any, Sequence
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from fdeval.errors import ConfigError
 from fdeval.benchmarks.instructfd.judges.base import Judge
-from fdeval.types import TestCase, Transcript, Verdict
+from fdeval.benchmarks.instructfd.records import Verdict
+from fdeval.errors import ConfigError
+from fdeval.types import TestCase, Transcript
 
 ENSEMBLE_VERSION = "1"
 

@@ -3,7 +3,7 @@
 For each (case, instruction) pair the model reads three inputs: the instruction text, the session
 transcript as time-stamped overlap-marked lines (:func:`fdeval.transcript.render.render`) and the
 expected turn-taking reference under that instruction
-(:func:`fdeval.transcript.render.render_reference`). The system prompt (:data:`SYSTEM_PROMPT`,
+(:func:`fdeval.benchmarks.instructfd.reference.render_reference`). The system prompt (:data:`SYSTEM_PROMPT`,
 written for fdeval) explains the transcript conventions, defines the turn-taking events, gives the
 classification criteria with the paper's thresholds, prescribes five steps (degenerate checks; the
 instruction as rules; an event timeline; each rule checked; a verdict) and asks for one JSON object
@@ -49,9 +49,11 @@ import re
 from typing import Any
 
 from fdeval.benchmarks.instructfd.judges.base import Judge
+from fdeval.benchmarks.instructfd.records import Verdict
+from fdeval.benchmarks.instructfd.reference import render_reference
 from fdeval.llm.client import LLMClient, LLMConfigError, LLMError, LLMResponse, LLMUnavailable
-from fdeval.transcript.render import render, render_reference
-from fdeval.types import TestCase, Transcript, Verdict
+from fdeval.transcript.render import render
+from fdeval.types import TestCase, Transcript
 
 # Bump when the prompt templates, the inputs given to them or the reading of answers change.
 LLM_JUDGE_VERSION = "1"
@@ -267,8 +269,8 @@ def prompt_hash_of(model: str, temperature: float | None, endpoint: str) -> str:
 def instruction_text(case: TestCase, policy: str) -> str | None:
     """The instruction `case` is judged against under `policy`: its own system instruction, or
     (an un-instructed baseline) the sibling instruction in ``case.judge_instructions``."""
-    text = case.judge_instructions.get(policy)
-    if not text and policy == case.policy_name:
+    text = case.data.judge_instructions.get(policy)
+    if not text and policy == case.data.policy_name:
         text = case.system_instruction
     return text.strip() if isinstance(text, str) and text.strip() else None
 
@@ -338,9 +340,9 @@ class LLMJudge(Judge):
         if transcript.case_id != cid:
             return self.verdict(cid, policy, "error", f"Not judged: the transcript belongs to case "
                                 f"{transcript.case_id!r}, not {cid!r}")
-        if policy not in case.judge_policies:
+        if policy not in case.data.judge_policies:
             return self.verdict(cid, policy, "error", f"Not judged: case {cid!r} is not judged against {policy!r} "
-                                f"(its judge policies: {', '.join(case.judge_policies) or 'none'})")
+                                f"(its judge policies: {', '.join(case.data.judge_policies) or 'none'})")
         try:
             system, prompt = self.prompt_for(case, policy, transcript)
         except ValueError as e:

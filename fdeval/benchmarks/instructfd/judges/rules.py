@@ -34,9 +34,10 @@ from bisect import bisect_left
 from dataclasses import asdict, dataclass, field, fields
 from typing import Callable
 
-from fdeval.errors import ConfigError
 from fdeval.benchmarks.instructfd.judges.base import Judge
-from fdeval.types import POLICIES, PlayedTurn, TestCase, Transcript, Turn, Verdict, Word
+from fdeval.benchmarks.instructfd.records import POLICIES, Verdict
+from fdeval.errors import ConfigError
+from fdeval.types import PlayedTurn, TestCase, Transcript, Turn, Word
 
 RULES_VERSION = "1"
 EPS_S = 1e-6
@@ -194,7 +195,8 @@ def _user_turns(case: TestCase, transcript: Transcript, tol: float) -> list[_Use
         n_total = p.n_words_total or (len(scripted.words) if scripted else 0) or len(s)
         triggers = list(p.triggers_s)
         if not triggers and scripted is not None:
-            triggers = [(tr.kind, p.start_s + tr.at_s) for tr in scripted.triggers if p.start_s + tr.at_s < p.end_s]
+            triggers = [(tr.kind, p.start_s + tr.at_s) for tr in case.data.turn_triggers(scripted.index)
+                        if p.start_s + tr.at_s < p.end_s]
         out.append(_UserTurn(p, list(s), n_total, sorted(triggers, key=lambda kt: kt[1])))
     return out
 
@@ -298,9 +300,9 @@ class RulesJudge(Judge):
             raise _Unjudgeable(f"{policy!r} is not one of the instructions the rules know ({', '.join(POLICIES)})")
         if transcript.case_id != case.case_id:
             raise _Unjudgeable(f"the transcript belongs to case {transcript.case_id!r}, not {case.case_id!r}")
-        if policy not in case.judge_policies:
+        if policy not in case.data.judge_policies:
             raise _Unjudgeable(f"case {case.case_id!r} is not judged against {policy!r} "
-                               f"(its judge policies: {', '.join(case.judge_policies) or 'none'})")
+                               f"(its judge policies: {', '.join(case.data.judge_policies) or 'none'})")
         if not transcript.user_turns:
             raise _Unjudgeable("the transcript has no played user turns")
 
@@ -386,7 +388,7 @@ class RulesJudge(Judge):
             return
         if policy in ("backchannel", "interrupt"):
             what = f"{policy} trigger"
-            scripted = [t for t in case.turns if any(tr.kind == policy for tr in t.triggers)]
+            scripted = [t for t in case.turns if any(tr.kind == policy for tr in case.data.turn_triggers(t.index))]
             present = [ut for ut in turns if any(k == policy for k, _ in ut.triggers)]
         else:
             subtype = "backchannel" if policy == "continue" else "interrupt"

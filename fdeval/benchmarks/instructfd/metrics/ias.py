@@ -24,14 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from fdeval.benchmarks.instructfd.records import NO_POLICY, POLICIES, Verdict
 from fdeval.errors import FdevalError
 from fdeval.files import write_text_atomic
 from fdeval.metrics.csvio import columns
 from fdeval.metrics.format import md_cell
-from fdeval.types import POLICIES, TestCase, Verdict
+from fdeval.types import TestCase
 
 METRIC_VERSION = "1"
-NO_POLICY = "none"
 OVERALL = "overall"
 METRIC_COLUMNS = ("instruction", "n", "n_pass", "n_error", "ias", "n_pairs", "baseline_ias", "delta_ias")
 
@@ -86,14 +86,14 @@ def join_verdicts(verdicts: list[Verdict], cases: Mapping[str, TestCase]) -> Joi
         if (v.case_id, v.policy) in seen:
             raise FdevalError(f"score: two verdicts for case {v.case_id!r} under {v.policy!r}")
         seen.add((v.case_id, v.policy))
-        if case.policy_name == NO_POLICY:
+        if case.data.policy_name == NO_POLICY:
             key = (case.conversation_id, case.seed, v.policy)
             if key in baselines:
                 raise FdevalError(f"score: baselines {baselines[key].case_id!r} and {v.case_id!r} both pair with "
                                   f"conversation {case.conversation_id!r} (seed {case.seed}) under {v.policy!r}")
             baselines[key] = v
-        elif v.policy != case.policy_name:
-            raise FdevalError(f"score: instructed case {v.case_id!r} ({case.policy_name}) was judged against "
+        elif v.policy != case.data.policy_name:
+            raise FdevalError(f"score: instructed case {v.case_id!r} ({case.data.policy_name}) was judged against "
                               f"{v.policy!r}; instructed cases are judged only against their own instruction")
         else:
             instructed.setdefault(v.policy, []).append(v)

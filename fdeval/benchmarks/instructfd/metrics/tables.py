@@ -22,8 +22,9 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from fdeval.benchmarks.instructfd.metrics.ias import OVERALL, ias_rows, join_verdicts, with_provenance
+from fdeval.benchmarks.instructfd.records import POLICIES, Verdict
 from fdeval.metrics.stats import bootstrap_mean, discordant, holm, mcnemar_exact
-from fdeval.types import POLICIES, TestCase, Verdict
+from fdeval.types import TestCase
 
 IAS_CI_COLUMNS = ("instruction", "n", "n_error", "n_judged", "n_pass", "ias", "ias_ci_low", "ias_ci_high",
                   "ci_method", "ci_level", "boot_unit", "boot_n", "boot_resamples", "boot_seed")
@@ -89,7 +90,7 @@ def scenario_order(cases: Mapping[str, TestCase]) -> list[str]:
     """Scenarios by the first instruction (taxonomy order) that any of their instructed cases carry, then name."""
     rank: dict[str, int] = {}
     for c in cases.values():
-        r = POLICIES.index(c.policy_name) if c.policy_name in POLICIES else len(POLICIES)
+        r = POLICIES.index(c.data.policy_name) if c.data.policy_name in POLICIES else len(POLICIES)
         rank[c.scenario] = min(rank.get(c.scenario, r), r)
     return sorted(rank, key=lambda s: (rank[s], s))
 

@@ -34,9 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from fdeval.metrics.csvio import CsvError, read_csv_rows
 from fdeval.benchmarks.instructfd.metrics.ias import with_provenance
-from fdeval.types import POLICIES, Verdict
+from fdeval.benchmarks.instructfd.records import POLICIES, Verdict
+from fdeval.metrics.csvio import CsvError, read_csv_rows
 
 LABEL_COLUMNS = ("case_id", "policy", "label")
 LABEL_OPTIONAL = ("model", "annotator", "notes")

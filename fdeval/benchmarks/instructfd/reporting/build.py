@@ -22,16 +22,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from fdeval.benchmarks.instructfd.metrics.ias import OVERALL
+from fdeval.benchmarks.instructfd.metrics.tables import delta_rows, ias_ci_rows, scenario_order, scenario_rows
+from fdeval.benchmarks.instructfd.metrics.validation import ModelVerdict, Validation, load_labels, validate_judge
+from fdeval.benchmarks.instructfd.records import POLICIES, Verdict
+from fdeval.benchmarks.instructfd.reporting.figure import write_ias_figure
 from fdeval.errors import ConfigError
 from fdeval.files import write_text_atomic
 from fdeval.metrics.csvio import write_csv
-from fdeval.benchmarks.instructfd.metrics.ias import OVERALL
-from fdeval.metrics.stats import CI_METHODS
-from fdeval.benchmarks.instructfd.metrics.tables import delta_rows, ias_ci_rows, scenario_order, scenario_rows
-from fdeval.benchmarks.instructfd.metrics.validation import ModelVerdict, Validation, load_labels, validate_judge
-from fdeval.benchmarks.instructfd.reporting.figure import write_ias_figure
 from fdeval.metrics.format import Column, Table, to_latex, to_markdown
-from fdeval.types import POLICIES, TestCase, Verdict
+from fdeval.metrics.stats import CI_METHODS
+from fdeval.types import TestCase
 
 FIGURE = "ias_by_instruction.png"
 

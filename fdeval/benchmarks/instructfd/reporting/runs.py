@@ -22,19 +22,19 @@ from typing import Any, Mapping
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 
+from fdeval.benchmarks.instructfd.judges.base import VERDICT_LABELS, VerdictError, verdict_from_dict
+from fdeval.benchmarks.instructfd.metrics.ias import METRIC_VERSION
+from fdeval.benchmarks.instructfd.records import InstructFDCase, Verdict
 from fdeval.benchmarks.instructfd.reporting.build import RunData
 from fdeval.cases.jsonfile import read_json_file
-from fdeval.errors import FdevalError
-from fdeval.benchmarks.instructfd.judges.base import VerdictError, verdict_from_dict
-from fdeval.metrics.csvio import CsvError, read_csv_rows
-from fdeval.benchmarks.instructfd.metrics.ias import METRIC_VERSION
 from fdeval.engine.identity import data_dir
-from fdeval.types import TestCase, Verdict
+from fdeval.errors import FdevalError
+from fdeval.metrics.csvio import CsvError, read_csv_rows
+from fdeval.types import TestCase
 
 VERDICT_TABLE = ("case_id", "policy", "verdict", "scenario", "policy_name", "conversation_id", "case_seed",
                  "model_id", "judge", "judge_version", "prompt_hash")
 RUN_COLUMNS = ("benchmark", "benchmark_version", "metric_version", "seed", "fdeval_version")
-VERDICT_LABELS = ("adhere", "not_adhere", "error")
 
 
 def verdict_table(verdicts: list[Verdict], cases: Mapping[str, TestCase], model_ids: Mapping[tuple[str, str], str],
@@ -45,7 +45,7 @@ def verdict_table(verdicts: list[Verdict], cases: Mapping[str, TestCase], model_
     for v in verdicts:
         c = cases[v.case_id]
         rows.append({"case_id": v.case_id, "policy": v.policy, "verdict": v.verdict, "scenario": c.scenario,
-                     "policy_name": c.policy_name, "conversation_id": c.conversation_id, "case_seed": c.seed,
+                     "policy_name": c.data.policy_name, "conversation_id": c.conversation_id, "case_seed": c.seed,
                      "model_id": model_ids.get((v.case_id, v.policy), provenance.get("model_id", "")),
                      "judge": v.judge, "judge_version": v.judge_version, "prompt_hash": v.prompt_hash, **run})
     return rows
@@ -68,8 +68,8 @@ def read_verdict_table(path: str | Path) -> tuple[list[Verdict], dict[str, TestC
             seed = int(r["case_seed"])
         except ValueError:
             raise CsvError(path, line, "case_seed", f"expected an integer, got {r['case_seed']!r}") from None
-        case = TestCase(r["case_id"], r["conversation_id"], r["benchmark"] or "?", r["scenario"], r["policy_name"],  # type: ignore[arg-type]
-                        None, (), (), (), seed=seed)
+        case = TestCase(r["case_id"], r["conversation_id"], r["benchmark"] or "?", r["scenario"], None, (), seed=seed,
+                        data=InstructFDCase(r["policy_name"], (), ()))  # type: ignore[arg-type]
         old = cases.setdefault(case.case_id, case)
         if old != case:
             raise CsvError(path, line, "case_id", f"case {case.case_id!r} appears with other case fields above")

@@ -11,12 +11,14 @@ baseline share it, so the judge sees the same reference for ``judge(x_I, I)`` an
   there, so :func:`reference_for_policy` drops those lines and joins the user's speech around them.
 
 User barge-ins (user lines tagged ``backchannel`` / ``interrupt``) are part of the stimulus and are
-always kept.
+always kept. :func:`render_reference` is the text a judge reads.
 """
 
 from __future__ import annotations
 
-from fdeval.types import ReferenceLine
+from fdeval.benchmarks.instructfd.records import ReferenceLine
+from fdeval.transcript.render import SPEAKER_LABEL
+from fdeval.types import TestCase
 
 CUT_IN_TAGS = ("backchannel", "interrupt")
 
@@ -38,3 +40,20 @@ def reference_for_policy(reference: tuple[ReferenceLine, ...], policy: str) -> t
         dropped = False
         out.append(line)
     return tuple(out)
+
+
+def render_reference(case: TestCase, policy: str | None = None) -> str:
+    """The expected turn-taking transcript of `case`, one line per reference line.
+
+    Lines read ``USER: text`` or, for a scripted cut-in or turn transition, ``MODEL [tag]: text``.
+    With `policy`, the reference is first read under that instruction (:func:`reference_for_policy`:
+    model cut-ins the instruction does not ask for are dropped); without it, the stored reference is
+    rendered as is.
+    """
+    reference = case.data.reference
+    lines = reference if policy is None else reference_for_policy(reference, policy)
+    out = []
+    for ln in lines:
+        tag = f" [{ln.tag}]" if ln.tag else ""
+        out.append(f"{SPEAKER_LABEL[ln.speaker]}{tag}: {ln.text}")
+    return "\n".join(out)

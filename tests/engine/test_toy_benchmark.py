@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from fdeval.orchestrator.recorder import read_session_log
+
 TOY = Path(__file__).resolve().parent / "toy"
 ARGS = ["benchmark=toy", f"hydra.searchpath=[file://{TOY / 'conf'}]", "progress=false"]
 SLURM = ["launcher=slurm", "launcher.wait=true", "launcher.cases_per_task=1", "launcher.gpus_per_task=1",
@@ -98,6 +100,20 @@ def test_a_failing_unit_is_recorded_tried_again_and_the_others_are_made(tmp_path
     launch(tmp_path, "stage=judge")
     assert (run / "speech" / "toy0.json").stat().st_mtime_ns == made0  # finished work is not rewritten
     assert not (run / "speech" / "toy1.error.json").exists() and sorted(speech(run)) == ["toy0", "toy1"]
+
+
+@pytest.mark.parametrize("clock", ["lockstep", pytest.param("realtime", marks=pytest.mark.slow)])
+def test_an_interactive_user_policy_answers_the_model_through_the_engine(tmp_path, clock):
+    """The toy's echo user (`Benchmark.user_policy`) says back what the model said, under both clocks."""
+    launch(tmp_path, "benchmark.echo=true", "benchmark.n_cases=1", f"orchestrator.clock={clock}",
+           "orchestrator.silence_s=0.8", "stage.steps=[generate,run]")
+    run = the_run(tmp_path)
+    log = read_session_log(run / "sessions" / "toy0.h5")
+    assert log["attrs"]["valid"], log["attrs"]["invalid_reason"]
+    assert [t["label"] for t in log["turns"]] == ["question", "echo"] and log["attrs"]["user_policy"] == "echo"
+    first, echo = log["turns"]
+    heard = [r for r in log["model_text"] if not r["dropped"] and first["end_s"] <= r["play_s"] < echo["start_s"]]
+    assert heard and echo["start_s"] > max(r["play_s"] for r in heard)  # the echo came after the answer it repeats
 
 
 @pytest.mark.slurm

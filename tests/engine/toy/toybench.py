@@ -3,11 +3,14 @@
 Its cases are short spoken questions; its one evaluation step (`speech`, stage judge) measures
 how long the model spoke in each session (from the played model channel's VAD segments); its
 metric (`toy_speech`) is the mean and the count of sessions where the model said anything.
+With `echo: true` its user is interactive (`user_policy`): after the question it says back, once,
+what the model said in reply (espeak-ng, written during the session).
 It exists to show that a benchmark plugs into the engine with no edit to fdeval itself.
 """
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import json
 import os
@@ -17,6 +20,7 @@ from fdeval.audio.io import write_wav
 from fdeval.engine.benchmark import Benchmark
 from fdeval.engine.executor import results
 from fdeval.engine.steps import CaseStep, Metric, Result
+from fdeval.orchestrator.policy import UserPolicy, UserTurn
 from fdeval.orchestrator.recorder import read_session_log
 from fdeval.types import TestCase, Turn, WordTiming
 
@@ -65,12 +69,37 @@ class SpeechMetric(Metric):
         return f"toy: {row['n_spoke']}/{row['n']} sessions with model speech, mean {mean:.2f} s"
 
 
+class EchoUser(UserPolicy):
+    """Asks the case's question, then repeats the model's answer back to it once."""
+
+    name = "echo"
+
+    def __init__(self, case: TestCase, audio, tts):
+        self.case, self.audio, self.tts, self.echoed = case, audio, tts, False
+
+    async def next_turns(self, conversation):
+        if not conversation.user:
+            return (UserTurn(self.case.turns[0], self.audio[0]),)
+        text = conversation.model_text_since(conversation.user[-1].end_s)
+        if self.echoed or not text:
+            return ()
+        self.echoed = True
+        syn = await asyncio.to_thread(self.tts.synthesize, text)
+        words = tuple(WordTiming(w.text, w.start_s, w.end_s) for w in syn.words)
+        turn = Turn(self.case.case_id, conversation.next_index, "echo", "take-turn", "", syn.text, words,
+                    syn.duration_s, 5.0)
+        return (UserTurn(turn, syn.samples),)
+
+
 class Toy(Benchmark):
     name = "toy"
     version = "1"
 
-    def __init__(self, name: str = "toy", n_cases: int = 2, min_segment_s: float = 0.2):
-        self.name, self.n_cases, self.min_segment_s = name, int(n_cases), float(min_segment_s)
+    def __init__(self, name: str = "toy", n_cases: int = 2, min_segment_s: float = 0.2, echo: bool = False):
+        self.name, self.n_cases, self.min_segment_s, self.echo = name, int(n_cases), float(min_segment_s), bool(echo)
+
+    def user_policy(self, case, audio, run):
+        return EchoUser(case, audio, run.component("tts")) if self.echo else None
 
     def data_id(self, seed: int) -> str:
         return f"toy-n{self.n_cases}"

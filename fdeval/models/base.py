@@ -1,9 +1,13 @@
-"""The model interface every adapter implements, and the shared in-process session.
+"""The model interface every adapter implements (the contract), and the shared in-process session.
 
 An adapter is small: it says what rate and frame it speaks (`sample_rate`, `frame_s`), which clock
-suits it, and opens a `DuplexSession` (an async context manager) in which it takes user frames
-(`send`) and hands back what the model produced since the last call (`receive`). Pacing,
-resampling, playback, VAD and recording live in the orchestrator, written once for all models.
+suits it, and opens a `DuplexSession` (an async context manager) in which it takes user audio
+(`send`, cut into the model's frames) and hands back what the model produced since the last call
+(`receive`). What the run asks of every model (`concurrency`, `case_retries`, `set_run_dir`,
+`close`) is declared on `DuplexModel` with its default; a session its infrastructure lost raises
+`ModelUnavailable`, the one error the run retries. Pacing, resampling, playback, VAD and recording
+live in the orchestrator, written once for all models; what network adapters share is in
+`fdeval.models.network`. `optional_import` is how an adapter imports a heavy optional package.
 
 In-process models implement the synchronous `InProcessSession.step(frame) -> events` instead;
 `InProcessSession` turns that into `send` / `receive`, so the same turn manager drives them under
@@ -14,9 +18,12 @@ from __future__ import annotations
 
 import abc
 import importlib
+import importlib.util
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Literal, Sequence
 
 import numpy as np
 
@@ -50,22 +57,37 @@ class ModelEvent:
         return ModelEvent("audio", audio=np.asarray(samples, dtype=np.float32))
 
 
-# -- shared by the network adapters -------------------------------------------------------
-DISTRIBUTIONS = {"sphn": "sphn", "aiohttp": "aiohttp", "socketio": "python-socketio", "google.genai": "google-genai"}
+# -- optional client packages --------------------------------------------------------------
+# pip distribution of an importable module, where the names differ
+DISTRIBUTIONS = {"socketio": "python-socketio", "google.genai": "google-genai"}
 # what a server fdeval did not start records for what it cannot know (checkpoint, decoding)
 NOT_STARTED = "unknown: not started by fdeval"
 
 
-def require_client(model: str, modules: tuple[str, ...], extra: str) -> None:
-    """Import an adapter's optional client packages when the model is built, so that a missing
-    one stops the run at once with one line (model, packages, install command), not once per case."""
-    for mod in modules:
-        try:
-            importlib.import_module(mod)
-        except ImportError as e:
-            names = " and ".join(DISTRIBUTIONS.get(m, m) for m in modules)
-            raise ConfigError(f"model={model} needs {names}: pip install 'fdeval[{extra}]' "
-                              f"(import {mod}: {e})") from None
+def pip_extra(extra: str) -> str:
+    """The install command of one of fdeval's extras."""
+    return f"pip install 'fdeval[{extra}]'"
+
+
+def optional_import(module: str, install: str, user: str, needs: Sequence[str] = (), *,
+                    find_only: bool = False) -> ModuleType | None:
+    """`import module` (a heavy or optional dependency), or one line naming the install command.
+
+    The error is a ConfigError (exit code 2, no traceback): "<user> needs <needs>: <install>
+    (import <module>: <reason>)", `needs` being every optional module `user` wants (default: this
+    one), by its pip name. `install` is the exact command, e.g. ``pip_extra("moshi-client")``.
+    `find_only`: check that the module can be found without importing it (for a module whose
+    import itself is slow, e.g. torch, when the model is built); returns None then.
+    """
+    try:
+        if find_only:
+            if importlib.util.find_spec(module) is None:
+                raise ImportError(f"No module named {module!r}")
+            return None
+        return importlib.import_module(module)
+    except (ImportError, ValueError) as e:  # ValueError: find_spec of a module set to None in sys.modules
+        names = " and ".join(DISTRIBUTIONS.get(m, m) for m in (needs or (module,)))
+        raise ConfigError(f"{user} needs {names}: {install} (import {module}: {e})") from None
 
 
 def server_identity(ident: dict[str, Any], external: tuple[str, int] | None,
@@ -80,13 +102,40 @@ def server_identity(ident: dict[str, Any], external: tuple[str, int] | None,
     return {**ident, "checkpoint_label": checkpoint_label} if checkpoint_label is not None else ident
 
 
+class ModelUnavailable(Exception):
+    """The model's infrastructure lost a session (its server died, dropped or refused it): not
+    the model's behaviour. The run retries the case up to `DuplexModel.case_retries` times and
+    records a case that still fails as an infrastructure error, never as a verdict. Any other
+    exception from a session is an infrastructure error that is not retried."""
+
 
 class DuplexSession(abc.ABC):
-    """One live conversation with a model. Its lifetime is an async context manager."""
+    """One live conversation with a model. Its lifetime is an async context manager.
+
+    `send` takes the user's audio cut in any pieces: the session hands the model whole frames of
+    `frame_n` samples (`frame_s` at the model's rate) and keeps a partial frame for the next call,
+    so how the audio is cut never changes what the model hears (the orchestrator sends whole
+    frames, which pass straight through). A session with `frame_n = 0` takes each piece as a frame.
+    """
+
+    frame_n: int = 0
+    _rest: np.ndarray = np.zeros(0, np.float32)  # the partial frame held back (replaced, never mutated)
+
+    async def send(self, audio: np.ndarray) -> None:
+        """Give the model user audio (float32 mono at the model's rate; silence too)."""
+        n = self.frame_n
+        if n <= 0 or (len(audio) == n and not len(self._rest)):
+            await self.send_frame(np.asarray(audio, dtype=np.float32))
+            return
+        buf = np.concatenate([self._rest, np.asarray(audio, dtype=np.float32).reshape(-1)])
+        whole = len(buf) // n * n
+        self._rest = buf[whole:]
+        for i in range(0, whole, n):
+            await self.send_frame(buf[i:i + n])
 
     @abc.abstractmethod
-    async def send(self, frame: np.ndarray) -> None:
-        """Give the model one user frame (float32 mono at the model's rate; silence too)."""
+    async def send_frame(self, frame: np.ndarray) -> None:
+        """Give the model one frame of `frame_n` samples."""
 
     @abc.abstractmethod
     async def receive(self) -> list[ModelEvent]:
@@ -94,17 +143,23 @@ class DuplexSession(abc.ABC):
 
 
 class DuplexModel(abc.ABC):
-    """A full-duplex model under test. Subclasses set the class attributes and `session`."""
+    """A full-duplex model under test. Subclasses set the class attributes and `session`.
+
+    What the run asks of every model is declared here with its default, so the engine reads it
+    as it is (no probing): `concurrency`, `case_retries`, `set_run_dir`, `close`, and, for the
+    orchestrator, `sample_rate`, `frame_s`, `clock`, `turn_silence_s`, `audio_per_frame` and
+    `text_stream`. A session that the model's infrastructure lost raises `ModelUnavailable`.
+    """
 
     name: str = "model"
     sample_rate: int = 16000
     frame_s: float = 0.08
     clock: Literal["lockstep", "realtime"] = "realtime"
-    # Model silence that completes a turn for the take-turn wait; None = orchestrator default.
     turn_silence_s: float | None = None
-    # True when the model answers every input frame with a frame of audio (silence included): the
-    # orchestrator then measures how far its audio falls behind real time (session.HealthBounds).
+    """Model silence that completes a turn for the take-turn wait; None = orchestrator default."""
     audio_per_frame: bool = False
+    """True when the model answers every input frame with a frame of audio (silence included):
+    the orchestrator then measures how far its audio falls behind real time (session.HealthBounds)."""
     text_stream: Literal["words", "pieces"] = "words"
     """How the text pieces of this model's `ModelEvent("text")` become transcript words (recorded
     in the session log as `text_stream`; docs/judging.md, "Model words").
@@ -117,6 +172,15 @@ class DuplexModel(abc.ABC):
       piece's play time and its end its last piece's end; a flush, a dropped piece or a pause in
       the model's audio also ends a word.
     """
+    concurrency: int = 1
+    """Sessions the model holds at once (server instances, rows of a batch): the run keeps this
+    many cases in flight, each in its own session."""
+    case_retries: int = 0
+    """How often the run retries a case whose session raised `ModelUnavailable`."""
+
+    def set_run_dir(self, path: Path) -> None:
+        """Where the run writes (called before the first session): servers started in the job
+        keep their logs under it. Nothing by default."""
 
     def identity(self) -> dict[str, Any]:
         """What identifies the model's behaviour: name, version, weights hash, settings."""
@@ -144,7 +208,7 @@ class InProcessSession(DuplexSession):
     def step(self, frame: np.ndarray) -> list[ModelEvent]:
         """Consume one frame of user audio, return what the model emits for it."""
 
-    async def send(self, frame: np.ndarray) -> None:
+    async def send_frame(self, frame: np.ndarray) -> None:
         self._pending.extend(self.step(frame))
 
     async def receive(self) -> list[ModelEvent]:

@@ -44,12 +44,10 @@ import time
 from typing import Any
 
 import numpy as np
-from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from fdeval.audio.resample import StreamResampler
-from fdeval.errors import ConfigError
-from fdeval.models.base import DuplexModel, DuplexSession, ModelEvent, require_client, server_identity
-from fdeval.models.servers import PooledServerModel, PooledSession
+from fdeval.models.base import ModelEvent, server_identity
+from fdeval.models.network import NetworkModel, NetworkSession, ServerConnectionError, plain
 
 log = logging.getLogger("fdeval")
 
@@ -60,25 +58,19 @@ SERVER_DEFAULT_ROLE = ("You are a helpful voice assistant. Your answer should be
                        "Your name is Xiao Yun. Your inventor is Tencent.")
 
 
-class FreezeOmniServerError(ConnectionError):
+class FreezeOmniServerError(ServerConnectionError):
     """The server refused, timed out or dropped the session (an infrastructure error)."""
 
 
-def _socketio():
-    try:
-        import socketio
-    except ImportError as e:  # pragma: no cover - depends on the environment
-        raise ImportError("the Freeze-Omni client needs python-socketio: pip install 'fdeval[freezeomni]'") from e
-    return socketio
-
-
-class FreezeOmni(PooledServerModel, DuplexModel):
+class FreezeOmni(NetworkModel):
     """Client of Freeze-Omni demo servers (`bin/server.py`): a fixed host/port, or (`port: null`
     and a `server:` block) servers started by a `ServerPool`."""
 
     sample_rate = INPUT_RATE
     clock = "realtime"
     text_stream = "words"  # sends no text
+    client_modules = ("socketio", "aiohttp")  # python-socketio's asyncio client runs on aiohttp
+    client_extra = "freezeomni"
 
     def __init__(self, name: str = "freezeomni", host: str = "127.0.0.1", port: int | None = 8081,
                  base_prompt: str | None = SERVER_DEFAULT_ROLE, samples_per_event: int = 256,
@@ -87,11 +79,8 @@ class FreezeOmni(PooledServerModel, DuplexModel):
                  prompt_timeout_s: float = 60.0, turn_silence_s: float | None = None,
                  server: dict[str, Any] | None = None, case_retries: int = 2,
                  checkpoint_label: str | None = None):
-        require_client(name, ("socketio", "aiohttp"), "freezeomni")
         self.name = name
-        self.host, self.port = host or "127.0.0.1", (int(port) if port is not None else None)
-        # model.port: a server someone else runs, whatever model.server says
-        self.external = (self.host, self.port) if self.port is not None else None
+        self.require_clients()
         self.checkpoint_label = checkpoint_label
         self.base_prompt = base_prompt
         self.samples_per_event = int(samples_per_event)
@@ -100,12 +89,9 @@ class FreezeOmni(PooledServerModel, DuplexModel):
         self.transports = list(transports) if transports else None  # None: polling, then upgrade to websocket
         self.connect_timeout_s, self.prompt_timeout_s = float(connect_timeout_s), float(prompt_timeout_s)
         self.turn_silence_s = turn_silence_s
-        self.server = OmegaConf.to_container(server, resolve=True) if isinstance(server, (DictConfig, ListConfig)) else server
+        self.server = plain(server)
         self.case_retries = int(case_retries)
-        if self.port is None:
-            if self.server is None:
-                raise ConfigError(f"model.server: {name} needs a server: block, or model.port of a running server")
-            self._init_pool(name, self.server, self.probe)
+        self._init_server(self.server, host, port, self.probe)
 
     @property
     def url(self) -> str:
@@ -127,14 +113,13 @@ class FreezeOmni(PooledServerModel, DuplexModel):
         """Readiness check for a server launcher: GET / (the demo page) answers over HTTPS (the
         server listens only once its models are loaded; a Socket.IO connection would take a
         user slot)."""
-        import aiohttp  # python-socketio's asyncio client runs on aiohttp
-
+        aiohttp = self.client_module("aiohttp")
         url = f"https://{host or self.host}:{port or self.port}/"
         try:
             async with aiohttp.ClientSession() as http, \
                     http.get(url, ssl=False, timeout=aiohttp.ClientTimeout(total=timeout_s)) as r:
                 status = r.status
-        except (aiohttp.ClientError, OSError, TimeoutError) as e:
+        except (aiohttp.ClientError, OSError) as e:
             raise FreezeOmniServerError(f"freezeomni server {url}: not reachable ({type(e).__name__}: {e})") from None
         if status != 200:
             raise FreezeOmniServerError(f"freezeomni server {url}: not ready (HTTP {status})")
@@ -143,15 +128,18 @@ class FreezeOmni(PooledServerModel, DuplexModel):
         return FreezeOmniSession(self, self.prompt(instruction))
 
 
-class FreezeOmniSession(PooledSession, DuplexSession):
+class FreezeOmniSession(NetworkSession):
+    """Socket.IO callbacks instead of a reader task: they queue events and record failures."""
+
+    error_type = FreezeOmniServerError
+    send_errors = (Exception,)  # socketio raises its own BadNamespaceError when disconnected
+    model: FreezeOmni
+
     def __init__(self, model: FreezeOmni, prompt: str | None):
-        self.model, self.prompt = model, prompt
-        self._sio = None
-        self._events: list[ModelEvent] = []
-        self._error: FreezeOmniServerError | None = None
-        self._closing = False
+        super().__init__(model)
+        self.prompt = prompt
+        self._sio: Any = None
         self._prompted = asyncio.Event()
-        self._failed = asyncio.Event()
         self._out = StreamResampler(OUTPUT_RATE, INPUT_RATE)
         self._audio_since_stop = False
         self.n_sent = 0
@@ -162,48 +150,27 @@ class FreezeOmniSession(PooledSession, DuplexSession):
     def url(self) -> str:
         return f"https://{self.host}:{self.port}"
 
-    def _where(self) -> str:
-        return f"freezeomni server {self.url}"
-
-    def _fail(self, message: str) -> None:
-        if self._error is None and not self._closing:
-            self._error = FreezeOmniServerError(f"{self._where()}: {message}")
-            self._failed.set()
-
-    async def _open(self) -> None:
-        socketio = _socketio()
+    async def _connect(self) -> None:
+        socketio = self.model.client_module("socketio")
         m = self.model
         sio = self._sio = socketio.AsyncClient(reconnection=False, ssl_verify=False, handle_sigint=False)
         sio.on("audio", self._on_audio)
         sio.on("stop_tts", self._on_stop_tts)
         sio.on("prompt_success", lambda *a: self._prompted.set())
-        sio.on("too_many_users", lambda *a: self._fail("too many users (the server's --max_users sessions are open)"))
-        sio.on("out_time", lambda *a: self._fail("the server timed the session out (out_time)"))
-        sio.on("disconnect", self._on_disconnect)
+        sio.on("too_many_users", lambda *a: self._fail(self.error("too many users (the server's --max_users "
+                                                                  "sessions are open)")))
+        sio.on("out_time", lambda *a: self._fail(self.error("the server timed the session out (out_time)")))
+        sio.on("disconnect", lambda *a: self._fail(self.error("the server closed the connection")))
         try:
             await asyncio.wait_for(sio.connect(self.url, transports=m.transports, wait_timeout=m.connect_timeout_s),
                                    m.connect_timeout_s + 5.0)
-        except (socketio.exceptions.ConnectionError, OSError, TimeoutError) as e:
-            await self._close()
-            raise FreezeOmniServerError(f"{self._where()}: cannot connect ({type(e).__name__}: {e})") from None
-        try:
-            if self.prompt is not None:
-                await sio.emit("prompt_text", self.prompt)
-                await self._wait(self._prompted, m.prompt_timeout_s, "prompt_success")
-            self._check()
-            await sio.emit("recording-started")
-        except BaseException:
-            await self._close()
-            raise
-
-    async def _wait(self, event: asyncio.Event, timeout_s: float, what: str) -> None:
-        ok, bad = asyncio.ensure_future(event.wait()), asyncio.ensure_future(self._failed.wait())
-        done, _ = await asyncio.wait({ok, bad}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
-        ok.cancel()
-        bad.cancel()
+        except (socketio.exceptions.ConnectionError, OSError) as e:
+            raise self.error(f"cannot connect ({type(e).__name__}: {e})") from None
+        if self.prompt is not None:
+            await sio.emit("prompt_text", self.prompt)
+            await self._until(self._prompted, m.prompt_timeout_s, "prompt_success")
         self._check()
-        if not done:
-            raise FreezeOmniServerError(f"{self._where()}: no {what} within {timeout_s:g} s")
+        await sio.emit("recording-started")
 
     def _on_audio(self, data: bytes) -> None:
         arrival = time.monotonic()
@@ -212,53 +179,24 @@ class FreezeOmniSession(PooledSession, DuplexSession):
         samples = self._out.push(pcm)
         if len(samples):
             self._audio_since_stop = True
-            self._events.append(ModelEvent("audio", audio=samples, arrival_mono=arrival))
+            self._emit(ModelEvent("audio", audio=samples, arrival_mono=arrival))
 
     def _on_stop_tts(self, *args: object) -> None:
         self.n_stop_tts += 1
         if self._audio_since_stop:
             self._audio_since_stop = False
             self._out = StreamResampler(OUTPUT_RATE, INPUT_RATE)  # the dropped audio's tail goes too
-            self._events.append(ModelEvent("interrupted", arrival_mono=time.monotonic()))
+            self._emit(ModelEvent("interrupted", arrival_mono=time.monotonic()))
 
-    def _on_disconnect(self, *args: object) -> None:
-        self._fail("the server closed the connection")
-
-    def _check(self) -> None:
-        if self._error is not None:
-            raise self._error
-
-    async def send(self, frame: np.ndarray) -> None:
-        self._check()
+    async def _send(self, frame: np.ndarray) -> None:
         pcm = (np.clip(np.asarray(frame, dtype=np.float32), -1.0, 1.0) * 32767.0).astype("<i2")
-        payload = json.dumps({"sample_rate": INPUT_RATE, "audio": list(pcm.tobytes())})
-        try:
-            await self._sio.emit("audio", payload)
-        except Exception as e:  # socketio raises its own BadNamespaceError when disconnected
-            self._check()
-            raise FreezeOmniServerError(f"{self._where()}: send failed ({type(e).__name__}: {e})") from None
+        await self._sio.emit("audio", json.dumps({"sample_rate": INPUT_RATE, "audio": list(pcm.tobytes())}))
         self.n_sent += 1
 
-    async def receive(self) -> list[ModelEvent]:
-        self._check()
-        out, self._events = self._events, []
-        return out
+    async def _goodbye(self) -> None:
+        if self._sio is not None and self._sio.connected:  # acknowledged, so it is delivered before the disconnect
+            await self._sio.call("recording-stopped", timeout=2.0)
 
-    async def __aexit__(self, *exc: object) -> None:
-        if self._sio is not None and self._sio.connected and self._error is None:
-            try:  # as an acknowledged call, so it is delivered before the disconnect
-                await self._sio.call("recording-stopped", timeout=2.0)
-            except Exception:  # closing anyway
-                pass
-        try:
-            await self._close()
-        finally:
-            await self._give_server(*exc)
-
-    async def _close(self) -> None:
-        self._closing = True
+    async def _disconnect(self) -> None:
         if self._sio is not None:
-            try:
-                await self._sio.disconnect()
-            except Exception:  # already gone
-                pass
+            await asyncio.wait_for(self._sio.disconnect(), 5.0)

@@ -60,14 +60,12 @@ import time
 from typing import Any
 
 import numpy as np
-from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from fdeval.audio.resample import StreamResampler
 from fdeval.audio.vad import SileroVAD
-from fdeval.errors import ConfigError
 from fdeval.models import kindbyte
-from fdeval.models.base import DuplexModel, DuplexSession, ModelEvent, require_client, server_identity
-from fdeval.models.servers import PooledServerModel, PooledSession
+from fdeval.models.base import ModelEvent, server_identity
+from fdeval.models.network import NetworkModel, ServerConnectionError, WebSocketSession, plain
 
 log = logging.getLogger("fdeval")
 
@@ -79,19 +77,11 @@ S2M_PROMPT = "You are asked to generate both text and speech tokens at the same 
 STATUS_TEXTS = ("[Processing...]",)
 
 
-class FunAudioChatServerError(ConnectionError):
+class FunAudioChatServerError(ServerConnectionError):
     """The server failed or dropped the session (an infrastructure error)."""
 
 
-def _aiohttp():
-    try:
-        import aiohttp
-    except ImportError as e:  # pragma: no cover - depends on the environment
-        raise ImportError("the Fun-Audio-Chat client needs aiohttp and sphn: pip install 'fdeval[funaudiochat]'") from e
-    return aiohttp
-
-
-class FunAudioChat(PooledServerModel, DuplexModel):
+class FunAudioChat(NetworkModel):
     """Client of Fun-Audio-Chat demo servers (`python -m web_demo.server.server`): a fixed
     host/port, or (`port: null` and a `server:` block) servers started by a `ServerPool`."""
 
@@ -99,6 +89,8 @@ class FunAudioChat(PooledServerModel, DuplexModel):
     frame_s = 0.04  # the demo client's Ogg pages: two 20 ms Opus frames
     clock = "realtime"
     text_stream = "pieces"
+    client_modules = ("aiohttp", "sphn")
+    client_extra = "funaudiochat"
 
     def __init__(self, name: str = "funaudiochat", host: str = "127.0.0.1", port: int | None = 11235,
                  base_prompt: str | None = S2M_PROMPT, checkpoint: str = "FunAudioLLM/Fun-Audio-Chat-8B",
@@ -107,11 +99,8 @@ class FunAudioChat(PooledServerModel, DuplexModel):
                  handshake_timeout_s: float = 60.0, turn_silence_s: float | None = 5.0,
                  server: dict[str, Any] | None = None, case_retries: int = 2,
                  checkpoint_label: str | None = None):
-        require_client(name, ("aiohttp", "sphn"), "funaudiochat")
         self.name = name
-        self.host, self.port = host or "127.0.0.1", (int(port) if port is not None else None)
-        # model.port: a server someone else runs, whatever model.server says
-        self.external = (self.host, self.port) if self.port is not None else None
+        self.require_clients()
         self.checkpoint_label = checkpoint_label
         self.base_prompt = base_prompt
         self.checkpoint = checkpoint
@@ -121,12 +110,9 @@ class FunAudioChat(PooledServerModel, DuplexModel):
         self.flush_on_start = bool(flush_on_start)
         self.connect_timeout_s, self.handshake_timeout_s = float(connect_timeout_s), float(handshake_timeout_s)
         self.turn_silence_s = turn_silence_s
-        self.server = OmegaConf.to_container(server, resolve=True) if isinstance(server, (DictConfig, ListConfig)) else server
+        self.server = plain(server)
         self.case_retries = int(case_retries)
-        if self.port is None:
-            if self.server is None:
-                raise ConfigError(f"model.server: {name} needs a server: block, or model.port of a running server")
-            self._init_pool(name, self.server, self.probe)
+        self._init_server(self.server, host, port, self.probe)
         self._vad = SileroVAD()
 
     @property
@@ -149,12 +135,12 @@ class FunAudioChat(PooledServerModel, DuplexModel):
 
     async def probe(self, host: str | None = None, port: int | None = None, timeout_s: float = 30.0) -> None:
         """Readiness check for a server launcher: /api/chat sends its 00 00 00 handshake."""
-        aiohttp = _aiohttp()
+        aiohttp = self.client_module("aiohttp")
         url = f"ws://{host or self.host}:{port or self.port}/api/chat"
         try:
             async with aiohttp.ClientSession() as http, http.ws_connect(url) as ws:
                 msg = await ws.receive(timeout=timeout_s)
-        except (aiohttp.ClientError, OSError, TimeoutError) as e:
+        except (aiohttp.ClientError, OSError) as e:
             raise FunAudioChatServerError(f"funaudiochat server {url}: not reachable ({type(e).__name__}: {e})") from None
         if msg.type != aiohttp.WSMsgType.BINARY or not msg.data or msg.data[0] != kindbyte.HANDSHAKE:
             raise FunAudioChatServerError(f"funaudiochat server {url}: no handshake ({msg.type.name})")
@@ -163,16 +149,15 @@ class FunAudioChat(PooledServerModel, DuplexModel):
         return FunAudioChatSession(self, self.prompt(instruction))
 
 
-class FunAudioChatSession(PooledSession, DuplexSession):
+class FunAudioChatSession(WebSocketSession):
+    error_type = FunAudioChatServerError
+    send_errors = (ConnectionError, RuntimeError)
+    model: FunAudioChat
+
     def __init__(self, model: FunAudioChat, prompt: str | None):
-        self.model, self.prompt = model, prompt
-        self._http = None
-        self._ws = None
-        self._reader: asyncio.Task | None = None
+        super().__init__(model)
+        self.prompt = prompt
         self._codec = kindbyte.OpusCodec(RATE)
-        self._events: list[ModelEvent] = []
-        self._error: FunAudioChatServerError | None = None
-        self._closing = False
         # the user side: VAD on what is sent, the START / PAUSE state, recent audio for the pre-roll
         self._vad = model._vad.stream(threshold=model.vad_threshold, min_silence_s=model.pause_after_silence_s)
         self._to_vad = StreamResampler(RATE, 16000)
@@ -193,47 +178,27 @@ class FunAudioChatSession(PooledSession, DuplexSession):
     def url(self) -> str:
         return f"ws://{self.host}:{self.port}/api/chat"
 
-    def _where(self) -> str:
-        return f"funaudiochat server {self.url}"
+    def closed_why(self, code: int | None) -> str:
+        return f"closed the session (code {code})"
 
-    async def _open(self) -> None:
-        aiohttp = _aiohttp()
+    async def _connect(self) -> None:
         m = self.model
-        self._http = aiohttp.ClientSession()
+        ws = await self._open_ws(self.url, m.connect_timeout_s, 16 * 2**20)
         try:
-            self._ws = await asyncio.wait_for(self._http.ws_connect(self.url, max_msg_size=16 * 2**20), m.connect_timeout_s)
-        except (aiohttp.ClientError, OSError, TimeoutError) as e:
-            await self._http.close()
-            raise FunAudioChatServerError(f"{self._where()}: cannot connect ({type(e).__name__}: {e})") from None
-        try:
-            first = await asyncio.wait_for(self._ws.receive(), m.handshake_timeout_s)
-            if first.type != aiohttp.WSMsgType.BINARY or kindbyte.decode(first.data)[0] != kindbyte.HANDSHAKE:
-                raise FunAudioChatServerError(f"{self._where()}: expected the 0x00 handshake, got {first.type} {first.data!r:.40}")
-            if self.prompt is not None:
-                meta = json.dumps({"system_prompt": self.prompt}, ensure_ascii=False).encode("utf-8")
-                await self._ws.send_bytes(kindbyte.encode(kindbyte.METADATA, meta))
+            first = await asyncio.wait_for(ws.receive(), m.handshake_timeout_s)
         except TimeoutError:
-            await self._close()
-            raise FunAudioChatServerError(f"{self._where()}: no handshake within {m.handshake_timeout_s:g} s") from None
-        except BaseException:
-            await self._close()
-            raise
-        self._reader = asyncio.create_task(self._read())
+            raise self.error(f"no handshake within {m.handshake_timeout_s:g} s") from None
+        if first.type != self.WSMsgType.BINARY or first.data[:1] != bytes((kindbyte.HANDSHAKE,)):
+            raise self.error(f"expected the 0x00 handshake, got {first.type} {first.data!r:.40}")
+        if self.prompt is not None:
+            meta = json.dumps({"system_prompt": self.prompt}, ensure_ascii=False).encode("utf-8")
+            await ws.send_bytes(kindbyte.encode(kindbyte.METADATA, meta))
+        self._start_reader()
 
     # -- model -> client --------------------------------------------------------------------
-    async def _read(self) -> None:
-        aiohttp = _aiohttp()
-        try:
-            async for msg in self._ws:
-                if msg.type == aiohttp.WSMsgType.BINARY:
-                    self._handle(*kindbyte.decode(msg.data), time.monotonic())
-            if not self._closing:
-                raise FunAudioChatServerError(f"{self._where()} closed the session (code {self._ws.close_code})")
-        except FunAudioChatServerError as e:
-            self._error = e
-        except Exception as e:  # a broken frame or connection
-            if not self._closing:
-                self._error = FunAudioChatServerError(f"{self._where()}: {type(e).__name__}: {e}")
+    def _on_message(self, msg: Any, arrival: float) -> None:
+        if msg.type == self.WSMsgType.BINARY:
+            self._handle(*kindbyte.decode(msg.data), arrival)
 
     def _handle(self, kind: int, payload: bytes, arrival: float) -> None:
         if kind == kindbyte.AUDIO:
@@ -242,16 +207,16 @@ class FunAudioChatSession(PooledSession, DuplexSession):
             if len(pcm):
                 self._audio_end = max(arrival, self._audio_end) + len(pcm) / RATE
                 self._audio_since_flush = True
-                self._events.append(ModelEvent("audio", audio=pcm, arrival_mono=arrival))
+                self._emit(ModelEvent("audio", audio=pcm, arrival_mono=arrival))
         elif kind == kindbyte.TEXT:
             text = payload.decode("utf-8", errors="replace")
             if not text.strip() or text.strip() in STATUS_TEXTS or text.lstrip().startswith("[Final:"):
                 return
             # shown on arrival: back from where the audio queued so far ends
             offset = arrival - max(arrival, self._audio_end)
-            self._events.append(ModelEvent("text", text=text, offset_s=offset, arrival_mono=arrival))
+            self._emit(ModelEvent("text", text=text, offset_s=offset, arrival_mono=arrival))
         elif kind == ERROR:
-            raise FunAudioChatServerError(f"{self._where()} reported: {payload.decode('utf-8', errors='replace')}")
+            raise self.error(f"reported: {payload.decode('utf-8', errors='replace')}")
         elif kind != kindbyte.HANDSHAKE:
             log.debug("funaudiochat: ignored message kind 0x%02x", kind)
 
@@ -265,72 +230,43 @@ class FunAudioChatSession(PooledSession, DuplexSession):
         if data:
             await self._ws.send_bytes(kindbyte.encode(kindbyte.AUDIO, data))
 
-    def _check(self) -> None:
-        if self._error is not None:
-            raise self._error
-
-    async def send(self, frame: np.ndarray) -> None:
-        self._check()
+    async def _send(self, frame: np.ndarray) -> None:
         frame = np.asarray(frame, dtype=np.float32)
         self._hist = np.concatenate([self._hist, frame])
         self._n_in += len(frame)
-        if len(self._hist) > self._keep:
-            self._hist_start += len(self._hist) - self._keep
-            self._hist = self._hist[-self._keep:]
+        # keep the pre-roll (and, while settling, everything since it: it is replayed)
+        cut = len(self._hist) - self._keep
+        if self._state == "settling":
+            cut = min(cut, self._replay_from - self._hist_start)
+        if cut > 0:
+            self._hist_start += cut
+            self._hist = self._hist[cut:]
         now = time.monotonic()
         sent = False  # whether this frame went out already
-        try:
-            for ev in self._vad.push(self._to_vad.push(frame)):
-                if ev.kind == "onset" and self._state == "paused":
-                    await self._control(START)
-                    self._state, self._settle_until = "settling", now + self.model.start_settle_s
-                    onset_n = int(round(ev.t_s * RATE))
-                    self._replay_from = max(self._hist_start, onset_n - int(self.model.preroll_s * RATE))
-                    if self.model.flush_on_start and self._audio_since_flush:
-                        self._audio_since_flush = False
-                        self._audio_end = now
-                        self._events.append(ModelEvent("interrupted", arrival_mono=now))
-                elif ev.kind == "offset" and self._state != "paused":
-                    if self._state == "settling":
-                        await self._replay()
-                    elif not sent:
-                        await self._audio(frame)
-                    sent = True
-                    await self._control(PAUSE)
-                    self._state = "paused"
-            if not sent:
-                if self._state != "settling":
-                    await self._audio(frame)
-                elif now >= self._settle_until:
+        for ev in self._vad.push(self._to_vad.push(frame)):
+            if ev.kind == "onset" and self._state == "paused":
+                await self._control(START)
+                self._state, self._settle_until = "settling", now + self.model.start_settle_s
+                onset_n = int(round(ev.t_s * RATE))
+                self._replay_from = max(self._hist_start, onset_n - int(self.model.preroll_s * RATE))
+                if self.model.flush_on_start and self._audio_since_flush:
+                    self._audio_since_flush = False
+                    self._audio_end = now
+                    self._emit(ModelEvent("interrupted", arrival_mono=now))
+            elif ev.kind == "offset" and self._state != "paused":
+                if self._state == "settling":
                     await self._replay()
-                    self._state = "talking"
-        except (ConnectionError, RuntimeError) as e:
-            self._check()
-            raise FunAudioChatServerError(f"{self._where()}: send failed ({e})") from None
+                elif not sent:
+                    await self._audio(frame)
+                sent = True
+                await self._control(PAUSE)
+                self._state = "paused"
+        if not sent:
+            if self._state != "settling":
+                await self._audio(frame)
+            elif now >= self._settle_until:
+                await self._replay()
+                self._state = "talking"
 
     async def _replay(self) -> None:
         await self._audio(self._hist[self._replay_from - self._hist_start:])
-
-    async def receive(self) -> list[ModelEvent]:
-        self._check()
-        out, self._events = self._events, []
-        return out
-
-    async def __aexit__(self, *exc: object) -> None:
-        try:
-            await self._close()
-        finally:
-            await self._give_server(*exc)
-
-    async def _close(self) -> None:
-        self._closing = True
-        if self._ws is not None:
-            await self._ws.close()
-        if self._reader is not None:
-            self._reader.cancel()
-            try:
-                await self._reader
-            except asyncio.CancelledError:
-                pass
-        if self._http is not None:
-            await self._http.close()

@@ -46,11 +46,11 @@ import time
 from typing import Any
 
 import numpy as np
-from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from fdeval.audio.resample import StreamResampler
 from fdeval.errors import ConfigError
-from fdeval.models.base import DuplexModel, DuplexSession, ModelEvent, require_client
+from fdeval.models.base import ModelEvent
+from fdeval.models.network import NetworkModel, NetworkSession, ServerConnectionError, plain
 
 log = logging.getLogger("fdeval")
 
@@ -62,17 +62,8 @@ DEFAULT_REALTIME_INPUT = {"automatic_activity_detection": {"disabled": False},
                           "activity_handling": "START_OF_ACTIVITY_INTERRUPTS"}
 
 
-class GeminiLiveError(ConnectionError):
+class GeminiLiveError(ServerConnectionError):
     """The Live API refused or dropped the session (an infrastructure error)."""
-
-
-def _genai():
-    try:
-        from google import genai
-        from google.genai import types
-    except ImportError as e:  # pragma: no cover - checked when the model is built
-        raise ImportError("the Gemini Live client needs google-genai: pip install 'fdeval[gemini]'") from e
-    return genai, types
 
 
 def _api_key() -> str:
@@ -107,17 +98,15 @@ def _mask_library_logs() -> None:
             logger.addFilter(_MASK)
 
 
-def _plain(x: Any) -> Any:
-    return OmegaConf.to_container(x, resolve=True) if isinstance(x, (DictConfig, ListConfig)) else x
-
-
-class GeminiLive(DuplexModel):
-    """A Gemini Live API model (hosted: no server to launch)."""
+class GeminiLive(NetworkModel):
+    """A Gemini Live API model (hosted: no server to launch, no pool)."""
 
     sample_rate = INPUT_RATE
     frame_s = 0.04
     clock = "realtime"
     text_stream = "pieces"
+    client_modules = ("google.genai",)
+    client_extra = "gemini"
 
     def __init__(self, name: str = "gemini", model: str = DEFAULT_MODEL, voice: str | None = "Zephyr",
                  base_prompt: str | None = None, proactive_audio: bool = True,
@@ -125,25 +114,29 @@ class GeminiLive(DuplexModel):
                  realtime_input_config: dict[str, Any] | None = None, api_version: str | None = "v1alpha",
                  http_options: dict[str, Any] | None = None, connect_timeout_s: float = 30.0,
                  turn_silence_s: float | None = None, server: dict[str, Any] | None = None):
-        require_client(name, ("google.genai",), "gemini")
+        self.name = name
+        self.require_clients()
         _api_key()  # fail at once, naming the variable
         _mask_library_logs()
-        self.name = name
         self.model = model
         self.voice = voice
         self.base_prompt = base_prompt
         self.proactive_audio = bool(proactive_audio)
         self.input_transcription, self.output_transcription = bool(input_transcription), bool(output_transcription)
-        ric = _plain(realtime_input_config)
+        ric = plain(realtime_input_config)
         self.realtime_input_config = dict(DEFAULT_REALTIME_INPUT if ric is None else ric)
         self.api_version = api_version
-        self.http_options = dict(_plain(http_options) or {})  # e.g. base_url of a proxy; tests use a local server
+        self.http_options = dict(plain(http_options) or {})  # e.g. base_url of a proxy; tests use a local server
         self.connect_timeout_s = float(connect_timeout_s)
         self.turn_silence_s = turn_silence_s
-        self.server = _plain(server)  # always null: a hosted API
+        self.server = plain(server)  # always null: a hosted API
+
+    def sdk(self) -> tuple[Any, Any]:
+        """google.genai and google.genai.types."""
+        return self.client_module("google.genai"), self.client_module("google.genai.types")
 
     def identity(self) -> dict[str, Any]:
-        genai, _ = _genai()
+        genai, _ = self.sdk()
         return {"name": self.name, "adapter": "gemini-live", "model": self.model, "voice": self.voice,
                 "base_prompt": self.base_prompt, "proactive_audio": self.proactive_audio,
                 "input_transcription": self.input_transcription, "output_transcription": self.output_transcription,
@@ -158,7 +151,7 @@ class GeminiLive(DuplexModel):
 
     def connect_config(self, instruction: str | None):
         """The LiveConnectConfig of a session (what the SDK sends as `setup`)."""
-        _, types = _genai()
+        _, types = self.sdk()
         kw: dict[str, Any] = {"response_modalities": ["AUDIO"]}
         prompt = self.prompt(instruction)
         if prompt:
@@ -177,7 +170,7 @@ class GeminiLive(DuplexModel):
         return types.LiveConnectConfig(**kw)
 
     def client(self):
-        genai, types = _genai()
+        genai, types = self.sdk()
         opts = dict(self.http_options)
         if self.api_version:
             opts.setdefault("api_version", self.api_version)
@@ -187,42 +180,42 @@ class GeminiLive(DuplexModel):
         return GeminiLiveSession(self, instruction)
 
 
-class GeminiLiveSession(DuplexSession):
+class GeminiLiveSession(NetworkSession):
+    error_type = GeminiLiveError
+    send_errors = (Exception,)  # websockets' ConnectionClosed and the SDK's errors
+    model: GeminiLive
+
     def __init__(self, model: GeminiLive, instruction: str | None):
-        self.model, self.instruction = model, instruction
-        self._cm = None
-        self._live = None
-        self._reader: asyncio.Task | None = None
-        self._events: list[ModelEvent] = []
-        self._error: GeminiLiveError | None = None
-        self._closing = False
+        super().__init__(model)
+        self.instruction = instruction
+        self._cm: Any = None
+        self._live: Any = None
         self._out: dict[int, StreamResampler] = {}
         self._audio_since_flush = False
         self.user_transcript: list[str] = []  # the server's transcription of what it heard
         self.n_interrupted = 0
 
-    async def __aenter__(self) -> GeminiLiveSession:
+    def where(self) -> str:
+        return f"gemini live ({self.model.model})"
+
+    def describe(self, e: BaseException) -> str:
+        return _clean(e)
+
+    async def _connect(self) -> None:
         m = self.model
         self._cm = m.client().aio.live.connect(model=m.model, config=m.connect_config(self.instruction))
         try:
             self._live = await asyncio.wait_for(self._cm.__aenter__(), m.connect_timeout_s)
         except Exception as e:  # the SDK raises APIError, websockets' and OS errors
             self._cm = None
-            raise GeminiLiveError(f"gemini live ({m.model}): cannot open a session ({type(e).__name__}: {_clean(e)})") from None
-        self._reader = asyncio.create_task(self._read())
-        return self
+            raise self.error(f"cannot open a session ({type(e).__name__}: {_clean(e)})") from None
+        self._types = m.sdk()[1]
+        self._start_reader()
 
     async def _read(self) -> None:
-        try:
-            while True:
-                async for msg in self._live.receive():
-                    self._handle(msg, time.monotonic())
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:  # the SDK raises APIError when the socket closes
-            if not self._closing:
-                self._error = GeminiLiveError(f"gemini live ({self.model.model}): session ended "
-                                              f"({type(e).__name__}: {_clean(e)})")
+        while True:  # the SDK's receive() ends at each turn_complete
+            async for msg in self._live.receive():
+                self._handle(msg, time.monotonic())
 
     def _handle(self, msg, arrival: float) -> None:
         sc = msg.server_content
@@ -232,9 +225,9 @@ class GeminiLiveSession(DuplexSession):
                 self._out.clear()
                 if self._audio_since_flush:
                     self._audio_since_flush = False
-                    self._events.append(ModelEvent("interrupted", arrival_mono=arrival))
+                    self._emit(ModelEvent("interrupted", arrival_mono=arrival))
             if sc.output_transcription is not None and sc.output_transcription.text:
-                self._events.append(ModelEvent("text", text=sc.output_transcription.text, arrival_mono=arrival))
+                self._emit(ModelEvent("text", text=sc.output_transcription.text, arrival_mono=arrival))
             if sc.input_transcription is not None and sc.input_transcription.text:
                 self.user_transcript.append(sc.input_transcription.text)
             if sc.model_turn is not None:
@@ -248,43 +241,18 @@ class GeminiLiveSession(DuplexSession):
                     samples = res.push(pcm)
                     if len(samples):
                         self._audio_since_flush = True
-                        self._events.append(ModelEvent("audio", audio=samples, arrival_mono=arrival))
+                        self._emit(ModelEvent("audio", audio=samples, arrival_mono=arrival))
         if msg.go_away is not None:
             log.warning("gemini live: the server will close this session soon (time left %s)", msg.go_away.time_left)
 
-    def _check(self) -> None:
-        if self._error is not None:
-            raise self._error
-
-    async def send(self, frame: np.ndarray) -> None:
-        self._check()
-        _, types = _genai()
+    async def _send(self, frame: np.ndarray) -> None:
         pcm = (np.clip(np.asarray(frame, dtype=np.float32), -1.0, 1.0) * 32767.0).astype("<i2")
-        try:
-            await self._live.send_realtime_input(audio=types.Blob(data=pcm.tobytes(),
-                                                                  mime_type=f"audio/pcm;rate={INPUT_RATE}"))
-        except Exception as e:  # websockets' ConnectionClosed and the SDK's errors
-            self._check()
-            raise GeminiLiveError(f"gemini live ({self.model.model}): send failed ({type(e).__name__}: {_clean(e)})") from None
+        await self._live.send_realtime_input(audio=self._types.Blob(data=pcm.tobytes(),
+                                                                    mime_type=f"audio/pcm;rate={INPUT_RATE}"))
 
-    async def receive(self) -> list[ModelEvent]:
-        self._check()
-        out, self._events = self._events, []
-        return out
-
-    async def __aexit__(self, *exc: object) -> None:
-        self._closing = True
-        if self._reader is not None:
-            self._reader.cancel()
-            try:
-                await self._reader
-            except asyncio.CancelledError:
-                pass
+    async def _disconnect(self) -> None:
         if self._cm is not None:
-            try:
-                await self._cm.__aexit__(None, None, None)
-            except Exception as e:  # closing anyway
-                log.debug("gemini live: close: %s", _clean(e))
+            await asyncio.wait_for(self._cm.__aexit__(None, None, None), 5.0)
 
 
 def _rate(mime_type: str) -> int:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from fdeval.models.base import optional_import, pip_extra
+
 HANDSHAKE = 0x00
 AUDIO = 0x01
 TEXT = 0x02
@@ -43,20 +45,11 @@ def decode(msg: bytes | bytearray | memoryview) -> tuple[int, bytes]:
     return msg[0], msg[1:]
 
 
-# pip distribution of each optional client module, for the install hint
-def _sphn():
-    try:
-        import sphn
-    except ImportError as e:  # pragma: no cover - the adapters check it when they are built
-        raise ImportError("the Opus codec needs sphn: pip install 'fdeval[moshi-client]'") from e
-    return sphn
-
-
 class OpusCodec:
     """An outgoing and an incoming Ogg/Opus stream at `sample_rate` (24 kHz), float32 mono PCM."""
 
     def __init__(self, sample_rate: int = SAMPLE_RATE):
-        sphn = _sphn()
+        sphn = optional_import("sphn", pip_extra("moshi-client"), "the Ogg/Opus codec")
         self.sample_rate = sample_rate
         self._writer = sphn.OpusStreamWriter(sample_rate)
         self._reader = sphn.OpusStreamReader(sample_rate)

@@ -44,17 +44,14 @@ import base64
 import json
 import logging
 import re
-import time
 import uuid
 from typing import Any
 
 import numpy as np
-from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from fdeval.audio.resample import StreamResampler
-from fdeval.errors import ConfigError
-from fdeval.models.base import DuplexModel, DuplexSession, ModelEvent, require_client, server_identity
-from fdeval.models.servers import PooledServerModel, PooledSession
+from fdeval.models.base import ModelEvent, server_identity
+from fdeval.models.network import NetworkModel, ServerConnectionError, WebSocketSession, plain
 
 log = logging.getLogger("fdeval")
 
@@ -63,24 +60,11 @@ OUTPUT_RATE = 24000
 BUSY_CODE = 1013  # "try again later": the worker closes with it when it is not idle
 
 
-class MiniCPMOServerError(ConnectionError):
+class MiniCPMOServerError(ServerConnectionError):
     """The worker refused, failed or dropped the session (an infrastructure error)."""
 
 
-def _plain(x: Any) -> Any:
-    """Hydra hands nested config values over as OmegaConf containers: make them plain."""
-    return OmegaConf.to_container(x, resolve=True) if isinstance(x, (DictConfig, ListConfig)) else x
-
-
-def _aiohttp():
-    try:
-        import aiohttp
-    except ImportError as e:  # pragma: no cover - depends on the environment
-        raise ImportError("the MiniCPM-o client needs aiohttp: pip install 'fdeval[minicpmo]'") from e
-    return aiohttp
-
-
-class MiniCPMO(PooledServerModel, DuplexModel):
+class MiniCPMO(NetworkModel):
     """Client of MiniCPM-o-Demo workers (one duplex session at a time per worker): a fixed
     host/port, or (`port: null` and a `server:` block) workers started by a `ServerPool`."""
 
@@ -88,6 +72,8 @@ class MiniCPMO(PooledServerModel, DuplexModel):
     frame_s = 1.0
     clock = "realtime"
     text_stream = "pieces"
+    client_modules = ("aiohttp",)
+    client_extra = "minicpmo"
 
     def __init__(self, name: str = "minicpmo", host: str = "127.0.0.1", port: int | None = 22400,
                  base_prompt: str | None = None, config: dict[str, Any] | None = None,
@@ -95,24 +81,18 @@ class MiniCPMO(PooledServerModel, DuplexModel):
                  connect_timeout_s: float = 30.0, prepare_timeout_s: float = 120.0,
                  turn_silence_s: float | None = None, server: dict[str, Any] | None = None,
                  case_retries: int = 2, checkpoint_label: str | None = None):
-        require_client(name, ("aiohttp",), "minicpmo")
         self.name = name
-        self.host, self.port = host or "127.0.0.1", (int(port) if port is not None else None)
-        # model.port: a worker someone else runs, whatever model.server says
-        self.external = (self.host, self.port) if self.port is not None else None
+        self.require_clients()
         self.checkpoint_label = checkpoint_label
         self.base_prompt = base_prompt
-        self.config = _plain(config) or {}
+        self.config = plain(config) or {}
         self.ref_audio_path = ref_audio_path
         self.checkpoint = checkpoint
         self.connect_timeout_s, self.prepare_timeout_s = float(connect_timeout_s), float(prepare_timeout_s)
         self.turn_silence_s = turn_silence_s
-        self.server = _plain(server)  # how to launch the workers (port null: a ServerPool runs them)
+        self.server = plain(server)  # how to launch the workers (port null: a ServerPool runs them)
         self.case_retries = int(case_retries)
-        if self.port is None:
-            if self.server is None:
-                raise ConfigError(f"model.server: {name} needs a server: block, or model.port of a running worker")
-            self._init_pool(name, self.server, self.probe)
+        self._init_server(self.server, host, port, self.probe)
 
     @property
     def url(self) -> str:
@@ -133,13 +113,13 @@ class MiniCPMO(PooledServerModel, DuplexModel):
     async def probe(self, host: str | None = None, port: int | None = None, timeout_s: float = 10.0) -> None:
         """Readiness check for a server launcher: the worker's GET /health says "healthy" (a
         duplex connection would take the worker's one session)."""
-        aiohttp = _aiohttp()
+        aiohttp = self.client_module("aiohttp")
         url = f"http://{host or self.host}:{port or self.port}/health"
         try:
             async with aiohttp.ClientSession() as http, \
                     http.get(url, timeout=aiohttp.ClientTimeout(total=timeout_s)) as r:
                 status, body = r.status, await r.json(content_type=None)
-        except (aiohttp.ClientError, OSError, TimeoutError, ValueError) as e:
+        except (aiohttp.ClientError, OSError, ValueError) as e:
             raise MiniCPMOServerError(f"minicpmo worker {url}: not reachable ({type(e).__name__}: {e})") from None
         if status != 200 or not isinstance(body, dict) or body.get("status") != "healthy":
             raise MiniCPMOServerError(f"minicpmo worker {url}: not ready (HTTP {status}: {body!r:.200})")
@@ -148,16 +128,15 @@ class MiniCPMO(PooledServerModel, DuplexModel):
         return MiniCPMOSession(self, self.prompt(instruction), seed)
 
 
-class MiniCPMOSession(PooledSession, DuplexSession):
+class MiniCPMOSession(WebSocketSession):
+    error_type = MiniCPMOServerError
+    send_errors = (ConnectionError, RuntimeError)
+    model: MiniCPMO
+
     def __init__(self, model: MiniCPMO, prompt: str | None, seed: int):
-        self.model, self.prompt, self.seed = model, prompt, seed
+        super().__init__(model)
+        self.prompt, self.seed = prompt, seed
         self.session_id = re.sub(r"[^A-Za-z0-9_-]", "_", f"fdeval_{seed}_{uuid.uuid4().hex[:8]}")
-        self._http = None
-        self._ws = None
-        self._reader: asyncio.Task | None = None
-        self._events: list[ModelEvent] = []
-        self._error: BaseException | None = None
-        self._closing = False
         self._prepared = asyncio.Event()
         self._stopped = asyncio.Event()
         self._out = StreamResampler(OUTPUT_RATE, INPUT_RATE)
@@ -169,68 +148,38 @@ class MiniCPMOSession(PooledSession, DuplexSession):
     def url(self) -> str:
         return f"ws://{self.host}:{self.port}/ws/duplex"
 
-    def _where(self) -> str:
+    def where(self) -> str:
         return f"minicpmo worker {self.url}"
 
-    async def _open(self) -> None:
-        aiohttp = _aiohttp()
+    def refused(self, status: int) -> ServerConnectionError:
+        if status == 403:
+            return self.error(f"refused the session (HTTP 403: the worker closes with {BUSY_CODE} when it is busy "
+                              "or still loading; one session per worker)")
+        return super().refused(status)
+
+    def closed_why(self, code: int | None) -> str:
+        if code == BUSY_CODE:
+            return f"busy (close {BUSY_CODE}: one session per worker)"
+        return f"closed the session (code {code})"
+
+    async def _connect(self) -> None:
         m = self.model
-        self._http = aiohttp.ClientSession()
-        try:
-            self._ws = await asyncio.wait_for(
-                self._http.ws_connect(f"{self.url}?session_id={self.session_id}", max_msg_size=64 * 2**20),
-                m.connect_timeout_s)
-        except aiohttp.WSServerHandshakeError as e:
-            await self._http.close()
-            if e.status == 403:
-                raise MiniCPMOServerError(f"{self._where()} refused the session (HTTP 403: the worker closes with "
-                                          f"{BUSY_CODE} when it is busy or still loading; one session per worker)") from None
-            raise MiniCPMOServerError(f"{self._where()}: WebSocket handshake failed (HTTP {e.status})") from None
-        except (TimeoutError, aiohttp.ClientError, OSError) as e:
-            await self._http.close()
-            raise MiniCPMOServerError(f"{self._where()}: cannot connect ({type(e).__name__}: {e})") from None
-        self._reader = asyncio.create_task(self._read())
+        ws = await self._open_ws(f"{self.url}?session_id={self.session_id}", m.connect_timeout_s, 64 * 2**20)
+        self._start_reader()
         msg: dict[str, Any] = {"type": "prepare", "system_prompt": self.prompt or "", "config": dict(m.config)}
         if self.prompt is None:
             del msg["system_prompt"]  # the worker then uses its own default
         if m.ref_audio_path:
             msg["ref_audio_path"] = m.ref_audio_path
         try:
-            await self._ws.send_str(json.dumps(msg))
-            await asyncio.wait_for(self._wait_prepared(), m.prepare_timeout_s)
-        except BaseException:
-            await self._close()
-            if self._error is not None:
-                raise self._error from None
-            raise
+            await ws.send_str(json.dumps(msg))
+        except self.send_errors as e:
+            raise await self._send_failed(e) from None
+        await self._until(self._prepared, m.prepare_timeout_s, "'prepared'")
 
-    async def _wait_prepared(self) -> None:
-        done = asyncio.ensure_future(self._prepared.wait())
-        await asyncio.wait({done, self._reader}, return_when=asyncio.FIRST_COMPLETED)
-        done.cancel()
-        if self._error is not None:
-            raise self._error
-        if not self._prepared.is_set():
-            raise MiniCPMOServerError(f"{self._where()} closed the connection before 'prepared'")
-
-    async def _read(self) -> None:
-        aiohttp = _aiohttp()
-        ws = self._ws
-        try:
-            async for msg in ws:
-                if msg.type != aiohttp.WSMsgType.TEXT:
-                    continue
-                self._handle(json.loads(msg.data), time.monotonic())
-            if not self._closing:
-                code = ws.close_code
-                if code == BUSY_CODE:
-                    raise MiniCPMOServerError(f"{self._where()} is busy (close {BUSY_CODE}: one session per worker)")
-                raise MiniCPMOServerError(f"{self._where()} closed the session (code {code})")
-        except MiniCPMOServerError as e:
-            self._error = e
-        except Exception as e:  # a broken frame or connection
-            if not self._closing:
-                self._error = MiniCPMOServerError(f"{self._where()}: {type(e).__name__}: {e}")
+    def _on_message(self, msg: Any, arrival: float) -> None:
+        if msg.type == self.WSMsgType.TEXT:
+            self._handle(json.loads(msg.data), arrival)
 
     def _handle(self, msg: dict[str, Any], arrival: float) -> None:
         kind = msg.get("type")
@@ -242,65 +191,30 @@ class MiniCPMOSession(PooledSession, DuplexSession):
                 return
             text = msg.get("text") or ""
             if text:
-                self._events.append(ModelEvent("text", text=text, arrival_mono=arrival))
+                self._emit(ModelEvent("text", text=text, arrival_mono=arrival))
             if msg.get("audio_data"):
                 pcm = np.frombuffer(base64.b64decode(msg["audio_data"]), dtype="<f4")
                 samples = self._out.push(pcm)
                 if len(samples):
-                    self._events.append(ModelEvent("audio", audio=samples, arrival_mono=arrival))
+                    self._emit(ModelEvent("audio", audio=samples, arrival_mono=arrival))
         elif kind == "prepared":
             self._prepared.set()
         elif kind == "stopped":
             self._stopped.set()
         elif kind == "error":
-            raise MiniCPMOServerError(f"{self._where()} reported an error: {msg.get('error')}")
+            raise self.error(f"reported an error: {msg.get('error')}")
         elif kind == "timeout":
-            raise MiniCPMOServerError(f"{self._where()} timed the session out: {msg.get('reason')}")
+            raise self.error(f"timed the session out: {msg.get('reason')}")
         else:
             log.debug("minicpmo: ignored message %r", kind)
 
-    def _check(self) -> None:
-        if self._error is not None:
-            raise self._error
-
-    async def send(self, frame: np.ndarray) -> None:
-        self._check()
+    async def _send(self, frame: np.ndarray) -> None:
         pcm = np.ascontiguousarray(frame, dtype="<f4")
         payload = {"type": "audio_chunk", "audio_base64": base64.b64encode(pcm.tobytes()).decode("ascii")}
-        try:
-            await self._ws.send_str(json.dumps(payload))
-        except (ConnectionError, RuntimeError) as e:
-            self._check()
-            raise MiniCPMOServerError(f"{self._where()}: send failed ({e})") from None
+        await self._ws.send_str(json.dumps(payload))
         self.n_sent += 1
 
-    async def receive(self) -> list[ModelEvent]:
-        self._check()
-        out, self._events = self._events, []
-        return out
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self._ws is not None and not self._ws.closed and self._error is None:
-            try:
-                await self._ws.send_str(json.dumps({"type": "stop"}))
-                await asyncio.wait_for(self._stopped.wait(), 2.0)
-            except (TimeoutError, ConnectionError, RuntimeError):
-                pass
-        try:
-            await self._close()
-        finally:
-            await self._give_server(*exc)
-
-    async def _close(self) -> None:
-        self._closing = True
-        if self._ws is not None:
-            await self._ws.close()
-        if self._reader is not None:
-            self._reader.cancel()
-            try:
-                await self._reader
-            except asyncio.CancelledError:
-                pass
-        if self._http is not None:
-            await self._http.close()
-
+    async def _goodbye(self) -> None:
+        if self._ws is not None and not self._ws.closed:
+            await self._ws.send_str(json.dumps({"type": "stop"}))
+            await self._until(self._stopped, 2.0, "'stopped'")

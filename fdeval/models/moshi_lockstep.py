@@ -34,7 +34,6 @@ there `--no-deps` (`python -m fdeval.models.moshi_env --with-fdeval` builds it):
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import time
 from pathlib import Path
@@ -43,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from fdeval.errors import ConfigError
-from fdeval.models.base import DuplexModel, DuplexSession, ModelEvent
+from fdeval.models.base import DuplexModel, DuplexSession, ModelEvent, optional_import
 from fdeval.models.moshi import ADAPTER_VERSION, check_local_files, checkpoint_identity
 
 VENV_HINT = ("python -m fdeval.models.moshi_env --with-fdeval, then "
@@ -52,16 +51,13 @@ LOCAL_FILES = ("moshi_weight", "mimi_weight", "tokenizer")  # required when mode
 
 
 class ModelLoadError(RuntimeError):
-    """The checkpoint could not be loaded: every session of the run fails with it (no retry)."""
+    """The checkpoint could not be loaded: every session of the run fails with it (not a
+    `ModelUnavailable`: no retry)."""
 
-    retryable = False
 
-
-def _importable(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):  # ValueError: a module set to None in sys.modules
-        return False
+def _need(module: str, name: str, find_only: bool = False) -> Any:
+    return optional_import(module, f"it runs inside the moshi venv: {VENV_HINT}", f"model={name}", ("moshi", "torch"),
+                           find_only=find_only)
 
 
 def _config_ref(config_path: str, key: str, value: str) -> Path:
@@ -101,9 +97,7 @@ def local_checkpoint_files(m: Any) -> dict[str, Path]:
 class _BatchStepper:
     """B rows of Moshi streaming state; one batched step once every busy row handed in a frame."""
 
-    def __init__(self, lm_gen, mimi, tokenizer, batch_size: int, device: str):
-        import torch
-
+    def __init__(self, torch, lm_gen, mimi, tokenizer, batch_size: int, device: str):
         self.torch = torch
         self.lm_gen, self.mimi, self.tokenizer = lm_gen, mimi, tokenizer
         self.B, self.device = batch_size, device
@@ -263,8 +257,8 @@ class MoshiLockstep(DuplexModel):
         self.decoding = {"temp": float(temp), "temp_text": float(temp_text), "top_k": int(top_k),
                          "top_k_text": int(top_k_text)}
         self.seed, self.torch_threads, self.log_tokens = int(seed), torch_threads, bool(log_tokens)
-        if not (_importable("moshi") and _importable("torch")):
-            raise ConfigError(f"model={name} needs moshi and torch: it runs inside the moshi venv: {VENV_HINT}")
+        for module in ("moshi", "torch"):  # found, not imported: torch takes seconds to import
+            _need(module, name, find_only=True)
         if hf_repo:
             check_local_files(self)
             self._local: dict[str, Path] | None = None
@@ -312,9 +306,9 @@ class MoshiLockstep(DuplexModel):
             mimi_config_path=f.get("mimi_config_path"), lora_weights=f.get("lora_weights"))
 
     def _load(self) -> _BatchStepper:
-        import torch
-        from moshi.models import LMGen, loaders
-
+        torch = _need("torch", self.name)
+        LMGen = _need("moshi.models", self.name).LMGen
+        loaders = _need("moshi.models.loaders", self.name)
         t0 = time.perf_counter()
         if self.torch_threads:
             torch.set_num_threads(int(self.torch_threads))
@@ -324,7 +318,7 @@ class MoshiLockstep(DuplexModel):
         lm = info.get_moshi(device=self.device, dtype=getattr(torch, self.dtype))
         kwargs = {**info.lm_gen_config, **self.decoding}
         lm_gen = LMGen(lm, support_out_of_sync=True, **kwargs)
-        stepper = _BatchStepper(lm_gen, mimi, info.get_text_tokenizer(), self.batch_size, self.device)
+        stepper = _BatchStepper(torch, lm_gen, mimi, info.get_text_tokenizer(), self.batch_size, self.device)
         self.load_s = time.perf_counter() - t0
         return stepper
 
@@ -342,6 +336,7 @@ class MoshiLockstepSession(DuplexSession):
 
     def __init__(self, model: MoshiLockstep, instruction: str | None, seed: int):
         self.model, self.instruction, self.seed = model, instruction, seed
+        self.frame_n = int(round(model.frame_s * model.sample_rate))
         self._pending: list[ModelEvent] = []
         self.row: int | None = None
         self.token_log: list[list[int] | None] | None = [] if model.log_tokens else None
@@ -355,7 +350,7 @@ class MoshiLockstepSession(DuplexSession):
             self.model.stepper.release(self.row)
             self.row = None
 
-    async def send(self, frame: np.ndarray) -> None:
+    async def send_frame(self, frame: np.ndarray) -> None:
         assert self.row is not None, "send outside the session"
         self._pending.extend(await self.model.stepper.submit(self.row, frame))
 

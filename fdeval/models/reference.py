@@ -161,7 +161,7 @@ class ReferenceSession(InProcessSession):
         self.agent, self.policy = agent, policy
         self.rng = random.Random(seed)
         self.vad = agent._vad.stream(threshold=agent.vad_threshold, min_silence_s=0.1)
-        self.n_frame = int(round(agent.frame_s * agent.sample_rate))
+        self.frame_n = int(round(agent.frame_s * agent.sample_rate))
         self.t_s = 0.0
         # what it hears
         self.user_speaking = False
@@ -198,7 +198,7 @@ class ReferenceSession(InProcessSession):
     def _emit(self) -> list[ModelEvent]:
         assert self.utt is not None
         sr = self.agent.sample_rate
-        a, b = self.cursor, min(self.cursor + self.n_frame, len(self.utt.samples))
+        a, b = self.cursor, min(self.cursor + self.frame_n, len(self.utt.samples))
         events = [
             ModelEvent("text", text=w.text, offset_s=max(0.0, w.start_s - a / sr), duration_s=w.end_s - w.start_s)
             for w in self.utt.words

@@ -20,8 +20,10 @@ started once: sessions that ask for servers while a start is in progress wait fo
 once the adapter's `probe(host, port)` (a real protocol handshake) succeeds; a start that fails or
 times out is retried on a new port (bounded). A session takes a free instance (`acquire`); a server
 found dead is restarted (bounded, the restart is written into its log), and a session that loses
-its server raises `ServerDied`, whose message carries the tail of the server log: the run stage
-retries such a case a bounded number of times and otherwise records it as an infrastructure error.
+its server raises `ServerDied` (a `ModelUnavailable`), whose message carries the tail of the server
+log: the run retries such a case `model.case_retries` times and otherwise records it as an
+infrastructure error. The session side (taking an instance, giving it back, turning a lost
+connection into `ServerDied`) is `fdeval.models.network.NetworkSession`.
 
 A server gets a minimal environment (:func:`server_environment`): the variables a model server
 needs (paths, locale, temp folder, CUDA/NVIDIA, Hugging Face and Torch caches, thread counts,
@@ -37,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import ctypes
 import logging
 import os
 import re
@@ -52,21 +55,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Mapping
 
+from fdeval.models.base import ModelUnavailable
+
 log = logging.getLogger("fdeval")
 
 Probe = Callable[[str, int], Awaitable[None]]
 
 
 class ServerError(RuntimeError):
-    """A model server failed; the message ends with the tail of its log."""
+    """A model server failed; the message ends with the tail of its log (not retried: the pool
+    already tried to start it `start_attempts` times, or restart it `max_restarts` times)."""
 
-    retryable = False
 
-
-class ServerDied(ServerError):
+class ServerDied(ServerError, ModelUnavailable):
     """The server of a running session died or dropped it; the pool restarts it, the case is retried."""
-
-    retryable = True
 
 
 @dataclass(frozen=True)
@@ -176,8 +178,6 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 def _pdeathsig() -> None:  # runs in the child between fork and exec
     try:
-        import ctypes
-
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except Exception:
         pass
@@ -459,112 +459,6 @@ def _in_flight(task: "asyncio.Future | None", start: Callable[[], Awaitable[None
     return task
 
 
-
-class PooledServerModel:
-    """What an adapter needs to run its server(s) through a `ServerPool`, in one place.
-
-    `_init_pool(name, server, probe, ...)` builds `self.spec` / `self.pool` from the `server:`
-    block (no pool when it is None: the adapter then talks to a fixed host/port);
-    `concurrency`, `set_run_dir` and `close` are what the run stage calls; a session takes an
-    instance with `async with model.server_instance() as inst` (or enters it by hand from its
-    `__aenter__`/`__aexit__`), connects to `inst.host` / `inst.port`, and an `OSError` (the
-    adapters' connection errors) that leaves the block becomes `ServerDied` with the server's log
-    tail, so the run stage retries the case.
-    """
-
-    pool: ServerPool | None = None
-    spec: ServerSpec | None = None
-    case_retries: int = 2
-
-    def _init_pool(self, name: str, server: Mapping[str, Any] | None, probe: Probe,
-                   placeholders: Mapping[str, str] | None = None, extra_env: Mapping[str, str] | None = None,
-                   spec: "ServerSpec | None" = None) -> ServerPool | None:
-        self.spec = spec if spec is not None else ServerSpec.from_config(_plain(server))
-        self.pool = None
-        if self.spec is not None:
-            self.pool = ServerPool(name, self.spec, probe, placeholders=placeholders, extra_env=extra_env)
-        return self.pool
-
-    @property
-    def concurrency(self) -> int:
-        """Sessions this model can hold at once: one per server instance."""
-        return self.pool.size if self.pool is not None else 1
-
-    def set_run_dir(self, run_dir: Path) -> None:
-        if self.pool is not None:
-            self.pool.set_run_dir(run_dir)
-
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.stop()
-
-    def server_instance(self) -> "_Lease":
-        """Async context: a pool instance for one session, released at exit."""
-        if self.pool is None:
-            raise RuntimeError(f"{getattr(self, 'name', type(self).__name__)}: no server pool (fixed host/port)")
-        return _Lease(self.pool, str(getattr(self, "name", self.pool.name)))
-
-
-class _Lease:
-    """One session's hold on a pool instance (see `PooledServerModel.server_instance`)."""
-
-    def __init__(self, pool: ServerPool, name: str):
-        self.pool, self.name = pool, name
-        self.inst: ServerInstance | None = None
-
-    async def __aenter__(self) -> ServerInstance:
-        self.inst = await self.pool.acquire()
-        return self.inst
-
-    async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
-        inst, self.inst = self.inst, None
-        if inst is None:
-            return
-        try:
-            if isinstance(exc, OSError) and not isinstance(exc, ServerError):
-                raise await lost(self.name, inst, f"{type(exc).__name__}: {exc}") from exc
-        finally:
-            self.pool.release(inst)
-
-
-
-class PooledSession:
-    """Session side of `PooledServerModel`: `host` / `port` of this session's server.
-
-    `await self._take_server(model)` in `__aenter__` (a fixed host/port, or an acquired pool
-    instance); `await self._give_server(*exc)` once, when the session ends (it may raise
-    `ServerDied` in place of the adapter's connection error)."""
-
-    host: str
-    port: int
-    _lease: "_Lease | None" = None
-
-    async def _take_server(self, model: Any) -> None:
-        self._lease = None
-        if getattr(model, "pool", None) is None:
-            self.host, self.port = model.host, model.port
-            return
-        lease = model.server_instance()
-        inst = await lease.__aenter__()
-        self._lease, self.host, self.port = lease, inst.host, inst.port
-
-    async def _give_server(self, exc_type: Any = None, exc: BaseException | None = None, tb: Any = None) -> None:
-        lease, self._lease = self._lease, None
-        if lease is not None:
-            await lease.__aexit__(exc_type, exc, tb)
-
-    async def __aenter__(self):
-        """Take this session's server and connect to it with the adapter's own `_open()`;
-        hand the server back if connecting fails."""
-        await self._take_server(self.model)
-        try:
-            await self._open()
-        except BaseException:
-            await self._give_server(*sys.exc_info())
-            raise
-        return self
-
-
 async def lost(name: str, inst: ServerInstance, what: str) -> ServerDied:
     """The error for a session that lost its pooled server: ServerDied with the server's log tail."""
     code = None
@@ -575,17 +469,6 @@ async def lost(name: str, inst: ServerInstance, what: str) -> ServerDied:
         await asyncio.sleep(0.05)
     state = f"exited with code {code}" if code is not None else "is still running"
     return ServerDied(f"{name} server {inst.name} {state}; session lost ({what}); server log tail:\n{inst.log_tail()}")
-
-
-def _plain(node: Any) -> Any:
-    """Hydra hands nested config values over as OmegaConf containers: make them plain."""
-    try:
-        from omegaconf import DictConfig, ListConfig, OmegaConf
-    except ImportError:  # pragma: no cover
-        return node
-    if isinstance(node, (DictConfig, ListConfig)):
-        return OmegaConf.to_container(node, resolve=True)
-    return dict(node) if node is not None else None
 
 
 # -- stop everything on exit and on the signals of preemption ------------------------------------
@@ -622,7 +505,6 @@ def _register(pool: ServerPool) -> None:
         return
     _installed = True
     atexit.register(stop_all)
-    if True:
-        for sig in (signal.SIGTERM, getattr(signal, "SIGUSR2", None)):
-            if sig is not None:
-                signal.signal(sig, _chain(sig, signal.getsignal(sig)))
+    for sig in (signal.SIGTERM, getattr(signal, "SIGUSR2", None)):
+        if sig is not None:
+            signal.signal(sig, _chain(sig, signal.getsignal(sig)))

@@ -10,7 +10,9 @@ the server's own reckoning) as a barge-in.
 from __future__ import annotations
 
 import datetime
+import hashlib
 import ipaddress
+import json
 import socket
 import ssl
 from dataclasses import dataclass, field
@@ -42,6 +44,34 @@ def make_reply(text: str, sample_rate: int = 24000) -> Reply:
 
     syn = EspeakTTS(voice="en-us+f3", rate_wpm=190, sample_rate=sample_rate).synthesize(text)
     return Reply(syn.samples.astype(np.float32), sample_rate, tuple((w.text, w.start_s) for w in syn.words))
+
+
+class Heard:
+    """What a stand-in server heard from the user in one session: a digest of the audio it
+    decoded, in arrival order (the contract tests compare it across ways of sending the audio)."""
+
+    def __init__(self) -> None:
+        self._sha = hashlib.sha256()
+        self.samples = 0
+
+    def add(self, pcm: np.ndarray) -> None:
+        pcm = np.ascontiguousarray(pcm, dtype="<f4")
+        self._sha.update(pcm.tobytes())
+        self.samples += len(pcm)
+
+    def record(self) -> dict:
+        return {"sha256": self._sha.hexdigest(), "samples": self.samples}
+
+
+def append_record(path: str | Path | None, row: dict) -> None:
+    """One JSON line per session, for a stand-in run as a process (the test reads them back)."""
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps(row) + "\n")
+
+
+def read_records(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
 @dataclass

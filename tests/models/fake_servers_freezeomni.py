@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import socketio
 from aiohttp import web
-from fake_servers_common import Reply, SpeechGate
+from fake_servers_common import Heard, Reply, SpeechGate, append_record
 
 
 @dataclass
@@ -33,6 +33,7 @@ class _User:
     pending_stop: bool = False
     playing_until: float = 0.0
     n_reply: int = 0
+    heard: Heard = field(default_factory=Heard)
 
 
 @dataclass
@@ -45,6 +46,8 @@ class FakeFreezeOmniServer:
     barge_ins: int = 0
     segments_sent: int = 0
     users: dict[str, _User] = field(default_factory=dict)
+    heard: list[dict] = field(default_factory=list)  # per session: digest of the audio events received
+    record: str | None = None  # also appended here, one JSON line per session
 
     def app(self) -> web.Application:
         sio = self.sio = socketio.AsyncServer(async_mode="aiohttp", max_http_buffer_size=2**24)
@@ -71,7 +74,10 @@ class FakeFreezeOmniServer:
 
     async def disconnect(self, sid, *reason):
         self.log.append(("disconnect", sid))
-        self.users.pop(sid, None)
+        user = self.users.pop(sid, None)
+        if user is not None:
+            self.heard.append(user.heard.record())
+            append_record(self.record, user.heard.record())
 
     async def _known(self, sid) -> _User | None:
         user = self.users.get(sid)
@@ -88,13 +94,13 @@ class FakeFreezeOmniServer:
         self.log.append(("recording-started", None))
         if await self._known(sid):
             await self.sio.emit("stop_tts", to=sid)
-            self.users[sid] = _User()
+            self.users[sid] = _User(heard=self.users[sid].heard)
             await self.sio.emit("stop_tts", to=sid)
 
     async def recording_stopped(self, sid):
         self.log.append(("recording-stopped", None))
         if await self._known(sid):
-            self.users[sid] = _User()
+            self.users[sid] = _User(heard=self.users[sid].heard)
             await self.sio.emit("stop_tts", to=sid)
 
     async def audio(self, sid, data):
@@ -114,6 +120,7 @@ class FakeFreezeOmniServer:
             await self.sio.emit("stop_tts", to=sid)
         msg = json.loads(data)
         pcm = np.frombuffer(bytes(msg["audio"]), dtype="<i2").astype(np.float32) / 32768.0
+        user.heard.add(pcm)
         self.audio_events.append((now, msg["sample_rate"], len(msg["audio"])))
         for what, _t in user.gate.push(pcm):
             if what == "start" and (user.queue or user.playing_until > now):

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import sphn
 from aiohttp import WSMsgType, web
-from fake_servers_common import Reply
+from fake_servers_common import Heard, Reply, append_record
 
 START, END_TURN, PAUSE, RESTART = 0, 1, 2, 3
 
@@ -37,6 +37,8 @@ class FakeFunAudioChatServer:
     turns_heard: list[float] = field(default_factory=list)  # seconds of user audio each answer was computed on
     prompts: list[str] = field(default_factory=list)
     audio_before_handshake: int = 0
+    heard: list[dict] = field(default_factory=list)  # per session: digest of the audio recorded (what it answers)
+    record: str | None = None  # also appended here, one JSON line per session
 
     def app(self) -> web.Application:
         app = web.Application()
@@ -47,7 +49,8 @@ class FakeFunAudioChatServer:
         ws = web.WebSocketResponse(heartbeat=30.0)
         await ws.prepare(request)
         st = {"recording": True, "pcm": [], "reader": sphn.OpusStreamReader(24000), "n_reply": 0,
-              "writer": sphn.OpusStreamWriter(24000)}  # one output stream per connection, as the server's encode thread
+              "writer": sphn.OpusStreamWriter(24000),  # one output stream per connection, as the server's encode thread
+              "heard": Heard()}
         signals: asyncio.Queue = asyncio.Queue()
         prompt = ["(server default)"]
 
@@ -62,6 +65,7 @@ class FakeFunAudioChatServer:
                         pcm = st["reader"].append_bytes(payload)
                         if pcm is not None and len(pcm):
                             st["pcm"].append(np.asarray(pcm, np.float32))
+                            st["heard"].add(pcm)
                 elif kind == 0x03:
                     action = payload[0]
                     self.log.append((time.monotonic(), "control", action))
@@ -102,6 +106,8 @@ class FakeFunAudioChatServer:
             await tasks[0]
         finally:
             tasks[1].cancel()
+            self.heard.append(st["heard"].record())
+            append_record(self.record, st["heard"].record())
         return ws
 
     async def _answer(self, ws, reply: Reply, writer) -> asyncio.Task | None:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from aiohttp import WSMsgType, web
-from fake_servers_common import Reply, SpeechGate
+from fake_servers_common import Heard, Reply, SpeechGate
 
 
 def camel(obj):
@@ -59,6 +59,7 @@ class FakeGeminiLive:
     audio_in: list[tuple[float, str, int]] = field(default_factory=list)  # (t, mimeType, samples)
     other_messages: list[dict] = field(default_factory=list)
     barge_ins: int = 0
+    heard: list[dict] = field(default_factory=list)  # per session: digest of the audio received
 
     def app(self) -> web.Application:
         app = web.Application()
@@ -75,6 +76,7 @@ class FakeGeminiLive:
         self.setups.append(camel(json.loads(first.data)))
         await ws.send_str(json.dumps({"setupComplete": {}}))
         gate = SpeechGate(16000)
+        heard = Heard()
         state = {"task": None, "playing_until": 0.0, "n_reply": 0}
         async for msg in ws:
             if msg.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
@@ -85,6 +87,7 @@ class FakeGeminiLive:
                 self.other_messages.append(data)
                 continue
             pcm = np.frombuffer(b64bytes(audio["data"]), dtype="<i2").astype(np.float32) / 32768.0
+            heard.add(pcm)
             now = time.monotonic()
             self.audio_in.append((now, audio.get("mimeType", ""), len(pcm)))
             for what, _t in gate.push(pcm):
@@ -101,6 +104,9 @@ class FakeGeminiLive:
                     state["n_reply"] += 1
                     state["playing_until"] = now + reply.duration_s
                     state["task"] = asyncio.create_task(self._answer(ws, reply))
+        if state["task"] is not None:
+            state["task"].cancel()
+        self.heard.append(heard.record())
         return ws
 
     async def _answer(self, ws, reply: Reply) -> None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from aiohttp import WSMsgType, web
-from fake_servers_common import Reply, SpeechGate
+from fake_servers_common import Heard, Reply, SpeechGate, append_record
 
 
 @dataclass
@@ -33,6 +33,8 @@ class FakeMiniCPMOWorker:
     session_ids: list[str] = field(default_factory=list)
     barge_ins: int = 0
     protocol_errors: list[str] = field(default_factory=list)
+    heard: list[dict] = field(default_factory=list)  # per session: digest of the audio chunks received
+    record: str | None = None  # also appended here, one JSON line per session
 
     def app(self) -> web.Application:
         app = web.Application()
@@ -54,6 +56,7 @@ class FakeMiniCPMOWorker:
             return ws
         self.session_ids.append(request.query.get("session_id", ""))
         gate = SpeechGate(16000)
+        heard = Heard()
         prepared = False
         reply: Reply | None = None
         pos = 0.0
@@ -79,6 +82,7 @@ class FakeMiniCPMOWorker:
                     await ws.send_json({"type": "error", "error": "Missing audio_base64"})
                     continue
                 audio = np.frombuffer(base64.b64decode(b64), dtype=np.float32)
+                heard.add(audio)
                 self.messages.append({**msg, "audio_base64": len(audio)})
                 for what, _t in gate.push(audio):
                     if what == "start" and reply is not None:
@@ -108,5 +112,7 @@ class FakeMiniCPMOWorker:
             else:
                 self.messages.append(msg)
                 await ws.send_json({"type": "error", "error": f"Unknown message type: {kind}"})
+        self.heard.append(heard.record())
+        append_record(self.record, heard.record())
         await ws.close()
         return ws

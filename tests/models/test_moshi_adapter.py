@@ -33,6 +33,7 @@ def serve(argv: list[str]) -> None:
     import sphn
     from aiohttp import web
     from conftest_moshi import opus_frames
+    from fake_servers_common import Heard
 
     p = argparse.ArgumentParser()
     p.add_argument("--port", type=int)
@@ -55,9 +56,10 @@ def serve(argv: list[str]) -> None:
             except asyncio.TimeoutError:
                 pass
         await ws.send_bytes(b"\x00")
-        writer, n = sphn.OpusStreamWriter(24000), 0
+        writer, n, heard = sphn.OpusStreamWriter(24000), 0, Heard()
         async for frame in opus_frames(ws):
             n += 1
+            heard.add(frame)
             if n % a.answer_every:
                 continue
             data = writer.append_pcm(frame)  # the model "speaks" what it hears
@@ -66,7 +68,8 @@ def serve(argv: list[str]) -> None:
             await ws.send_bytes(b"\x02" + f" p{n}".encode())  # the frame's text after its audio
         if a.record:
             with open(a.record, "a") as f:
-                f.write(json.dumps({"early": early, "frames": n, "query": dict(request.query), "args": rest}) + "\n")
+                f.write(json.dumps({"early": early, "frames": n, "query": dict(request.query), "args": rest,
+                                    "heard": heard.record()}) + "\n")
         return ws
 
     app = web.Application()
@@ -128,6 +131,39 @@ if __name__ != "__main__":
         i, _ = texts[1]
         assert flat[i + 1].kind == "audio"
         assert all(e.arrival_mono is not None for e in flat)
+
+    def test_a_text_whose_audio_was_drained_already_is_placed_back_at_it():
+        """The server sends a frame's audio, then its text; when the orchestrator drains between
+        the two messages, the text gets the audio's length as a negative offset (before: it was
+        placed where the next frame's audio starts, one frame late)."""
+        import aiohttp
+        import sphn
+
+        from fdeval.models import kindbyte
+
+        s = Moshi(port=1).session(None, 0)
+        s.codec, s.WSMsgType = kindbyte.OpusCodec(24000), aiohttp.WSMsgType
+        writer = sphn.OpusStreamWriter(24000)
+
+        def message(kind: int, payload: bytes):
+            return aiohttp.WSMessage(aiohttp.WSMsgType.BINARY, kindbyte.encode(kind, payload), None)
+
+        def audio_frame() -> bytes:
+            data = b""
+            while not data:  # the writer returns bytes once a page is full
+                data = writer.append_pcm(0.1 * np.sin(np.arange(1920) / 6).astype(np.float32))
+            return data
+
+        s._on_message(message(kindbyte.AUDIO, audio_frame()), 0.0)
+        s._on_message(message(kindbyte.TEXT, b" one"), 0.0)  # not drained yet: put before its audio
+        first = asyncio.run(s.receive())
+        assert [e.kind for e in first] == ["text", "audio"] and first[0].offset_s == 0.0
+        s._on_message(message(kindbyte.AUDIO, audio_frame()), 0.0)
+        audio = asyncio.run(s.receive())  # drained between the frame's audio and its text
+        s._on_message(message(kindbyte.TEXT, b" two"), 0.0)
+        [text] = asyncio.run(s.receive())
+        assert [e.kind for e in audio] == ["audio"] and text.text == " two"
+        assert text.offset_s == pytest.approx(-len(audio[0].audio) / 24000)
 
     @pytest.mark.slow
     def test_two_instances_run_two_cases_at_once(tmp_path):

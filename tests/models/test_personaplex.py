@@ -30,6 +30,7 @@ def serve(argv: list[str]) -> None:
     import sphn
     from aiohttp import web
     from conftest_moshi import opus_frames
+    from fake_servers_common import Heard
 
     p = argparse.ArgumentParser()
     p.add_argument("--port", type=int)
@@ -57,9 +58,10 @@ def serve(argv: list[str]) -> None:
                 except asyncio.TimeoutError:
                     pass
             await ws.send_bytes(b"\x00")
-            writer, n = sphn.OpusStreamWriter(24000), 0
+            writer, n, heard = sphn.OpusStreamWriter(24000), 0, Heard()
             async for frame in opus_frames(ws):
                 n += 1
+                heard.add(frame)
                 await ws.send_bytes(b"\x02" + f" w{n}".encode())  # text first ...
                 await asyncio.sleep(0.002)
                 data = writer.append_pcm(0.5 * frame)
@@ -67,7 +69,8 @@ def serve(argv: list[str]) -> None:
                     await ws.send_bytes(b"\x01" + data)  # ... then its audio (send loop)
             with open(a.record, "a") as f:
                 f.write(json.dumps({"text_prompt": text_prompt, "voice_prompt": request.query["voice_prompt"],
-                                    "dropped_before_handshake": dropped, "frames": n, "extra_args": rest}) + "\n")
+                                    "dropped_before_handshake": dropped, "frames": n, "extra_args": rest,
+                                    "heard": heard.record()}) + "\n")
         return ws
 
     app = web.Application()

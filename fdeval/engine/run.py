@@ -224,6 +224,12 @@ class Run:
     def steps_named(self, names) -> list:
         return [s for s in self.pipeline if s.name in names]
 
+    def file_of(self, step_name: str, case_id: str, key: str = "") -> Path:
+        """Where case step `step_name` keeps its file for (case_id, key): a step reads an earlier
+        step's output through this, never by a folder name of its own."""
+        (step,) = self.steps_named((step_name,))
+        return self.run_dir / step.folder / step.filename(case_id, key)
+
     @property
     def seed(self) -> int:
         return int(self.cfg.seed)

@@ -100,7 +100,7 @@ class Judge(CaseStep):
 
     def make(self, run: Run, unit: Unit) -> dict[str, Any]:
         judge = run.component("judge")
-        transcript = read_transcript(run.run_dir / "transcripts" / f"{unit.case_id}.json")
+        transcript = read_transcript(run.file_of("transcribe", unit.case_id))
         verdict = judge.judge(unit.case, unit.key, transcript)
         return {**verdict_to_dict(verdict), "model_id": run.model_id}
 

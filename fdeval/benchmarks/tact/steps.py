@@ -73,7 +73,7 @@ class Posterior(CaseStep):
                                                              "intercept": round(self.estimator.intercept, 6)}
 
     def make(self, run: Run, unit: Unit) -> dict[str, Any]:
-        m = json.loads((run.run_dir / "measures" / f"{unit.case_id}.json").read_text())
+        m = json.loads(run.file_of("measure", unit.case_id).read_text())
         e = self.by_id[m["episode_id"]]
         q = self.q[e.episode_id]
         psi = psi_at(self.estimator, [tuple(x) for x in m["focal_speech"]], [o["onset_s"] for o in m["overlaps"]])

@@ -115,7 +115,7 @@ async def run_session(
     frame_n = int(round(model.frame_s * sr))
     log = SessionLog(case.case_id, sr, frame_n / sr, clock.kind, attrs=dict(attrs or {}))
     turn_cfg = effective_turn_config(cfg.turns, model.turn_silence_s)
-    text_stream = getattr(model, "text_stream", "words")
+    text_stream = model.text_stream
     asks = _Asks(policy, case.case_id, text_stream, sr)
     first = await asks.ask(0.0)
     if not first:
@@ -130,7 +130,7 @@ async def run_session(
     actual_start: dict[int, float] = {}
     log.attrs.update({"turn_config": asdict(turn_cfg), "model_frame_s": model.frame_s, "model_sample_rate": model.sample_rate,
                       "text_stream": text_stream, "health_bounds": asdict(cfg.health), "user_policy": policy.name})
-    health = _Health(clock.kind == "realtime", bool(getattr(model, "audio_per_frame", False)), sr)
+    health = _Health(clock.kind == "realtime", bool(model.audio_per_frame), sr)
 
     def hand_over(asking: asyncio.Task, n: int) -> None:
         turns = asking.result()

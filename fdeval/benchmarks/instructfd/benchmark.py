@@ -36,6 +36,7 @@ from fdeval.benchmarks.instructfd.steps import IAS, Judge, Transcribe
 from fdeval.cases import load_cases
 from fdeval.engine.benchmark import Benchmark
 from fdeval.engine.steps import Metric, Step
+from fdeval.orchestrator.turns import DEFAULT_BARGE_IN_AFTER_S
 from fdeval.errors import ConfigError
 from fdeval.types import TestCase
 
@@ -58,7 +59,7 @@ class InstructFD(Benchmark):
     name = "instructfd"
 
     def __init__(self, name: str = "instructfd", size: str = "small", timeout_s: float = 20.0,
-                 barge_in_after_s: float = 3.0, cases_dir: str | None = None, cases: list[str] | None = None,
+                 barge_in_after_s: float = DEFAULT_BARGE_IN_AFTER_S, cases_dir: str | None = None, cases: list[str] | None = None,
                  conversations_per_scenario: int | None = None, persona_file: str | None = None,
                  text_backend: str = "offline", llm: Mapping[str, Any] | None = None, pool_factor: float = 1.25,
                  workers: int = 2):

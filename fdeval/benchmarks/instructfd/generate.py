@@ -41,6 +41,7 @@ from fdeval.benchmarks.instructfd.instructions import render_instruction
 from fdeval.benchmarks.instructfd.markers import CUT_IN_KINDS, ParsedText, Pause, Speech, parse_markers
 from fdeval.benchmarks.instructfd.records import NO_POLICY, InstructFDCase, ReferenceLine, Trigger
 from fdeval.cases.schema import load_case, write_case
+from fdeval.orchestrator.turns import DEFAULT_BARGE_IN_AFTER_S
 from fdeval.errors import CaseError
 from fdeval.types import TestCase, Turn, WordTiming
 
@@ -273,7 +274,7 @@ def _load_fresh(out_dir: Path, expected: list[TestCase]) -> list[TestCase] | Non
 
 
 def generate_conversation(conv: Conversation, out_dir: Path, tts: EspeakTTS, seed: int = 0, timeout_s: float = 20.0,
-                          barge_in_after_s: float = 3.0) -> list[TestCase]:
+                          barge_in_after_s: float = DEFAULT_BARGE_IN_AFTER_S) -> list[TestCase]:
     """Generate (or reuse, when fresh) one conversation's audio and case files."""
     out_dir = Path(out_dir)
     plan = plan_conversation(conv, seed)
@@ -290,7 +291,7 @@ def generate_conversation(conv: Conversation, out_dir: Path, tts: EspeakTTS, see
 
 
 def generate_builtin(out_dir: Path, tts: EspeakTTS, seed: int = 0, timeout_s: float = 20.0,
-                     barge_in_after_s: float = 3.0, show_progress: bool = False,
+                     barge_in_after_s: float = DEFAULT_BARGE_IN_AFTER_S, show_progress: bool = False,
                      conversations: Sequence[Conversation] | None = None) -> list[TestCase]:
     """Write the built-in set (or `conversations`) under `out_dir`; return its cases sorted by id."""
     if timeout_s <= 0:

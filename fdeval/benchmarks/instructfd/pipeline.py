@@ -74,6 +74,7 @@ from fdeval.benchmarks.instructfd.specs import (
     check_against_spec,
 )
 from fdeval.cases.schema import case_from_dict, case_to_dict, write_case
+from fdeval.orchestrator.turns import DEFAULT_BARGE_IN_AFTER_S
 from fdeval.errors import CaseError, FdevalError
 from fdeval.files import write_json_atomic
 from fdeval.types import TestCase
@@ -170,7 +171,7 @@ class GenerationConfig:
     per_scenario: int
     seed: int = 0
     timeout_s: float = 20.0
-    barge_in_after_s: float = 3.0
+    barge_in_after_s: float = DEFAULT_BARGE_IN_AFTER_S
     pool_factor: float = 1.25
     workers: int = 2
     scenarios: tuple[str, ...] = SCENARIO_ORDER

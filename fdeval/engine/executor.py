@@ -39,9 +39,22 @@ def units(run: Run, step: CaseStep) -> tuple[list[Unit], dict[str, list[str]]]:
     return [Unit(c, s, k, out / step.filename(c.case_id, k)) for c, s in ok for k in step.keys(c)], skipped
 
 
+def unit_mark(run: Run, step: CaseStep, unit: Unit, mark: dict[str, Any]) -> dict[str, Any]:
+    """The step's stamp plus what this unit was made from beyond its session (`CaseStep.inputs`)."""
+    extra = step.inputs(run, unit)
+    return {**mark, "inputs": extra} if extra else mark
+
+
 def unit_state(run: Run, step: CaseStep, unit: Unit, mark: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
-    """done | missing | stale | corrupt | foreign | error (an error record: made again)."""
-    state, d = run.folder.read_derived(unit.path, unit.session, mark)
+    """done | missing | stale | corrupt | foreign | error (an error record: made again). A file
+    made from other inputs than the unit's current ones (`CaseStep.inputs`) is stale."""
+    um = unit_mark(run, step, unit, mark)
+    state, d = run.folder.read_derived(unit.path, unit.session, um)
+    if state == "foreign" and um is not mark and isinstance(d, dict) and \
+            run.folder.read_derived(unit.path, unit.session, None)[0] == "done":
+        prov = d.get("provenance") or {}
+        if isinstance(prov.get("step"), dict) and {k: v for k, v in prov["step"].items() if k != "inputs"} == mark:
+            return "stale", d  # this step's settings, older inputs: made again without resume=redo
     if state != "done":
         return state, d
     try:
@@ -80,7 +93,7 @@ def execute_case_step(run: Run, step: CaseStep) -> None:
         payload = _make(step, run, u, failed)
         if payload is None:
             continue
-        write_json_atomic(u.path, {**payload, "provenance": run.folder.provenance(u.session, mark)})
+        write_json_atomic(u.path, {**payload, "provenance": run.folder.provenance(u.session, unit_mark(run, step, u, mark))})
         run.folder.error_path(u.path).unlink(missing_ok=True)
         made.append(u)
         res = step.result(payload)

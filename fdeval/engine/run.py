@@ -106,8 +106,9 @@ class RunFolder:
     def scores(self) -> Path:
         return self.run_dir / "scores"
 
-    def session_paths(self, case_id: str) -> tuple[Path, Path]:
-        return self.sessions / f"{case_id}.h5", self.sessions / f"{case_id}.wav"
+    def session_paths(self, case_id: str, folder: str = "sessions") -> tuple[Path, Path]:
+        d = self.run_dir / folder
+        return d / f"{case_id}.h5", d / f"{case_id}.wav"
 
     @staticmethod
     def error_path(path: Path) -> Path:
@@ -142,12 +143,15 @@ class RunFolder:
         return d
 
     # -- sessions ----------------------------------------------------------------------------
-    def session_state(self, case: TestCase, digest: str, model_id: str | None = None) -> SessionState:
-        """Whether `case`'s recording is there, whole, and this run's (see the module doc)."""
-        h5, wav = self.session_paths(case.case_id)
+    def session_state(self, case: TestCase, digest: str, model_id: str | None = None,
+                      folder: str = "sessions") -> SessionState:
+        """Whether `case`'s recording is there, whole, and this run's (see the module doc).
+        `folder`: a benchmark's own session step keeps its recordings there (e.g. EchoChain's
+        half-duplex control sessions)."""
+        h5, wav = self.session_paths(case.case_id, folder)
         cid = case.case_id
         if not h5.exists():
-            err = self.sessions / f"{cid}.error.json"
+            err = h5.parent / f"{cid}.error.json"
             if err.exists():
                 try:
                     why = json.loads(err.read_text()).get("error", "?")

@@ -19,6 +19,7 @@ import uuid
 import zlib
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import h5py
 import numpy as np
@@ -93,18 +94,42 @@ def check_fits(cases: list[TestCase], max_session_s: float) -> None:
 
 
 class RecordSessions(Step):
-    """The `run` step: one recorded live session per case (see the module doc)."""
+    """The `run` step: one recorded live session per case (see the module doc).
+
+    A benchmark may declare a session step of its own by subclassing it (another `name` and
+    `folder`, and the hooks below): its sessions are recorded, resumed and checked as the run
+    step's, e.g. EchoChain's half-duplex control, derived from the live sessions."""
 
     name = stage = "run"
     placement = "gpu_array"
+    folder = "sessions"
+
+    def session_cases(self, run: Run) -> list[TestCase]:
+        """The cases this step records (this process's shard)."""
+        return run.cases
+
+    def digest(self, run: Run, case: TestCase) -> str:
+        """What the recording of `case` must carry to be reused (its inputs' hash)."""
+        return run.case_digest(case)
+
+    def audio(self, run: Run, case: TestCase, sample_rate: int) -> list[np.ndarray]:
+        """The case's user turns' audio at the session rate."""
+        return turn_audio(case, run.case_root, sample_rate)
+
+    def policy(self, run: Run, case: TestCase, audio: list[np.ndarray]) -> Any:
+        """The session's user policy (None: the scripted turns with `audio`)."""
+        return run.benchmark.user_policy(case, audio, run)
+
+    def state(self, run: Run, case: TestCase, model_id: str | None = None) -> SessionState:
+        return run.folder.session_state(case, self.digest(run, case), model_id, self.folder)
 
     def execute(self, run: Run) -> None:
-        _Recorder(run).record()
+        _Recorder(run, self).record()
 
 
 class _Recorder:
-    def __init__(self, run: Run):
-        self.run = run
+    def __init__(self, run: Run, step: RecordSessions):
+        self.run, self.step = run, step
         settings = typed(run.cfg.orchestrator, OrchestratorSettings, "orchestrator")
         self.clock = settings.clock
         self.ocfg = settings.to_config()
@@ -116,25 +141,27 @@ class _Recorder:
         self.sim_s = self.wall_s = 0.0
 
     def _states(self, model_id: str) -> dict[str, SessionState]:
-        run = self.run
-        states = {c.case_id: run.session_state(c, model_id) for c in run.cases}
+        run, step, d = self.run, self.step, self.step.folder
+        states = {c.case_id: step.state(run, c, model_id) for c in self.cases}
         foreign = [s for s in states.values() if s.state == "foreign"]
-        run.refuse_foreign("session", [f"sessions/{s.case_id}.h5" for s in foreign], foreign[0].why if foreign else "")
+        run.refuse_foreign("session", [f"{d}/{s.case_id}.h5" for s in foreign], foreign[0].why if foreign else "")
         for s in states.values():
             if s.state == "corrupt":
-                log.warning("run: sessions/%s.h5 cannot be used (%s); recording it again", s.case_id, s.why)
+                log.warning("%s: %s/%s.h5 cannot be used (%s); recording it again", step.name, d, s.case_id, s.why)
             elif s.state == "foreign":
-                log.warning("run: sessions/%s.h5 is another run's (%s); recording it again (resume=redo)", s.case_id, s.why)
+                log.warning("%s: %s/%s.h5 is another run's (%s); recording it again (resume=redo)", step.name, d,
+                            s.case_id, s.why)
         return states
 
     def record(self) -> None:
         run = self.run
         model: DuplexModel = run.model  # constructing it is cheap (servers and weights load on first use)
         self.model_id = run.model_id  # records model.json for the later steps
+        self.cases = self.step.session_cases(run)
         states = self._states(self.model_id)
-        self.todo = [c for c in run.cases if states[c.case_id].state != "done"]
+        self.todo = [c for c in self.cases if states[c.case_id].state != "done"]
         if not self.todo:
-            log.info("run: all %d cases already recorded", len(run.cases))
+            log.info("%s: all %d cases already recorded", self.step.name, len(self.cases))
             return
         check_fits(self.todo, self.ocfg.turns.max_session_s)
         self.clock_kind = model.clock if self.clock == "auto" else self.clock
@@ -149,7 +176,7 @@ class _Recorder:
         if n_parallel > 1 and len(self.todo) > 1:
             self.wall_s = asyncio.run(self._concurrently(n_parallel))
         else:
-            for case in run.bar(self.todo, "run"):
+            for case in run.bar(self.todo, self.step.name):
                 try:
                     result, exc = asyncio.run(self._attempt(case)), None
                 except Exception as e:
@@ -158,14 +185,14 @@ class _Recorder:
         self._summary()
 
     async def _attempt(self, case: TestCase):
-        run, model = self.run, self.run.model
-        audio = turn_audio(case, run.case_root, self.ocfg.sample_rate)
+        run, model, step = self.run, self.run.model, self.step
+        audio = step.audio(run, case, self.ocfg.sample_rate)
         seed = case_seed(run.seed, case.case_id)
         attrs = {**self.base_attrs, "case_seed": seed, "case_version": case.version,
-                 "case_digest": run.case_digest(case), "session_id": uuid.uuid4().hex}
+                 "case_digest": step.digest(run, case), "session_id": uuid.uuid4().hex, "session_step": step.name}
         retries = max(0, int(model.case_retries))
         for i in range(retries + 1):
-            policy = run.benchmark.user_policy(case, audio, run)  # None: the case's scripted turns
+            policy = step.policy(run, case, audio)  # None: the case's scripted turns
             try:
                 return await run_session(case, None if policy is not None else audio, model, self.ocfg,
                                          make_clock(self.clock_kind), self.vad, seed=seed,
@@ -173,28 +200,28 @@ class _Recorder:
             except Exception as e:  # a lost model server is restarted by the model: retry the case (bounded)
                 if not isinstance(e, ModelUnavailable) or i == retries:
                     raise
-                log.warning("run: %s: %s; retrying the case (%d/%d)", case.case_id, str(e).splitlines()[0], i + 1, retries)
+                log.warning("%s: %s: %s; retrying the case (%d/%d)", step.name, case.case_id, str(e).splitlines()[0], i + 1, retries)
 
     def _store(self, case: TestCase, result, exc: BaseException | None) -> None:
-        run = self.run
-        err_file = run.folder.sessions / f"{case.case_id}.error.json"
+        run, name = self.run, self.step.name
+        h5, wav = run.folder.session_paths(case.case_id, self.step.folder)
+        err_file = h5.parent / f"{case.case_id}.error.json"
         if exc is not None:
             if isinstance(exc, FdevalError):
                 raise exc
             # an infrastructure failure of this case: recorded, never a verdict
             self.failures.append(case.case_id)
             first = (str(exc).strip().splitlines() or [""])[0]
-            write_json_atomic(err_file, {"case_id": case.case_id, "stage": "run", "error": f"{type(exc).__name__}: {exc}",
+            write_json_atomic(err_file, {"case_id": case.case_id, "stage": name, "error": f"{type(exc).__name__}: {exc}",
                                          "traceback": "".join(traceback.format_exception(exc))[-4000:],
                                          "model_id": self.model_id})
-            log.error("run: %s failed: %s: %s", case.case_id, type(exc).__name__, first)
+            log.error("%s: %s failed: %s: %s", name, case.case_id, type(exc).__name__, first)
             if self.recorded == 0 and len(self.failures) >= min(FAIL_FAST_CASES, len(self.todo)) and len(self.todo) > 1:
-                raise RunFailures(f"run: the first {len(self.failures)} case(s) all failed, so the run stops (e.g. "
+                raise RunFailures(f"{name}: the first {len(self.failures)} case(s) all failed, so the run stops (e.g. "
                                   f"{self.failures[0]}: {type(exc).__name__}: {first}); reasons in "
-                                  f"{run.folder.sessions}/*.error.json")
+                                  f"{h5.parent}/*.error.json")
             return
         h = result.log.attrs
-        h5, wav = run.folder.session_paths(case.case_id)
         write_session(result.log, result.user, result.model, wav, h5)
         err_file.unlink(missing_ok=True)
         self.recorded += 1
@@ -202,18 +229,18 @@ class _Recorder:
         self.wall_s += result.wall_s
         if not h["valid"]:
             self.invalid.append(case.case_id)
-            log.warning("run: %s: session invalid, not scored: %s", case.case_id, h["invalid_reason"])
+            log.warning("%s: %s: session invalid, not scored: %s", name, case.case_id, h["invalid_reason"])
         errs = [t["error_s"] for t in result.log.turns if t["turn_type"] == "barge-in" and not math.isnan(t["error_s"])]
         lag = h.get("health_model_lag_max_s", float("nan"))
         health = "" if self.clock_kind != "realtime" else f", pacing lag {1000 * h['health_pacing_lag_max_s']:.1f} ms" + (
             "" if math.isnan(lag) else f", model lag {lag:.2f} s")
-        log.info("run: %s: %.1f s session in %.2f s wall (%s)%s%s", case.case_id, result.log.duration_s, result.wall_s,
+        log.info("%s: %s: %.1f s session in %.2f s wall (%s)%s%s", name, case.case_id, result.log.duration_s, result.wall_s,
                  h.get("end_reason"), health, f", barge-in error {max(errs) * 1000:.2f} ms" if errs else "")
 
     async def _concurrently(self, n: int) -> float:
         # n sessions in flight (server instances, or rows of a batched in-process model); wall time
         # is the elapsed time, not the sum of the overlapping sessions' times
-        queue, bar = list(self.todo), self.run.bar(self.todo, "run")
+        queue, bar = list(self.todo), self.run.bar(self.todo, self.step.name)
         t0 = time.perf_counter()
 
         async def worker():
@@ -233,22 +260,22 @@ class _Recorder:
         return time.perf_counter() - t0
 
     def _summary(self) -> None:
-        run, sim_s, wall_s = self.run, self.sim_s, self.wall_s
-        run.stats["run"] = {"cases": len(self.todo), "recorded": self.recorded, "invalid": len(self.invalid),
+        run, sim_s, wall_s, name = self.run, self.sim_s, self.wall_s, self.step.name
+        run.stats[name] = {"cases": len(self.todo), "recorded": self.recorded, "invalid": len(self.invalid),
                             "failed": len(self.failures), "session_s": sim_s, "wall_s": wall_s, "clock": self.clock_kind,
                             "speed": sim_s / wall_s if wall_s > 0 and self.recorded else None}
         if self.recorded:
-            msg = (f"run: {self.recorded} of {len(self.todo)} cases recorded, {sim_s:.1f} session-s in {wall_s:.1f} "
+            msg = (f"{name}: {self.recorded} of {len(self.todo)} cases recorded, {sim_s:.1f} session-s in {wall_s:.1f} "
                    f"wall-s = {sim_s / wall_s:.1f} session-seconds per wall-second ({self.clock_kind})")
             log.info(msg)
             print(msg, flush=True)
         if self.invalid:
-            case = next(c for c in run.cases if c.case_id == self.invalid[0])
-            print(f"fdeval: warning: {len(self.invalid)} session(s) invalid and not scored (e.g. {self.invalid[0]}: "
-                  f"{run.session_state(case).why}); relaunch to record them again", flush=True)
+            case = next(c for c in self.cases if c.case_id == self.invalid[0])
+            print(f"fdeval: warning: {name}: {len(self.invalid)} session(s) invalid and not scored (e.g. {self.invalid[0]}: "
+                  f"{self.step.state(run, case).why}); relaunch to record them again", flush=True)
         if self.failures:
-            raise RunFailures(f"run: {len(self.failures)} case(s) failed (e.g. {self.failures[0]}; reasons in "
-                              "sessions/*.error.json); relaunch the same command to retry them")
+            raise RunFailures(f"{name}: {len(self.failures)} case(s) failed (e.g. {self.failures[0]}; reasons in "
+                              f"{self.step.folder}/*.error.json); relaunch the same command to retry them")
 
 
 class Score(Aggregate):

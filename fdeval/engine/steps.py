@@ -113,6 +113,11 @@ class CaseStep(Step):
     def filename(self, case_id: str, key: str) -> str:
         return f"{case_id}@{key}.json" if key else f"{case_id}.json"
 
+    def inputs(self, run: "Run", unit: Unit) -> dict[str, Any]:
+        """What the unit's file is made from beyond its case's session (e.g. the id of another
+        recording): kept in the file's provenance; a file made from other inputs is made again."""
+        return {}
+
     def prepare(self, run: "Run", todo: list[Unit]) -> None:
         """Load what every unit needs (an ASR model, a judge), once, when there is work."""
 

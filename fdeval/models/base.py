@@ -141,6 +141,11 @@ class DuplexSession(abc.ABC):
     async def receive(self) -> list[ModelEvent]:
         """Everything the model produced since the previous call (may be empty)."""
 
+    def hear_user_words(self, words: list[tuple[str, float]]) -> None:
+        """Oracle text, for models that declare `oracle_user_text`: the user's words (text, session
+        time of the word's start) whose audio starts in the frame about to be sent. Called before
+        that frame's `send`; nothing by default."""
+
 
 class DuplexModel(abc.ABC):
     """A full-duplex model under test. Subclasses set the class attributes and `session`.
@@ -177,6 +182,10 @@ class DuplexModel(abc.ABC):
     many cases in flight, each in its own session."""
     case_retries: int = 0
     """How often the run retries a case whose session raised `ModelUnavailable`."""
+    oracle_user_text: bool = False
+    """True for a model that is given the user's words as they are played (oracle text, no ASR:
+    `DuplexSession.hear_user_words`). Only reference models that stand in for speech
+    understanding declare it; the session log records it (`oracle_user_text`)."""
 
     def set_run_dir(self, path: Path) -> None:
         """Where the run writes (called before the first session): servers started in the job

@@ -94,6 +94,12 @@ class UserPolicy(abc.ABC):
     async def next_turns(self, conversation: Conversation) -> Sequence[UserTurn]:
         """The next user turns (empty: the user is done)."""
 
+    def record(self) -> dict | None:
+        """What the policy wants kept with the session (its plans, messages, verdicts), written
+        into the session log as the `user_policy_record` attribute after the session ends, so it
+        is exactly as current as the recording; None keeps nothing."""
+        return None
+
 
 class ScriptedPolicy(UserPolicy):
     """A scripted case: all its turns at the first question, nothing after."""

@@ -42,6 +42,8 @@ class SessionLog:
     turns: list[dict[str, Any]] = field(default_factory=list)
     attrs: dict[str, Any] = field(default_factory=dict)
     duration_s: float = 0.0
+    policy_record: dict[str, Any] | None = None  # the user policy's record (UserPolicy.record), JSON
+
 
     def event(self, t_s: float, kind: str, turn: int = -1, detail: str = "") -> None:
         self.events.append((float(t_s), kind, int(turn), detail))
@@ -89,6 +91,8 @@ def write_session(log: SessionLog, user: np.ndarray, model: np.ndarray, wav_path
                 ("cut_short", "?"), ("onset_s", "f8"), ("delay_s", "f8"), ("wait_reason", _STR), ("n_samples_played", "i4"),
             ]
             _table(h5, "turns", turn_cols, [tuple(t[c] for c, _ in turn_cols) for t in log.turns])
+            if log.policy_record is not None:  # a dataset, not an attribute: attributes are capped at 64 KiB
+                h5.create_dataset("user_policy_record", data=json.dumps(log.policy_record, sort_keys=True), dtype=_STR)
 
 
 def _decode(v: Any) -> Any:
@@ -106,7 +110,10 @@ def read_session_log(h5_path: Path) -> dict[str, Any]:
     with h5py.File(h5_path, "r") as h5:
         out: dict[str, Any] = {"attrs": {k: _decode(v.item() if hasattr(v, "item") else v) for k, v in h5.attrs.items()}}
         for name in h5.keys():
-            out[name] = read_table(h5, name)
+            if name == "user_policy_record":
+                out[name] = json.loads(_decode(h5[name][()]))
+            else:
+                out[name] = read_table(h5, name)
     return out
 
 

@@ -131,6 +131,8 @@ async def run_session(
     log.attrs.update({"turn_config": asdict(turn_cfg), "model_frame_s": model.frame_s, "model_sample_rate": model.sample_rate,
                       "text_stream": text_stream, "health_bounds": asdict(cfg.health), "user_policy": policy.name})
     health = _Health(clock.kind == "realtime", bool(model.audio_per_frame), sr)
+    oracle = bool(model.oracle_user_text)
+    log.attrs["oracle_user_text"] = oracle
 
     def hand_over(asking: asyncio.Task, n: int) -> None:
         turns = asking.result()
@@ -166,6 +168,10 @@ async def run_session(
                 streaming = before[0] if before[1] == "stream" or starts else -1
                 log.user_frames.append((t0, sent_s, frame_n, streaming))
                 user_track.append(frame)
+                if oracle and streaming >= 0:
+                    heard = _words_in(tm.turns[streaming], tm.records[streaming].start_n, n0, frame_n, sr)
+                    if heard:
+                        sess.hear_user_words(heard)
                 for f in model_frames.push(to_model.push(frame)):
                     await sess.send(f)
                 events = await sess.receive()
@@ -222,10 +228,21 @@ async def run_session(
     log.attrs["end_reason"] = tm.end_reason
     log.attrs["wall_s"] = wall_s
     log.attrs["user_policy_asks"] = asks.n
+    log.policy_record = policy.record()
     log.attrs["user_policy_think_max_s"] = asks.think_max_s
     log.attrs.update(health.verdict(cfg.health, tm.end_reason, turn_cfg.max_session_s, log.duration_s, wall_s))
     user = np.concatenate(user_track) if user_track else np.zeros(0, np.float32)
     return SessionResult(log, user, playback.track(n_total), wall_s)
+
+
+def _words_in(turn: Turn, start_n: int, n0: int, frame_n: int, sr: int) -> list[tuple[str, float]]:
+    """The words of `turn` (started at sample `start_n`) whose audio starts in [n0, n0 + frame_n)."""
+    out = []
+    for w in turn.words:
+        at = start_n + int(round(w.start_s * sr))
+        if n0 <= at < n0 + frame_n:
+            out.append((w.text, at / sr))
+    return out
 
 
 class _Asks:

@@ -6,9 +6,9 @@ of another vendor). A role node holds the keys of :data:`ROLE_KEYS`; :func:`chec
 it and fills the defaults of :data:`ROLE_DEFAULTS` (the classifier's node has keys of its own and
 is checked by ``classifier.make_classifier``). ``backend: offline`` needs no network (scripted
 from the seeds, or a deterministic rule); ``backend: anthropic`` goes through
-:class:`fdeval.llm.client.LLMClient`, so its answers are pinned (model, temperature, max_tokens, seed and endpoint key the cache), cached
-under ``<cache_dir>/<role>`` and reused by a rerun without a request, and its key comes from the
-environment only.
+:class:`fdeval.llm.client.LLMClient`, so its answers are pinned (model, temperature,
+max_tokens, seed and endpoint key the cache), cached under ``<cache_dir>/<role>`` and reused by a
+rerun without a request, and its key comes from the environment only.
 
 :func:`ask_valid` is the one re-ask loop of every LLM role: it asks, hands the answer to the role's
 strict parser, and on a parse error asks again (``attempt=n``: its own cache entry) with the reason

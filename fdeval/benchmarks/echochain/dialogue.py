@@ -493,7 +493,7 @@ Anything a voice assistant without tools cannot do, in particular:
 - visiting websites, databases or looking up live information such as weather, prices or scores;
 - calculations or counts that must be exact to the unit;
 - purchases, bookings or any real transaction; controlling devices or other systems.
-Never mention being behind the wheel or riding along in a car. Do not use test language ("let me test you", "I'm checking whether you remember").
+Never mention being behind the wheel or riding along in a car. Avoid test language ("let me test you", "I'm checking whether you remember").
 
 [SPEAK LIKE A PERSON]
 - A single task per message; short messages; everyday words ("okay", "yeah", "sure thing", "got it", "kinda", "pretty much").

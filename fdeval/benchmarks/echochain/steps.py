@@ -1,0 +1,402 @@
+"""EchoChain's steps after the live sessions: control -> segment -> grade -> the scores.
+
+* `control` (stage run, `control/<case_id>.wav|h5`): the half-duplex control (§1, §6). The
+  conversation's evaluated exchange is played again to the same model: the history before it as
+  text in the responder prompt, its message as recorded, then the barge-in's content, the same
+  audio, as an ordinary turn once the assistant has finished its answer;
+* `segment` (stage transcribe, `exchanges/<case_id>.json`): the exchanges of the live (or
+  replayed) session and of its control, from the model's text stream (`asr=exact`) or an ASR
+  backend, plus each barge-in's scheduled and actual time;
+* `grade` (stage judge, `graded/<case_id>.json`): on the evaluated exchange (the last interrupted
+  one: a flagged conversation stopped at it) the classifier's k votes, the rubric, its grades for
+  the interrupted and for the control delivery, and the automatic taxonomy label;
+* the `echochain` metric: `scores/echochain_*.csv|.md` (scoring.py) with human review labels
+  applied, `echochain_results.csv` (one row per conversation with seeds, role settings, prompt
+  hashes and versions) and `echochain_timing.csv` (barge-in offsets).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+from omegaconf import OmegaConf
+
+import fdeval
+from fdeval.audio.io import read_wav
+from fdeval.cases.schema import case_to_dict
+from fdeval.engine.executor import read_outputs
+from fdeval.engine.run import Run, build
+from fdeval.engine.shared import RecordSessions
+from fdeval.engine.steps import CaseStep, Metric, Result, Unit
+from fdeval.errors import FdevalError
+from fdeval.files import write_json_atomic
+from fdeval.metrics.csvio import write_csv
+from fdeval.orchestrator.recorder import read_session_log
+from fdeval.types import TestCase, Turn, WordTiming
+
+from .classifier import Exchange
+from .dialogue import history_text, responder_prompt
+from .review import apply_human, human_labels, save_review_input
+from .rubrics import Grade as RubricGrade
+from .scoring import GradedConversation, score_tables, write_tables
+from .segment import barge_in_label, exchange_from_dict, exchange_to_dict, exchanges, message_label, spans
+
+CONTROL_FOLDER = "control"
+
+
+def said_of(case: TestCase, log: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
+    """What the user said per exchange: the live policy's record, or the replayed case's texts."""
+    rec = log.get("user_policy_record")
+    if rec:
+        return {int(k): v for k, v in rec["said"].items()}
+    r = case.data.replay
+    if r is not None:
+        k = int(r["exchange"])
+        return {k: {"message": r["message"], "barge_in": r["barge_in"], "barge_in_label": r["barge_in_label"]}}
+    raise FdevalError(f"case {case.case_id}: its session log has no user_policy_record; record it again (stage=run)")
+
+
+def model_pieces(log: Mapping[str, Any], asr_words: list | None) -> list[tuple[float, str]]:
+    """The assistant's words or text pieces with their play times (ASR words when given)."""
+    if asr_words is not None:
+        return [(w.start_s, w.text) for w in asr_words]
+    return [(float(r["play_s"]), str(r["text"])) for r in log["model_text"] if not r["dropped"]]
+
+
+def evaluated_index(exs: tuple[Exchange, ...]) -> int | None:
+    """The exchange a conversation is judged on: its last interrupted one."""
+    hit = [e.index for e in exs if e.interrupted]
+    return hit[-1] if hit else None
+
+
+def history_of(case: TestCase, exs: tuple[Exchange, ...], k: int) -> tuple[Exchange, ...]:
+    """The exchanges before k: from the session, or, for a replayed exchange, from its source."""
+    r = case.data.replay
+    if r is not None:
+        return tuple(exchange_from_dict(case.case_id, d) for d in r["history"])
+    return tuple(e for e in exs if e.index < k)
+
+
+def _words(raw: Any) -> tuple[WordTiming, ...]:
+    return tuple(WordTiming(str(t), float(a), float(b)) for t, a, b in (raw or []))
+
+
+class HalfDuplexControl(RecordSessions):
+    """The half-duplex control sessions (see the module doc)."""
+
+    name = "control"
+    stage = "run"
+    folder = CONTROL_FOLDER
+    needs = ("run",)
+
+    def __init__(self, bench: Any):
+        self.bench = bench
+        self._derived: dict[str, tuple[TestCase, str, list[tuple[float, float]]]] = {}
+
+    def session_cases(self, run: Run) -> list[TestCase]:
+        out = []
+        for case in run.cases:
+            s = run.session_state(case)
+            if s.state != "done":
+                continue  # failed or invalid live sessions have nothing to control
+            derived = self._derive(run, case, s.session_id)
+            if derived is not None:
+                out.append(derived)
+        return out
+
+    def _derive(self, run: Run, case: TestCase, session_id: str) -> TestCase | None:
+        log = read_session_log(run.folder.session_paths(case.case_id)[0])
+        said = said_of(case, log)
+        sps = spans(log["turns"], float(log["attrs"]["duration_s"]))
+        exs = exchanges(case.case_id, sps, said, model_pieces(log, None), log["attrs"].get("text_stream", "words"))
+        k = evaluated_index(exs)
+        if k is None:
+            return None
+        sp = next(x for x in sps if x.index == k)
+        s = said[k]
+        history = history_of(case, exs, k)
+        timeout = self.bench.turn_timeout_s
+        msg = Turn(case.case_id, 0, message_label(k), "take-turn", "", str(s["message"]), _words(s.get("message_words")),
+                   sp.message_end_s - sp.message_start_s, timeout)
+        content = Turn(case.case_id, 1, barge_in_label(k), "take-turn", "", str(s["barge_in"]),
+                       _words(s.get("barge_in_words")), sp.barge_in_end_s - sp.barge_in_start_s, timeout)
+        derived = TestCase(case.case_id, case.conversation_id, case.benchmark, case.scenario,
+                           responder_prompt(history_text(history, labels=False), None, k), (msg, content), case.seed,
+                           case.version, case.data)
+        self._derived[case.case_id] = (derived, session_id, [(sp.message_start_s, sp.message_end_s),
+                                                             (sp.barge_in_start_s, sp.barge_in_end_s)])
+        return derived
+
+    def digest(self, run: Run, case: TestCase) -> str:
+        derived, live_session, _ = self._derived[case.case_id]
+        blob = json.dumps({"case": case_to_dict(derived), "live_session_id": live_session}, sort_keys=True, default=str)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def audio(self, run: Run, case: TestCase, sample_rate: int) -> list[np.ndarray]:
+        """The live session's own user audio of the exchange: the identical samples."""
+        _, _, cuts = self._derived[case.case_id]
+        x, sr = read_wav(run.folder.session_paths(case.case_id)[1], mono=False)
+        user = x[:, 0] if x.ndim == 2 else x
+        if sr != sample_rate:
+            raise FdevalError(f"{run.folder.session_paths(case.case_id)[1]}: recorded at {sr} Hz, "
+                              f"the control session runs at {sample_rate} Hz")
+        return [np.ascontiguousarray(user[int(round(a * sr)):int(round(b * sr))]) for a, b in cuts]
+
+    def policy(self, run: Run, case: TestCase, audio: list[np.ndarray]) -> Any:
+        return None  # scripted: the message, then the content after the complete answer
+
+
+class Segment(CaseStep):
+    name = "segment"
+    stage = "transcribe"
+    folder = "exchanges"
+    uses = ("asr",)
+
+    def __init__(self, bench: Any):
+        self.bench = bench
+
+    def identity(self, run: Run) -> dict[str, Any]:
+        return {"asr": OmegaConf.to_container(run.cfg.asr, resolve=True)}
+
+    def inputs(self, run: Run, unit: Unit) -> dict[str, Any]:
+        if not self.bench.half_duplex:
+            return {}
+        h5 = run.folder.session_paths(unit.case_id, CONTROL_FOLDER)[0]
+        if not h5.exists():
+            return {"control_session": None}
+        try:
+            return {"control_session": str(read_session_log(h5)["attrs"].get("session_id", ""))}
+        except (OSError, ValueError, KeyError):
+            return {"control_session": "unreadable"}
+
+    def prepare(self, run: Run, todo: list[Unit]) -> None:
+        self.asr = None if run.cfg.asr.name == "exact" else build(run.cfg.asr)
+
+    def _exchanges(self, run: Run, case: TestCase, folder: str) -> tuple[tuple[Exchange, ...], dict, list]:
+        h5, wav = run.folder.session_paths(case.case_id, folder)
+        log = read_session_log(h5)
+        words = None if self.asr is None else self.asr.transcribe_channel(wav, 1, case.case_id, "model")
+        said = said_of(case, log) if folder == "sessions" else self._control_said(log)
+        exs = exchanges(case.case_id, spans(log["turns"], float(log["attrs"]["duration_s"])), said,
+                        model_pieces(log, words), log["attrs"].get("text_stream", "words"))
+        return exs, log, said
+
+    @staticmethod
+    def _control_said(log: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
+        out: dict[int, dict[str, Any]] = {}
+        for t in log["turns"]:
+            label = str(t["label"])
+            k = int(label[2:label.index("_")])
+            out.setdefault(k, {})
+        return out
+
+    def make(self, run: Run, unit: Unit) -> dict[str, Any]:
+        case = unit.case
+        exs, log, said = self._exchanges(run, case, "sessions")
+        k = evaluated_index(exs)
+        timing = [{"exchange": int(str(t["label"])[2:str(t["label"]).index("_")]), "scheduled_s": t["scheduled_s"],
+                   "actual_s": t["actual_s"], "onset_s": t["onset_s"], "delay_s": t["delay_s"],
+                   "error_s": t["error_s"], "wait_reason": t["wait_reason"]}
+                  for t in log["turns"] if t["turn_type"] == "barge-in"]
+        out: dict[str, Any] = {
+            "case_id": case.case_id, "exchanges": [exchange_to_dict(e) for e in exs], "evaluated": k,
+            "said": {str(i): {kk: v for kk, v in s.items() if not kk.endswith("_words")} for i, s in said.items()},
+            "record": {kk: v for kk, v in (log.get("user_policy_record") or {}).items() if kk != "said"},
+            "barge_ins": timing, "clock": log["attrs"].get("clock"), "frame_s": log["attrs"].get("frame_s"),
+            "control": None,
+        }
+        h5c = run.folder.session_paths(case.case_id, CONTROL_FOLDER)[0]
+        if self.bench.half_duplex and k is not None and h5c.exists():
+            cexs, clog, _ = self._exchanges(run, case, CONTROL_FOLDER)
+            # the control's "barge-in" turn is the same content as an ordinary turn after the answer
+            fixed = [Exchange(e.case_id, e.index, exs[[x.index for x in exs].index(k)].message, e.answer_before,
+                              said[k]["barge_in"], said[k]["barge_in_label"], e.continuation) for e in cexs]
+            out["control"] = {"session_id": clog["attrs"].get("session_id"), "valid": bool(clog["attrs"].get("valid", True)),
+                              "exchanges": [exchange_to_dict(e) for e in fixed]}
+        return out
+
+    def check(self, payload: Mapping[str, Any], path: Path) -> None:
+        for key in ("case_id", "exchanges", "evaluated", "said", "barge_ins"):
+            if key not in payload:
+                raise ValueError(f"missing {key!r}")
+
+
+class Grade(CaseStep):
+    name = "grade"
+    stage = "judge"
+    folder = "graded"
+    needs = ("segment",)
+    retries = 0  # the roles retry their own requests; what still fails is recorded as an error
+
+    def __init__(self, bench: Any):
+        self.bench = bench
+
+    def identity(self, run: Run) -> dict[str, Any]:
+        b = self.bench
+        return {r: b.role(r).identity() for r in ("classifier", "drafter", "grader")} | {"score_on": b.score_on}
+
+    def preflight(self, run: Run, steps: set[str]) -> None:
+        if "run" in steps or self.name in steps:
+            for r in ("classifier",):
+                ready = getattr(self.bench.role(r), "check_ready", None)
+                if ready is not None:
+                    ready()
+
+    def make(self, run: Run, unit: Unit) -> dict[str, Any]:
+        b, case = self.bench, unit.case
+        seg = json.loads(run.file_of("segment", unit.case_id).read_text())
+        exs = tuple(exchange_from_dict(case.case_id, d) for d in seg["exchanges"])
+        k = seg["evaluated"]
+        base = {"case_id": case.case_id, "model_id": run.model_id, "seed_id": case.data.seed.seed_id,
+                "seed": case.data.seed.to_dict(),
+                "topic": case.data.seed.topic, "responder": case.data.responder, "mode": case.data.mode}
+        if k is None:
+            return {**base, "value": None, "status": "ok", "evaluated": None, "flagged": False,
+                    "explanation": "no interrupted exchange (the session ended before exchange two)", "metadata": {}}
+        ex = next(e for e in exs if e.index == k)
+        history = history_of(case, exs, k)
+        verdict = b.role("classifier").classify(case.data.seed, history, ex, case.case_id)
+        rubric = b.role("drafter").draft(case.data.seed, history, ex, case.case_id)
+        grades = b.role("grader").grade(rubric, history, ex)
+        control = None
+        if seg.get("control"):
+            cex = exchange_from_dict(case.case_id, seg["control"]["exchanges"][-1])
+            control = {"session_id": seg["control"]["session_id"], "valid": seg["control"]["valid"],
+                       "grades": [_grade_dict(g) for g in b.role("grader").grade(rubric, history, cex)]}
+        passed = all(g.passed for g in grades)
+        taxonomy = None if passed else propose_taxonomy(verdict)
+        status = "ok" if verdict.status == "ok" else "error"
+        why = (f"{sum(g.passed for g in grades)}/{len(grades)} criteria passed on exchange {k}; classifier "
+               f"{'flagged' if verdict.flagged else 'did not flag'} ({verdict.votes})")
+        if status == "error":
+            why = f"classifier error: {'; '.join(verdict.errors)[:300]}"
+        loop = (seg.get("record") or {}).get("loop_verdicts") or []
+        return {**base, "value": ("pass" if passed else "fail") if status == "ok" else None, "status": status,
+                "explanation": why, "evaluated": k, "flagged": verdict.flagged,
+                "flagged_in_loop": any(v.get("flagged") for v in loop),
+                "stop_reason": (seg.get("record") or {}).get("stop_reason"),
+                "classifier": verdict.to_dict(), "rubric": {"source": rubric.source,
+                                                            "criteria": [c.to_dict() for c in rubric.criteria]},
+                "grades": [_grade_dict(g) for g in grades], "control": control,
+                "taxonomy": taxonomy, "taxonomy_source": "auto" if taxonomy else None,
+                "metadata": {"flagged": verdict.flagged, "taxonomy": taxonomy}}
+
+    def check(self, payload: Mapping[str, Any], path: Path) -> None:
+        self.result(payload)
+        for key in ("case_id", "evaluated", "flagged"):
+            if key not in payload:
+                raise ValueError(f"missing {key!r}")
+
+
+def _grade_dict(g: RubricGrade) -> dict[str, Any]:
+    return {"criterion_id": g.criterion_id, "passed": bool(g.passed), "reason": g.reason, "source": g.source}
+
+
+def propose_taxonomy(verdict: Any) -> str:
+    """The automatic taxonomy label of a failed conversation, from the classifier's majority sample
+    (docs/echochain.md): no memory of the task -> objective displacement; old assumptions back
+    later -> interruption amnesia; the update ignored, misapplied or mixed with the old ->
+    contextual inertia; a rubric failure the classifier saw nothing in -> other."""
+    flagging = [s for s, v in zip(verdict.samples, verdict.votes) if v]
+    if not flagging:
+        return "other"
+    s = flagging[0]
+    if not s.memory_demonstrated:
+        return "objective_displacement"
+    if s.failure_type == "dsr_f2_stale_later":
+        return "interruption_amnesia"
+    return "contextual_inertia"
+
+
+class Scores(Metric):
+    """MPR / MCP, failures per taxonomy type, the half-duplex comparison (scoring.py)."""
+
+    name = "echochain"
+    version = "1"
+    needs = ("grade",)
+    tables = ("echochain_scores", "echochain_failures", "echochain_half_duplex", "echochain_results",
+              "echochain_timing")
+
+    def __init__(self, bench: Any):
+        self.bench = bench
+
+    def compute(self, run: Run, scores_dir: Path) -> str:
+        b = self.bench
+        done, skipped = read_outputs(run, "grade")
+        segs, _ = read_outputs(run, "segment")
+        timing = [dict(t, case_id=u.case_id) for u, d in segs for t in d.get("barge_ins", [])]
+        labels = human_labels(run.run_dir)
+        model = str(run.cfg.model.name)
+        convs, rows, review = [], [], []
+        seg_of = {u.case_id: d for u, d in segs}
+        for u, d in done:
+            if d.get("evaluated") is None:
+                continue
+            flagged = d.get("flagged") if d.get("status") == "ok" else None
+            if b.score_on == "flagged" and not flagged:
+                continue
+            grades = tuple(RubricGrade(g["criterion_id"], bool(g["passed"]), g["reason"], g["source"])
+                           for g in d.get("grades") or [])
+            control = d.get("control") or {}
+            cgrades = tuple(RubricGrade(g["criterion_id"], bool(g["passed"]), g["reason"], g["source"])
+                            for g in control.get("grades") or []) if control.get("valid", True) else ()
+            c = GradedConversation(u.case_id, u.case.conversation_id, model, d["seed_id"], d["topic"], flagged,
+                                   d.get("status") == "error", grades, cgrades, d.get("taxonomy"),
+                                   d.get("taxonomy_source") or "auto")
+            if u.case_id in labels:
+                c = apply_human(c, labels[u.case_id])
+            convs.append(c)
+            rows.append(self._row(run, u, d, c))
+            review.append(self._review_item(run, u, d, seg_of.get(u.case_id) or {}))
+        tables = score_tables(convs, n_resamples=b.n_resamples, confidence=b.confidence, seed=run.seed)
+        text = write_tables(tables, scores_dir, "echochain")
+        write_csv(rows, scores_dir / "echochain_results.csv")
+        errs = [abs(float(t["error_s"])) for t in timing if t["error_s"] is not None and not math.isnan(float(t["error_s"]))]
+        write_csv([{**t, "error_ms": round(1000 * float(t["error_s"]), 3)} for t in timing] or
+                  [{"case_id": "", "exchange": "", "error_ms": ""}], scores_dir / "echochain_timing.csv")
+        first_exchange = [t for t in timing if t["exchange"] == 1]
+        if first_exchange:
+            raise FdevalError(f"echochain: a barge-in in exchange 1 of {first_exchange[0]['case_id']} (never allowed)")
+        if errs:
+            text += (f"\nbarge-in offsets ({len(errs)}): |actual - scheduled| p50 {1000 * float(np.percentile(errs, 50)):.2f} ms, "
+                     f"p99 {1000 * float(np.percentile(errs, 99)):.2f} ms, max {1000 * max(errs):.2f} ms")
+        write_json_atomic(scores_dir / "echochain_settings.json", {"benchmark": b.settings(), "run_id": run.run_id})
+        if review:  # the human-review hand-off: `python -m fdeval.benchmarks.echochain.review export RUN_DIR OUT`
+            save_review_input(run.run_dir, review)
+        return text
+
+    @staticmethod
+    def _review_item(run: Run, u: Unit, d: Mapping[str, Any], seg: Mapping[str, Any]) -> dict[str, Any]:
+        exs = seg.get("exchanges") or []
+        lines = []
+        for e in exs:
+            lines.append(f"[exchange {e['index']}] USER: {e['message']}")
+            if e.get("barge_in"):
+                lines += [f"ASSISTANT (before the barge-in): {e['answer_before']}",
+                          f"USER (barge-in, {e.get('barge_in_label')}): {e['barge_in']}"]
+            lines.append(f"ASSISTANT: {e['continuation']}")
+        model_id = str(d.get("model_id") or "")
+        return {"case_id": u.case_id, "conversation_id": u.case.conversation_id, "transcript_text": "\n".join(lines),
+                "exchanges": exs, "rubric": (d.get("rubric") or {}).get("criteria") or [],
+                "wav_path": str(run.folder.session_paths(u.case_id)[1]),
+                "model": [m for m in {str(run.cfg.model.name), model_id, model_id.split(":")[0]} if m]}
+
+    def _row(self, run: Run, u: Unit, d: Mapping[str, Any], c: GradedConversation) -> dict[str, Any]:
+        cl = d.get("classifier") or {}
+        passed = sum(g.passed for g in c.grades)
+        return {"case_id": u.case_id, "model": c.model, "model_id": d.get("model_id"), "seed_id": c.seed_id,
+                "topic": c.topic, "responder": d.get("responder"), "mode": d.get("mode"), "exchange": d.get("evaluated"),
+                "flagged": c.flagged, "flagged_in_loop": d.get("flagged_in_loop"), "stop_reason": d.get("stop_reason"),
+                "criteria": len(c.grades), "passed": passed, "mpr_pass": bool(c.grades) and passed == len(c.grades),
+                "control_criteria": len(c.control_grades), "control_passed": sum(g.passed for g in c.control_grades),
+                "taxonomy": c.taxonomy, "taxonomy_source": c.taxonomy_source, "screened_out": c.screened_out,
+                "rubric_source": (d.get("rubric") or {}).get("source"), "classifier_error": c.classifier_error,
+                "classifier": json.dumps((cl.get("classifier") or {}), sort_keys=True),
+                "roles": json.dumps(self.bench.role_identities(), sort_keys=True), "seed": run.seed,
+                "case_seed": u.case.seed, "barge_in_after_s": self.bench.barge_in_after_s, "run_id": run.run_id,
+                "benchmark_version": self.bench.version, "fdeval": fdeval.__version__}

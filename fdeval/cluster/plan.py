@@ -163,7 +163,9 @@ def render(plan: Plan) -> str:
 
 
 def plan(ctx) -> Plan:
-    p = make_plan(ctx.all_cases, ctx.cfg, ctx.benchmark.orchestrator_overrides())
+    # a benchmark whose user writes turns during the session says what it expects them to be
+    cases = [replace(c, turns=tuple(ctx.benchmark.planned_turns(c))) for c in ctx.all_cases]
+    p = make_plan(cases, ctx.cfg, ctx.benchmark.orchestrator_overrides())
     text = render(p)
     write_text_atomic(ctx.run_dir / "plan.md", f"# Sizing plan (nothing submitted)\n\n{text}\n")
     write_json_atomic(ctx.run_dir / "plan.json", asdict(p))

@@ -17,7 +17,7 @@ import numpy as np
 
 from fdeval.engine.steps import Metric, Step
 from fdeval.errors import ConfigError
-from fdeval.types import TestCase
+from fdeval.types import TestCase, Turn
 
 if TYPE_CHECKING:
     from fdeval.engine.run import Run
@@ -56,6 +56,11 @@ class Benchmark(abc.ABC):
         """Where a session's user audio comes from: None plays the case's scripted turns; a
         benchmark whose user answers the model returns its `fdeval.orchestrator.policy.UserPolicy`."""
         return None
+
+    def planned_turns(self, case: TestCase) -> tuple[Turn, ...]:
+        """The user turns `stage=plan` sizes a case's sessions by: the scripted ones, unless the
+        benchmark's user writes more during the session (EchoChain), or records more sessions."""
+        return case.turns
 
     def cross_report(self, runs: list[Path], out: Path, settings: Any) -> list[Path] | None:
         """A report over several run folders (models as columns), or None for the generic one

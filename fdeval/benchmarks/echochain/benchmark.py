@@ -25,6 +25,7 @@ history before it as text.
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 import hashlib
 import json
 import logging
@@ -225,6 +226,21 @@ class EchoChain(Benchmark):
         tts = run.component("tts")
         sr = typed(run.cfg.orchestrator, OrchestratorSettings, "orchestrator").to_config().sample_rate
         return EchoChainUser(case, audio, self, voiced(tts, case.data.voice) if self.voices else tts, sr)
+
+    def planned_turns(self, case: TestCase) -> tuple[Turn, ...]:
+        """For `stage=plan`: the live session's turns to come (each later message as long as the
+        first, each barge-in half of it) and, with the control, its two turns."""
+        first = case.turns[0]
+        if case.data.mode != "live":
+            return case.turns
+        turns = [first]
+        for _ in range(2, self.max_exchanges + 1):
+            turns.append(replace(first, index=len(turns)))
+            turns.append(replace(first, index=len(turns), turn_type="barge-in", duration_s=first.duration_s / 2,
+                                 barge_in_after_s=self.barge_in_after_s, barge_in_handling="hold", subtype="interrupt"))
+        if self.half_duplex:
+            turns += [replace(first, index=len(turns)), replace(first, index=len(turns) + 1, duration_s=first.duration_s / 2)]
+        return tuple(turns)
 
     def steps(self) -> list[Step]:
         return [*([HalfDuplexControl(self)] if self.half_duplex else []), Segment(self), Grade(self)]

@@ -251,3 +251,13 @@ def test_echochain_on_slurm_gives_the_local_verdicts(default_run, tmp_path):
     jobs = json.loads((run / "slurm" / "jobs.json").read_text())
     assert [j["phase"] for j in jobs] == ["run", "post", "score"] and jobs[0]["steps"] == ["run", "control"]
     assert graded(run) == graded(local)  # lockstep sessions: the same recordings, the same verdicts
+
+
+def test_plan_sizes_the_sessions_the_live_loop_will_record(default_run):
+    """stage=plan counts the turns the user policy writes during the session (and the control)."""
+    tmp, run, _ = default_run
+    launch(tmp, "stage=plan")
+    plan = json.loads((run / "plan.json").read_text())
+    recorded = sum(float(read_session_log(h)["attrs"]["duration_s"]) for d in ("sessions", "control")
+                   for h in (run / d).glob("*.h5"))
+    assert 0.5 * recorded <= plan["session_s_expected"] <= 2.0 * recorded and plan["session_s_worst"] >= recorded

@@ -16,6 +16,13 @@ Policies (chosen by `parse_policy` from the instruction text):
 - interrupt: cuts in at the first clear pause after the user has talked for a while.
 - continue: keeps talking through short overlaps; yields only to long ones.
 - acknowledge: stops as soon as the user overlaps, acknowledges, then answers afresh.
+- assistant (EchoChain's responder prompt, `ASSISTANT_MARKER`): answers each user request from
+  templates filled with what it recognised in the user's words (see "The assistant policy" below);
+  yields to an overlap like `acknowledge` and answers afresh with its updated constraints.
+
+The agent declares `oracle_user_text`: the orchestrator hands each session the words of the user
+turns as they are played (`hear_user_words`), i.e. the user policy's own text, not speech
+recognition. Only the assistant policy reads them; every other policy ignores them.
 """
 
 from __future__ import annotations
@@ -60,6 +67,8 @@ POLICIES: dict[str, Policy] = {
     "interrupt": Policy("interrupt", take_turn_silence_s=1.6, interrupt=True, overlap_yield_s=0.6, acknowledge=True),
     "continue": Policy("continue", take_turn_silence_s=1.0, overlap_yield_s=1.2, acknowledge=True),
     "acknowledge": Policy("acknowledge", take_turn_silence_s=1.0, overlap_yield_s=0.25, acknowledge=True),
+    # EchoChain: a 1 s silence ends a request of a few sentences; any barge-in past 0.3 s stops it
+    "assistant": Policy("assistant", take_turn_silence_s=1.0, overlap_yield_s=0.3, acknowledge=True),
 }
 
 _RESPONSIVE = re.compile(
@@ -84,6 +93,8 @@ def parse_policy(instruction: str | None) -> str:
     if not instruction or not instruction.strip():
         return "default"
     text = instruction.lower().replace("\u2019", "'")
+    if ASSISTANT_MARKER.lower() in text:  # first: the responder prompt also talks about interruptions
+        return "assistant"
     if _RESPONSIVE.search(text):
         return "acknowledge" if _ACK.search(text) else "continue"
     asked = _NEGATED.sub(" ", text)
@@ -114,11 +125,247 @@ ACKS = (
 RESUMES = ("Anyway, as I was saying, ",)
 
 
+# -- The assistant policy (EchoChain) -------------------------------------------------------------
+# It understands only what these patterns catch in the user's words (oracle text from the user
+# policy). The first request's content words are the task it keeps serving; constraints of the kinds
+# below are kept across the conversation, a new value of a kind replacing the old one. Anything else
+# the user says (a new date, a person, a preference without a pattern) is not taken up, so its
+# failures are real ones of a keyword assistant, never injected.
+ASSISTANT_MARKER = "You are the voice assistant in a live spoken conversation"
+ASSISTANT_VERSION = "1"  # bump when the patterns or templates change (part of identity())
+
+_ONES = "one|two|three|four|five|six|seven|eight|nine"
+_NUM_WORD = (rf"(?:(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)(?:-(?:{_ONES}))?|{_ONES}|zero|ten|eleven"
+             r"|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|hundred|thousand|half|dozen|a|an)")
+_NUM = rf"(?:\d+(?:[.,]\d+)?|{_NUM_WORD}(?:(?: and | |-){_NUM_WORD})*)"
+_B, _E = r"(?<![\w'-])", r"(?![\w'-])"  # word edges that keep "sixty-five" and "can't" whole
+_MONEY = re.compile(rf"{_B}(?P<n>{_NUM})\s+(?P<u>dollars?|bucks|euros?|pounds?){_E}"
+                    rf"(?P<post>\s+(?:budget|max|maximum|tops|limit|or less|at most){_E})?")
+_BUDGET_CUE = re.compile(rf"{_B}(?:budget|spend|spending|afford|under|below|max|maximum|most|limit|cap|only|within"
+                         rf"|up to|less than|more than){_E}")
+_PER = r"(?:\s+(?:a|per|each)\s+(?:day|night|week|session|evening|morning))?"
+_DURATION = re.compile(rf"{_B}(?P<n>{_NUM})\s+(?P<u>minutes?|hours?|days?|weeks?)(?P<per>{_PER}){_E}"
+                       rf"(?P<post>\s+(?:max|maximum|tops|or less|at most){_E})?")
+_TIME_CUE = re.compile(rf"{_B}(?:only|just|under|within|most|max|maximum|limit|up to|less than|more than){_E}")
+_PEOPLE = (re.compile(rf"{_B}(?P<n>{_NUM})\s+(?:of us|people|persons|guests|adults){_E}"),
+           re.compile(rf"{_B}(?:party|group|table|reservation|dinner) (?:for|of) (?P<n>{_NUM}){_E}"))
+_DIETS = "vegetarian|vegan|pescatarian|keto|paleo|kosher|halal"
+_DIET = re.compile(rf"(?:(?P<neg>\bnot|\bno longer|n't|\bnever)(?:\s+[\w']+){{0,2}}?\s+)?{_B}(?P<d>{_DIETS}){_E}")
+_FREE = re.compile(rf"{_B}(?P<x>[a-z]+)[- ]free{_E}")
+_AVOID_CUE = re.compile(
+    rf"(?:{_B}(?:allergic to|allergy to|(?:can't|cannot|can not|couldn't) (?:have|eat|drink|use|take|stand|handle)"
+    r"|(?:don't|do not|doesn't|does not|won't|will not) (?:want|like|eat|drink|need)|no|without|avoid|skip|exclude"
+    rf"|leave out|cut out|nothing with|hate|hates|instead of|(?:but|and) not)|,\s*not){_E}")
+_ALLERGY = re.compile(rf"{_B}(?P<x>[a-z]+) allerg(?:y|ies){_E}")
+_FINE = re.compile(rf"{_B}(?P<x>[a-z]+) (?:is|are) (?:fine|okay|ok|alright) ")
+_PRIORITY = (re.compile(r"\bcares? more about (?P<a>[^.,;!?]+?) than (?:about )?(?P<b>[^.,;!?]+)"),
+             re.compile(r"\bprioriti[sz]e (?P<a>[^.,;!?]+?) over (?P<b>[^.,;!?]+)"),
+             re.compile(r"\b(?:rather have|prefer) (?P<a>[^.,;!?]+?) (?:than|over) (?P<b>[^.,;!?]+)"),
+             re.compile(r"(?P<a>[^.,;!?]+?) (?:matters|matter|is more important|are more important|counts)"
+                        r" (?:more )?than (?P<b>[^.,;!?]+)"))
+_CLAUSE = re.compile(r"[^.!?;]+")
+_NUMBER = re.compile(_NUM)
+_TOKEN = re.compile(r"[a-z][a-z'-]*|,")
+
+STOPWORDS = frozenset("""
+a about above after again against all also am an and any anyway are aren't as at be because been before being
+below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during
+each few for from further had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers
+herself him himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most
+mustn't my myself no nor not of off on once only or other ought our ours ourselves out over own same shan't she
+she'd she'll she's should shouldn't so some such than that that's the their theirs them themselves then there
+there's these they they'd they'll they're they've this those through to too under until up very was wasn't we
+we'd we'll we're we've were weren't what what's when when's where where's which while who who's whom why why's
+with won't would wouldn't you you'd you'll you're you've your yours yourself yourselves
+actually really just maybe please okay ok yeah yes well so um uh oh hey hi hello thanks thank sure right like
+want wants wanted need needs needed help helping make making get getting give tell know think thinking figure
+find recommend suggest put come coming looking trying try going go gonna wanna got let lets much many lot lots
+something anything thing things stuff way kind sort bit little good great nice best better also still even now
+today tonight tomorrow week weekend day days time times can could would should will shall might must may
+wait hold sorry hmm idea problem worries matter rush clue pressure longer anymore honestly instead fine rather
+avoid skip exclude without hate hates never ever always done max
+dollars dollar bucks euros pounds budget minutes minute hours hour weeks people persons guests adults us
+allergic allergy allergies vegetarian vegan pescatarian keto paleo kosher halal free
+one two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty sixty seventy eighty
+ninety hundred thousand half dozen
+""".split())
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """One constraint the assistant holds: `kind` (a new value of a kind replaces the old one;
+    avoid:<item> keys one kind per item) and how it says it. phrase None: the kind is dropped."""
+
+    kind: str
+    phrase: str | None
+
+
+def _plural(n: str, unit: str) -> str:
+    """ "sixty dollar" -> "sixty dollars", "a sixty" -> "sixty", "half an hour" stays."""
+    unit = {"bucks": "dollars"}.get(unit, unit)
+    first, _, rest = n.partition(" ")
+    if first in ("a", "an") and rest and rest.split(" ")[0] not in ("hundred", "thousand", "dozen", "half"):
+        n = rest
+    if n in ("one", "a", "an", "1") or n.endswith((" a", " an")) or unit.endswith("s"):
+        return f"{n} {unit}"
+    return f"{n} {unit}s"
+
+
+def _items(rest: str) -> list[str]:
+    """The things named right after an exclusion cue: up to three, each of one or two content
+    words ("tree nuts, dairy and eggs"), stopping at the first word that is not one."""
+    items, cur = [], []
+    for tok in _TOKEN.findall(rest):
+        if tok in (",", "and", "or"):
+            if not (cur or items):
+                break  # "no, I meant ..." names nothing
+            if cur:
+                items.append(" ".join(cur))
+                cur = []
+            continue
+        if tok in ("the", "any", "some", "my", "a", "an", "anything") and not cur:
+            continue
+        if tok in STOPWORDS or tok.endswith("-free") or len(cur) == 2:  # "-free" is read on its own
+            break
+        cur.append(tok)
+    if cur:
+        items.append(" ".join(cur))
+    return items[:3]
+
+
+def _phrase(text: str, from_end: bool = False) -> str:
+    """Up to four content-bearing words of `text`, leading/trailing stopwords removed."""
+    toks = [t for t in _TOKEN.findall(text) if t != ","]
+    toks = toks[-4:] if from_end else toks[:4]
+    while toks and toks[0] in STOPWORDS:
+        toks = toks[1:]
+    while toks and toks[-1] in STOPWORDS:
+        toks = toks[:-1]
+    return " ".join(toks)
+
+
+def normalise(words: list[str] | tuple[str, ...]) -> str:
+    return " ".join(" ".join(words).lower().replace("\u2019", "'").split())
+
+
+def recognise(text: str) -> list[Constraint]:
+    """The constraints the assistant recognises in normalised user text, in the order said."""
+    found: list[tuple[int, Constraint]] = []
+    for clause in _CLAUSE.finditer(text):
+        c, at = clause.group(), clause.start()
+        # an amount is a limit when a cue comes before it in its clause ("budget dropped from a
+        # hundred dollars to sixty dollars": both are, the later one wins) or right after it
+        for rx, cue, kind, say in ((_MONEY, _BUDGET_CUE, "budget", "a budget of "), (_DURATION, _TIME_CUE, "time", "at most ")):
+            first_cue = cue.search(c)
+            found += [(at + m.start(), Constraint(kind, say + _plural(m["n"], m["u"]) + (m.groupdict().get("per") or "")))
+                      for m in rx.finditer(c) if m["post"] or (first_cue and first_cue.start() < m.start())]
+        for rx in _PEOPLE:
+            found += [(at + m.start("n"), Constraint("people", f"{m['n']} people"))
+                      for m in rx.finditer(c) if m["n"] not in ("a", "an", "half")]
+        for m in _DIET.finditer(c):
+            found.append((at + m.start("d"), Constraint("diet", None if m["neg"] else f"everything {m['d']}")))
+        for m in _FREE.finditer(c):
+            if m["x"] not in STOPWORDS:
+                found.append((at + m.start(), Constraint(f"avoid:{m['x']}", f"no {m['x']}")))
+        for m in _AVOID_CUE.finditer(c):
+            found += [(at + m.end(), Constraint(f"avoid:{x}", f"no {x}")) for x in _items(c[m.end():])]
+        for m in _ALLERGY.finditer(c):
+            if m["x"] not in STOPWORDS:
+                found.append((at + m.start(), Constraint(f"avoid:{m['x']}", f"no {m['x']}")))
+        for m in _FINE.finditer(c + " "):
+            found.append((at + m.start(), Constraint(f"avoid:{m['x']}", None)))
+        for rx in _PRIORITY:
+            for m in rx.finditer(c):
+                a, b = _phrase(m["a"], from_end=rx is _PRIORITY[-1]), _phrase(m["b"])
+                if a and b:
+                    found.append((at + m.start("a"), Constraint("priority", f"{a} ahead of {b}")))
+                    break
+    found.sort(key=lambda f: f[0])  # stable: same position keeps pattern order
+    return [c for _, c in found]
+
+
+def content_words(text: str, limit: int, known: frozenset[str] = frozenset()) -> list[str]:
+    """The first `limit` distinct content words of `text` (no stopwords, numbers, units or
+    `known` words), adjacent ones joined ("dinner party") so they read as said."""
+    phrases: list[list[str]] = []
+    seen, joined = set(known), False
+    for tok in _TOKEN.findall(text):
+        tok = tok.strip("'-")
+        if len(tok) < 3 or tok in STOPWORDS or tok.endswith("n't") or _NUMBER.fullmatch(tok) or tok in seen:
+            joined = False
+            continue
+        if len(seen) - len(known) == limit:
+            break
+        seen.add(tok)
+        if joined:
+            phrases[-1].append(tok)
+        else:
+            phrases.append([tok])
+        joined = True
+    return [" ".join(p) for p in phrases]
+
+
+def _spoken_list(xs: list[str]) -> str:
+    return xs[0] if len(xs) == 1 else ", ".join(xs[:-1]) + " and " + xs[-1]
+
+
+OPENINGS = (  # with constraints / without
+    ("Okay, for {task}, keeping to {cons}, here is what I would do.", "Okay, for {task}, here is what I would do."),
+    ("Right, so for {task}, with {cons}, this is my suggestion.", "Right, so for {task}, this is my suggestion."),
+    ("Sure. For {task}, and keeping {cons} in mind, here is the plan.", "Sure. For {task}, here is the plan."),
+)
+BODIES = (
+    "First I would pick a few options that fit all of that, then narrow them down to the best two, and check the details with you before we commit to anything.",
+    "I would start with the simplest option that meets those limits, sketch the steps one at a time, and we can adjust anything that does not feel right.",
+    "Let me lay out the first step now, then the next one, and at the end we can look at what is left and change whatever you like.",
+)
+ASSISTANT_ACKS = ("Got it, {new}.", "Understood, {new}.")
+ASSISTANT_ACKS_BARE = ("Okay, thanks.", "Okay, thanks for that.")
+
+
+@dataclass
+class AssistantState:
+    """What the assistant holds across one conversation: the task, the latest request's own
+    words, and its constraints by kind (insertion order = the order it first heard them)."""
+
+    task: list[str]
+    focus: list[str]
+    constraints: dict[str, str]
+
+    def take(self, words: list[str], barge_in: bool) -> list[str]:
+        """Update from one utterance; returns the phrases of the constraints it brought."""
+        text = normalise(words)
+        if not barge_in:
+            if not self.task:
+                self.task = content_words(text, 5)
+            else:  # a later request: its own words, those of the task aside
+                self.focus = content_words(text, 4, frozenset(" ".join(self.task).split()))
+        new = []
+        for c in recognise(text):
+            if c.phrase is None:  # "nuts are fine" also lifts "tree nuts"
+                for kind in [k for k in self.constraints if k == c.kind or k.endswith(" " + c.kind.partition(":")[2])]:
+                    del self.constraints[kind]
+            else:
+                self.constraints[c.kind] = c.phrase
+                new.append(c.phrase)
+        return list(dict.fromkeys(new))
+
+    def answer(self, rng: random.Random) -> str:
+        task = _spoken_list(self.task) if self.task else "what you asked"
+        if self.focus:
+            task += f", and your question about {_spoken_list(self.focus)}"
+        with_cons, bare = rng.choice(OPENINGS)
+        cons = list(self.constraints.values())
+        opening = with_cons.format(task=task, cons=_spoken_list(cons)) if cons else bare.format(task=task)
+        return f"{opening} {rng.choice(BODIES)}"
+
+
 class ReferenceAgent(DuplexModel):
     """In-process cascaded full-duplex agent (VAD + policy + espeak-ng), 16 kHz, 32 ms frames."""
 
     clock = "lockstep"
     text_stream = "words"
+    oracle_user_text = True  # read by the assistant policy only
 
     def __init__(self, name: str = "reference", voice: str = "en-us+f3", rate_wpm: int = 175,
                  sample_rate: int = 16000, frame_s: float = 0.032, vad_threshold: float = 0.5,
@@ -140,11 +387,15 @@ class ReferenceAgent(DuplexModel):
         return {
             "name": self.name, "kind": "reference-agent", "version": AGENT_VERSION, "voice": self.voice,
             "rate_wpm": self.rate_wpm, "frame_s": self.frame_s, "vad_threshold": self.vad_threshold,
-            "policies": {k: asdict(p) for k, p in self.policies.items()},
+            "policies": {k: asdict(p) for k, p in self.policies.items()}, "assistant_version": ASSISTANT_VERSION,
             **({"compute_s_per_frame": self.compute_s_per_frame} if self.compute_s_per_frame else {}),
         }
 
-    def synth(self, text: str) -> Synthesis:
+    def synth(self, text: str, cache: bool = True) -> Synthesis:
+        """`cache=False` for texts that rarely repeat (the assistant's answers), so a long run
+        does not keep every answer's audio."""
+        if not cache:
+            return self._tts.synthesize(text)
         if text not in self._cache:
             self._cache[text] = self._tts.synthesize(text)
         return self._cache[text]
@@ -176,6 +427,13 @@ class ReferenceSession(InProcessSession):
         self.yielded_answer: str | None = None  # the answer it stopped, to resume or replace
         self.answers = list(ANSWERS)
         self.rng.shuffle(self.answers)
+        # assistant policy: the words heard since it last took the floor, and what it holds
+        self.heard: list[str] = []
+        self.assistant = AssistantState([], [], {}) if policy.kind == "assistant" else None
+
+    def hear_user_words(self, words: list[tuple[str, float]]) -> None:
+        if self.assistant is not None:  # every other policy acts on the VAD alone
+            self.heard.extend(text for text, _ in words)
 
     # -- hearing ------------------------------------------------------------------------------
     def _hear(self, frame: np.ndarray) -> None:
@@ -189,8 +447,8 @@ class ReferenceSession(InProcessSession):
             self.user_turn_speech_s += len(frame) / self.agent.sample_rate
 
     # -- speaking -----------------------------------------------------------------------------
-    def _say(self, text: str, kind: str) -> None:
-        self.utt, self.utt_kind, self.cursor = self.agent.synth(text), kind, 0
+    def _say(self, text: str, kind: str, cache: bool = True) -> None:
+        self.utt, self.utt_kind, self.cursor = self.agent.synth(text, cache), kind, 0
         if kind in ("answer", "ack", "resume"):
             self.user_turn_speech_s = 0.0
             self.cut_in_this_turn = False
@@ -212,6 +470,21 @@ class ReferenceSession(InProcessSession):
             self.utt = None
         return events
 
+    def _assistant_turn(self) -> str:
+        """The assistant's answer to what it heard since it last took the floor: after a yield
+        the words are a barge-in (constraints only, acknowledged), else a request."""
+        assert self.assistant is not None
+        barge_in = self.yielded_answer is not None
+        self.yielded_answer = None
+        new = self.assistant.take(self.heard, barge_in)
+        self.heard = []
+        answer = self.assistant.answer(self.rng)
+        if not barge_in:
+            return answer
+        if new:
+            return self.rng.choice(ASSISTANT_ACKS).format(new=_spoken_list(new)) + " " + answer
+        return self.rng.choice(ASSISTANT_ACKS_BARE) + " " + answer
+
     def _next_answer(self) -> str:
         text = self.answers[0]
         self.answers = self.answers[1:] + self.answers[:1]
@@ -226,15 +499,18 @@ class ReferenceSession(InProcessSession):
             overlap_s = self.t_s - self.user_onset_s if self.user_speaking else 0.0
             long_turn = self.utt_kind in ("answer", "ack", "resume", "interrupt")
             if long_turn and self.user_speaking and overlap_s >= p.overlap_yield_s:
-                if self.utt_kind in ("answer", "resume"):
-                    self.yielded_answer = self.utt.text
+                if self.utt_kind in ("answer", "resume") or self.assistant is not None:
+                    self.yielded_answer = self.utt.text  # the assistant: any yield makes what follows a barge-in
                 self.utt = None  # stop at once: nothing of ours is queued anywhere
                 self.user_turn_speech_s = overlap_s
                 return []
             return self._emit()
         silence_s = 0.0 if self.user_speaking else self.vad.silence_s
         if not self.user_speaking and self.user_turn_speech_s >= p.min_user_speech_s and silence_s >= p.take_turn_silence_s:
-            if self.yielded_answer is not None and p.acknowledge:
+            if self.assistant is not None:
+                kind = "ack" if self.yielded_answer is not None else "answer"
+                self._say(self._assistant_turn(), kind, cache=False)
+            elif self.yielded_answer is not None and p.acknowledge:
                 self.yielded_answer = None
                 self._say(self.rng.choice(ACKS) + " " + self._next_answer(), "ack")
             elif self.yielded_answer is not None:

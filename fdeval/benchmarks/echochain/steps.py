@@ -30,7 +30,7 @@ import fdeval
 from fdeval.audio.io import read_wav
 from fdeval.cases.schema import case_to_dict
 from fdeval.engine.executor import read_outputs
-from fdeval.engine.run import Run, build
+from fdeval.engine.run import Run, SessionState, build
 from fdeval.engine.shared import RecordSessions
 from fdeval.engine.steps import CaseStep, Metric, Result, Unit
 from fdeval.errors import FdevalError
@@ -150,6 +150,28 @@ class HalfDuplexControl(RecordSessions):
     def policy(self, run: Run, case: TestCase, audio: list[np.ndarray]) -> Any:
         return None  # scripted: the message, then the content after the complete answer
 
+    def state(self, run: Run, case: TestCase, model_id: str | None = None) -> SessionState:
+        s = super().state(run, case, model_id)
+        if s.state == "foreign":
+            h5 = run.folder.session_paths(case.case_id, self.folder)[0]
+            if read_session_log(h5)["attrs"].get("run_id") == run.run_id:
+                # this run's control of an older live session (recorded again since): out of date, not foreign
+                return SessionState(case.case_id, "stale", f"made from an older live session ({s.why})")
+        return s
+
+
+def control_inputs(bench: Any, run: Run, unit: Unit) -> dict[str, Any]:
+    """A unit's control session (its id), which the segment and grade files are made from too."""
+    if not bench.half_duplex:
+        return {}
+    h5 = run.folder.session_paths(unit.case_id, CONTROL_FOLDER)[0]
+    if not h5.exists():
+        return {"control_session": None}
+    try:
+        return {"control_session": str(read_session_log(h5)["attrs"].get("session_id", ""))}
+    except (OSError, ValueError, KeyError):
+        return {"control_session": "unreadable"}
+
 
 class Segment(CaseStep):
     name = "segment"
@@ -164,15 +186,7 @@ class Segment(CaseStep):
         return {"asr": OmegaConf.to_container(run.cfg.asr, resolve=True)}
 
     def inputs(self, run: Run, unit: Unit) -> dict[str, Any]:
-        if not self.bench.half_duplex:
-            return {}
-        h5 = run.folder.session_paths(unit.case_id, CONTROL_FOLDER)[0]
-        if not h5.exists():
-            return {"control_session": None}
-        try:
-            return {"control_session": str(read_session_log(h5)["attrs"].get("session_id", ""))}
-        except (OSError, ValueError, KeyError):
-            return {"control_session": "unreadable"}
+        return control_inputs(self.bench, run, unit)
 
     def prepare(self, run: Run, todo: list[Unit]) -> None:
         self.asr = None if run.cfg.asr.name == "exact" else build(run.cfg.asr)
@@ -239,6 +253,9 @@ class Grade(CaseStep):
     def identity(self, run: Run) -> dict[str, Any]:
         b = self.bench
         return {r: b.role(r).identity() for r in ("classifier", "drafter", "grader")} | {"score_on": b.score_on}
+
+    def inputs(self, run: Run, unit: Unit) -> dict[str, Any]:
+        return control_inputs(self.bench, run, unit)
 
     def preflight(self, run: Run, steps: set[str]) -> None:
         if "run" in steps or self.name in steps:

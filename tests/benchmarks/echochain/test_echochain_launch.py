@@ -261,3 +261,26 @@ def test_plan_sizes_the_sessions_the_live_loop_will_record(default_run):
     recorded = sum(float(read_session_log(h)["attrs"]["duration_s"]) for d in ("sessions", "control")
                    for h in (run / d).glob("*.h5"))
     assert 0.5 * recorded <= plan["session_s_expected"] <= 2.0 * recorded and plan["session_s_worst"] >= recorded
+
+
+def test_a_live_session_recorded_again_brings_its_control_and_grades_up_to_date(tmp_path):
+    args = ("benchmark.n_conversations=2",)
+    launch(tmp_path, *args)
+    (run,) = runs(tmp_path)
+    cid = sorted(p.stem for p in (run / "sessions").glob("*.h5"))[0]
+    other = sorted(p.stem for p in (run / "sessions").glob("*.h5"))[1]
+    kept = {f"{d}/{other}{x}": sha(run / d / f"{other}{x}") for d, x in (("sessions", ".h5"), ("control", ".h5"),
+                                                                        ("exchanges", ".json"), ("graded", ".json"))}
+    old_control = read_session_log(run / "control" / f"{cid}.h5")["attrs"]["session_id"]
+    for x in (".h5", ".wav"):
+        (run / "sessions" / f"{cid}{x}").unlink()  # lost: the relaunch records it again
+    launch(tmp_path, *args)
+    live = read_session_log(run / "sessions" / f"{cid}.h5")["attrs"]["session_id"]
+    control = read_session_log(run / "control" / f"{cid}.h5")["attrs"]
+    assert control["session_id"] != old_control  # the control of the new live session, not an error
+    seg = json.loads((run / "exchanges" / f"{cid}.json").read_text())
+    grade = json.loads((run / "graded" / f"{cid}.json").read_text())
+    for d in (seg, grade):
+        assert d["provenance"]["session_id"] == live
+        assert d["provenance"]["step"]["inputs"]["control_session"] == control["session_id"]
+    assert {k: sha(run / k) for k in kept} == kept  # the other conversation is untouched

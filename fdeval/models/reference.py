@@ -19,6 +19,8 @@ Policies (chosen by `parse_policy` from the instruction text):
 - assistant (EchoChain's responder prompt, `ASSISTANT_MARKER`): answers each user request from
   templates filled with what it recognised in the user's words (see "The assistant policy" below);
   yields to an overlap like `acknowledge` and answers afresh with its updated constraints.
+  When the instruction holds a text record of earlier exchanges (`HISTORY_HEADER`, EchoChain's
+  replay and half-duplex control), it first takes up that record's user lines as if heard live.
 
 The agent declares `oracle_user_text`: the orchestrator hands each session the words of the user
 turns as they are played (`hear_user_words`), i.e. the user policy's own text, not speech
@@ -132,7 +134,14 @@ RESUMES = ("Anyway, as I was saying, ",)
 # the user says (a new date, a person, a preference without a pattern) is not taken up, so its
 # failures are real ones of a keyword assistant, never injected.
 ASSISTANT_MARKER = "You are the voice assistant in a live spoken conversation"
-ASSISTANT_VERSION = "1"  # bump when the patterns or templates change (part of identity())
+ASSISTANT_VERSION = "2"  # bump when the patterns, templates or history reading change (part of identity())
+# EchoChain's replay and control give the earlier exchanges as text in the instruction: this block
+# (the layout of its responder prompt). The assistant reads its USER lines, never its ASSISTANT ones.
+HISTORY_HEADER = "CONVERSATION SO FAR (a text record of the spoken exchanges):"
+HISTORY_SILENT = "(nothing)"  # the record's text for a turn in which the user said nothing
+_EXCHANGE = re.compile(r"--- Exchange (?P<n>\d+)")
+_USER_LINE = re.compile(r"USER \((?P<kind>message|barge-in)(?:, [^)]*)?\):(?P<text>.*)")
+_ASSISTANT_LINE = re.compile(r"ASSISTANT \((?P<kind>[^)]*)\):")
 
 _ONES = "one|two|three|four|five|six|seven|eight|nine"
 _NUM_WORD = (rf"(?:(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)(?:-(?:{_ONES}))?|{_ONES}|zero|ten|eleven"
@@ -305,6 +314,41 @@ def content_words(text: str, limit: int, known: frozenset[str] = frozenset()) ->
     return [" ".join(p) for p in phrases]
 
 
+def history_user_turns(instruction: str | None) -> list[tuple[str, bool]]:
+    """The user's turns in the instruction's `HISTORY_HEADER` block, in order: (text, is a
+    barge-in). Read by the layout of one exchange (message; if interrupted, the answer before the
+    barge-in, then the barge-in; then the rest of the answer) and the exchanges' numbering, so that
+    a line of the assistant's own text that looks like a USER line or an exchange header is not
+    taken for one; a user text may run on over lines."""
+    lines = (instruction or "").splitlines()
+    start = next((i + 1 for i, line in enumerate(lines) if line.strip() == HISTORY_HEADER), None)
+    if start is None:
+        return []
+    turns: list[tuple[str, bool]] = []
+    state = "out"  # out (assistant text, other sections), head, message, before, barge
+    number = None  # of the last exchange
+    for i in range(start, len(lines)):
+        line = lines[i].strip()
+        head = _EXCHANGE.match(line)
+        # an exchange starts the record, or follows a blank line with the next number
+        if head and (i == start if number is None else not lines[i - 1].strip() and int(head["n"]) == number + 1):
+            state, number = "head", int(head["n"])
+            continue
+        user, assistant = _USER_LINE.match(line), _ASSISTANT_LINE.match(line)
+        if state == "head":
+            state = "message" if user and user["kind"] == "message" else "out"
+        elif state == "before":
+            state = "barge" if user and user["kind"] == "barge-in" else "before"
+        elif state in ("message", "barge") and assistant:
+            state = "before" if state == "message" and assistant["kind"] == "before the barge-in" else "out"
+            continue
+        if state in ("message", "barge") and user:
+            turns.append((user["text"].strip(), state == "barge"))
+        elif state in ("message", "barge") and line:
+            turns[-1] = (f"{turns[-1][0]} {line}", turns[-1][1])
+    return [(text, barge_in) for text, barge_in in turns if text and text != HISTORY_SILENT]
+
+
 def _spoken_list(xs: list[str]) -> str:
     return xs[0] if len(xs) == 1 else ", ".join(xs[:-1]) + " and " + xs[-1]
 
@@ -401,7 +445,11 @@ class ReferenceAgent(DuplexModel):
         return self._cache[text]
 
     def session(self, instruction: str | None, seed: int) -> "ReferenceSession":
-        return ReferenceSession(self, self.policies[parse_policy(instruction)], seed)
+        sess = ReferenceSession(self, self.policies[parse_policy(instruction)], seed)
+        if sess.assistant is not None:  # a real assistant reads its system prompt: the earlier exchanges
+            for text, barge_in in history_user_turns(instruction):
+                sess.assistant.take(text.split(), barge_in)
+        return sess
 
 
 class ReferenceSession(InProcessSession):

@@ -218,7 +218,7 @@ class _Recorder:
             log.error("%s: %s failed: %s: %s", name, case.case_id, type(exc).__name__, first)
             if self.recorded == 0 and len(self.failures) >= min(FAIL_FAST_CASES, len(self.todo)) and len(self.todo) > 1:
                 raise RunFailures(f"{name}: the first {len(self.failures)} case(s) all failed, so the run stops (e.g. "
-                                  f"{self.failures[0]}: {type(exc).__name__}: {first}); reasons in "
+                                  f"{case.case_id}: {type(exc).__name__}: {first}); reasons in "
                                   f"{h5.parent}/*.error.json")
             return
         h = result.log.attrs

@@ -134,7 +134,7 @@ RESUMES = ("Anyway, as I was saying, ",)
 # the user says (a new date, a person, a preference without a pattern) is not taken up, so its
 # failures are real ones of a keyword assistant, never injected.
 ASSISTANT_MARKER = "You are the voice assistant in a live spoken conversation"
-ASSISTANT_VERSION = "2"  # bump when the patterns, templates or history reading change (part of identity())
+ASSISTANT_VERSION = "3"  # 3: fillers are not task words. Bump when the patterns, templates or history reading change (part of identity())
 # EchoChain's replay and control give the earlier exchanges as text in the instruction: this block
 # (the layout of its responder prompt). The assistant reads its USER lines, never its ASSISTANT ones.
 HISTORY_HEADER = "CONVERSATION SO FAR (a text record of the spoken exchanges):"
@@ -177,6 +177,7 @@ _NUMBER = re.compile(_NUM)
 _TOKEN = re.compile(r"[a-z][a-z'-]*|,")
 
 STOPWORDS = frozenset("""
+mm-hmm uh-huh hmm mm um uh er ah oh okay ok yeah yep like kinda sorta gonna wanna
 a about above after again against all also am an and any anyway are aren't as at be because been before being
 below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during
 each few for from further had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers

@@ -297,8 +297,9 @@ class Grade(CaseStep):
                 "explanation": why, "evaluated": k, "flagged": verdict.flagged,
                 "flagged_in_loop": any(v.get("flagged") for v in loop),
                 "stop_reason": (seg.get("record") or {}).get("stop_reason"),
-                "classifier": verdict.to_dict(), "rubric": {"source": rubric.source,
+                "classifier": verdict.to_dict(), "rubric": {"source": rubric.source, "drafter": b.role("drafter").identity(),
                                                             "criteria": [c.to_dict() for c in rubric.criteria]},
+                "grader": b.role("grader").identity(),
                 "grades": [_grade_dict(g) for g in grades], "control": control,
                 "taxonomy": taxonomy, "taxonomy_source": "auto" if taxonomy else None,
                 "metadata": {"flagged": verdict.flagged, "taxonomy": taxonomy}}

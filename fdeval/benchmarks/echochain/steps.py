@@ -356,8 +356,8 @@ class Scores(Metric):
             if d.get("evaluated") is None:
                 continue
             flagged = d.get("flagged") if d.get("status") == "ok" else None
-            if b.score_on == "flagged" and not flagged:
-                continue
+            if b.score_on == "flagged" and b.mode == "live" and not flagged:
+                continue  # a replayed exchange was flagged when it was chosen: every model is scored on it
             grades = tuple(RubricGrade(g["criterion_id"], bool(g["passed"]), g["reason"], g["source"])
                            for g in d.get("grades") or [])
             control = d.get("control") or {}

@@ -29,9 +29,11 @@ recognition. Only the assistant policy reads them; every other policy ignores th
 
 from __future__ import annotations
 
+import copy
 import random
 import re
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -427,6 +429,7 @@ class ReferenceAgent(DuplexModel):
         self._tts = EspeakTTS(voice=voice, rate_wpm=rate_wpm, sample_rate=sample_rate)
         self._vad = SileroVAD(sample_rate=sample_rate)
         self._cache: dict[str, Synthesis] = {}
+        self._pool: ThreadPoolExecutor | None = None  # the assistant's answers, synthesized ahead
 
     def identity(self) -> dict[str, Any]:
         return {
@@ -444,6 +447,18 @@ class ReferenceAgent(DuplexModel):
         if text not in self._cache:
             self._cache[text] = self._tts.synthesize(text)
         return self._cache[text]
+
+    def synth_ahead(self, text: str) -> Future:
+        """Start synthesizing `text` in a worker thread (espeak-ng runs in its own process, so the
+        frame loop keeps running meanwhile)."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reference-tts")
+        return self._pool.submit(self._tts.synthesize, text)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
 
     def session(self, instruction: str | None, seed: int) -> "ReferenceSession":
         sess = ReferenceSession(self, self.policies[parse_policy(instruction)], seed)
@@ -479,6 +494,8 @@ class ReferenceSession(InProcessSession):
         # assistant policy: the words heard since it last took the floor, and what it holds
         self.heard: list[str] = []
         self.assistant = AssistantState([], [], {}) if policy.kind == "assistant" else None
+        self.ahead: tuple[str, Future] | None = None  # the answer it expects to give, being synthesized
+        self._heard_at_ahead = -1
 
     def hear_user_words(self, words: list[tuple[str, float]]) -> None:
         if self.assistant is not None:  # every other policy acts on the VAD alone
@@ -497,7 +514,10 @@ class ReferenceSession(InProcessSession):
 
     # -- speaking -----------------------------------------------------------------------------
     def _say(self, text: str, kind: str, cache: bool = True) -> None:
-        self.utt, self.utt_kind, self.cursor = self.agent.synth(text, cache), kind, 0
+        self._speak(self.agent.synth(text, cache), kind)
+
+    def _speak(self, utt: Synthesis, kind: str) -> None:
+        self.utt, self.utt_kind, self.cursor = utt, kind, 0
         if kind in ("answer", "ack", "resume"):
             self.user_turn_speech_s = 0.0
             self.cut_in_this_turn = False
@@ -519,20 +539,40 @@ class ReferenceSession(InProcessSession):
             self.utt = None
         return events
 
-    def _assistant_turn(self) -> str:
-        """The assistant's answer to what it heard since it last took the floor: after a yield
-        the words are a barge-in (constraints only, acknowledged), else a request."""
-        assert self.assistant is not None
-        barge_in = self.yielded_answer is not None
-        self.yielded_answer = None
-        new = self.assistant.take(self.heard, barge_in)
-        self.heard = []
-        answer = self.assistant.answer(self.rng)
+    def _compose(self, state: AssistantState, rng: random.Random, heard: list[str], barge_in: bool) -> str:
+        """The assistant's answer to `heard`: after a yield the words are a barge-in (constraints
+        only, acknowledged), else a request. Updates `state` and draws from `rng`."""
+        new = state.take(heard, barge_in)
+        answer = state.answer(rng)
         if not barge_in:
             return answer
         if new:
-            return self.rng.choice(ASSISTANT_ACKS).format(new=_spoken_list(new)) + " " + answer
-        return self.rng.choice(ASSISTANT_ACKS_BARE) + " " + answer
+            return rng.choice(ASSISTANT_ACKS).format(new=_spoken_list(new)) + " " + answer
+        return rng.choice(ASSISTANT_ACKS_BARE) + " " + answer
+
+    def _assistant_turn(self) -> Synthesis:
+        """The answer to what it heard since it last took the floor, spoken. Its audio is the one
+        synthesized ahead when that was this very text (so the result never depends on how fast
+        the synthesis ran), else synthesized now."""
+        assert self.assistant is not None
+        barge_in = self.yielded_answer is not None
+        self.yielded_answer = None
+        text = self._compose(self.assistant, self.rng, self.heard, barge_in)
+        self.heard = []
+        ahead, self.ahead = self.ahead, None
+        if ahead is not None and ahead[0] == text:
+            return ahead[1].result()
+        return self.agent.synth(text, cache=False)
+
+    def _think_ahead(self) -> None:
+        """In a pause after user speech: the answer it would give if the pause lasts, on copies of
+        its state, sent to synthesis so that under the realtime clock no frame waits for it."""
+        assert self.assistant is not None
+        rng = random.Random()
+        rng.setstate(self.rng.getstate())
+        text = self._compose(copy.deepcopy(self.assistant), rng, list(self.heard), self.yielded_answer is not None)
+        if self.ahead is None or self.ahead[0] != text:
+            self.ahead = (text, self.agent.synth_ahead(text))
 
     def _next_answer(self) -> str:
         text = self.answers[0]
@@ -558,7 +598,7 @@ class ReferenceSession(InProcessSession):
         if not self.user_speaking and self.user_turn_speech_s >= p.min_user_speech_s and silence_s >= p.take_turn_silence_s:
             if self.assistant is not None:
                 kind = "ack" if self.yielded_answer is not None else "answer"
-                self._say(self._assistant_turn(), kind, cache=False)
+                self._speak(self._assistant_turn(), kind)
             elif self.yielded_answer is not None and p.acknowledge:
                 self.yielded_answer = None
                 self._say(self.rng.choice(ACKS) + " " + self._next_answer(), "ack")
@@ -570,6 +610,10 @@ class ReferenceSession(InProcessSession):
                 self._say(self._next_answer(), "answer")
             return self._emit()
         in_pause = not self.user_speaking and self.user_turn_speech_s > 0
+        if self.assistant is not None and in_pause and self.user_turn_speech_s >= p.min_user_speech_s \
+                and (self.ahead is None or self._heard_at_ahead != len(self.heard)):
+            self._heard_at_ahead = len(self.heard)
+            self._think_ahead()
         if p.backchannel and in_pause and silence_s >= p.backchannel_pause_s and self.user_turn_speech_s >= 1.5 \
                 and self.t_s - self.last_backchannel_s >= p.backchannel_gap_s:
             self.last_backchannel_s = self.t_s

@@ -4,6 +4,7 @@
 import asyncio
 import dataclasses
 import random
+import time
 
 import numpy as np
 import pytest
@@ -11,7 +12,8 @@ import pytest
 from fdeval.benchmarks.echochain.classifier import SILENT, Exchange
 from fdeval.benchmarks.echochain.dialogue import RESPONDER_MARKER, history_text, responder_prompt
 from fdeval.models.reference import (
-    ASSISTANT_MARKER, HISTORY_HEADER, HISTORY_SILENT, AssistantState, ReferenceAgent, content_words,
+    ASSISTANT_MARKER, HISTORY_HEADER, HISTORY_SILENT, AssistantState, ReferenceAgent, ReferenceSession,
+    content_words,
     history_user_turns, normalise, parse_policy, recognise,
 )
 from fdeval.orchestrator.clock import LockstepClock
@@ -219,3 +221,28 @@ def test_identity_lists_the_assistant_and_is_deterministic(agent):
     ident = agent.identity()
     assert "assistant" in ident["policies"] and ident["assistant_version"]
     assert ReferenceAgent().identity() == ident
+
+
+def test_answers_synthesized_ahead_never_change_a_session(two_exchanges, agent, vad, monkeypatch):
+    """The assistant starts synthesizing the answer it expects in each pause (so a realtime frame
+    never waits for espeak-ng); how fast that runs, or whether it is used at all, changes nothing."""
+    case, audio = two_exchanges
+    ahead = _run(case, audio, agent, vad, ASSISTANT_MARKER)
+    calls = []
+    real = agent.synth_ahead
+
+    def slow(text):  # a synthesis that finishes only well after it is needed
+        calls.append(text)
+        fut = real(text)
+        time.sleep(0.2)
+        return fut
+
+    monkeypatch.setattr(agent, "synth_ahead", slow)
+    late = _run(case, audio, agent, vad, ASSISTANT_MARKER)
+    monkeypatch.setattr(agent, "synth_ahead", lambda text: None)  # never ready: always synthesized when needed
+    monkeypatch.setattr(ReferenceSession, "_think_ahead", lambda self: None)
+    none = _run(case, audio, agent, vad, ASSISTANT_MARKER)
+    assert calls  # it did synthesize ahead
+    for res in (late, none):
+        assert [r[1:4] for r in res.log.model_text] == [r[1:4] for r in ahead.log.model_text]
+        np.testing.assert_array_equal(res.model, ahead.model)

@@ -460,8 +460,23 @@ class ReferenceAgent(DuplexModel):
             self._pool.shutdown(wait=True)
             self._pool = None
 
+    def warm(self) -> None:
+        """Synthesize the fixed texts of the keyword policies (answers, acknowledgements with each
+        answer, backchannels, cut-ins) into the cache, outside any session: under the realtime
+        clock a frame must not wait for espeak-ng (one fresh process per synthesis, 45 ms to
+        0.3 s here)."""
+        texts = [*ANSWERS, *BACKCHANNELS, *INTERRUPTS, *(f"{a} {b}" for a in ACKS for b in ANSWERS)]
+        todo = [t for t in texts if t not in self._cache]
+        if todo:
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                for t, syn in zip(todo, pool.map(self._tts.synthesize, todo)):
+                    self._cache[t] = syn
+
     def session(self, instruction: str | None, seed: int) -> "ReferenceSession":
-        sess = ReferenceSession(self, self.policies[parse_policy(instruction)], seed)
+        policy = self.policies[parse_policy(instruction)]
+        if policy.kind != "assistant":
+            self.warm()
+        sess = ReferenceSession(self, policy, seed)
         if sess.assistant is not None:  # a real assistant reads its system prompt: the earlier exchanges
             for text, barge_in in history_user_turns(instruction):
                 sess.assistant.take(text.split(), barge_in)
@@ -514,7 +529,11 @@ class ReferenceSession(InProcessSession):
 
     # -- speaking -----------------------------------------------------------------------------
     def _say(self, text: str, kind: str, cache: bool = True) -> None:
-        self._speak(self.agent.synth(text, cache), kind)
+        """Speak `text`: the audio synthesized ahead when that was this very text (so the result
+        never depends on how fast the synthesis ran), else from the cache or synthesized now."""
+        ahead, self.ahead = self.ahead, None
+        utt = ahead[1].result() if ahead is not None and ahead[0] == text else self.agent.synth(text, cache)
+        self._speak(utt, kind)
 
     def _speak(self, utt: Synthesis, kind: str) -> None:
         self.utt, self.utt_kind, self.cursor = utt, kind, 0
@@ -550,19 +569,14 @@ class ReferenceSession(InProcessSession):
             return rng.choice(ASSISTANT_ACKS).format(new=_spoken_list(new)) + " " + answer
         return rng.choice(ASSISTANT_ACKS_BARE) + " " + answer
 
-    def _assistant_turn(self) -> Synthesis:
-        """The answer to what it heard since it last took the floor, spoken. Its audio is the one
-        synthesized ahead when that was this very text (so the result never depends on how fast
-        the synthesis ran), else synthesized now."""
+    def _assistant_turn(self) -> str:
+        """The answer to what it heard since it last took the floor."""
         assert self.assistant is not None
         barge_in = self.yielded_answer is not None
         self.yielded_answer = None
         text = self._compose(self.assistant, self.rng, self.heard, barge_in)
         self.heard = []
-        ahead, self.ahead = self.ahead, None
-        if ahead is not None and ahead[0] == text:
-            return ahead[1].result()
-        return self.agent.synth(text, cache=False)
+        return text
 
     def _think_ahead(self) -> None:
         """In a pause after user speech: the answer it would give if the pause lasts, on copies of
@@ -590,6 +604,9 @@ class ReferenceSession(InProcessSession):
             if long_turn and self.user_speaking and overlap_s >= p.overlap_yield_s:
                 if self.utt_kind in ("answer", "resume") or self.assistant is not None:
                     self.yielded_answer = self.utt.text  # the assistant: any yield makes what follows a barge-in
+                    if self.assistant is None and not p.acknowledge:  # it will resume this answer
+                        rest = RESUMES[0] + self.yielded_answer[0].lower() + self.yielded_answer[1:]
+                        self.ahead = (rest, self.agent.synth_ahead(rest))
                 self.utt = None  # stop at once: nothing of ours is queued anywhere
                 self.user_turn_speech_s = overlap_s
                 return []
@@ -598,7 +615,7 @@ class ReferenceSession(InProcessSession):
         if not self.user_speaking and self.user_turn_speech_s >= p.min_user_speech_s and silence_s >= p.take_turn_silence_s:
             if self.assistant is not None:
                 kind = "ack" if self.yielded_answer is not None else "answer"
-                self._speak(self._assistant_turn(), kind)
+                self._say(self._assistant_turn(), kind, cache=False)
             elif self.yielded_answer is not None and p.acknowledge:
                 self.yielded_answer = None
                 self._say(self.rng.choice(ACKS) + " " + self._next_answer(), "ack")

@@ -195,19 +195,11 @@ class Segment(CaseStep):
         h5, wav = run.folder.session_paths(case.case_id, folder)
         log = read_session_log(h5)
         words = None if self.asr is None else self.asr.transcribe_channel(wav, 1, case.case_id, "model")
-        said = said_of(case, log) if folder == "sessions" else self._control_said(log)
+        # the control's texts are the live exchange's (make() puts them back in)
+        said = said_of(case, log) if folder == "sessions" else {}
         exs = exchanges(case.case_id, spans(log["turns"], float(log["attrs"]["duration_s"])), said,
                         model_pieces(log, words), log["attrs"].get("text_stream", "words"))
         return exs, log, said
-
-    @staticmethod
-    def _control_said(log: Mapping[str, Any]) -> dict[int, dict[str, Any]]:
-        out: dict[int, dict[str, Any]] = {}
-        for t in log["turns"]:
-            label = str(t["label"])
-            k = int(label[2:label.index("_")])
-            out.setdefault(k, {})
-        return out
 
     def make(self, run: Run, unit: Unit) -> dict[str, Any]:
         case = unit.case

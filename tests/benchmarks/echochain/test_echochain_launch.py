@@ -22,6 +22,7 @@ import pytest
 
 from fdeval.audio.io import read_wav
 from fdeval.orchestrator.recorder import read_session_log
+from helpers.fake_messages_server import DUMMY_KEY, FakeMessagesServer, text
 
 ARGS = ("benchmark=echochain", "benchmark.n_conversations=3", "benchmark.n_resamples=200", "progress=false")
 SLURM = ["launcher=slurm", "launcher.wait=true", "launcher.cases_per_task=2", "launcher.gpus_per_task=1",
@@ -192,8 +193,6 @@ def test_replay_gives_a_second_model_the_identical_user_audio_and_timing_rule(de
 
 
 def test_the_llm_classifier_runs_through_a_local_messages_api(tmp_path):
-    from helpers.fake_messages_server import DUMMY_KEY, FakeMessagesServer, text
-
     def answer(body):
         prompt = json.dumps(body)
         failed = "five" in prompt  # a fixed, well-formed classifier answer (the server plays the model)

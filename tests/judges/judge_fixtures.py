@@ -23,9 +23,10 @@ class _UserSpec:
     kind: str  # "take-turn" | "backchannel" | "interrupt"  (the latter two are barge-ins)
     words: list[Word]
     text: str  # the full scripted turn (reference), >= the played words
-    triggers: list[tuple[str, int]]  # (kind, number of turn words before the cut-in point)
+    triggers: list[tuple]  # (kind, number of turn words before the cut-in point[, the reference's cut-in phrase])
     cut_short: bool
     indexed: bool = True  # False: leave the words' turn index unset (the judge places them by time)
+    reply: str | None = None  # take-turn: the reference model reply after it (None: a generic one)
 
 
 @dataclass
@@ -38,9 +39,9 @@ class Session:
 
     # -- user side ---------------------------------------------------------------------------
     def user(self, text: str, start: float, *, kind: str = "take-turn", triggers=(), played: int | None = None,
-             pauses: dict[int, float] | None = None) -> "Session":
+             pauses: dict[int, float] | None = None, reply: str | None = None) -> "Session":
         """A user turn spoken at PACE_S per word from `start`; `pauses` adds silence before word i;
-        `played` stops it after that many words (cut short)."""
+        `played` stops it after that many words (cut short); `reply` is the reference model reply."""
         tokens = text.split()
         n = len(tokens) if played is None else played
         t, words = start, []
@@ -48,14 +49,15 @@ class Session:
             t += (pauses or {}).get(i, 0.0)
             words.append(Word(self.case_id, "user", tok, round(t, 6), round(t + WORD_S, 6), "tts"))
             t += PACE_S
-        self.users.append(_UserSpec(kind, words, text, list(triggers), n < len(tokens)))
+        self.users.append(_UserSpec(kind, words, text, list(triggers), n < len(tokens), reply=reply))
         return self
 
     def user_words(self, words: list[Word], *, kind: str = "take-turn", text: str | None = None,
-                   triggers=(), indexed: bool = True) -> "Session":
+                   triggers=(), indexed: bool = True, reply: str | None = None) -> "Session":
         """A user turn made of given words (e.g. parsed from a rendered transcript)."""
         text = text if text is not None else " ".join(w.text for w in words)
-        self.users.append(_UserSpec(kind, list(words), text, list(triggers), len(words) < len(text.split()), indexed))
+        self.users.append(_UserSpec(kind, list(words), text, list(triggers), len(words) < len(text.split()), indexed,
+                                    reply))
         return self
 
     # -- model side --------------------------------------------------------------------------
@@ -68,7 +70,7 @@ class Session:
     # -- from a rendered transcript ------------------------------------------------------------
     def rendered(self, text: str, turns: list[dict]) -> "Session":
         """Words of a rendered transcript; `turns` lists each user turn as a dict with `span`
-        (start, end: which user lines belong to it), and optional `kind`, `text`, `triggers`."""
+        (start, end: which user lines belong to it), and optional `kind`, `text`, `triggers`, `reply`."""
         words = parse_rendered(text, self.case_id)
         self.model_words.extend(w for w in words if w.speaker == "model")
         users = [w for w in words if w.speaker == "user"]
@@ -76,7 +78,7 @@ class Session:
             lo, hi = spec["span"]
             mine = [w for w in users if lo - 1e-6 <= w.start_s and w.end_s <= hi + 1e-6]
             self.user_words(mine, kind=spec.get("kind", "take-turn"), text=spec.get("text"),
-                            triggers=spec.get("triggers", ()), indexed=False)
+                            triggers=spec.get("triggers", ()), indexed=False, reply=spec.get("reply"))
         return self
 
     # -- build -------------------------------------------------------------------------------
@@ -87,9 +89,10 @@ class Session:
             start, end = u.words[0].start_s, u.words[-1].end_s
             barge = u.kind != "take-turn"
             trig = []
-            for kind, k in u.triggers:
+            for kind, k, *phrase in u.triggers:
                 at = u.words[k - 1].end_s if k > 0 else start
-                trig.append(Trigger(kind, round(at - start, 6), k, "mm-hmm" if kind == "backchannel" else "wait, that is not right"))
+                default = "mm-hmm" if kind == "backchannel" else "wait, that is not right"
+                trig.append(Trigger(kind, round(at - start, 6), k, phrase[0] if phrase else default))
             turns.append(Turn(
                 case_id=cid, index=idx, label=f"turn{idx + 1}", turn_type="barge-in" if barge else "take-turn",
                 audio_path=f"audio/{cid}/turn{idx + 1}.wav", text=u.text,
@@ -108,7 +111,7 @@ class Session:
             tag = u.kind if barge else ""
             reference.append(ReferenceLine("user", u.text, tag))
             if not barge:
-                reference.append(ReferenceLine("model", "a reply that fits the conversation", "take-turn"))
+                reference.append(ReferenceLine("model", u.reply or "a reply that fits the conversation", "take-turn"))
         words.extend(self.model_words)
         words.sort(key=lambda w: (w.start_s, w.speaker))
         end = max((w.end_s for w in words), default=0.0)

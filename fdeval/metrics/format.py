@@ -25,6 +25,7 @@ from typing import Any
 
 MISSING = "-"
 NA = "n/a"
+SMALL_N_MARK = " †"  # after an interval drawn from fewer units than the report's min_n_ci
 
 
 @dataclass(frozen=True)
@@ -61,14 +62,15 @@ def format_cell(value: Any, kind: str) -> str:
         return f"{100 * value:+.1f}%"
     if kind == "rate":
         return f"{value:.3f}"
-    if kind == "ci":
-        low, high = value
-        return NA if low is None else f"[{_pct(low)}, {_pct(high)}]"
-    if kind == "pct_ci":
-        x, low, high = value
+    if kind == "ci":  # (low, high[, small]): `small` marks an interval from too few units
+        low, high, *small = value
+        return NA if low is None else f"[{_pct(low)}, {_pct(high)}]" + (SMALL_N_MARK if any(small) else "")
+    if kind == "pct_ci":  # (x, low, high[, small])
+        x, low, high, *small = value
         if x is None:
             return NA
-        return f"{_pct(x)}%" + ("" if low is None else f" [{_pct(low)}, {_pct(high)}]")
+        return (f"{_pct(x)}%" + ("" if low is None else f" [{_pct(low)}, {_pct(high)}]")
+                + (SMALL_N_MARK if low is not None and any(small) else ""))
     if kind == "p":
         return "<0.0001" if value < 1e-4 else f"{value:.4f}"
     if kind == "flag":
@@ -119,7 +121,7 @@ _LATEX_SPECIAL = {
     "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
     "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}",
     # the few non-ASCII symbols the tables use, so that plain pdflatex reads the file
-    "Δ": r"\ensuremath{\Delta}", "∅": r"\ensuremath{\emptyset}",
+    "Δ": r"\ensuremath{\Delta}", "∅": r"\ensuremath{\emptyset}", "†": r"\ensuremath{\dagger}",
 }
 _LATEX_RE = re.compile("|".join(re.escape(k) for k in _LATEX_SPECIAL))
 

@@ -82,7 +82,7 @@ def test_cross_model_report(runs, tmp_path, capsys):
     assert ias[("alpha", "overall")]["model_id"] == "alpha:0123456789ab"
     md = (out / "ias_ci.md").read_text()
     assert "| Instruction | alpha | beta |" in md  # models as columns
-    assert "| Listen | 100.0% [100.0, 100.0] | 37.5% [" in md
+    assert "| Listen | 100.0% [100.0, 100.0] † | 37.5% [" in md  # n = 8 < min_n_ci: marked
 
     delta = {(r["model"], r["instruction"]): r for r in read(out / "delta_ias.csv")}
     d = delta[("alpha", "listen")]

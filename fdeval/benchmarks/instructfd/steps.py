@@ -19,7 +19,7 @@ from omegaconf import OmegaConf
 import fdeval
 from fdeval.benchmarks.instructfd.judges.base import VerdictError, verdict_from_dict, verdict_to_dict
 from fdeval.benchmarks.instructfd.metrics.ias import METRIC_VERSION, ias_rows, write_markdown
-from fdeval.benchmarks.instructfd.reporting.build import ReportSettings, RunData, write_run_report
+from fdeval.benchmarks.instructfd.reporting.build import JUDGE_LIMITS, ReportSettings, RunData, counts_note, write_run_report
 from fdeval.benchmarks.instructfd.reporting.runs import verdict_table
 from fdeval.cases.jsonfile import read_json_file
 from fdeval.engine.executor import read_outputs
@@ -143,12 +143,15 @@ class IAS(Metric):
             "sessions_invalid": len(skipped["invalid"]), "sessions_failed": len(skipped["failed"]),
         }
         rows = ias_rows(verdicts, scored, provenance)
+        data = RunData(str(run.cfg.model.name), verdicts, scored, provenance, model_ids, str(run.run_dir),
+                       judge.limits)
         write_csv(rows, scores_dir / "ias.csv")
-        write_markdown(rows, scores_dir / "ias.md")
+        notes = [counts_note(data)] + ([f"judge limits: {judge.limits}"] if judge.limits else [])
+        write_markdown(rows, scores_dir / "ias.md", notes)
+        write_text_atomic(scores_dir / JUDGE_LIMITS, judge.limits + "\n")
         per_case = [{"case_id": v.case_id, "policy": v.policy, "verdict": v.verdict, **provenance} for v in verdicts]
         write_csv(per_case, scores_dir / "results.csv")
         write_csv(verdict_table(verdicts, scored, model_ids, provenance), scores_dir / "verdicts.csv")
-        data = RunData(str(run.cfg.model.name), verdicts, scored, provenance, model_ids, str(run.run_dir))
         write_run_report(data, scores_dir, settings, ias_rows=rows)
         return (scores_dir / "ias.md").read_text() + "\n" + (scores_dir / "delta_ias.md").read_text()
 

@@ -42,6 +42,8 @@ class Judge(ABC):
 
     id: str
     version: str
+    # What this judge cannot see, printed under every table its verdicts make (one or two sentences).
+    limits: str = ""
 
     @property
     @abstractmethod

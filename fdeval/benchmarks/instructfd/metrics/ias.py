@@ -144,8 +144,8 @@ def with_provenance(provenance: Mapping[str, Any] | None, columns: Iterable[str]
 # Writers
 
 
-def write_markdown(rows: list[Mapping[str, Any]], path: str | Path) -> None:
-    """`rows` as a Markdown table, atomically.
+def write_markdown(rows: list[Mapping[str, Any]], path: str | Path, notes: Iterable[str] = ()) -> None:
+    """`rows` as a Markdown table, atomically, with `notes` (what the counts mean, the judge's limits) under it.
 
     Columns other than the metric columns that hold one value in every row (the provenance) are
     listed once above the table instead of repeating in each row.
@@ -161,4 +161,7 @@ def write_markdown(rows: list[Mapping[str, Any]], path: str | Path) -> None:
     lines.append("| " + " | ".join(table) + " |")
     lines.append("|" + "|".join("---" if c == "instruction" else "---:" for c in table) + "|")
     lines += ["| " + " | ".join(md_cell(r.get(c)) for c in table) + " |" for r in rows]
+    notes = list(notes)
+    if notes:
+        lines += [""] + [f"- {n}" for n in notes]
     write_text_atomic(path, "\n".join(lines) + "\n")

@@ -14,7 +14,9 @@
 * :func:`scenario_rows` (Tables 5 and 6 shape): IAS (and baseline / delta-IAS) per scenario and
   instruction, the same arithmetic as :func:`fdeval.benchmarks.instructfd.metrics.ias.ias_rows` on each scenario's cases.
 
-Every row carries the provenance columns and ``metric_version``.
+Every row carries the provenance columns and ``metric_version``. ``small_n`` is true where the
+interval rests on fewer than ``min_n`` cases (pairs): the tables mark it, since a bootstrap over a
+handful of outcomes says little (over n identical outcomes it is the single point [x, x]).
 """
 
 from __future__ import annotations
@@ -26,10 +28,12 @@ from fdeval.benchmarks.instructfd.records import POLICIES, Verdict
 from fdeval.metrics.stats import bootstrap_mean, discordant, holm, mcnemar_exact
 from fdeval.types import TestCase
 
-IAS_CI_COLUMNS = ("instruction", "n", "n_error", "n_judged", "n_pass", "ias", "ias_ci_low", "ias_ci_high",
+MIN_N_CI = 10  # the report's default `min_n_ci`
+
+IAS_CI_COLUMNS = ("instruction", "n", "n_error", "n_judged", "n_pass", "ias", "ias_ci_low", "ias_ci_high", "small_n",
                   "ci_method", "ci_level", "boot_unit", "boot_n", "boot_resamples", "boot_seed")
 DELTA_COLUMNS = ("instruction", "n_pairs", "ias_paired", "baseline_ias", "delta_ias", "delta_ias_ci_low",
-                 "delta_ias_ci_high", "b", "c", "mcnemar_p", "holm_p", "alpha", "significant",
+                 "delta_ias_ci_high", "small_n", "b", "c", "mcnemar_p", "holm_p", "alpha", "significant",
                  "ci_method", "ci_level", "boot_unit", "boot_n", "boot_resamples", "boot_seed")
 SCENARIO_COLUMNS = ("scenario", "instruction", "n", "n_pass", "n_error", "ias", "n_pairs", "baseline_ias", "delta_ias")
 
@@ -39,7 +43,8 @@ def _boot(resamples: int, seed: int, level: float, method: str) -> dict[str, Any
 
 
 def ias_ci_rows(verdicts: list[Verdict], cases: Mapping[str, TestCase], provenance: Mapping[str, Any] | None = None,
-                *, resamples: int = 10_000, seed: int = 0, level: float = 0.95, method: str = "bca") -> list[dict[str, Any]]:
+                *, resamples: int = 10_000, seed: int = 0, level: float = 0.95, method: str = "bca",
+                min_n: int = MIN_N_CI) -> list[dict[str, Any]]:
     """IAS per instruction (taxonomy order) and ``overall``, each with a bootstrap interval over cases."""
     prov = with_provenance(provenance, IAS_CI_COLUMNS)
     j = join_verdicts(verdicts, cases)
@@ -57,13 +62,13 @@ def ias_ci_rows(verdicts: list[Verdict], cases: Mapping[str, TestCase], provenan
             ci = bootstrap_mean([float(v.verdict == "adhere") for v in judged], unit="case", **boot)
         rows.append({"instruction": p, "n": len(vs), "n_error": len(vs) - len(judged), "n_judged": len(judged),
                      "n_pass": sum(v.verdict == "adhere" for v in judged), "ias": ci.estimate,
-                     **ci.columns("ias"), **prov})
+                     **ci.columns("ias"), "small_n": len(judged) < min_n, **prov})
     return rows
 
 
 def delta_rows(verdicts: list[Verdict], cases: Mapping[str, TestCase], provenance: Mapping[str, Any] | None = None,
                *, resamples: int = 10_000, seed: int = 0, level: float = 0.95, method: str = "bca",
-               alpha: float = 0.05) -> list[dict[str, Any]]:
+               alpha: float = 0.05, min_n: int = MIN_N_CI) -> list[dict[str, Any]]:
     """delta-IAS per instruction and ``overall`` with its interval, McNemar and Holm (see the module doc)."""
     prov = with_provenance(provenance, DELTA_COLUMNS)
     j = join_verdicts(verdicts, cases)
@@ -77,7 +82,7 @@ def delta_rows(verdicts: list[Verdict], cases: Mapping[str, TestCase], provenanc
         rows.append({"instruction": p, "n_pairs": n,
                      "ias_paired": sum(a for _, a, _ in pairs) / n if n else None,
                      "baseline_ias": sum(base for _, _, base in pairs) / n if n else None,
-                     "delta_ias": ci.estimate, **ci.columns("delta_ias"),
+                     "delta_ias": ci.estimate, **ci.columns("delta_ias"), "small_n": n < min_n,
                      "b": b, "c": c, "mcnemar_p": mcnemar_exact(b, c) if n else None})
     adjusted = holm([r["mcnemar_p"] for r in rows[:-1]])
     for r, h in zip(rows, [*adjusted, None]):

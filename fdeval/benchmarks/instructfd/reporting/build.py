@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from fdeval.benchmarks.instructfd.metrics.ias import OVERALL
-from fdeval.benchmarks.instructfd.metrics.tables import delta_rows, ias_ci_rows, scenario_order, scenario_rows
+from fdeval.benchmarks.instructfd.metrics.tables import MIN_N_CI, delta_rows, ias_ci_rows, scenario_order, scenario_rows
 from fdeval.benchmarks.instructfd.metrics.validation import ModelVerdict, Validation, load_labels, validate_judge
-from fdeval.benchmarks.instructfd.records import POLICIES, Verdict
+from fdeval.benchmarks.instructfd.records import NO_POLICY, POLICIES, Verdict
 from fdeval.benchmarks.instructfd.reporting.figure import write_ias_figure
 from fdeval.errors import ConfigError
 from fdeval.files import write_text_atomic
@@ -35,6 +35,7 @@ from fdeval.metrics.stats import CI_METHODS
 from fdeval.types import TestCase
 
 FIGURE = "ias_by_instruction.png"
+JUDGE_LIMITS = "judge_limits.txt"  # in scores/: the judge's own statement of what it cannot see
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class ReportSettings:
     ci_method: str = "bca"
     alpha: float = 0.05
     figure: bool = True
+    min_n_ci: int = MIN_N_CI
 
     @classmethod
     def from_config(cls, node: Mapping[str, Any] | None, group: str = "report") -> "ReportSettings":
@@ -85,7 +87,7 @@ class ReportSettings:
                 raise bad("human_labels", "no such file")
             labels = str(Path(labels).expanduser())
         return cls(labels, integer("bootstrap_resamples", 1), integer("bootstrap_seed", 0), fraction("ci_level"),
-                   s.ci_method, fraction("alpha"), s.figure)
+                   s.ci_method, fraction("alpha"), s.figure, integer("min_n_ci", 1))
 
     def boot(self) -> dict[str, Any]:
         return {"resamples": self.bootstrap_resamples, "seed": self.bootstrap_seed, "level": self.ci_level,
@@ -95,7 +97,9 @@ class ReportSettings:
         method = "BCa" if self.ci_method == "bca" else "percentile"
         return (f"intervals: {method} bootstrap, {100 * self.ci_level:g}%, {self.bootstrap_resamples} resamples, "
                 f"seed {self.bootstrap_seed}; whole cases (overall IAS: within instruction), whole pairs for "
-                f"delta-IAS; significance: exact McNemar, Holm over the instructions of a model, alpha {self.alpha:g}")
+                f"delta-IAS; significance: exact McNemar, Holm over the instructions of a model, alpha {self.alpha:g}; "
+                f"†: interval from fewer than {self.min_n_ci} cases (pairs), too few for it to say much "
+                f"(over n equal outcomes a bootstrap gives the single point [x, x])")
 
 
 @dataclass
@@ -108,6 +112,7 @@ class RunData:
     provenance: dict[str, Any]
     model_ids: dict[tuple[str, str], str] = field(default_factory=dict)  # (case_id, policy) -> model id
     source: str = ""
+    judge_limits: str = ""  # the judge's statement of what it cannot see (Judge.limits)
 
     @property
     def model_id(self) -> str:
@@ -133,8 +138,8 @@ def compute(run: RunData, settings: ReportSettings) -> RunTables:
         return [{"model": run.name, **r} for r in rows]
 
     return RunTables(
-        led(ias_ci_rows(run.verdicts, run.cases, prov, **settings.boot())),
-        led(delta_rows(run.verdicts, run.cases, prov, alpha=settings.alpha, **settings.boot())),
+        led(ias_ci_rows(run.verdicts, run.cases, prov, min_n=settings.min_n_ci, **settings.boot())),
+        led(delta_rows(run.verdicts, run.cases, prov, alpha=settings.alpha, min_n=settings.min_n_ci, **settings.boot())),
         led(scenario_rows(run.verdicts, run.cases, prov)),
     )
 
@@ -153,11 +158,31 @@ def _provenance_note(p: Mapping[str, Any]) -> str:
             f"{p.get('benchmark_version', '?')}; seed {p.get('seed', '?')}; metric v{p.get('metric_version', '?')}")
 
 
+def counts_note(run: RunData) -> str:
+    """What the counts in the tables count, with this run's numbers."""
+    scored = [c for c in run.cases.values() if c.case_id in {v.case_id for v in run.verdicts}]
+    base = sum(c.data.policy_name == NO_POLICY for c in scored)
+    errors = sum(v.verdict == "error" for v in run.verdicts)
+    return (f"counts: {len(scored)} sessions scored ({len(scored) - base} instructed, {base} un-instructed baselines); "
+            f"{len(run.verdicts)} verdicts ({errors} judge errors, left out of every rate): an instructed session is "
+            "judged once, against its own instruction, a baseline once against each instruction of its conversation; "
+            "n = instructed sessions of an instruction; pairs = an instructed session and its baseline, both judged "
+            "without error (delta-IAS is computed on them)")
+
+
+def _notes(run: RunData, settings: ReportSettings) -> list[str]:
+    notes = [_provenance_note(run.provenance), counts_note(run), settings.describe()]
+    if run.judge_limits:
+        notes.append(f"judge limits: {run.judge_limits}")
+    return notes
+
+
 def _ias_detail(rows: list[dict[str, Any]], level: float) -> Table:
     cols = [Column("instruction", "Instruction"), Column("n", "n", "int"), Column("n_error", "Judge errors", "int"),
             Column("n_pass", "Pass", "int"), Column("ias", "IAS", "pct"),
             Column("ci", f"{100 * level:g}% CI", "ci")]
-    body = [{**r, "instruction": _title(r["instruction"]), "ci": (r["ias_ci_low"], r["ias_ci_high"])} for r in rows]
+    body = [{**r, "instruction": _title(r["instruction"]), "ci": (r["ias_ci_low"], r["ias_ci_high"], r["small_n"])}
+            for r in rows]
     return Table("Instruction adherence (IAS) by instruction", cols, body, label="tab:ias")
 
 
@@ -169,8 +194,8 @@ def _delta_detail(rows: list[dict[str, Any]], level: float, with_model: bool = F
              Column("delta_ias", "ΔIAS", "delta", r"$\Delta$IAS"), Column("ci", f"{100 * level:g}% CI", "ci"),
              Column("b", "b", "int"), Column("c", "c", "int"), Column("mcnemar_p", "McNemar p", "p"),
              Column("holm_p", "Holm p", "p"), Column("significant", "Significant", "flag")]
-    body = [{**r, "instruction": _title(r["instruction"]), "ci": (r["delta_ias_ci_low"], r["delta_ias_ci_high"])}
-            for r in rows]
+    body = [{**r, "instruction": _title(r["instruction"]),
+             "ci": (r["delta_ias_ci_low"], r["delta_ias_ci_high"], r["small_n"])} for r in rows]
     if not with_model:
         for r in body:
             r.pop("model", None)
@@ -275,10 +300,10 @@ def write_run_report(run: RunData, out: str | Path, settings: ReportSettings,
     """
     out = Path(out)
     t = compute(run, settings)
-    notes = [_provenance_note(run.provenance), settings.describe()]
+    notes = _notes(run, settings)
     paths = []
     if ias_rows is not None:
-        write_text_atomic(out / "ias.tex", to_latex([_ias_plain(ias_rows)], notes[:1]))
+        write_text_atomic(out / "ias.tex", to_latex([_ias_plain(ias_rows)], notes[:2]))
         paths.append(out / "ias.tex")
     paths += _write(out, "ias_ci", t.ias, [_ias_detail(t.ias, settings.ci_level)], "IAS with intervals", notes)
     paths += _write(out, "delta_ias", t.delta, [_delta_detail(t.delta, settings.ci_level)], "delta-IAS", notes)
@@ -296,6 +321,9 @@ def write_run_report(run: RunData, out: str | Path, settings: ReportSettings,
 def _run_notes(runs: list[RunData]) -> list[str]:
     notes = [f"{run.name}: {_provenance_note(run.provenance)}" + (f"; {run.source}" if run.source else "")
              for run in runs]
+    notes += [f"{run.name}: {counts_note(run)}" for run in runs]
+    notes += sorted({f"judge limits ({run.provenance.get('judge', '?')}): {run.judge_limits}" for run in runs
+                     if run.judge_limits})
     for key in ("judge", "judge_version", "prompt_hash", "benchmark", "benchmark_version", "metric_version"):
         values = sorted({str(run.provenance.get(key)) for run in runs})
         if len(values) > 1:
@@ -312,7 +340,7 @@ def write_cross_report(runs: list[RunData], out: str | Path, settings: ReportSet
 
     ias = [t.ias for t in tables]
     cols, body = _wide(runs, ias, ["instruction"], [Column("instruction", "Instruction")],
-                       lambda r: (r["ias"], r["ias_ci_low"], r["ias_ci_high"]), "pct_ci")
+                       lambda r: (r["ias"], r["ias_ci_low"], r["ias_ci_high"], r["small_n"]), "pct_ci")
     body.sort(key=lambda r: _policy_rank(r["instruction"]))
     for r in body:
         r["instruction"] = _title(r["instruction"])

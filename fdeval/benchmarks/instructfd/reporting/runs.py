@@ -25,7 +25,7 @@ from hydra.utils import instantiate
 from fdeval.benchmarks.instructfd.judges.base import VERDICT_LABELS, VerdictError, verdict_from_dict
 from fdeval.benchmarks.instructfd.metrics.ias import METRIC_VERSION
 from fdeval.benchmarks.instructfd.records import InstructFDCase, Verdict
-from fdeval.benchmarks.instructfd.reporting.build import RunData
+from fdeval.benchmarks.instructfd.reporting.build import JUDGE_LIMITS, RunData
 from fdeval.cases.jsonfile import read_json_file
 from fdeval.engine.identity import data_dir
 from fdeval.errors import FdevalError
@@ -117,7 +117,7 @@ def _cases_from_config(run_dir: Path, cfg: dict[str, Any]) -> tuple[dict[str, Te
         bench, seed = instantiate(cfg["benchmark"]), int(cfg.get("seed", 0))
     except InstantiationException as e:
         raise FdevalError(f"{run_dir / 'run.json'}: benchmark: {str(e).splitlines()[0]}") from None
-    cases = bench.load(data_dir(run_dir.resolve().parents[2], bench, seed))
+    cases = bench.load(data_dir(run_dir.resolve().parents[2], bench, seed, cfg.get("tts")))
     prov = {"benchmark": bench.name, "benchmark_version": bench.version, "seed": seed,
             "metric_version": METRIC_VERSION}
     return {c.case_id: c for c in cases}, prov
@@ -158,4 +158,6 @@ def load_run(run_dir: str | Path):
         raise FdevalError(f"{run_dir}: no verdicts")
     model = cfg.get("model", {}).get("name") if isinstance(cfg.get("model"), dict) else None
     name = str(model or str(prov.get("model_id", run_dir.name)).split(":", 1)[0])
-    return RunData(name, verdicts, cases, prov, model_ids, str(run_dir))
+    limits = run_dir / "scores" / JUDGE_LIMITS
+    return RunData(name, verdicts, cases, prov, model_ids, str(run_dir),
+                   limits.read_text(encoding="utf-8").strip() if limits.is_file() else "")

@@ -20,6 +20,10 @@ Contract of `EspeakTTS.synthesize(text)`:
   does not speak (a lone "—" or "...") gets a zero-length timing at the end of the word before
   it (or at the first word's start when it leads). Stop consonants begin with a silent closure,
   so a word that starts with one ("cat") shows energy up to ~60 ms after its start.
+- Voices: `voices` lists the voices a generator may assign (the default one first); the default
+  list, `DEFAULT_VOICES`, mixes female and male espeak-ng variants over US and British English so
+  that neighbouring speakers sound apart (pitch range and formant settings differ per variant).
+  `voice_sex` reads the variant's `gender` line (None for a voice without a variant).
 - Deterministic: the same text, voice, rate, pitch and sample rate give bit-identical samples.
   For that each synthesis runs espeak-ng in a fresh child process (`_espeak_worker.py`; the
   library keeps state between syntheses that no API call resets). This also makes concurrent
@@ -33,13 +37,14 @@ import subprocess
 import sys
 import threading
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import espeakng_loader
 import numpy as np
 
 from fdeval.audio.resample import resample
-from fdeval.errors import FdevalError
+from fdeval.errors import ConfigError, FdevalError
 
 NATIVE_RATE = 22050  # espeak-ng's output rate
 INSTALL_HINT = "pip install espeakng-loader"
@@ -49,10 +54,17 @@ SILENCE_THRESHOLD = 0.002
 _WORKER = Path(__file__).with_name("_espeak_worker.py")
 _EXIT_LIBRARY, _EXIT_VOICE = 2, 3  # the worker's exit statuses (see _espeak_worker.py)
 _RATE_RANGE = (80, 450)  # words per minute espeak-ng accepts
+# Four female and four male variants (median F0 and spectra measured apart, see docs/tts.md).
+DEFAULT_VOICES = ("en-us+m3", "en-us+f2", "en-gb+m1", "en-gb+f4", "en-us+m7", "en-us+f5", "en-gb-x-rp+m6",
+                  "en-gb-x-rp+f1")
 
 
 class EspeakUnavailableError(FdevalError):
     """espeak-ng (the `espeakng-loader` wheel) is missing or cannot be loaded."""
+
+
+class UnknownVoiceError(ConfigError, ValueError):
+    """A voice the TTS does not have (a ValueError too, as before voices were checked up front)."""
 
 
 @dataclass(frozen=True)
@@ -106,6 +118,13 @@ def _espeak_paths() -> tuple[str, str]:
                 raise EspeakUnavailableError(f"espeak-ng library missing at {library}; install it with: {INSTALL_HINT}")
             _paths = (library, data)
         return _paths
+
+
+def _loader_version() -> str | None:
+    try:
+        return version("espeakng-loader")
+    except PackageNotFoundError:
+        return None
 
 
 def _run_worker(request: dict) -> tuple[int, list[tuple[int, int]], np.ndarray]:
@@ -185,11 +204,50 @@ def _word_timings(text: str, starts_native: list[int | None], samples: np.ndarra
     return tuple(words)
 
 
+_catalogue_lock = threading.Lock()
+_catalogue: tuple[frozenset[str], dict[str, str | None]] | None = None
+
+
+def _voice_catalogue() -> tuple[frozenset[str], dict[str, str | None]]:
+    """(language names espeak-ng accepts, {variant: "female" | "male" | None}) from the wheel's data."""
+    global _catalogue
+    with _catalogue_lock:
+        if _catalogue is None:
+            data = Path(_espeak_paths()[1])
+            languages = set()
+            for f in (data / "lang").rglob("*"):
+                if f.is_file():
+                    languages.add(f.name.lower())
+                    for line in f.read_text("utf-8", "replace").splitlines():
+                        if line.startswith("language "):
+                            languages.add(line.split()[1].lower())
+            variants: dict[str, str | None] = {}
+            for f in (data / "voices" / "!v").iterdir():
+                gender = next((line.split()[1:2] for line in f.read_text("utf-8", "replace").splitlines()
+                               if line.startswith("gender ")), [])
+                variants[f.name] = gender[0] if gender and gender[0] in ("female", "male") else None
+            _catalogue = (frozenset(languages), variants)
+        return _catalogue
+
+
+def _check_voice(voice: str, where: str) -> None:
+    languages, variants = _voice_catalogue()
+    language, _, variant = voice.partition("+")
+    if language.lower() not in languages or (variant and variant not in variants):
+        raise UnknownVoiceError(f"{where}: unknown espeak-ng voice {voice!r} (language[+variant], e.g. en-us+f2); "
+                          f"default voices: {', '.join(DEFAULT_VOICES)}")
+
+
 class EspeakTTS:
-    """espeak-ng voice. `pitch` 0-100 overrides the voice's base pitch (None: voice default, 50)."""
+    """espeak-ng voice. `pitch` 0-100 overrides the voice's base pitch (None: voice default, 50).
+
+    `voices`: the voices a generator may assign; `voice` is put first (default `DEFAULT_VOICES`).
+    """
+
+    backend = "espeak"
 
     def __init__(self, voice: str = "en-us+m3", rate_wpm: int = 165, pitch: int | None = None,
-                 sample_rate: int = 16000):
+                 sample_rate: int = 16000, voices: tuple[str, ...] | list[str] | None = None):
         if not _RATE_RANGE[0] <= rate_wpm <= _RATE_RANGE[1]:
             raise ValueError(f"rate_wpm must be in {_RATE_RANGE}, got {rate_wpm}")
         if pitch is not None and not 0 <= pitch <= 100:
@@ -197,6 +255,27 @@ class EspeakTTS:
         if sample_rate <= 0:
             raise ValueError(f"sample_rate must be positive, got {sample_rate}")
         self.voice, self.rate_wpm, self.pitch, self.sample_rate = voice, int(rate_wpm), pitch, int(sample_rate)
+        listed = tuple(DEFAULT_VOICES if voices is None else voices)
+        for v in (voice, *listed):
+            _check_voice(v, "tts.voices" if v != voice else "tts.voice")
+        self.voices: tuple[str, ...] = (voice, *dict.fromkeys(v for v in listed if v != voice))
+
+    def with_voice(self, voice: str) -> EspeakTTS:
+        """Same rate, pitch, sample rate and voice list; `voice` speaks."""
+        if voice not in self.voices:
+            raise UnknownVoiceError(f"tts voice {voice!r} is not one of this TTS's voices: {', '.join(self.voices)}")
+        return EspeakTTS(voice=voice, rate_wpm=self.rate_wpm, pitch=self.pitch, sample_rate=self.sample_rate,
+                         voices=self.voices)
+
+    def voice_sex(self, voice: str) -> str | None:
+        """"female" | "male" from the voice variant's gender line; None without a variant."""
+        _check_voice(voice, "tts voice")
+        return _voice_catalogue()[1].get(voice.partition("+")[2]) if "+" in voice else None
+
+    def identity(self) -> dict:
+        """Everything that changes the samples (the library version included), JSON-able."""
+        return {"backend": self.backend, "voice": self.voice, "rate_wpm": self.rate_wpm, "pitch": self.pitch,
+                "sample_rate": self.sample_rate, "espeakng_loader": _loader_version()}
 
     def __repr__(self) -> str:
         return f"EspeakTTS(voice={self.voice!r}, rate_wpm={self.rate_wpm}, pitch={self.pitch}, sample_rate={self.sample_rate})"

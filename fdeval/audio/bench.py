@@ -1,9 +1,10 @@
 """Measures the audio layer's costs and accuracy on this machine: `python -m fdeval.audio.bench`.
 
-Prints the Silero VAD cost per 512-sample chunk (streaming, one thread), the espeak-ng
-real-time factor (synthesis wall time / audio duration, process start included) and the VAD
-onset error against TTS speech placed at 1.0 s in silence. Not a test: the figures depend on
-the machine.
+Prints the Silero VAD cost per 512-sample chunk (streaming, one thread), the real-time factor
+(synthesis wall time / audio duration) of espeak-ng (process start included) and of Piper (model
+loaded, first call excluded) on the same sentences, the error of Piper's word times at pauses
+(`pause_boundary_errors`) and the VAD onset error against TTS speech placed at 1.0 s in silence.
+Not a test: the speed figures depend on the machine (the alignment figures do not).
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from scipy.ndimage import uniform_filter1d
 
 from fdeval.audio.resample import StreamResampler
-from fdeval.audio.tts import SILENCE_THRESHOLD, EspeakTTS, silence
+from fdeval.audio.tts import SILENCE_THRESHOLD, EspeakTTS, Synthesis, silence
 from fdeval.audio.vad import CHUNK, SileroVAD
 
 SENTENCES = (
@@ -21,10 +23,86 @@ SENTENCES = (
     "Okay, thanks. And what should I eat the evening before a long run?",
     "Wait, I only have twenty minutes a day.",
 )
+# Sentences with pauses inside (commas, sentence ends) where the sound's own edges are known.
+PAUSED = SENTENCES + (
+    "Hello there, my friend. I wanted to ask you something about tomorrow's weather.",
+    "Well, I think so; but the budget is only four hundred dollars, not six.",
+    "Sure, that sounds good. Could you start with the easy parts, please?",
+    "No, the capital is Canberra. Sydney is just the largest city.",
+    "Right, so first the flour, then the butter, and finally the sugar.",
+)
+ENVELOPE_S = 0.002  # RMS window of the loudness envelope
+LOUD = 0.02  # envelope level (-34 dBFS) above which a pause is over; Piper's pause floor is ~0.01
+MIN_PAUSE_S = 0.05
+
+
+def pause_boundary_errors(syn: Synthesis) -> tuple[list[float], list[float]]:
+    """(word-end errors, word-start errors) in seconds at every pause the audio has.
+
+    Where a token ends in , ; : . ? ! the voice pauses: the longest stretch of the loudness
+    envelope under `LOUD` between that word's start and the next word's end is the pause, and
+    its edges are where the sound truly stops and restarts. The errors are the word times minus
+    those edges (positive: the word time is later), so they measure how far the synthesizer's
+    duration boundaries sit from the acoustic ones. A word-final stop's weak release can fall
+    under the level and a word-initial stop's closure is silent, so part of what is measured is
+    the acoustic edge's own uncertainty.
+    """
+    x, sr = syn.samples.astype(np.float64), syn.sample_rate
+    quiet = np.sqrt(uniform_filter1d(x * x, max(1, int(ENVELOPE_S * sr)))) < LOUD
+    ends, starts = [], []
+    for w, nxt in zip(syn.words, syn.words[1:]):
+        if not w.text or w.text[-1] not in ",;:.?!":
+            continue
+        lo, hi = int(w.start_s * sr), int(nxt.end_s * sr)
+        q = np.concatenate([[False], quiet[lo:hi], [False]]).astype(np.int8)
+        edges = np.flatnonzero(np.diff(q))  # run starts at even, ends at odd positions
+        if edges.size < 2:
+            continue
+        runs = edges.reshape(-1, 2)
+        a, b = runs[np.argmax(runs[:, 1] - runs[:, 0])]
+        if (b - a) / sr < MIN_PAUSE_S:
+            continue
+        ends.append(w.end_s - (lo + a) / sr)
+        starts.append(nxt.start_s - (lo + b) / sr)
+    return ends, starts
+
+
+def _rtf(tts, texts) -> tuple[float, float]:
+    """(RTF over all texts, total audio seconds)."""
+    wall = audio = 0.0
+    for text in texts:
+        t0 = time.perf_counter()
+        syn = tts.synthesize(text)
+        wall += time.perf_counter() - t0
+        audio += syn.duration_s
+    return wall / audio, audio
+
+
+def tts_report(sr: int = 16000) -> None:
+    """espeak vs Piper real-time factor on the same sentences, and Piper's pause-edge errors."""
+    from fdeval.audio.piper import PiperTTS  # optional dependency
+
+    espeak, piper = EspeakTTS(sample_rate=sr), PiperTTS(sample_rate=sr)
+    t0 = time.perf_counter()
+    piper.synthesize("Warm up.")  # loads and patches the model
+    print(f"piper: first call (model load) {time.perf_counter() - t0:.2f} s, {piper.threads} threads")
+    for name, tts in (("espeak", espeak), ("piper", piper)):
+        rtf, audio = _rtf(tts, PAUSED)
+        print(f"tts {name} {tts.voice}: RTF {rtf:.4f} over {audio:.1f} s of audio ({len(PAUSED)} sentences)")
+    ends, starts = [], []
+    for text in PAUSED:
+        e, s = pause_boundary_errors(piper.synthesize(text))
+        ends += e
+        starts += s
+    for name, err in (("word end", ends), ("word start", starts)):
+        a = np.abs(np.array(err)) * 1e3
+        print(f"piper {name} vs pause edge (n={a.size}): |err| p50 {np.percentile(a, 50):.0f} ms, "
+              f"p95 {np.percentile(a, 95):.0f} ms, max {a.max():.0f} ms, mean signed {np.mean(err) * 1e3:+.0f} ms")
 
 
 def main() -> None:
     sr = 16000
+    tts_report(sr)
     syntheses = []
     for voice in ("en-us+m3", "en-us+f3"):
         tts = EspeakTTS(voice=voice, sample_rate=sr)

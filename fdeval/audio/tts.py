@@ -55,8 +55,8 @@ _WORKER = Path(__file__).with_name("_espeak_worker.py")
 _EXIT_LIBRARY, _EXIT_VOICE = 2, 3  # the worker's exit statuses (see _espeak_worker.py)
 _RATE_RANGE = (80, 450)  # words per minute espeak-ng accepts
 # Four female and four male variants (median F0 and spectra measured apart, see docs/tts.md).
-DEFAULT_VOICES = ("en-us+m3", "en-us+f2", "en-gb+m1", "en-gb+f4", "en-us+m7", "en-us+f5", "en-gb-x-rp+m6",
-                  "en-gb-x-rp+f1")
+# British English is the language file "en" (espeak_SetVoiceByName refuses "en-gb").
+DEFAULT_VOICES = ("en-us+m3", "en-us+f2", "en+m1", "en+f4", "en-us+m7", "en-us+f5", "en-gb-x-rp+m8", "en-gb-x-rp+f1")
 
 
 class EspeakUnavailableError(FdevalError):
@@ -209,7 +209,11 @@ _catalogue: tuple[frozenset[str], dict[str, str | None]] | None = None
 
 
 def _voice_catalogue() -> tuple[frozenset[str], dict[str, str | None]]:
-    """(language names espeak-ng accepts, {variant: "female" | "male" | None}) from the wheel's data."""
+    """(voice names espeak-ng accepts, {variant: "female" | "male" | None}) from the wheel's data.
+
+    espeak_SetVoiceByName matches the file names under lang/ (case-insensitively), not the
+    files' `language` lines.
+    """
     global _catalogue
     with _catalogue_lock:
         if _catalogue is None:
@@ -218,9 +222,6 @@ def _voice_catalogue() -> tuple[frozenset[str], dict[str, str | None]]:
             for f in (data / "lang").rglob("*"):
                 if f.is_file():
                     languages.add(f.name.lower())
-                    for line in f.read_text("utf-8", "replace").splitlines():
-                        if line.startswith("language "):
-                            languages.add(line.split()[1].lower())
             variants: dict[str, str | None] = {}
             for f in (data / "voices" / "!v").iterdir():
                 gender = next((line.split()[1:2] for line in f.read_text("utf-8", "replace").splitlines()

@@ -1,18 +1,27 @@
-"""A cached, retrying client for the Anthropic Messages API.
+"""A cached, retrying client for the Anthropic Messages API and OpenAI-compatible chat completions.
 
 ``LLMClient(model, temperature, max_tokens, cache_dir).complete(system, prompt)`` sends one user
 message under a system prompt and returns the answer as an :class:`LLMResponse`.
 
-* **Key**: read from the environment variable ``ANTHROPIC_API_KEY`` only, when a request actually
-  has to go out (a fully cached rerun needs no key). It is never taken from a config, never
-  logged, and never written to a cache file; error messages have it scrubbed.
+* **Backend** (``backend=``): ``anthropic`` (default; the ``anthropic`` SDK, Messages API) or an
+  OpenAI-compatible server: ``openai``, ``vllm``, ``sglang`` -- one protocol,
+  ``POST {base_url}/chat/completions`` over the standard library (:mod:`fdeval.llm.openai_chat`),
+  differing only in the default ``base_url`` (:data:`OPENAI_DEFAULT_URLS`). Callers see the same
+  interface, retries, cache and run-stopping rules either way.
+* **Key**: read from the environment only -- ``ANTHROPIC_API_KEY``, or ``OPENAI_API_KEY`` for the
+  OpenAI protocol, where it is optional for a loopback endpoint (a local vLLM started without
+  ``--api-key``) -- when a request actually has to go out (a fully cached rerun needs no key). It
+  is never taken from a config, never logged, and never written to a cache file; error messages
+  have it scrubbed.
 * **Cache**: every answer is stored under ``cache_dir`` as one JSON file named by a content hash
-  of (model, temperature, max_tokens, system, prompt, seed), written atomically
+  of (model, temperature, max_tokens, system, prompt, seed, endpoint; the protocol and ``top_p``
+  when not the Anthropic default / null), written atomically
   (:mod:`fdeval.files`). A rerun with the same request reads the file and makes no call. Only
   successful answers are cached; failures are retried next time.
-* **Endpoint**: ``base_url``, else the environment variable ``ANTHROPIC_BASE_URL``, else
-  :data:`DEFAULT_BASE_URL` (the SDK's default), resolved once at construction and passed to the
-  SDK explicitly, so the URL that keys the cache is the one requests go to. It is part of every
+* **Endpoint**: ``base_url``, else (Anthropic) the environment variable ``ANTHROPIC_BASE_URL``,
+  else :data:`DEFAULT_BASE_URL` (the SDK's default) -- or, for the OpenAI protocol, the backend's
+  default in :data:`OPENAI_DEFAULT_URLS` (no environment variable) -- resolved once at
+  construction and used explicitly, so the URL that keys the cache is the one requests go to. It is part of every
   cache key (:attr:`LLMClient.endpoint`): answers of one endpoint are never reused for another.
   The key is sent only to ``https`` endpoints, or over plain ``http`` to a loopback host
   (127.0.0.0/8, ``::1``, ``localhost``); any other endpoint is refused at construction.
@@ -32,14 +41,16 @@ message under a system prompt and returns the answer as an :class:`LLMResponse`.
   retries (429, 5xx, non-API bodies). With the default backoff a closed port is detected in
   about 1.5-3 s. Any HTTP answer resets the first count, any success the second; once raised,
   every later request of this client raises it at once, without sending anything.
-* **Temperature**: sent when the installed SDK's ``messages.create`` takes a ``temperature``
+* **Temperature, top_p** (Anthropic): sent when the installed SDK's ``messages.create`` takes the
   argument. SDK releases from 2.0 on target an API version without sampling parameters; with
-  those the temperature is not sent (a warning says so once per client), but still keys the cache.
-  ``temperature=None`` never sends one.
-* **Seed**: the Messages API has no sampling seed; ``seed`` only keys the cache (so that separate
-  samples of one prompt can be drawn and kept) and seeds the retry jitter.
+  those they are not sent (a warning says so once per client), but still key the cache.
+  ``None`` never sends one. OpenAI protocol: every non-null one is sent.
+* **Seed**: the Messages API has no sampling seed; there ``seed`` only keys the cache (so that
+  separate samples of one prompt can be drawn and kept) and seeds the retry jitter. The OpenAI
+  protocol also sends it (vLLM and SGLang honour a per-request seed). The cache file records
+  what was sent (``*_sent``).
 
-The ``anthropic`` package is imported on the first request that is not in the cache.
+The ``anthropic`` package is imported on the first Anthropic request that is not in the cache.
 """
 
 from __future__ import annotations
@@ -58,17 +69,23 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 from urllib.parse import urlsplit
 
 from fdeval.errors import FdevalError
 from fdeval.files import write_json_atomic
+from fdeval.llm.openai_chat import AttemptFailed, ChatAnswer, opener, post_chat
 
 log = logging.getLogger("fdeval.llm")
 
 API_KEY_ENV = "ANTHROPIC_API_KEY"
 BASE_URL_ENV = "ANTHROPIC_BASE_URL"
 DEFAULT_BASE_URL = "https://api.anthropic.com"  # the SDK's own default
+OPENAI_KEY_ENV = "OPENAI_API_KEY"
+# backend -> default endpoint of the OpenAI chat-completions protocol (vllm serve / sglang.launch_server ports)
+OPENAI_DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "vllm": "http://127.0.0.1:8000/v1",
+                       "sglang": "http://127.0.0.1:30000/v1"}
+BACKENDS = ("anthropic", *OPENAI_DEFAULT_URLS)
 CACHE_FORMAT = "fdeval.llm_cache"
 CACHE_FORMAT_VERSION = 2  # 2: the endpoint is part of the key
 RETRY_STATUS = frozenset({408, 409, 429})  # plus every 5xx
@@ -107,12 +124,19 @@ class LLMResponse:
     stop_reason: str | None = None
 
 
+def protocol_of(backend: str) -> str:
+    """``anthropic`` or ``openai`` (the wire protocol of `backend`)."""
+    return "anthropic" if backend == "anthropic" else "openai"
+
+
 def request_hash(model: str, temperature: float | None, max_tokens: int, system: str, prompt: str,
-                 seed: int | None, attempt: int = 0, *, endpoint: str) -> str:
+                 seed: int | None, attempt: int = 0, *, endpoint: str, protocol: str = "anthropic",
+                 top_p: float | None = None) -> str:
     """The content hash (sha256, hex) that names a request's cache file.
 
     `endpoint` is the resolved API URL (:func:`resolve_endpoint`). `attempt` > 0 (a re-ask after
-    an unusable answer) gets its own entry; 0 adds nothing to the key.
+    an unusable answer) gets its own entry; 0 adds nothing to the key, nor do the ``anthropic``
+    protocol and ``top_p=None`` (keys of caches written before they existed stay valid).
     """
     payload: dict[str, Any] = {
         "model": model, "temperature": None if temperature is None else float(temperature),
@@ -120,6 +144,10 @@ def request_hash(model: str, temperature: float | None, max_tokens: int, system:
     }
     if attempt:
         payload["attempt"] = int(attempt)
+    if protocol != "anthropic":
+        payload["protocol"] = protocol
+    if top_p is not None:
+        payload["top_p"] = float(top_p)
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -140,12 +168,15 @@ def is_loopback_host(host: str) -> bool:
         return False
 
 
-def resolve_endpoint(base_url: str | None, field: str = "llm.base_url") -> str:
-    """The normalised URL requests go to: `base_url`, else ``$ANTHROPIC_BASE_URL``, else
-    :data:`DEFAULT_BASE_URL`. Raises :class:`LLMConfigError` (naming `field` or the environment
+def resolve_endpoint(base_url: str | None, field: str = "llm.base_url", backend: str = "anthropic") -> str:
+    """The normalised URL requests go to: `base_url`, else (``anthropic``) ``$ANTHROPIC_BASE_URL``,
+    else :data:`DEFAULT_BASE_URL`; for the OpenAI-protocol backends, else
+    :data:`OPENAI_DEFAULT_URLS`. Raises :class:`LLMConfigError` (naming `field` or the environment
     variable) for a URL that is not http(s) with a host, or a plain-http one to a non-loopback
     host, where the key would travel in clear text."""
     source = field
+    if base_url is None and backend != "anthropic":
+        base_url = OPENAI_DEFAULT_URLS[backend]
     if base_url is None:
         env = os.environ.get(BASE_URL_ENV, "").strip()
         base_url, source = (env, f"environment variable {BASE_URL_ENV}") if env else (DEFAULT_BASE_URL, field)
@@ -184,7 +215,7 @@ class LLMClient:
                  seed: int | None = None, base_url: str | None = None, max_retries: int = 5,
                  timeout_s: float = 60.0, *, backoff_s: float = 1.0, max_backoff_s: float = 30.0,
                  max_retry_s: float = 60.0, max_unreachable: int = 3, max_failed_requests: int = 3,
-                 name: str = "llm"):
+                 name: str = "llm", backend: str = "anthropic", top_p: float | None = None):
         # Every setting is checked here, without I/O, so a caller can report a bad one before work.
         def bad(field: str, want: str, value: Any) -> LLMConfigError:
             return LLMConfigError(f"{name}.{field}: must be {want}, got {_one_line(repr(value), 80)}")
@@ -195,10 +226,14 @@ class LLMClient:
         def integer(v: Any) -> bool:
             return not isinstance(v, bool) and isinstance(v, int)
 
+        if backend not in BACKENDS:
+            raise bad("backend", f"one of {list(BACKENDS)}", backend)
         if not isinstance(model, str) or not model.strip() or any(c.isspace() or not c.isprintable() for c in model):
             raise bad("model", "a non-empty model id without spaces", model)
         if temperature is not None and (not number(temperature) or not 0 <= temperature <= 2):
             raise bad("temperature", "a number in [0, 2] or null", temperature)
+        if top_p is not None and (not number(top_p) or not 0 < top_p <= 1):
+            raise bad("top_p", "a number in (0, 1] or null", top_p)
         if not integer(max_tokens) or not 1 <= max_tokens <= 1_000_000:
             raise bad("max_tokens", "an integer in [1, 1000000]", max_tokens)
         if seed is not None and not integer(seed):
@@ -217,13 +252,17 @@ class LLMClient:
         if not isinstance(cache_dir, (str, os.PathLike)) or str(cache_dir).strip() == "" or "\0" in str(cache_dir):
             raise bad("cache_dir", "a folder path", cache_dir)
         self.name = name
+        self.backend = backend
+        self.protocol = protocol_of(backend)
         self.model = model
         self.temperature = None if temperature is None else float(temperature)
+        self.top_p = None if top_p is None else float(top_p)
         self.max_tokens = max_tokens
         self.cache_dir = Path(cache_dir).expanduser()
         self.seed = seed
         self.base_url = base_url
-        self.endpoint = resolve_endpoint(base_url, f"{name}.base_url")
+        self.endpoint = resolve_endpoint(base_url, f"{name}.base_url", backend)
+        self.loopback = is_loopback_host(urlsplit(self.endpoint).hostname or "")
         self.max_retries = max_retries
         self.timeout_s = float(timeout_s)
         self.backoff_s = float(backoff_s)
@@ -234,18 +273,25 @@ class LLMClient:
         self._sdk_client: Any = None
         self._key: str | None = None
         self._sends_temperature: bool | None = None
+        self._sends_top_p: bool | None = None
+        self._opener: Any = None
         self._lock = threading.Lock()  # the failure counts below are shared by concurrent requests
         self._unreachable = 0  # consecutive attempts without an HTTP answer
         self._failed = 0  # consecutive requests that failed after their retries
         self._unavailable: LLMUnavailable | None = None
 
     def __repr__(self) -> str:  # never shows the key
-        return (f"LLMClient(model={self.model!r}, temperature={self.temperature!r}, max_tokens={self.max_tokens}, "
-                f"cache_dir={str(self.cache_dir)!r}, seed={self.seed!r}, endpoint={self.endpoint!r})")
+        return (f"LLMClient(backend={self.backend!r}, model={self.model!r}, temperature={self.temperature!r}, "
+                f"max_tokens={self.max_tokens}, cache_dir={str(self.cache_dir)!r}, seed={self.seed!r}, "
+                f"endpoint={self.endpoint!r})")
 
     def check_ready(self) -> None:
         """Raise :class:`LLMConfigError` now if an uncached request could not be sent: no key in the
-        environment or no ``anthropic`` package. No network I/O; nothing is imported."""
+        environment (not needed by an OpenAI-protocol loopback endpoint) or no ``anthropic``
+        package. No network I/O; nothing is imported."""
+        if self.protocol == "openai":
+            self._openai_key()
+            return
         if importlib.util.find_spec("anthropic") is None:
             raise LLMConfigError(f"{self.name}: the 'anthropic' package is not installed; pip install anthropic")
         if not os.environ.get(API_KEY_ENV, "").strip():
@@ -255,7 +301,7 @@ class LLMClient:
     # ----------------------------------------------------------------------------------------
     def request_hash(self, system: str, prompt: str, attempt: int = 0) -> str:
         return request_hash(self.model, self.temperature, self.max_tokens, system, prompt, self.seed, attempt,
-                            endpoint=self.endpoint)
+                            endpoint=self.endpoint, protocol=self.protocol, top_p=self.top_p)
 
     def cache_path(self, key: str) -> Path:
         return self.cache_dir / key[:2] / f"{key}.json"
@@ -275,23 +321,29 @@ class LLMClient:
         if hit is not None:
             log.debug("llm: cache hit %s", key[:16])
             return hit
-        message = self._create(system, prompt, key)
-        text = "".join(getattr(b, "text", "") for b in (message.content or []) if getattr(b, "type", None) == "text")
-        usage = self._usage(message)
-        served = str(getattr(message, "model", None) or self.model)
-        stop = getattr(message, "stop_reason", None)
+        answer = self._create(system, prompt, key)
+        served = answer.model or self.model
+        openai = self.protocol == "openai"
+        # one stop vocabulary for callers: the OpenAI protocol's "length" is a cut at max_tokens
+        stop = "max_tokens" if openai and answer.finish_reason == "length" else answer.finish_reason
+        sent = {"temperature": self.temperature is not None and (openai or bool(self._sends_temperature)),
+                "top_p": self.top_p is not None and (openai or bool(self._sends_top_p)),
+                "seed": openai and self.seed is not None}
+        response = {"id": answer.id, "model": served, "stop_reason": stop, "usage": answer.usage, "text": answer.text}
+        if openai:
+            response["finish_reason"] = answer.finish_reason
         entry = {
             "format": CACHE_FORMAT, "format_version": CACHE_FORMAT_VERSION, "key": key,
-            "request": {"endpoint": self.endpoint, "model": self.model, "temperature": self.temperature,
-                        "temperature_sent": bool(self._sends_temperature and self.temperature is not None),
-                        "max_tokens": self.max_tokens, "seed": self.seed, "attempt": attempt,
+            "request": {"backend": self.protocol, "endpoint": self.endpoint, "model": self.model,
+                        "temperature": self.temperature, "temperature_sent": sent["temperature"],
+                        "top_p": self.top_p, "top_p_sent": sent["top_p"], "max_tokens": self.max_tokens,
+                        "seed": self.seed, "seed_sent": sent["seed"], "attempt": attempt,
                         "system": system, "prompt": prompt},
-            "response": {"id": getattr(message, "id", None), "model": served, "stop_reason": stop,
-                         "usage": usage, "text": text},
-            "sdk": {"anthropic": self._sdk_version()},
+            "response": response,
+            "sdk": {"http": "urllib"} if openai else {"anthropic": self._sdk_version()},
         }
         write_json_atomic(path, entry)
-        return LLMResponse(text, served, False, key, usage, stop)
+        return LLMResponse(answer.text, served, False, key, answer.usage, stop)
 
     # ----------------------------------------------------------------------------------------
     def _read_cache(self, path: Path, key: str) -> LLMResponse | None:
@@ -300,8 +352,9 @@ class LLMClient:
         try:
             d = json.loads(path.read_text(encoding="utf-8"))
             resp = d["response"]
+            req = d.get("request", {})
             if (d.get("format") != CACHE_FORMAT or d.get("key") != key or not isinstance(resp.get("text"), str)
-                    or d.get("request", {}).get("endpoint") != self.endpoint):
+                    or req.get("endpoint") != self.endpoint or req.get("backend", "anthropic") != self.protocol):
                 raise ValueError("not a cache entry for this request")
             usage = {str(k): int(v) for k, v in (resp.get("usage") or {}).items()}
             return LLMResponse(resp["text"], str(resp.get("model") or self.model), True, key, usage,
@@ -345,13 +398,23 @@ class LLMClient:
                                                    timeout=self.timeout_s)
             try:
                 params = inspect.signature(self._sdk_client.messages.create).parameters
-                self._sends_temperature = "temperature" in params
+                self._sends_temperature, self._sends_top_p = "temperature" in params, "top_p" in params
             except (TypeError, ValueError):
-                self._sends_temperature = True
-            if self.temperature is not None and not self._sends_temperature:
-                log.warning("llm: anthropic %s takes no sampling temperature; temperature=%g is not sent "
-                            "(it still keys the cache)", self._sdk_version(), self.temperature)
+                self._sends_temperature = self._sends_top_p = True
+            for what, value, sent in (("temperature", self.temperature, self._sends_temperature),
+                                      ("top_p", self.top_p, self._sends_top_p)):
+                if value is not None and not sent:
+                    log.warning("llm: anthropic %s takes no sampling %s; %s=%g is not sent (it still keys the cache)",
+                                self._sdk_version(), what, what, value)
         return self._sdk_client
+
+    def _openai_key(self) -> str | None:
+        """``$OPENAI_API_KEY``, or None at a loopback endpoint without one; else LLMConfigError."""
+        key = os.environ.get(OPENAI_KEY_ENV, "").strip() or None
+        if key is None and not self.loopback:
+            raise LLMConfigError(f"{self.name}: no API key: set the environment variable {OPENAI_KEY_ENV} "
+                                 f"to call {self.model} at {self.endpoint} (a loopback server needs none)")
+        return key
 
     def _delay(self, k: int, rng: random.Random, retry_after: float | None) -> float:
         delay = min(self.max_backoff_s, self.backoff_s * (2 ** k)) * (0.5 + 0.5 * rng.random())
@@ -381,52 +444,35 @@ class LLMClient:
             if ok:
                 self._failed = 0
 
-    def _create(self, system: str, prompt: str, key: str) -> Any:
+    def _create(self, system: str, prompt: str, key: str) -> ChatAnswer:
+        """One request through the backend's sender, with the retry loop of the module docstring."""
         if self._unavailable is not None:
             raise self._unavailable
-        client = self._client()
-        anthropic = _import_anthropic()
-        params: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens, "system": system,
-                                  "messages": [{"role": "user", "content": prompt}]}
-        if self.temperature is not None and self._sends_temperature:
-            params["temperature"] = self.temperature
+        send = self._openai_sender(system, prompt) if self.protocol == "openai" else self._anthropic_sender(system, prompt)
         rng = random.Random(f"{self.seed}:{key}")
         why = ""
         deadline: float | None = None  # end of the retry window, set when the first attempt fails
         made = 0
         while True:
-            retry_after = None
             timeout = self.timeout_s  # a retry gets at most what is left of the window
             if deadline is not None:
                 timeout = max(0.05, min(self.timeout_s, deadline - time.monotonic()))
             made += 1
             try:
-                message = client.messages.create(**params, timeout=timeout)
-                if getattr(message, "type", None) == "message" and isinstance(getattr(message, "content", None), list):
-                    self._answered(True)
-                    return message
-                self._answered(False)
-                why = f"malformed response: not a Messages API message ({_one_line(repr(message), 80)})"
-            except anthropic.APIStatusError as e:
-                self._answered(False)
-                status = int(getattr(e, "status_code", 0) or 0)
-                why = self._scrub(self._status_text(e, status))
-                if status in CONFIG_STATUS:
-                    raise LLMConfigError(f"{self.name}: {self.model} at {self.endpoint}: {CONFIG_STATUS[status]}: "
-                                         f"{why}") from None
-                if not (status in RETRY_STATUS or status >= 500):
-                    raise LLMError(f"{self.name}: {self.model}: request rejected: {why}") from None
-                retry_after = self._retry_after(e)
-            except anthropic.APITimeoutError:
-                why = f"no answer within {timeout:g} s (timeout)"
-                self._count_failure(True, why)
-            except anthropic.APIConnectionError as e:
-                cause = e.__cause__ or e
-                why = self._scrub(_one_line(f"connection error: {cause}", 200))
-                self._count_failure(True, why)
-            except (anthropic.APIResponseValidationError, ValueError) as e:  # a body that is not the API's JSON
-                self._answered(False)
-                why = self._scrub(_one_line(f"malformed response: {e}", 200))
+                answer = send(timeout)
+                self._answered(True)
+                return answer
+            except AttemptFailed as f:
+                why, retry_after = self._scrub(_one_line(f.why, 200)), f.retry_after
+                if f.unanswered:
+                    self._count_failure(True, why)
+                else:
+                    self._answered(False)
+                    if f.status in CONFIG_STATUS:
+                        raise LLMConfigError(f"{self.name}: {self.model} at {self.endpoint}: "
+                                             f"{CONFIG_STATUS[f.status]}: {why}") from None
+                    if f.status and not (f.status in RETRY_STATUS or f.status >= 500):
+                        raise LLMError(f"{self.name}: {self.model}: request rejected: {why}") from None
             now = time.monotonic()
             if deadline is None:
                 deadline = now + self.max_retry_s
@@ -437,6 +483,48 @@ class LLMClient:
             time.sleep(delay)
         self._count_failure(False, why)
         raise LLMError(f"{self.name}: {self.model}: failed after {made} attempt(s): {why}")
+
+    def _anthropic_sender(self, system: str, prompt: str) -> Callable[[float], ChatAnswer]:
+        client = self._client()
+        anthropic = _import_anthropic()
+        params: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens, "system": system,
+                                  "messages": [{"role": "user", "content": prompt}]}
+        if self.temperature is not None and self._sends_temperature:
+            params["temperature"] = self.temperature
+        if self.top_p is not None and self._sends_top_p:
+            params["top_p"] = self.top_p
+
+        def send(timeout: float) -> ChatAnswer:
+            try:
+                message = client.messages.create(**params, timeout=timeout)
+            except anthropic.APIStatusError as e:
+                status = int(getattr(e, "status_code", 0) or 0)
+                raise AttemptFailed(self._status_text(e, status), status=status, retry_after=self._retry_after(e)) from None
+            except anthropic.APITimeoutError:
+                raise AttemptFailed(f"no answer within {timeout:g} s (timeout)", unanswered=True) from None
+            except anthropic.APIConnectionError as e:
+                raise AttemptFailed(f"connection error: {e.__cause__ or e}", unanswered=True) from None
+            except (anthropic.APIResponseValidationError, ValueError) as e:  # a body that is not the API's JSON
+                raise AttemptFailed(f"malformed response: {e}") from None
+            if getattr(message, "type", None) != "message" or not isinstance(getattr(message, "content", None), list):
+                raise AttemptFailed(f"malformed response: not a Messages API message ({_one_line(repr(message), 80)})")
+            text = "".join(getattr(b, "text", "") for b in message.content if getattr(b, "type", None) == "text")
+            return ChatAnswer(text, getattr(message, "model", None) or None, getattr(message, "stop_reason", None),
+                              self._usage(message), getattr(message, "id", None))
+
+        return send
+
+    def _openai_sender(self, system: str, prompt: str) -> Callable[[float], ChatAnswer]:
+        key = self._openai_key()
+        self._key = key
+        if self._opener is None:
+            self._opener = opener(self.loopback)
+        messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
+        body: dict[str, Any] = {"model": self.model, "messages": messages, "max_tokens": self.max_tokens, "stream": False}
+        for name, value in (("temperature", self.temperature), ("top_p", self.top_p), ("seed", self.seed)):
+            if value is not None:
+                body[name] = value
+        return lambda timeout: post_chat(self.endpoint, body, key, timeout, open_=self._opener)
 
     @staticmethod
     def _status_text(e: Any, status: int) -> str:

@@ -298,6 +298,7 @@ class PiperTTS:
         for name, value in (("length_scale", length_scale), ("noise_scale", noise_scale), ("noise_w", noise_w)):
             if value is not None and not value >= 0:
                 raise ConfigError(f"tts.{name}: must be >= 0 or null, got {value!r}")
+        _import_piper()  # fail at configuration time with the install hint, not at the first case
         files: dict[str, _VoiceFile] = dict(_voices_of(_default_voice_file()))
         for f in voice_files or ():
             for vid, vf in _voices_of(Path(f).expanduser()).items():

@@ -76,3 +76,12 @@ def test_unknown_voices_are_config_errors_naming_them():
         EspeakTTS(voices=["en-us+f2"]).with_voice("en-us+f5")
     with pytest.raises(ValueError):  # still a ValueError, as before voices were checked up front
         EspeakTTS(voice="no-such-voice")
+
+
+def test_the_espeak_preset_lists_the_default_voices():
+    from omegaconf import OmegaConf
+
+    from fdeval.engine.run import build
+
+    tts = build(OmegaConf.load("fdeval/conf/tts/espeak.yaml"))
+    assert isinstance(tts, EspeakTTS) and tts.voices == DEFAULT_VOICES and tts.voice == "en-us+m3"

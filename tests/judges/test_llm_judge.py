@@ -1,6 +1,8 @@
-"""LLMJudge against a local stand-in of the Messages API (tests/helpers/fake_messages_server.py).
+"""LLMJudge against local stand-ins of the Messages API (tests/helpers/fake_messages_server.py) and of
+an OpenAI-compatible chat-completions server such as vLLM (tests/helpers/fake_openai_server.py).
 
-The real anthropic SDK talks over loopback to the fake server, which answers as scripted per test.
+The real anthropic SDK / the client's HTTP code talk over loopback to the fake servers, which
+answer as scripted per test.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from omegaconf import OmegaConf
 
 from helpers.fake_messages_server import (DUMMY_KEY, FakeMessagesServer, drop, error, fake_api, raw,  # noqa: F401
                                           slow, text)
+from helpers import fake_openai_server as oai
+from helpers.fake_openai_server import DUMMY_OPENAI_KEY, FakeOpenAIServer, fake_openai  # noqa: F401
 from judge_fixtures import Session
 
 from fdeval.errors import FdevalError
@@ -229,10 +233,11 @@ def test_identity_names_everything_that_changes_a_verdict(tmp_path, monkeypatch)
     ident = base.identity()
     assert ident == json.loads(json.dumps(ident))  # JSON-ready
     assert ident == {"judge": "llm:claude-sonnet-4-6", "judge_version": LLM_JUDGE_VERSION,
-                     "prompt_hash": base.prompt_hash, "model": "claude-sonnet-4-6", "temperature": 0.0,
-                     "max_tokens": 4096, "seed": None, "endpoint": DEFAULT_BASE_URL, "max_parse_retries": 2}
+                     "prompt_hash": base.prompt_hash, "backend": "anthropic", "model": "claude-sonnet-4-6",
+                     "temperature": 0.0, "top_p": None, "max_tokens": 4096, "seed": None, "endpoint": DEFAULT_BASE_URL,
+                     "max_parse_retries": 2}
     for kw in ({"model": "claude-opus-4-1"}, {"temperature": 0.3}, {"max_tokens": 512}, {"seed": 1},
-               {"base_url": "http://127.0.0.1:9"}, {"max_parse_retries": 0}):
+               {"base_url": "http://127.0.0.1:9"}, {"max_parse_retries": 0}, {"top_p": 0.9}, {"backend": "vllm"}):
         assert LLMJudge(cache_dir=tmp_path, **kw).identity() != ident, kw
     for kw in ({"cache_dir": tmp_path / "b"}, {"timeout_s": 5.0}, {"max_retries": 1}, {"max_retry_s": 1.0},
                {"max_unreachable": 5}):
@@ -268,7 +273,7 @@ def test_construction_imports_no_sdk_and_is_quick():
     ("judge.temperature=abc", "temperature"), ("judge.temperature=3", "temperature"),
     ("judge.max_tokens=-1", "max_tokens"), ("judge.max_tokens=1.5", "max_tokens"),
     ("judge.timeout_s=0", "timeout_s"), ("judge.max_parse_retries=x", "max_parse_retries"),
-    ("judge.model=''", "model"), ("judge.max_retries=-2", "max_retries"), ("+judge.seed=true", "seed"),
+    ("judge.model=''", "model"), ("judge.max_retries=-2", "max_retries"), ("judge.seed=true", "seed"), ("judge.backend=llama", "backend"), ("judge.top_p=2", "top_p"),
     ("judge.base_url=http://judge.example.com", "base_url"), ("judge.base_url=5", "base_url"),
     ("judge.max_unreachable=0", "max_unreachable"), ("judge.max_retry_s=-1", "max_retry_s"),
 ])
@@ -416,3 +421,126 @@ def test_ensemble_stops_when_its_llm_member_is_unavailable(tmp_path, pair, monke
     case, tr = pair
     with pytest.raises(JudgeUnavailable):
         EnsembleJudge([RulesJudge(), llm]).judge(case, "acknowledge", tr)
+
+
+# ------------------------------------------------------------------------------------------------
+# The judge on an OpenAI-compatible server (vLLM / SGLang / OpenAI), end to end on the stand-in
+
+SERVED = "Qwen/Qwen2.5-72B-Instruct"
+
+
+def make_oai(server, tmp_path, **kw) -> LLMJudge:
+    kw = {"backend": "vllm", "model": SERVED, "base_url": server.base_url, "cache_dir": tmp_path / "cache",
+          "backoff_s": 0.001, "max_backoff_s": 0.01, **kw}
+    return LLMJudge(**kw)
+
+
+def test_openai_backend_verdicts_request_and_provenance(fake_openai, tmp_path, pair):
+    pairs = make_pairs(3, pair)
+    fake_openai.push(oai.text(YES), oai.text(f"My analysis follows.\n```json\n{NO}\n```"),
+                     oai.text('{"reasoning": "the "model" yielded", "adherence": "yes"}'))
+    judge = make_oai(fake_openai, tmp_path, seed=0)
+    verdicts = [judge.judge(c, "acknowledge", t) for c, t in pairs]
+    assert [v.verdict for v in verdicts] == ["adhere", "not_adhere", "adhere"]
+    assert "talked over the user" in verdicts[1].reasoning
+    ident = f"llm:{SERVED}@{fake_openai.base_url}"
+    assert {(v.judge, v.prompt_hash) for v in verdicts} == {(ident, judge.prompt_hash)}
+    assert judge.prompt_hash == prompt_hash_of(SERVED, 0.0, fake_openai.base_url, "openai")
+    assert judge.prompt_hash != prompt_hash_of(SERVED, 0.0, fake_openai.base_url)  # the Anthropic API there
+    assert judge.identity()["backend"] == "openai" and judge.identity()["endpoint"] == fake_openai.base_url
+    req = fake_openai.chat_requests[0].body
+    assert (req["model"], req["temperature"], req["max_tokens"], req["seed"]) == (SERVED, 0.0, 4096, 0)
+    system, user = req["messages"]
+    assert system == {"role": "system", "content": SYSTEM_PROMPT} and user["role"] == "user"
+    assert render(pairs[0][1]) in user["content"] and pairs[0][0].system_instruction in user["content"]
+    # a rerun comes from the cache, with no server at all
+    fake_openai.stop()
+    again = make_oai(fake_openai, tmp_path, seed=0)
+    assert [again.judge(c, "acknowledge", t) for c, t in pairs] == verdicts
+    assert len(fake_openai.chat_requests) == 3
+
+
+@pytest.mark.parametrize("replies,needle", [
+    ([oai.error(500, message="engine dead")] * 2, "the request failed: judge: " + SERVED + ": failed after 2 attempt(s): HTTP 500"),
+    ([oai.error(429, "rate_limit", "queue full")] * 2, "HTTP 429 rate_limit: queue full"),
+    ([oai.raw(200, b"{not json")] * 2, "malformed response: not JSON"),
+    ([oai.raw(200, b'{"choices": [{"message": {"content": null}}]}')] * 2, "no text content"),
+    ([oai.error(400, "BadRequestError", "prompt too long")], "request rejected: HTTP 400 BadRequestError: prompt too long"),
+    ([oai.text("I cannot decide.")] * 3, "no readable answer after 3 attempt(s)"),
+    ([oai.text('{"reasoning": "Step 1: the', finish_reason="length")] * 3, "(the answer hit max_tokens)"),
+], ids=["500", "429", "not-json", "no-content", "400", "unreadable", "cut"])
+def test_openai_failures_are_error_verdicts_never_not_adhere(fake_openai, tmp_path, pair, replies, needle):
+    case, tr = pair
+    fake_openai.push(*replies)
+    v = make_oai(fake_openai, tmp_path, max_retries=1).judge(case, "acknowledge", tr)
+    assert v.verdict == "error" and needle in v.reasoning, v.reasoning
+    assert v.judge == f"llm:{SERVED}@{fake_openai.base_url}" and v.prompt_hash
+    assert len(fake_openai.chat_requests) == len(replies)
+
+
+def test_openai_failing_server_stops_the_run_after_two_error_verdicts(fake_openai, tmp_path, pair):
+    pairs, out = make_pairs(10, pair), tmp_path / "verdicts"
+    fake_openai.responder = lambda body: oai.error(503, message="loading model")
+    with pytest.raises(JudgeUnavailable) as e:
+        judge_all(make_oai(fake_openai, tmp_path, max_retries=1), pairs, out)
+    assert str(e.value).startswith(f"judge llm:{SERVED}@{fake_openai.base_url}: endpoint {fake_openai.base_url} ")
+    assert [json.loads(p.read_text())["verdict"] for p in sorted(out.iterdir())] == ["error", "error"]
+
+
+def test_openai_closed_port_stops_the_run_in_seconds(tmp_path, pair):
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    t0 = time.monotonic()
+    with pytest.raises(JudgeUnavailable, match="connection error"):
+        judge_all(LLMJudge(backend="vllm", model=SERVED, base_url=url, cache_dir=tmp_path), make_pairs(5, pair),
+                  tmp_path / "verdicts")
+    assert time.monotonic() - t0 < 10 and not (tmp_path / "verdicts").exists()
+
+
+def test_openai_key_sent_when_set_and_never_in_verdicts_cache_or_logs(fake_openai, tmp_path, pair, caplog,
+                                                                     monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", DUMMY_OPENAI_KEY)
+    case, tr = pair
+    fake_openai.push(oai.error(429, "rate_limit", f"key {DUMMY_OPENAI_KEY} throttled"), oai.text(YES))
+    with caplog.at_level("DEBUG"):
+        v = make_oai(fake_openai, tmp_path).judge(case, "acknowledge", tr)
+    assert v.verdict == "adhere" and fake_openai.chat_requests[0].headers["authorization"] == f"Bearer {DUMMY_OPENAI_KEY}"
+    assert DUMMY_OPENAI_KEY not in json.dumps(verdict_to_dict(v)) and DUMMY_OPENAI_KEY not in caplog.text
+    files = [f for f in (tmp_path / "cache").rglob("*") if f.is_file()]
+    assert files and all(DUMMY_OPENAI_KEY not in f.read_text() for f in files)
+
+
+def test_openai_remote_endpoint_without_key_stops_before_any_request(tmp_path, pair, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    case, tr = pair
+    judge = LLMJudge(backend="openai", model="gpt-4o-2024-08-06", cache_dir=tmp_path)
+    with pytest.raises(LLMConfigError, match="OPENAI_API_KEY"):
+        judge.check_ready()
+    with pytest.raises(LLMConfigError, match="OPENAI_API_KEY"):  # raised: the run stops, no error verdicts
+        judge.judge(case, "acknowledge", tr)
+
+
+def test_two_servers_of_one_model_keep_apart(fake_openai, tmp_path, pair):
+    case, tr = pair
+    with FakeOpenAIServer() as other:
+        other.responder = lambda body: oai.text(NO)
+        fake_openai.responder = lambda body: oai.text(YES)
+        a = make_oai(fake_openai, tmp_path).judge(case, "acknowledge", tr)
+        b = make_oai(other, tmp_path).judge(case, "acknowledge", tr)  # same cache folder, same model
+        assert (a.verdict, b.verdict) == ("adhere", "not_adhere")
+        assert a.judge != b.judge and a.prompt_hash != b.prompt_hash
+        assert len(fake_openai.chat_requests) == len(other.chat_requests) == 1
+
+
+def test_config_selects_a_vllm_judge_and_an_ensemble_member(fake_openai, tmp_path, pair):
+    case, tr = pair
+    over = ["judge.backend=vllm", f"judge.model={SERVED}", f"out_root={tmp_path}"]
+    cfg = _compose("llm", *over)
+    judge = instantiate(cfg.judge)
+    assert judge.endpoint == "http://127.0.0.1:8000/v1" and judge.id == f"llm:{SERVED}@http://127.0.0.1:8000/v1"
+    judge.check_ready()  # a loopback server needs no key
+    cfg = _compose("llm", *over, f"judge.base_url={fake_openai.base_url}", "judge.max_retries=0")
+    fake_openai.push(oai.text(NO))
+    assert instantiate(cfg.judge).judge(case, "acknowledge", tr).verdict == "not_adhere"
+    ens = _compose("ensemble", f"out_root={tmp_path}", "judge.judges.1.backend=sglang", f"judge.judges.1.model={SERVED}")
+    member = instantiate(ens.judge).members[1]
+    assert member.endpoint == "http://127.0.0.1:30000/v1" and member.identity()["backend"] == "openai"

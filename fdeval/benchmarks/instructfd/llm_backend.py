@@ -19,9 +19,10 @@ what was wrong) up to ``max_attempts`` times; then the conversation is discarded
 (``llm_invalid``); an :class:`~fdeval.llm.client.LLMError` after the client's own retries discards
 it too (``llm_error``), while an ``LLMConfigError`` (no key, no SDK, bad model) stops generation.
 
-The client is ``fdeval.llm.client.LLMClient`` (imported lazily): model, temperature, max_tokens
-and seed pinned by config, answers cached on disk by request hash, key from ``ANTHROPIC_API_KEY``
-only. Each candidate conversation uses its own client seed (derived from the configured seed,
+The client is ``fdeval.llm.client.LLMClient``: the Anthropic Messages API or an OpenAI-compatible
+server (``backend: openai | vllm | sglang``, presets ``conf/llm/*.yaml``); model, temperature,
+max_tokens, top_p and seed pinned by config, answers cached on disk by request hash (the endpoint
+in it), key from ``ANTHROPIC_API_KEY`` / ``OPENAI_API_KEY`` only. Each candidate conversation uses its own client seed (derived from the configured seed,
 the generation seed, the scenario and the candidate index), so different generation seeds give
 different samples even where prompts coincide. All prompt text here is fdeval's own.
 """
@@ -78,7 +79,7 @@ _SPOKEN_RULES = """- English only, in a relaxed spoken style: contractions, casu
 class LLMTextBackend:
     """TextBackend writing conversations with an LLM; see the module docstring."""
 
-    name = "anthropic"
+    name = "anthropic"  # the default backend; an instance takes settings["backend"]
 
     def __init__(self, client_factory: Callable[[int], Any], settings: dict, max_attempts: int = 3,
                  concurrency: int = 1):
@@ -86,12 +87,13 @@ class LLMTextBackend:
             raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
         self._factory = client_factory
         self.settings = dict(settings)
+        self.name = str(self.settings.get("backend") or LLMTextBackend.name)
         self.max_attempts = int(max_attempts)
         self.concurrency = max(1, int(concurrency))
         self.calls = 0
 
     def identity(self) -> dict:
-        keep = ("model", "temperature", "max_tokens", "seed", "base_url")
+        keep = ("model", "temperature", "max_tokens", "seed", "base_url") + (("top_p",) if "top_p" in self.settings else ())
         return {"backend": self.name, **{k: self.settings.get(k) for k in keep}, "prompt_version": PROMPT_VERSION,
                 "max_attempts": self.max_attempts}
 
@@ -465,12 +467,13 @@ def annotate_prompt(spec: ScenarioSpec, grounding: str, t: TurnSpec, raw: str, h
 
 def make_llm_backend(settings: dict, cache_dir: Path) -> LLMTextBackend:
     """An LLMTextBackend over fdeval.llm.client.LLMClient with the pinned `settings`
-    (model, temperature, max_tokens, seed, base_url, max_attempts, concurrency)."""
+    (backend, model, temperature, top_p, max_tokens, seed, base_url, max_attempts, concurrency)."""
 
     def factory(seed: int):
         return LLMClient(model=settings["model"], temperature=settings.get("temperature"),
                          max_tokens=int(settings.get("max_tokens", 1024)), cache_dir=cache_dir, seed=seed,
-                         base_url=settings.get("base_url"))
+                         base_url=settings.get("base_url"), backend=settings.get("backend") or "anthropic",
+                         top_p=settings.get("top_p"))
 
     return LLMTextBackend(factory, settings, max_attempts=int(settings.get("max_attempts", 3)),
                           concurrency=int(settings.get("concurrency", 1)))

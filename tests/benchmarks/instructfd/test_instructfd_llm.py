@@ -3,7 +3,9 @@
 `ScriptedClient` below is a stand-in for fdeval.llm.client.LLMClient (tested on its own): it
 never calls a model; it answers each prompt from the prompt's own text (copying the turn to
 annotate and inserting a marker), so the tests exercise prompt building, answer parsing,
-validation, retries and assembly. Nothing here needs a network or an API key.
+validation, retries and assembly. Nothing here needs a network or an API key. The last test puts
+the real client between them: ScriptedClient's answers served by the local chat-completions
+stand-in (tests/helpers/fake_openai_server.py) on 127.0.0.1, as a vLLM server would.
 """
 
 from __future__ import annotations
@@ -14,11 +16,15 @@ from dataclasses import dataclass
 
 import pytest
 
+from helpers import fake_openai_server as oai
+from helpers.fake_openai_server import fake_openai  # noqa: F401
+
 from fdeval.benchmarks.instructfd.builtin import validate_conversation
 from fdeval.benchmarks.instructfd.llm_backend import (
     LLMTextBackend,
     annotate_prompt,
     condense_prompt,
+    make_llm_backend,
     parse_answer,
     speak_prompt,
 )
@@ -220,3 +226,21 @@ def test_make_llm_backend_builds_the_project_client(tmp_path) -> None:
     assert (client.model, client.temperature, client.max_tokens, client.seed) == ("claude-sonnet-4-6", 0.8, 1024, 123)
     assert client.cache_dir == tmp_path / "cache"
     assert backend.max_attempts == 2 and backend.concurrency == 2
+
+
+def test_turn_agent_on_an_openai_compatible_server(fake_openai, tmp_path) -> None:
+    # ScriptedClient's answers, sent by the stand-in server; the real LLMClient in between
+    fake_openai.responder = lambda body: oai.text(json.dumps(ScriptedClient()._answer(body["messages"][-1]["content"])))
+    settings = {"backend": "vllm", "model": "served-model", "temperature": 0.8, "top_p": 0.95, "max_tokens": 512,
+                "seed": 7, "base_url": fake_openai.base_url}
+    spec, persona = SPECS["User Attention Check"], load_personas()[4]
+    d = make_llm_backend(settings, tmp_path / "cache").draft(spec, 2, 0, persona)
+    check_against_spec(d.lines, spec)
+    sent = [r.body for r in fake_openai.chat_requests]
+    assert sent and {(b["model"], b["temperature"], b["top_p"], b["max_tokens"]) for b in sent} == \
+        {("served-model", 0.8, 0.95, 512)}
+    assert len({b["seed"] for b in sent}) == 1  # one client seed per candidate conversation, sent with each request
+    again = make_llm_backend(settings, tmp_path / "cache")
+    assert again.draft(spec, 2, 0, persona) == d and len(fake_openai.chat_requests) == len(sent)  # from the cache
+    ident = again.identity()
+    assert (ident["backend"], ident["base_url"], ident["top_p"]) == ("vllm", fake_openai.base_url, 0.95)

@@ -1,5 +1,9 @@
 """An LLM judge of instruction adherence, structured like the Instruct-FD judge (paper 2.4, A.11).
 
+The model is reached through :class:`fdeval.llm.LLMClient`: the Anthropic Messages API
+(``backend: anthropic``, the default) or any OpenAI-compatible chat-completions server
+(``backend: openai | vllm | sglang``, e.g. a vLLM server the user runs on their own GPUs).
+
 For each (case, instruction) pair the model reads three inputs: the instruction text, the session
 transcript as time-stamped overlap-marked lines (:func:`fdeval.transcript.render.render`) and the
 expected turn-taking reference under that instruction
@@ -30,11 +34,15 @@ Decisions:
   judged against, no instruction text) are ``error`` verdicts without a request.
 
 ``prompt_hash`` hashes the prompt templates, the model, the temperature, the endpoint and
-:data:`LLM_JUDGE_VERSION`; every verdict carries it. :meth:`LLMJudge.identity` is everything that
+:data:`LLM_JUDGE_VERSION` (and the protocol and ``top_p`` when not the Anthropic default / null,
+so that existing Anthropic hashes stay as they were); every verdict carries it. The judge id is
+``llm:<model>``, and ``llm:<model>@<endpoint>`` on the OpenAI protocol, where one model name is
+served by many machines. :meth:`LLMJudge.identity` is everything that
 can change a verdict (for the run identity). Answers are cached by :class:`fdeval.llm.LLMClient`
 under a key that includes the endpoint, so a rerun costs nothing and gives the same verdicts, and
 answers of one endpoint are never reused for another. The endpoint is ``base_url``, else
-``$ANTHROPIC_BASE_URL``, else the SDK default; a plain-http endpoint that is not loopback is
+``$ANTHROPIC_BASE_URL``, else the SDK default (OpenAI protocol: else the backend's default URL,
+:data:`fdeval.llm.client.OPENAI_DEFAULT_URLS`); a plain-http endpoint that is not loopback is
 refused at construction (the key would travel in clear). Construction checks every setting and
 does no I/O; :meth:`LLMJudge.check_ready` checks the key and SDK. ``docs/llm-judge.md`` has the
 details.
@@ -258,11 +266,18 @@ def parse_answer(text: str) -> tuple[str, str]:
     raise UnreadableAnswer(last_problem)
 
 
-def prompt_hash_of(model: str, temperature: float | None, endpoint: str) -> str:
-    """The hash of the judge's prompt templates, model, temperature, endpoint and version."""
-    blob = json.dumps({"version": LLM_JUDGE_VERSION, "model": model, "endpoint": endpoint,
-                       "temperature": None if temperature is None else float(temperature),
-                       "system": SYSTEM_PROMPT, "user": USER_TEMPLATE, "retry": RETRY_REMINDER}, sort_keys=True)
+def prompt_hash_of(model: str, temperature: float | None, endpoint: str, protocol: str = "anthropic",
+                   top_p: float | None = None) -> str:
+    """The hash of the judge's prompt templates, model, temperature, endpoint and version (plus the
+    protocol and top_p where they are not the Anthropic default / null)."""
+    fields: dict[str, Any] = {"version": LLM_JUDGE_VERSION, "model": model, "endpoint": endpoint,
+                              "temperature": None if temperature is None else float(temperature),
+                              "system": SYSTEM_PROMPT, "user": USER_TEMPLATE, "retry": RETRY_REMINDER}
+    if protocol != "anthropic":
+        fields["protocol"] = protocol
+    if top_p is not None:
+        fields["top_p"] = float(top_p)
+    blob = json.dumps(fields, sort_keys=True)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
 
@@ -290,7 +305,8 @@ class LLMJudge(Judge):
                  cache_dir: str | os.PathLike = DEFAULT_CACHE_DIR, base_url: str | None = None,
                  max_parse_retries: int = 2, max_retries: int = 5, timeout_s: float = 120.0,
                  seed: int | None = None, backoff_s: float = 1.0, max_backoff_s: float = 30.0,
-                 max_retry_s: float = 60.0, max_unreachable: int = 3, max_failed_requests: int = 3):
+                 max_retry_s: float = 60.0, max_unreachable: int = 3, max_failed_requests: int = 3,
+                 backend: str = "anthropic", top_p: float | None = None):
         # Checks every setting (as judge.<field>) and does no I/O, so a run can build the judge first.
         n = max_parse_retries
         if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 20:
@@ -299,12 +315,13 @@ class LLMJudge(Judge):
                                 max_retries=max_retries, timeout_s=timeout_s, backoff_s=backoff_s,
                                 max_backoff_s=max_backoff_s, max_retry_s=max_retry_s,
                                 max_unreachable=max_unreachable, max_failed_requests=max_failed_requests,
-                                name="judge")
+                                name="judge", backend=backend, top_p=top_p)
         self.model = model
         self.temperature = self.client.temperature
         self.max_parse_retries = max_parse_retries
-        self.id = f"llm:{model}"
-        self._prompt_hash = prompt_hash_of(model, self.temperature, self.client.endpoint)
+        c = self.client
+        self.id = f"llm:{model}" if c.protocol == "anthropic" else f"llm:{model}@{c.endpoint}"
+        self._prompt_hash = prompt_hash_of(model, self.temperature, c.endpoint, c.protocol, c.top_p)
 
     @property
     def prompt_hash(self) -> str:
@@ -312,7 +329,7 @@ class LLMJudge(Judge):
 
     @property
     def endpoint(self) -> str:
-        """The resolved API URL (``base_url``, else ``$ANTHROPIC_BASE_URL``, else the SDK default)."""
+        """The resolved API URL (``base_url``, else ``$ANTHROPIC_BASE_URL`` / the backend's default)."""
         return self.client.endpoint
 
     def identity(self) -> dict[str, Any]:
@@ -320,12 +337,14 @@ class LLMJudge(Judge):
         only changes whether a request succeeds (timeouts, retries, cache folder)."""
         c = self.client
         return {"judge": self.id, "judge_version": self.version, "prompt_hash": self.prompt_hash,
-                "model": c.model, "temperature": c.temperature, "max_tokens": c.max_tokens, "seed": c.seed,
-                "endpoint": c.endpoint, "max_parse_retries": self.max_parse_retries}
+                "backend": c.protocol, "model": c.model, "temperature": c.temperature, "top_p": c.top_p,
+                "max_tokens": c.max_tokens, "seed": c.seed, "endpoint": c.endpoint,
+                "max_parse_retries": self.max_parse_retries}
 
     def check_ready(self) -> None:
         """Raise :class:`LLMConfigError` if an uncached request could not go out (no key in the
-        environment, no SDK). No network I/O; call it before work that ends in judging."""
+        environment -- none needed for an OpenAI-protocol loopback server --, no SDK). No network
+        I/O; call it before work that ends in judging."""
         self.client.check_ready()
 
     def prompt_for(self, case: TestCase, policy: str, transcript: Transcript) -> tuple[str, str]:

@@ -94,6 +94,8 @@ def _validate_item(path: Path, instruction: str, pos: int, d) -> LabelledItem:
     for key in ("id", "why", "instruction"):
         if not isinstance(d[key], str) or not d[key].strip():
             raise fail(key, "expected a non-empty string")
+    if not d["why"].rstrip().endswith(".") or re.search(r"[.!?]\s+[A-Z]", d["why"]):
+        raise fail("why", "expected one sentence")
     if not re.fullmatch(r"[a-z0-9_]+", d["id"]):
         raise fail("id", "use lower-case letters, digits and _ only")
     if d["policy"] not in POLICIES:

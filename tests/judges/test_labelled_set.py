@@ -84,6 +84,7 @@ def _item(**over):
     ({"policy": "interrupt"}, "policy"),
     ({"colour": "red"}, "colour"),
     ({"why": ""}, "why"),
+    ({"why": "Silent. Then answers."}, "why"),
     ({"transcript": ["[2.0-1.0] USER: hi"]}, "transcript.line 1"),
     ({"turns": [{"span": [0.0, 1.2], "kind": "take-turn", "text": "How were you today?", "triggers": []}]},
      "turns[0].text"),

@@ -27,7 +27,7 @@ message under a system prompt and returns the answer as an :class:`LLMResponse`.
   (127.0.0.0/8, ``::1``, ``localhost``); any other endpoint is refused at construction.
 * **Retries**: the SDK's own retries are off (``max_retries=0``); this module retries 408, 409,
   429 and 5xx answers, connection errors, timeouts and malformed answers (a body that is not a
-  Messages API message, e.g. a proxy's error page) up to ``max_retries`` times, with
+  Messages API message or chat completion, e.g. a proxy's error page) up to ``max_retries`` times, with
   exponential backoff (``backoff_s * 2**k``, capped at ``max_backoff_s``, times a jitter factor in
   [0.5, 1) drawn from a generator seeded by ``seed`` and the request hash), and at least as long
   as a ``Retry-After`` header asks (capped too). Each retry is logged as a warning. Retries of one
@@ -47,8 +47,8 @@ message under a system prompt and returns the answer as an :class:`LLMResponse`.
   ``None`` never sends one. OpenAI protocol: every non-null one is sent.
 * **Seed**: the Messages API has no sampling seed; there ``seed`` only keys the cache (so that
   separate samples of one prompt can be drawn and kept) and seeds the retry jitter. The OpenAI
-  protocol also sends it (vLLM and SGLang honour a per-request seed). The cache file records
-  what was sent (``*_sent``).
+  protocol also sends it (vLLM honours a per-request seed, OpenAI treats it as best effort, a
+  server may ignore it). The cache file records what was sent (``*_sent``).
 
 The ``anthropic`` package is imported on the first Anthropic request that is not in the cache.
 """

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
+import yaml
 
 from judge_fixtures import Session
 
+import fdeval
 from fdeval.errors import ConfigError
 from fdeval.benchmarks.instructfd.judges.rules import RulesJudge, Thresholds
 
@@ -134,8 +137,37 @@ def test_backchannel_after_the_turn_does_not_count():
     assert v.verdict == "not_adhere" and v.checks["backchannel_near_trigger"] is False
 
 
+# Backchannel by A.11, on punctuated turns: the cue follows "you know," (at 2.95); a backchannel
+# also counts at the clause boundary next to the cue (issue 12, item 4).
+
+GARDEN = ("So I started a vegetable garden this spring, you know, and the tomatoes came up really fast, "
+          "but the peppers are still tiny and I am not sure why that is.")  # next boundary: "fast," at 5.05
+GARDEN_LONG = ("So I started a vegetable garden this spring, you know, and the tomatoes in the raised bed by the "
+               "back fence came up really fast, but the peppers are still tiny.")  # next boundary at 7.45
+GARDEN_CUE_S = word_start(9) + 0.25  # 2.95
+
+
+def garden_session(text: str, at: float) -> Session:
+    s = Session("garden__backchannel", "backchannel").user(text, 0.0, triggers=[("backchannel", 10, "mm-hmm")])
+    return s.model("mm-hmm", at).model(REPLY, 11.0)
+
+
+def test_backchannel_at_the_next_clause_boundary_adheres():
+    v = verdict(garden_session(GARDEN, GARDEN_CUE_S + 2.6))  # 0.5 s after "fast,"
+    assert v.verdict == "adhere", v.reasoning
+    assert "2.60 s after the cue at 2.95, at the next clause boundary (5.05)" in v.reasoning
+
+
+def test_backchannel_mid_clause_as_late_fails():
+    v = verdict(garden_session(GARDEN_LONG, GARDEN_CUE_S + 2.6))  # mid-clause, 1.9 s before the next boundary
+    assert v.verdict == "not_adhere", v.reasoning
+    assert v.checks["backchannel_near_trigger"] is False and v.checks["no_stray_backchannel"] is False
+    assert "2.60 s after the nearest cue at 2.95" in v.reasoning
+
+
 # --------------------------------------------------------------------------------------------
-# Interrupt: trigger after word 10 of a 30-word turn (at 2.95)
+# Interrupt, without punctuation: trigger after word 10 of a 30-word turn (at 2.95). With no
+# clause boundaries to read, the window runs from the trigger to interrupt_max_delay_s after it.
 
 INT_TRIGGER_S = word_start(9) + 0.25
 CUT_IN = "wait you said the opposite before"
@@ -151,34 +183,99 @@ def int_session(at: float | None, text: str = CUT_IN, played: int | None = None)
 def test_interrupt_at_trigger_adheres():
     v = verdict(int_session(INT_TRIGGER_S + 0.3))
     assert v.verdict == "adhere", v.reasoning
-    assert "relevant" in v.reasoning  # says that content is not checked
+    assert v.checks["interrupt_relevant"] and v.checks["content_decided"]
+    assert 'flags an error ("said", "opposite")' in v.reasoning  # relevant by its correction cues
 
 
-def test_interrupt_slightly_before_trigger_adheres():
-    assert verdict(int_session(INT_TRIGGER_S - 0.4)).verdict == "adhere"
-
-
-def test_interrupt_well_before_trigger_fails():
-    v = verdict(int_session(INT_TRIGGER_S - 2.0))
-    assert v.verdict == "not_adhere" and v.checks["no_early_interruption"] is False
+def test_interrupt_before_trigger_without_clauses_fails():
+    v = verdict(int_session(INT_TRIGGER_S - 0.4))
+    assert v.verdict == "not_adhere" and v.checks["no_early_interruption"] is False, v.reasoning
+    assert "no punctuation" in v.reasoning
 
 
 def test_no_interrupt_fails():
     v = verdict(int_session(None))
-    assert v.verdict == "not_adhere" and v.checks["interrupted_after_trigger"] is False
+    assert v.verdict == "not_adhere" and v.checks["interrupted_in_window"] is False
 
 
 def test_interrupt_without_content_fails():
-    # The user stops after 12 words; the model said only two words over the cut-off.
+    # The user stops after 12 words; the model's "wait no" names nothing and flags nothing.
     v = verdict(int_session(INT_TRIGGER_S + 0.3, "wait no", played=12))
     assert v.verdict == "not_adhere", v.reasoning
-    assert v.checks["interrupted_after_trigger"] and v.checks["interrupt_has_content"] is False
+    assert v.checks["interrupted_in_window"] and v.checks["interrupt_relevant"] is False
+    assert "no content word and no correction cue" in v.reasoning
 
 
 def test_interrupt_in_another_turn_fails():
     s = int_session(INT_TRIGGER_S + 0.3).user(TWENTY, 16.0).model(CUT_IN, 17.0).model(REPLY, 23.0)
     v = verdict(s)
     assert v.verdict == "not_adhere" and v.checks["no_interruption_elsewhere"] is False
+
+
+# --------------------------------------------------------------------------------------------
+# Interrupt by A.11, on a punctuated turn (issue 12, item 4). The false claim "the capital is
+# Sydney" sits in the clause "and since ... there," (words 6-14, 1.80-4.45); the reference marks
+# the cut-in at the clause's end (after word 15's predecessor, 4.45).
+
+TRIP = ("We flew into Australia last spring, and since the capital is Sydney we started there, then we drove "
+        "down the coast for a week, stopping at small towns along the way before heading home, and honestly it was the best trip we have had in years.")
+TRIP_TRIGGER_S = word_start(14) + 0.25  # 4.45
+CLAUSE_START_S = word_start(6)  # 1.80
+CORRECTION = "wait the capital of australia is canberra not sydney"  # 9 words
+
+
+def trip_session(at: float | None, text: str = CORRECTION) -> Session:
+    s = Session("trip__interrupt", "interrupt").user(
+        TRIP, 0.0, triggers=[("interrupt", 15, "wait, the capital of australia is canberra, not sydney")])
+    if at is not None:
+        s.model(text, at)
+    return s.model(REPLY, 14.5)  # the user ends at 13.45
+
+
+def test_correction_inside_the_claims_clause_adheres():
+    # Starts 0.57 s before the trigger, right after "Sydney": v1's 0.5 s tolerance failed it.
+    v = verdict(trip_session(TRIP_TRIGGER_S - 0.57))
+    assert v.verdict == "adhere", v.reasoning
+    assert "0.57 s before the trigger at 4.45 (window 1.80-6.95" in v.reasoning
+
+
+def test_correction_before_the_claims_clause_fails():
+    v = verdict(trip_session(CLAUSE_START_S - 0.3))
+    assert v.verdict == "not_adhere" and v.checks["no_early_interruption"] is False, v.reasoning
+
+
+@pytest.mark.parametrize("late, expected", [(2.4, "adhere"), (2.6, "not_adhere"), (4.0, "not_adhere")])
+def test_correction_lateness_bound(late, expected):
+    v = verdict(trip_session(TRIP_TRIGGER_S + late))
+    assert v.verdict == expected, v.reasoning
+    if expected == "not_adhere":  # still an interruption (> 3 user words left), but too late
+        assert v.checks["no_late_interruption"] is False and v.checks["interrupted_in_window"] is False
+        assert f"{late:.2f} s after the trigger" in v.reasoning
+
+
+def test_terse_relevant_correction_is_an_interruption():
+    v = verdict(trip_session(TRIP_TRIGGER_S - 0.57, "no it's canberra"))
+    assert v.verdict == "adhere", v.reasoning
+    assert 'a short correction naming "canberra"' in v.reasoning and "3 words" in v.reasoning
+
+
+def test_terse_acknowledgement_is_still_a_backchannel():
+    v = verdict(trip_session(TRIP_TRIGGER_S + 0.2, "oh I see"))
+    assert v.verdict == "not_adhere" and v.checks["interrupted_in_window"] is False, v.reasoning
+
+
+def test_off_topic_cut_in_fails():
+    v = verdict(trip_session(TRIP_TRIGGER_S + 0.3, "hey did you catch the football game on tv"))
+    assert v.verdict == "not_adhere", v.reasoning
+    assert v.checks["interrupted_in_window"] and v.checks["interrupt_relevant"] is False
+    assert "off the trigger's topic" in v.reasoning
+
+
+def test_reasoning_states_the_words_counted():
+    v = verdict(trip_session(TRIP_TRIGGER_S + 0.3))
+    assert v.verdict == "adhere", v.reasoning
+    assert "(9 words;" in v.reasoning and "at least 4" not in v.reasoning
+    assert 'shares "australia", "canberra", "capital", "sydney" with the trigger\'s reference phrase' in v.reasoning
 
 
 # --------------------------------------------------------------------------------------------
@@ -214,10 +311,27 @@ def test_continue_pause_after_backchannel(gap, expected):
         assert v.checks["no_long_pause_after_backchannel"] is False
 
 
-def test_continue_lone_fragment_fails():
-    v = judge_built(cont_session(("m0 m1 m2 m3 m4 m5 m6 m7 m8 m9", 4.0)), "continue")  # two words after the backchannel
+def test_continue_lone_word_fails():
+    v = judge_built(cont_session(("m0 m1 m2 m3 m4 m5 m6 m7 m8", 4.0)), "continue")  # one word after the backchannel
     assert v.verdict == "not_adhere", v.reasoning
-    assert v.checks["continued_after_backchannel"] is False
+    assert v.checks["continued_after_backchannel"] is False and "only 1 word" in v.reasoning
+
+
+@pytest.mark.parametrize("ending, expected", [("and then you drain the", "not_adhere"),
+                                              ("and then you drain them", "adhere")])
+def test_continue_must_end_its_thought(ending, expected):
+    # A continuation that breaks off mid-sentence ("... drain the") does not finish the thought (A.11).
+    v = judge_built(cont_session(("m0 m1 m2 m3 m4 m5 m6 " + ending, 4.0)), "continue")
+    assert v.verdict == expected, v.reasoning
+    assert v.checks["continuation_complete"] is (expected == "adhere")
+    if expected == "not_adhere":
+        assert 'stops mid-sentence on "the"' in v.reasoning
+
+
+def test_continue_still_speaking_at_the_end_is_undecided():
+    v = judge_built(cont_session((LONG_REPLY + " and the", 4.0), duration=4.0 + 0.3 * 31 + 0.25), "continue")
+    assert v.verdict == "adhere", v.reasoning
+    assert v.checks["content_decided"] is False and "rests on timing" in v.reasoning
 
 
 # --------------------------------------------------------------------------------------------
@@ -234,9 +348,49 @@ def ack_session(*parts: tuple[str, float], interruption: str = INTERRUPTION):
 
 
 def test_acknowledge_yield_then_answer_adheres():
+    # "wait I meant something else" names nothing to take up: content undecided, timing decides.
     v = verdict(ack_session(("m0 m1 m2 m3 m4 m5 m6 m7", 4.0), ("oh sorry go ahead", 8.2)))
     assert v.verdict == "adhere", v.reasoning
-    assert "adapts" in v.reasoning  # says that adaptation is not checked
+    assert v.checks["content_decided"] is False
+    assert "cannot be decided" in v.reasoning and "this verdict rests on timing" in v.reasoning
+
+
+# Acknowledge by A.11 (issue 12, item 4): the user adds a budget while the model plans an office.
+
+PLAN = "you could start with a compact desk near the window and then add a chair"
+BUDGET = "wait my budget is only three hundred dollars"  # 6.00 .. 8.35
+
+
+def budget_session(reply: str) -> Session:
+    s = Session("office__acknowledge", "acknowledge").user("can you help me plan a small home office", 0.0)
+    return s.model(" ".join(PLAN.split()[:8]), 4.0).user(BUDGET, 6.0, kind="interrupt").model(reply, 9.0)
+
+
+def test_acknowledge_taking_up_the_constraint_adheres():
+    v = verdict(budget_session("okay with three hundred dollars a basic desk and a used chair will fit"))
+    assert v.verdict == "adhere", v.reasoning
+    assert v.checks["adapted_to_interruption"] and v.checks["content_decided"]
+    assert 'takes up "dollars", "hundred", "three" from the user\'s interruption' in v.reasoning
+
+
+def test_acknowledge_resuming_the_old_plan_word_for_word_fails():
+    # It even says "budget", but most of it is the plan it was saying before the user spoke.
+    v = verdict(budget_session("you could start with a compact desk near the window on a budget"))
+    assert v.verdict == "not_adhere", v.reasoning
+    assert v.checks["yielded"] and v.checks["adapted_to_interruption"] is False
+    assert "resumes the pre-interruption speech: 55% of its 11 3-word sequences" in v.reasoning
+
+
+def test_acknowledge_generic_reply_fails():
+    v = verdict(budget_session("okay and how big is the room"))
+    assert v.verdict == "not_adhere", v.reasoning
+    assert v.checks["adapted_to_interruption"] is False and "shares no content word" in v.reasoning
+
+
+def test_acknowledge_reply_cut_off_fails():
+    v = verdict(budget_session("okay with three hundred dollars you could get a"))
+    assert v.verdict == "not_adhere" and v.checks["responded_after_interruption"] is False, v.reasoning
+    assert "appears cut off" in v.reasoning
 
 
 def test_acknowledge_talking_on_fails():
@@ -317,7 +471,7 @@ def test_user_words_without_turn_index_fall_back_to_script_timings():
 def test_thresholds_defaults_and_validation():
     assert JUDGE.thresholds == Thresholds()
     assert len(JUDGE.prompt_hash) == 16 and JUDGE.id == "rules"
-    assert RulesJudge(interrupt_min_words=4.0).thresholds.interrupt_min_words == 4
+    assert RulesJudge(continue_min_words=4.0).thresholds.continue_min_words == 4
     with pytest.raises(ConfigError, match="unknown"):
         RulesJudge(backchanel_window_s=2.0)
     with pytest.raises(ConfigError, match="whole number"):
@@ -326,6 +480,16 @@ def test_thresholds_defaults_and_validation():
         RulesJudge(yield_max_overlap_s=-1)
     with pytest.raises(ConfigError):
         RulesJudge(utterance_gap_s=0)
+    with pytest.raises(ConfigError, match="fraction"):
+        RulesJudge(resume_overlap=1.5)
+
+
+def test_yaml_lists_every_threshold_with_its_default():
+    # conf/judge/rules.yaml and Thresholds are one source of truth: same names, same values.
+    conf = yaml.safe_load((Path(fdeval.__file__).parent / "conf" / "judge" / "rules.yaml").read_text())
+    conf.pop("_target_")
+    assert conf == dataclasses.asdict(Thresholds())
+    assert RulesJudge(**conf).prompt_hash == JUDGE.prompt_hash
 
 
 def test_verdict_is_deterministic():

@@ -6,7 +6,7 @@ it (turn manifest, which user lines form one turn, trigger points) is rebuilt by
 paper shows. Instruction texts are paraphrased; the rules judge does not read them.
 
 Where the paper's verdict rests on content (whether a reply adapts to the user's correction), the
-rules cannot reach it: those tests are marked xfail with the reason.
+rules judge it by its word checks (v2): those tests assert which check decides.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def test_a91_gemini_backchannel_at_check_in_adheres():
     assert v.verdict == "adhere", v.reasoning
     assert v.checks == {"model_has_speech": True, "every_turn_answered": True, "backchannel_near_trigger": True,
                         "no_interruption": True, "no_stray_backchannel": True}
-    assert "1.84 s from the trigger" in v.reasoning  # "Yeah" at 24.00, the check-in ends at 22.16
+    assert "1.84 s after the cue at 22.16" in v.reasoning  # "Yeah" at 24.00, the check-in ends at 22.16
 
 
 GEMINI_CLAUSES_BC = """
@@ -167,13 +167,13 @@ MOSHI_ACK = """
 OFFICE_TURNS = [{"span": (0.24, 9.60)}, {"span": (13.36, 19.60), "kind": "interrupt"}]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "The paper faults Moshi's reply as generic: it does not take up the user's budget cap. Whether a "
-    "response adapts to the interruption is content, which rules cannot judge; on timing the model "
-    "stopped before the user spoke and then answered, so the rules say adhere."))
 def test_a92_moshi_acknowledge_generic_reply():
+    # The paper faults Moshi's reply as generic: on timing it yields and answers, but the answer
+    # takes up nothing of the user's budget cap ("Okay that's a good start What size is the room").
     v = _judge(Session("office__acknowledge", "acknowledge"), "acknowledge", MOSHI_ACK, OFFICE_TURNS)
     assert v.verdict == "not_adhere", v.reasoning
+    assert v.checks["yielded"] and v.checks["responded_after_interruption"]
+    assert v.checks["adapted_to_interruption"] is False and v.checks["content_decided"]
 
 
 PERSONAPLEX_ACK = """
@@ -252,10 +252,17 @@ def test_a93_fun_audio_chat_instructed_fails_acknowledge_as_given():
     assert v.checks["yielded"] is False
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "The paper fails this reply on content: after yielding, the model's answer does not take up the "
-    "user's redirect in a usable way. Rules check only that the model yielded and said enough words "
-    "after the user finished, so with the yielding timing they say adhere."))
 def test_a93_fun_audio_chat_instructed_fails_acknowledge_on_content():
+    # The paper fails this reply on content. After yielding, the model first carries on the sentence
+    # the user cut ("Given your" ... "hm and in French technique advanced": the old plan resumed),
+    # then restarts on the first turn's topic without taking up the redirect.
     v = _judge(Session("bayes__acknowledge", "acknowledge"), "acknowledge", FAC_ACK_YIELDING, FAC_TURNS)
     assert v.verdict == "not_adhere", v.reasoning
+    assert v.checks["yielded"] and v.checks["adapted_to_interruption"] is False
+    assert 'carries on the sentence cut at "your"' in v.reasoning
+
+
+def test_a92_personaplex_acknowledge_takes_up_the_constraint():
+    v = _judge(Session("office__acknowledge", "acknowledge"), "acknowledge", PERSONAPLEX_ACK, OFFICE_TURNS)
+    assert v.checks["adapted_to_interruption"] and v.checks["content_decided"], v.reasoning
+    assert '"chair"' in v.reasoning and '"monitor"' in v.reasoning

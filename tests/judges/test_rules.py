@@ -328,6 +328,13 @@ def test_continue_must_end_its_thought(ending, expected):
         assert 'stops mid-sentence on "the"' in v.reasoning
 
 
+def test_continue_handing_the_floor_over_is_yielding():
+    # The model drops its sentence and says "oh sorry go ahead": it keeps talking, but gives up the floor.
+    v = judge_built(cont_session(("m0 m1 m2 m3 m4 m5 m6 m7", 4.0), ("oh sorry go ahead", 7.0)), "continue")
+    assert v.verdict == "not_adhere" and v.checks["continued_after_backchannel"] is False, v.reasoning
+    assert '"oh sorry" in "oh sorry go ahead"' in v.reasoning
+
+
 def test_continue_still_speaking_at_the_end_is_undecided():
     v = judge_built(cont_session((LONG_REPLY + " and the", 4.0), duration=4.0 + 0.3 * 31 + 0.25), "continue")
     assert v.verdict == "adhere", v.reasoning
@@ -385,6 +392,25 @@ def test_acknowledge_generic_reply_fails():
     v = verdict(budget_session("okay and how big is the room"))
     assert v.verdict == "not_adhere", v.reasoning
     assert v.checks["adapted_to_interruption"] is False and "shares no content word" in v.reasoning
+
+
+def repair_session(ask: str, reply: str) -> Session:
+    s = Session("office__acknowledge", "acknowledge").user("can you help me plan a small home office", 0.0)
+    return s.model(PLAN, 4.0).user(ask, 8.6, kind="interrupt").model(reply, 11.0)  # the plan ends 8.45
+
+
+@pytest.mark.parametrize("ask, reply, expected, decided", [
+    # Asked to repeat, the model says its plan again: the right answer.
+    ("sorry can you repeat that", PLAN, "adhere", True),
+    # Asked to re-explain, the model says it again word for word: not adapting.
+    ("sorry you lost me there", PLAN, "not_adhere", True),
+    # Re-explained in other words: rules cannot judge simpler language; timing decides.
+    ("sorry you lost me there", "think of one small table by the light and a seat you like", "adhere", False),
+])
+def test_acknowledge_repair_requests(ask, reply, expected, decided):
+    v = verdict(repair_session(ask, reply))
+    assert v.verdict == expected, v.reasoning
+    assert v.checks["content_decided"] is decided
 
 
 def test_acknowledge_reply_cut_off_fails():

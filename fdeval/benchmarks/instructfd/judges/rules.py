@@ -122,9 +122,10 @@ and but or nor so because if then than as of to in on at for with from by about 
 down out off through between after before again also just only even very really quite too more most less
 some any all each every no not yes yeah yep okay ok oh ah uh um hm hmm mm mhm huh well like kind sort
 what which who whom whose when where why how now then thing things stuff get got go going gonna wanna
-say said tell know think mean want need see look make let one
+say said tell know think want need see look make let one
 wait hold hang hey listen sec actually excuse pardon anyway guess maybe meant else
 something anything everything nothing someone anyone everyone somebody anybody last next first other same
+hello hi
 """.split())
 # Acknowledgement words (A.11 Backchannel examples and their kin): a short utterance made only of
 # these and function words is a backchannel, never a short correction.
@@ -149,6 +150,18 @@ inconsistent earlier said mentioned careful dangerous unsafe risky hazard
 """.split())
 _CUE_BIGRAMS = frozenset({("not", "right"), ("not", "true"), ("not", "correct"), ("not", "safe"),
                           ("isn't", "right"), ("isn't", "true"), ("thought", "you")})
+# Repair requests: an interruption whose content words are all of these asks the model to repeat
+# or to re-explain its own speech, not to take up something new (the responsive short-signal
+# scenarios). After a repeat request or a hearing check, saying the old plan again is the right answer.
+_REPEAT_ASK = frozenset("again repeat missed catch hear heard cut breaking working mic testing lose".split())
+_STOP_ASK = frozenset("wait hold hang stop".split())  # a content-free "wait, wait" asks the model to stop, not to repeat
+_CONFUSED_ASK = frozenset("""
+lost follow following confused confusing understand plain simple simpler simply easier mean means explain
+clarify words put slow slower slowly head went complicated technical
+""".split())
+# Phrases that give the floor back: after a user backchannel they are yielding, not continuing.
+_FLOOR_GIVING = (("go", "ahead"), ("you", "go"), ("what's", "up"), ("you", "were", "saying"), ("sorry", "what"),
+                 ("what", "was", "that"), ("did", "you", "say"), ("oh", "sorry"))
 _CLAUSE_END = ",;.?!"
 _TOKEN_RE = re.compile(r"[^\w'’-]+")
 
@@ -182,12 +195,27 @@ def _content(tokens) -> set[str]:
     return out
 
 
+_REPEAT_LEMMAS = frozenset(_lemma(w) for w in _REPEAT_ASK)
+_CONFUSED_LEMMAS = frozenset(_lemma(w) for w in _CONFUSED_ASK)
+_REPAIR_ASK = _REPEAT_LEMMAS | _CONFUSED_LEMMAS
+
+
 def _cues(tokens) -> list[str]:
     """Correction cues in `tokens`, as said."""
     ns = [_norm(t) for t in tokens]
     found = [n for n in ns if n in _CUE_WORDS]
     found += [f"{a} {b}" for a, b in zip(ns, ns[1:]) if (a, b) in _CUE_BIGRAMS]
     return found
+
+
+def _phrase_in(tokens, phrases) -> str:
+    """The first of `phrases` (tuples of words) that occurs in `tokens`, as said ("" if none)."""
+    ns = [_norm(t) for t in tokens]
+    for i in range(len(ns)):
+        for p in phrases:
+            if tuple(ns[i:i + len(p)]) == p:
+                return " ".join(tokens[i:i + len(p)])
+    return ""
 
 
 def _dangling_end(tokens) -> bool:
@@ -871,10 +899,16 @@ class RulesJudge(Judge):
                 pause_note = (f"after {where} the model is silent from {pause[0]:.2f} to {end} "
                               f"({pause[1] - pause[0]:.2f} s)")
             after = [w.text for w in said if w.start_s >= b1 - EPS_S]
-            enough = n_after >= th.continue_min_words
-            cont_note = (f"after {where} the model says {_n_words(n_after)}: {_quote(after)}" if enough else
-                         f"only {_n_words(n_after)} from the model after {where} (a single word or nothing does not "
-                         f"continue; at least {th.continue_min_words} needed)")
+            handover = _phrase_in(after[:6], _FLOOR_GIVING)
+            enough = n_after >= th.continue_min_words and not handover
+            if handover:
+                cont_note = (f"after {where} the model hands the floor to the user (\"{handover}\" in "
+                             f"{_quote(after)}): that is yielding, not continuing")
+            elif enough:
+                cont_note = f"after {where} the model says {_n_words(n_after)}: {_quote(after)}"
+            else:
+                cont_note = (f"only {_n_words(n_after)} from the model after {where} (a single word or nothing does not "
+                             f"continue; at least {th.continue_min_words} needed)")
             tokens = [w.text for w in said]
             cut_at_end = bool(said) and said[-1].end_s >= transcript.duration_s - 0.05
             if not after:
@@ -941,12 +975,21 @@ class RulesJudge(Judge):
         grams, seen = _ngrams([w.text for w in resp], n), set(_ngrams([w.text for w in before], n))
         share = sum(g in seen for g in grams) / len(grams) if grams else 0.0
         said_before = f"{_n_words(len(before))} before the interruption"
-        if grams and seen and share >= th.resume_overlap:
-            return False, True, (f"the response resumes the pre-interruption speech: {share:.0%} of its "
-                                 f"{len(grams)} {n}-word sequences were said in the model's {said_before} "
+        resumed = bool(grams and seen and share >= th.resume_overlap)
+        resumed_note = (f"{share:.0%} of its {len(grams)} {n}-word sequences were said in the model's {said_before}"
+                        if grams and seen else "no earlier model speech to compare with")
+        asked = _content(ut.tokens)
+        repeat = bool(asked) and asked <= _REPAIR_ASK and bool(asked & _REPEAT_LEMMAS) and not asked & _CONFUSED_LEMMAS
+        confused = bool(asked) and asked <= _REPAIR_ASK and not repeat
+        if repeat and resumed:
+            return True, True, (f"the user asks to hear it again ({_quote(ut.tokens)}) and the model says it again "
+                                f"({resumed_note})")
+        if resumed and not asked and not any(_norm(t) in _STOP_ASK for t in ut.tokens):
+            return True, False, (f"the user's interruption {_quote(ut.tokens)} has no content word and may ask to "
+                                 f"hear it again, so resuming cannot be judged ({resumed_note})")
+        if resumed:
+            return False, True, (f"the response resumes the pre-interruption speech: {resumed_note} "
                                  f"(at least {th.resume_overlap:.0%} is resuming)")
-        resumed_note = (f"{share:.0%} of its {n}-word sequences repeat the model's {said_before}" if grams and seen
-                        else "no earlier model speech to resume")
         evidence = resp
         utts = _utterances(resp, th.utterance_gap_s)
         first = [w.text for w in utts[0].words]
@@ -958,13 +1001,16 @@ class RulesJudge(Judge):
             evidence = [w for u in utts[1:] for w in u.words]
             finished = (f"its first utterance {_quote(first)} carries on the sentence cut at "
                         f"\"{before[-1].text}\", so only what follows it counts; ")
-        asked = _content(ut.tokens)
         if not asked:
             return True, False, (f"the user's interruption {_quote(ut.tokens)} has no content word to take up, so "
-                                 f"whether the reply adapts cannot be decided ({resumed_note})")
+                                 f"whether the reply adapts cannot be decided; it is not resumed ({resumed_note})")
         shared = _content([w.text for w in evidence]) & asked
         if shared:
             return True, True, (f"{finished}the response takes up {_listing(shared, said=ut.tokens)} from the user's interruption "
                                 f"and is not resumed ({resumed_note})")
+        if repeat or confused:
+            what = "to hear it again" if repeat else "for a re-explanation"
+            return True, False, (f"the user's interruption {_quote(ut.tokens)} asks {what}, which word overlap cannot "
+                                 f"judge; the reply is not resumed ({resumed_note})")
         return False, True, (f"{finished}the response shares no content word with the user's interruption "
                              f"({_listing(asked, said=ut.tokens)}): it does not name or reflect what the user said ({resumed_note})")

@@ -21,6 +21,10 @@ BargeInHandling = Literal["hold", "yield"]
 BargeInSubtype = Literal["interrupt", "backchannel"]
 WordSource = Literal["tts", "model_text", "asr"]
 
+# A take-turn waits at most this long for the model to go quiet (Instruct-FD A.7: 60 s), counted
+# from the end of the previous user turn; the default of every generated case.
+DEFAULT_TURN_TIMEOUT_S = 60.0
+
 
 @dataclass(frozen=True)
 class WordTiming:
@@ -43,7 +47,7 @@ class Turn:
     text: str
     words: tuple[WordTiming, ...]
     duration_s: Seconds
-    timeout_s: Seconds = 60.0
+    timeout_s: Seconds = DEFAULT_TURN_TIMEOUT_S
     barge_in_after_s: Seconds | None = None  # barge-in only: delay after model speech onset
     barge_in_handling: BargeInHandling | None = None  # barge-in only
     subtype: BargeInSubtype | None = None  # barge-in only

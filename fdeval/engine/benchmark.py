@@ -27,6 +27,9 @@ class Benchmark(abc.ABC):
     name: str
     version: str
     cases_dir: Path | None = None  # a user's own case folder (else the generated data folder)
+    # True when `generate` speaks its cases with the run's `tts`: the data folder then carries the
+    # synthesizer's settings too, so data spoken by another voice or backend is never reused.
+    data_uses_tts: bool = False
 
     @abc.abstractmethod
     def data_id(self, seed: int) -> str:

@@ -173,9 +173,15 @@ def readable_tag(overrides: list[str], untagged_keys: Iterable[str], untagged_pr
     return (tag[:TAG_MAX_CHARS].rstrip("._,=") or "run")
 
 
-def data_dir(out_root: Path, benchmark: Any, seed: int) -> Path:
-    """Where a benchmark's generated data lives: shared by every run under `out_root`."""
-    return Path(out_root) / benchmark.name / "_data" / benchmark.data_id(seed)
+def data_dir(out_root: Path, benchmark: Any, seed: int, tts: Any = None) -> Path:
+    """Where a benchmark's generated data lives: shared by every run under `out_root`.
+
+    `tts` is the run's resolved `tts` config (a plain mapping); it names the folder too for a
+    benchmark whose data it speaks (`Benchmark.data_uses_tts`)."""
+    name = benchmark.data_id(seed)
+    if getattr(benchmark, "data_uses_tts", False) and benchmark.cases_dir is None:
+        name = f"{name}-tts{identity_hash(_numbers(dict(tts or {})))[:8]}"
+    return Path(out_root) / benchmark.name / "_data" / name
 
 
 def check_resume(value: Any) -> str:

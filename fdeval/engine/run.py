@@ -261,7 +261,8 @@ class Run:
 
     @cached_property
     def data_dir(self) -> Path:
-        return data_dir(self.out_root, self.benchmark, self.seed)
+        tts = OmegaConf.to_container(self.cfg.tts, resolve=True) if "tts" in self.cfg else None
+        return data_dir(self.out_root, self.benchmark, self.seed, tts)
 
     @cached_property
     def case_root(self) -> Path:

@@ -38,7 +38,7 @@ from fdeval.engine.benchmark import Benchmark
 from fdeval.engine.steps import Metric, Step
 from fdeval.orchestrator.turns import DEFAULT_BARGE_IN_AFTER_S
 from fdeval.errors import ConfigError
-from fdeval.types import TestCase
+from fdeval.types import DEFAULT_TURN_TIMEOUT_S, TestCase
 
 log = logging.getLogger("fdeval")
 
@@ -57,8 +57,9 @@ def _plain(obj: Any) -> Any:
 
 class InstructFD(Benchmark):
     name = "instructfd"
+    data_uses_tts = True
 
-    def __init__(self, name: str = "instructfd", size: str = "small", timeout_s: float = 20.0,
+    def __init__(self, name: str = "instructfd", size: str = "small", timeout_s: float = DEFAULT_TURN_TIMEOUT_S,
                  barge_in_after_s: float = DEFAULT_BARGE_IN_AFTER_S, cases_dir: str | None = None, cases: list[str] | None = None,
                  conversations_per_scenario: int | None = None, persona_file: str | None = None,
                  text_backend: str = "offline", llm: Mapping[str, Any] | None = None, pool_factor: float = 1.25,

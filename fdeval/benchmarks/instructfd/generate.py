@@ -27,15 +27,16 @@ changes to structure or semantics (new fields, different turn/trigger rules).
 from __future__ import annotations
 
 import dataclasses
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Protocol, Sequence
 
 import numpy as np
 from tqdm import tqdm
 
 from fdeval.audio.io import write_wav
-from fdeval.audio.tts import EspeakTTS
+from fdeval.audio.tts import Synthesis
 from fdeval.benchmarks.instructfd.builtin import BUILTIN_CONVERSATIONS, Conversation, Line, validate_conversation
 from fdeval.benchmarks.instructfd.instructions import render_instruction
 from fdeval.benchmarks.instructfd.markers import CUT_IN_KINDS, ParsedText, Pause, Speech, parse_markers
@@ -43,11 +44,28 @@ from fdeval.benchmarks.instructfd.records import NO_POLICY, InstructFDCase, Refe
 from fdeval.cases.schema import load_case, write_case
 from fdeval.orchestrator.turns import DEFAULT_BARGE_IN_AFTER_S
 from fdeval.errors import CaseError
-from fdeval.types import TestCase, Turn, WordTiming
+from fdeval.types import DEFAULT_TURN_TIMEOUT_S, TestCase, Turn, WordTiming
 
 BENCHMARK = "instructfd"
-BENCHMARK_VERSION = "1.1"  # 1.1: espeak-ng noise seed pinned (audio no longer varies with the clock)
+# 1.1: espeak-ng noise seed pinned (audio no longer varies with the clock). 2.0: a voice per persona
+# recorded in each case, 60 s turn timeouts (A.7), trigger placement and generator rewrites (issue 12).
+BENCHMARK_VERSION = "2.0"
 _ROUND = 4  # decimals kept for times written to case files (0.1 ms)
+
+
+class Speaker(Protocol):
+    """What the generator needs of a synthesizer (`fdeval.audio.tts.EspeakTTS`, `fdeval.audio.piper.PiperTTS`)."""
+
+    sample_rate: int
+    voices: tuple[str, ...]
+
+    def with_voice(self, voice: str) -> "Speaker": ...
+
+    def voice_sex(self, voice: str) -> str | None: ...
+
+    def identity(self) -> dict[str, Any]: ...
+
+    def synthesize(self, text: str) -> Synthesis: ...
 
 
 @dataclass(frozen=True)
@@ -144,7 +162,7 @@ class TurnAudio:
         return self.samples.shape[0] / self.sample_rate
 
 
-def synthesize_turn(parsed: ParsedText, tts: EspeakTTS) -> TurnAudio:
+def synthesize_turn(parsed: ParsedText, tts: Speaker) -> TurnAudio:
     """Synthesize a turn's speech segments one by one and join them with its pauses."""
     speech = [s for s in parsed.segments if isinstance(s, Speech)]
     if not speech:
@@ -175,6 +193,30 @@ def synthesize_turn(parsed: ParsedText, tts: EspeakTTS) -> TurnAudio:
         chunks.append(chunk)
         n += chunk.shape[0]
     return TurnAudio(np.concatenate(chunks), sr, tuple(words), tuple(starts))
+
+
+# ------------------------------------------------------------------------------------------------
+# Voices
+
+_SEX_OF_PRONOUN = {"she": "female", "he": "male"}
+
+
+def pick_voice(tts: Speaker, speaker_key: str, seed: int, pronoun: str | None = None) -> str:
+    """The voice a speaker (a persona) gets from `tts.voices`: seeded by the speaker, so one persona
+    keeps one voice across its conversations; a voice of the persona's sex when the synthesizer
+    knows voices' sexes and has one, else any of its voices."""
+    voices = list(tts.voices)
+    if not voices:
+        raise ValueError(f"{type(tts).__name__} offers no voices")
+    sex = _SEX_OF_PRONOUN.get(pronoun or "")
+    same = [v for v in voices if sex is not None and tts.voice_sex(v) == sex]
+    choices = same or voices
+    return choices[zlib.crc32(f"fdeval-voice:{seed}:{speaker_key}".encode()) % len(choices)]
+
+
+def voice_record(tts: Speaker, voice: str) -> dict:
+    """What a case records about the voice that spoke it (everything that changes the samples)."""
+    return {"voice": voice, **tts.with_voice(voice).identity()}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -222,7 +264,7 @@ def _build_triggers(plan: TurnPlan, audio: TurnAudio | None) -> tuple[Trigger, .
 
 
 def build_cases(plan: ConversationPlan, audio: Sequence[TurnAudio] | None, seed: int, timeout_s: float,
-                barge_in_after_s: float) -> list[TestCase]:
+                barge_in_after_s: float, voice: dict | None = None) -> list[TestCase]:
     """The conversation's instructed cases and its baseline (timings empty when `audio` is None)."""
     conv = plan.conversation
     cid = conv.conversation_id
@@ -242,6 +284,7 @@ def build_cases(plan: ConversationPlan, audio: Sequence[TurnAudio] | None, seed:
             judge_policies=(policy,) if instructed else tuple(conv.policies),
             judge_instructions={policy: texts[policy]} if instructed else dict(texts),
             triggers=triggers,
+            voice=voice,
         )
         cases.append(TestCase(case_id=case_id, conversation_id=cid, benchmark=BENCHMARK, scenario=conv.scenario,
                               system_instruction=texts[policy] if instructed else None, turns=turns, seed=seed,
@@ -273,24 +316,28 @@ def _load_fresh(out_dir: Path, expected: list[TestCase]) -> list[TestCase] | Non
     return loaded
 
 
-def generate_conversation(conv: Conversation, out_dir: Path, tts: EspeakTTS, seed: int = 0, timeout_s: float = 20.0,
+def generate_conversation(conv: Conversation, out_dir: Path, tts: Speaker, seed: int = 0, timeout_s: float = DEFAULT_TURN_TIMEOUT_S,
                           barge_in_after_s: float = DEFAULT_BARGE_IN_AFTER_S) -> list[TestCase]:
     """Generate (or reuse, when fresh) one conversation's audio and case files."""
     out_dir = Path(out_dir)
     plan = plan_conversation(conv, seed)
-    fresh = _load_fresh(out_dir, build_cases(plan, None, seed, timeout_s, barge_in_after_s))
+    # The built-in personas are one line of text with the speaker's first name first; their sex is not given.
+    voice = pick_voice(tts, plan.persona.split()[0].strip(",."), seed)
+    record = voice_record(tts, voice)
+    fresh = _load_fresh(out_dir, build_cases(plan, None, seed, timeout_s, barge_in_after_s, record))
     if fresh is not None:
         return fresh
-    audio = [synthesize_turn(tp.parsed, tts) for tp in plan.turns]
+    speaker = tts.with_voice(voice)
+    audio = [synthesize_turn(tp.parsed, speaker) for tp in plan.turns]
     for tp, ta in zip(plan.turns, audio):
         write_wav(out_dir / _audio_rel(conv.conversation_id, tp.label), ta.samples, ta.sample_rate)
-    cases = build_cases(plan, audio, seed, timeout_s, barge_in_after_s)
+    cases = build_cases(plan, audio, seed, timeout_s, barge_in_after_s, record)
     for case in cases:
         write_case(case, out_dir / "cases" / f"{case.case_id}.json")
     return cases
 
 
-def generate_builtin(out_dir: Path, tts: EspeakTTS, seed: int = 0, timeout_s: float = 20.0,
+def generate_builtin(out_dir: Path, tts: Speaker, seed: int = 0, timeout_s: float = DEFAULT_TURN_TIMEOUT_S,
                      barge_in_after_s: float = DEFAULT_BARGE_IN_AFTER_S, show_progress: bool = False,
                      conversations: Sequence[Conversation] | None = None) -> list[TestCase]:
     """Write the built-in set (or `conversations`) under `out_dir`; return its cases sorted by id."""

@@ -46,7 +46,7 @@ import numpy as np
 from tqdm import tqdm
 
 from fdeval.audio.io import write_wav
-from fdeval.audio.tts import EspeakTTS, EspeakUnavailableError
+from fdeval.audio.tts import EspeakUnavailableError
 from fdeval.benchmarks.instructfd.builtin import (
     Conversation,
     Line,
@@ -56,11 +56,14 @@ from fdeval.benchmarks.instructfd.generate import (
     BENCHMARK,
     BENCHMARK_VERSION,
     ConversationPlan,
+    Speaker,
     _audio_rel,
     _load_fresh,
     build_cases,
+    pick_voice,
     plan_conversation,
     synthesize_turn,
+    voice_record,
 )
 from fdeval.benchmarks.instructfd.instructions import SCENARIOS
 from fdeval.benchmarks.instructfd.markers import MarkerError, Speech, parse_markers
@@ -77,13 +80,13 @@ from fdeval.cases.schema import case_from_dict, case_to_dict, write_case
 from fdeval.orchestrator.turns import DEFAULT_BARGE_IN_AFTER_S
 from fdeval.errors import CaseError, FdevalError
 from fdeval.files import write_json_atomic
-from fdeval.types import TestCase
+from fdeval.types import DEFAULT_TURN_TIMEOUT_S, TestCase
 
 log = logging.getLogger("fdeval")
 
 # Bump when the pipeline changes what is written for the same inputs (layout, sampling, timing
 # rules). The backends carry their own versions (in the data folder name via `identity()`).
-GENERATION_VERSION = "1.0"
+GENERATION_VERSION = "2.0"  # 2.0: (voice, text) synthesis pool, voice per persona
 DATA_VERSION = f"{BENCHMARK_VERSION}+gen{GENERATION_VERSION}"
 REPORT_NAME = "generation_report.json"
 SILENT_PEAK = 0.01  # a synthesized piece quieter than this everywhere counts as missing audio
@@ -170,7 +173,7 @@ class OfflineTextBackend:
 class GenerationConfig:
     per_scenario: int
     seed: int = 0
-    timeout_s: float = 20.0
+    timeout_s: float = DEFAULT_TURN_TIMEOUT_S
     barge_in_after_s: float = DEFAULT_BARGE_IN_AFTER_S
     pool_factor: float = 1.25
     workers: int = 2
@@ -316,10 +319,10 @@ def plan_dataset(cfg: GenerationConfig, backend: TextBackend, personas: Sequence
 
 
 def _expected_cases(draft: Draft, cfg: GenerationConfig, plan: ConversationPlan | None = None,
-                    audio=None) -> list[TestCase]:
+                    audio=None, voice: dict | None = None) -> list[TestCase]:
     plan = plan or plan_conversation(draft.conversation(), cfg.seed)
     return [dataclasses.replace(c, version=DATA_VERSION)
-            for c in build_cases(plan, audio, cfg.seed, cfg.timeout_s, cfg.barge_in_after_s)]
+            for c in build_cases(plan, audio, cfg.seed, cfg.timeout_s, cfg.barge_in_after_s, voice)]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -327,32 +330,35 @@ def _expected_cases(draft: Draft, cfg: GenerationConfig, plan: ConversationPlan 
 
 
 class _SynthPool:
-    """Synthesizes distinct texts on a few threads (each call is its own espeak-ng process).
+    """Synthesizes distinct (voice, text) pairs on a few threads.
 
-    Every text is synthesized once per run: `expect` announces the uses a conversation will make
-    of its texts, `want` starts the syntheses not yet started, and `release` drops a result once
+    Every pair is synthesized once per run: `expect` announces the uses a conversation will make
+    of its pairs, `want` starts the syntheses not yet started, and `release` drops a result once
     its last expected use is done (so memory holds only what conversations in flight need)."""
 
-    def __init__(self, tts: EspeakTTS, workers: int):
+    def __init__(self, tts: Speaker, workers: int):
         self.tts = tts
+        self.speakers: dict[str, Speaker] = {}
         self.ex = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fdeval-tts")
-        self.futures: dict[str, Future] = {}
-        self.refs: Counter[str] = Counter()
+        self.futures: dict[tuple[str, str], Future] = {}
+        self.refs: Counter[tuple[str, str]] = Counter()
         self.calls = 0
 
-    def expect(self, texts: Iterable[str]) -> None:
+    def expect(self, texts: Iterable[tuple[str, str]]) -> None:
         self.refs.update(texts)
 
-    def want(self, texts: Iterable[str]) -> None:
-        for t in texts:
-            if t not in self.futures:
+    def want(self, texts: Iterable[tuple[str, str]]) -> None:
+        for voice, t in texts:
+            if (voice, t) not in self.futures:
+                if voice not in self.speakers:
+                    self.speakers[voice] = self.tts.with_voice(voice)
                 self.calls += 1
-                self.futures[t] = self.ex.submit(self.tts.synthesize, t)
+                self.futures[(voice, t)] = self.ex.submit(self.speakers[voice].synthesize, t)
 
-    def synthesize(self, text: str):  # the EspeakTTS interface, for synthesize_turn
-        return self.futures[text].result()
+    def voice(self, voice: str) -> "_Voice":
+        return _Voice(self, voice)
 
-    def release(self, texts: Iterable[str]) -> None:
+    def release(self, texts: Iterable[tuple[str, str]]) -> None:
         for t in texts:
             self.refs[t] -= 1
             if self.refs[t] <= 0:
@@ -365,21 +371,33 @@ class _SynthPool:
         self.ex.shutdown(wait=True, cancel_futures=True)
 
 
-def _speech_texts(plan: ConversationPlan) -> list[str]:
-    return [s.text for tp in plan.turns for s in tp.parsed.segments if isinstance(s, Speech)]
+@dataclass(frozen=True)
+class _Voice:
+    """One voice of the pool, with the synthesizer interface `synthesize_turn` uses."""
+
+    pool: _SynthPool
+    name: str
+
+    def synthesize(self, text: str):
+        return self.pool.futures[(self.name, text)].result()
+
+
+def _speech_texts(plan: ConversationPlan, voice: str) -> list[tuple[str, str]]:
+    return [(voice, s.text) for tp in plan.turns for s in tp.parsed.segments if isinstance(s, Speech)]
 
 
 @dataclass
 class _Job:
     draft: Draft
     plan: ConversationPlan
-    texts: list[str]
+    texts: list[tuple[str, str]]
+    voice: dict  # the case's voice record
 
 
-def _check_audio(plan: ConversationPlan, audio, pool: _SynthPool) -> str | None:
+def _check_audio(plan: ConversationPlan, audio, speaker: "_Voice") -> str | None:
     """Why the synthesized conversation is unusable (None when fine)."""
-    for text in set(_speech_texts(plan)):
-        syn = pool.synthesize(text)
+    for text in {t for _, t in _speech_texts(plan, speaker.name)}:
+        syn = speaker.synthesize(text)
         if syn.samples.size == 0 or float(np.max(np.abs(syn.samples))) < SILENT_PEAK:
             return f"tts_silent: {text!r}"
     for tp, ta in zip(plan.turns, audio):
@@ -394,9 +412,10 @@ def _check_audio(plan: ConversationPlan, audio, pool: _SynthPool) -> str | None:
 def _write_conversation(job: _Job, pool: _SynthPool, out_dir: Path, cfg: GenerationConfig) -> tuple[list[TestCase] | None, str]:
     """Synthesize and write one conversation: (cases, '') or (None, discard reason)."""
     cid = job.draft.conversation_id
+    speaker = pool.voice(job.voice["voice"])
     try:
-        audio = [synthesize_turn(tp.parsed, pool) for tp in job.plan.turns]  # type: ignore[arg-type]
-        problem = _check_audio(job.plan, audio, pool)
+        audio = [synthesize_turn(tp.parsed, speaker) for tp in job.plan.turns]  # type: ignore[arg-type]
+        problem = _check_audio(job.plan, audio, speaker)
     except EspeakUnavailableError:
         raise
     except RuntimeError as e:
@@ -405,7 +424,7 @@ def _write_conversation(job: _Job, pool: _SynthPool, out_dir: Path, cfg: Generat
         problem = f"tts: {e}"
     if problem:
         return None, problem
-    cases = _expected_cases(job.draft, cfg, job.plan, audio)
+    cases = _expected_cases(job.draft, cfg, job.plan, audio, job.voice)
     # Validate every case before writing anything, so a bad conversation leaves no files.
     try:
         for case in cases:
@@ -429,7 +448,7 @@ def _reason_key(problem: str) -> str:
     return problem.split(":", 1)[0]
 
 
-def generate_dataset(out_dir: Path, tts: EspeakTTS, cfg: GenerationConfig, backend: TextBackend,
+def generate_dataset(out_dir: Path, tts: Speaker, cfg: GenerationConfig, backend: TextBackend,
                      personas: Sequence[Persona], show_progress: bool = False,
                      extra_report: dict | None = None) -> GenerationResult:
     """Plan, synthesize and write the dataset under `out_dir`; see the module docstring."""
@@ -449,11 +468,14 @@ def generate_dataset(out_dir: Path, tts: EspeakTTS, cfg: GenerationConfig, backe
         bar = tqdm(total=len(queue), desc="instructfd: generate", unit="conversation", leave=False)
 
     plans: dict[str, ConversationPlan] = {}
+    voices: dict[str, dict] = {}
 
     def expect(draft: Draft) -> None:
         plan = plan_conversation(draft.conversation(), cfg.seed)
         plans[draft.conversation_id] = plan
-        pool.expect(_speech_texts(plan))
+        name = pick_voice(tts, draft.persona.pid, cfg.seed, draft.persona.pronoun)
+        voices[draft.conversation_id] = voice_record(tts, name)
+        pool.expect(_speech_texts(plan, name))
 
     for d in queue:
         expect(d)
@@ -487,9 +509,9 @@ def generate_dataset(out_dir: Path, tts: EspeakTTS, cfg: GenerationConfig, backe
         while queue or window:
             if queue:
                 draft = queue.popleft()
-                plan = plans[draft.conversation_id]
-                texts = _speech_texts(plan)
-                fresh = _load_fresh(out_dir, _expected_cases(draft, cfg, plan))
+                plan, voice = plans[draft.conversation_id], voices[draft.conversation_id]
+                texts = _speech_texts(plan, voice["voice"])
+                fresh = _load_fresh(out_dir, _expected_cases(draft, cfg, plan, voice=voice))
                 if fresh is not None:
                     accepted[draft.scenario].append((draft, fresh))
                     reused += 1
@@ -498,7 +520,7 @@ def generate_dataset(out_dir: Path, tts: EspeakTTS, cfg: GenerationConfig, backe
                         bar.update(1)
                     continue
                 pool.want(texts)
-                window.append(_Job(draft, plan, texts))
+                window.append(_Job(draft, plan, texts, voice))
                 if len(window) <= _WINDOW and queue:
                     continue
             if window:
@@ -602,6 +624,10 @@ def _report(cfg: GenerationConfig, dplan: DatasetPlan, accepted, tts_discards, c
     groups: Counter[str] = Counter()
     for name, items in accepted.items():
         groups[SCENARIOS[name].policies[0]] += len(items)
+    voices: Counter[str] = Counter(cases[0].data.voice["voice"] for items in accepted.values()
+                                   for _, cases in items if cases[0].data.voice)
+    tts_ids = {json.dumps({k: v for k, v in cases[0].data.voice.items() if k != "voice"}, sort_keys=True)
+               for items in accepted.values() for _, cases in items if cases[0].data.voice}
     return {
         "benchmark": BENCHMARK, "version": DATA_VERSION, "generation_version": GENERATION_VERSION,
         "seed": cfg.seed, "backend": dplan.backend, "conversations_per_scenario": cfg.per_scenario,
@@ -616,7 +642,9 @@ def _report(cfg: GenerationConfig, dplan: DatasetPlan, accepted, tts_discards, c
             "expected": expected_counts(cfg.per_scenario, list(accepted)),
         },
         "discards": {"total": sum(discards.values()), "by_reason": dict(discards)},
-        "audio": {"user_audio_seconds": round(audio_s, 2), "distinct_syntheses_this_run": calls},
+        "audio": {"user_audio_seconds": round(audio_s, 2), "distinct_syntheses_this_run": calls,
+                  "distinct_voices": len(voices), "conversations_by_voice": dict(sorted(voices.items())),
+                  "synthesizers": [json.loads(t) for t in sorted(tts_ids)]},
         "variety": variety(all_drafts),
         "run": {"wall_s": round(wall_s, 2), "conversations_written": written, "conversations_reused": reused,
                 "stray_case_files_removed": removed},

@@ -70,9 +70,12 @@ class InstructFDCase:
     judge_instructions: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
     # The triggers of each turn, by turn index (a turn past the end has none).
     triggers: tuple[tuple[Trigger, ...], ...] = ()
+    # The synthesizer and voice that spoke the user turns ({"voice": ..., **tts identity}); None
+    # for cases that do not say (a user's own case files). Compared: new voice, new audio.
+    voice: dict[str, Any] | None = field(default=None, hash=False)
 
     case_keys: ClassVar[Mapping[str, bool]] = {"policy_name": True, "judge_policies": True,
-                                               "judge_instructions": False, "reference": True}
+                                               "judge_instructions": False, "reference": True, "voice": False}
     turn_keys: ClassVar[Mapping[str, bool]] = {"triggers": False}
 
     def turn_triggers(self, index: int) -> tuple[Trigger, ...]:
@@ -80,12 +83,15 @@ class InstructFDCase:
 
     # -- the case file form (fdeval.cases.schema.CaseRecord) -----------------------------------
     def case_fields(self) -> dict[str, Any]:
-        return {
+        out = {
             "policy_name": self.policy_name,
             "judge_policies": list(self.judge_policies),
             "judge_instructions": dict(self.judge_instructions),
             "reference": [{"speaker": r.speaker, "text": r.text, "tag": r.tag} for r in self.reference],
         }
+        if self.voice is not None:
+            out["voice"] = dict(self.voice)
+        return out
 
     def turn_fields(self, index: int) -> dict[str, Any]:
         return {"triggers": [{"kind": t.kind, "at_s": float(t.at_s), "word_index": int(t.word_index), "phrase": t.phrase}
@@ -127,7 +133,11 @@ class InstructFDCase:
             text = _str(ctx, item["text"], f"{f}.text")
             tag = _enum(ctx, item.get("tag", ""), f"{f}.tag", REFERENCE_TAGS)
             reference.append(ReferenceLine(speaker, text, tag))  # type: ignore[arg-type]
-        return cls(policy, tuple(reference), judge_policies, judge_instructions, triggers)  # type: ignore[arg-type]
+        voice = d.get("voice")
+        if voice is not None:
+            if not isinstance(voice, dict) or not isinstance(voice.get("voice"), str) or not voice["voice"]:
+                raise ctx.fail("voice", f"expected an object with a non-empty string 'voice', got {_kind(voice)}")
+        return cls(policy, tuple(reference), judge_policies, judge_instructions, triggers, voice)  # type: ignore[arg-type]
 
 
 def _triggers(ctx: _Ctx, value: Any, turn: Turn) -> tuple[Trigger, ...]:

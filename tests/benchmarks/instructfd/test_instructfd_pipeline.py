@@ -11,6 +11,7 @@ import pytest
 
 from fdeval.audio.io import read_wav
 from fdeval.benchmarks.instructfd.benchmark import InstructFD
+from fdeval.engine.identity import data_dir
 from fdeval.benchmarks.instructfd.instructions import SCENARIOS
 from fdeval.benchmarks.instructfd.personas import load_personas
 from fdeval.benchmarks.instructfd.pipeline import (
@@ -81,8 +82,24 @@ def test_markers_become_exact_triggers_and_barge_ins(generated) -> None:
         if "listen" in spec_cut:  # under listen, the reference keeps no model cut-in
             ref = reference_for_policy(case.data.reference, "listen")
             assert not any(r.speaker == "model" and r.tag in ("backchannel", "interrupt") for r in ref)
-    assert kinds == {"trigger:backchannel": 5, "trigger:interrupt": 5, "barge-in:backchannel": 5,
-                     "barge-in:interrupt": 10}
+    # one conversation per scenario: 5 interrupt triggers, a backchannel trigger in each of the 5
+    # backchannel scenarios, Clause Boundary Tracking one at each of its >= 3 boundaries
+    assert kinds.pop("trigger:backchannel") >= 5 + 2
+    assert kinds == {"trigger:interrupt": 5, "barge-in:backchannel": 5, "barge-in:interrupt": 10}
+
+
+def test_a_voice_per_persona_recorded_in_every_case(generated) -> None:
+    _, data_dir, cases = generated
+    by_conv: dict[str, set[str]] = {}
+    for case in cases:
+        v = case.data.voice
+        assert v is not None and v["backend"] == "espeak" and v["rate_wpm"] == 165
+        by_conv.setdefault(case.conversation_id, set()).add(json.dumps(v, sort_keys=True))
+    assert all(len(vs) == 1 for vs in by_conv.values())  # the cases of a conversation share its audio
+    used = {json.loads(next(iter(vs)))["voice"] for vs in by_conv.values()}
+    assert len(used) >= 4
+    r = json.loads((data_dir / REPORT_NAME).read_text())
+    assert r["audio"]["distinct_voices"] == len(used) and sum(r["audio"]["conversations_by_voice"].values()) == 29
 
 
 def test_report_and_scripts(generated) -> None:
@@ -129,6 +146,12 @@ class FailingTTS:
     def __init__(self, tts, bad: str | None):
         self.tts, self.bad = tts, bad
 
+    def __getattr__(self, name: str):  # voices, identity, sample_rate: the real synthesizer's
+        return getattr(self.tts, name)
+
+    def with_voice(self, voice: str) -> "FailingTTS":
+        return FailingTTS(self.tts.with_voice(voice), self.bad)
+
     def synthesize(self, text: str):
         if self.bad is None or self.bad in text:
             raise RuntimeError("synthesis failed (test)")
@@ -152,7 +175,7 @@ def test_a_failed_synthesis_is_replaced_from_the_reserves(espeak, tmp_path: Path
 
 def test_config_checks_and_data_ids() -> None:
     small = InstructFD()
-    assert small.data_id(0) == "small-v1.1-seed0-t20-b3"  # unchanged: the built-in set keeps its folder
+    assert small.data_id(0) == "small-v2.0-seed0-t60-b3"  # version, A.7's 60 s timeout, 3 s barge-in delay
     full = InstructFD(size="full")
     assert full.per_scenario == 24 and full.version == DATA_VERSION
     assert full.data_id(0).startswith("full-g") and "-offline-seed0-" in full.data_id(0)
@@ -173,3 +196,13 @@ def test_config_checks_and_data_ids() -> None:
                          "benchmark.text_backend")]:
         with pytest.raises(ConfigError, match=f"^{key}"):
             InstructFD(**kwargs)
+
+
+def test_data_spoken_by_another_voice_or_backend_lives_in_another_folder(tmp_path: Path) -> None:
+    espeak = {"_target_": "fdeval.audio.tts.EspeakTTS", "voice": "en-us+m3", "rate_wpm": 165, "sample_rate": 16000}
+    bench = InstructFD()
+    a = data_dir(tmp_path, bench, 0, espeak)
+    assert a == data_dir(tmp_path, bench, 0, {**espeak, "rate_wpm": 165.0})  # 165 and 165.0 are one setting
+    assert a != data_dir(tmp_path, bench, 0, {**espeak, "voices": ["en-us+f2"]})
+    assert a != data_dir(tmp_path, bench, 0, {"_target_": "fdeval.audio.piper.PiperTTS", "sample_rate": 16000})
+    assert a.name.startswith(bench.data_id(0) + "-tts")

@@ -63,19 +63,18 @@ PLANS: tuple[Plan, ...] = (
           "I'm planting marigolds between the rows to keep the bugs off", "and the herbs go in pots by the "
           "kitchen door"), "That layout makes good use of the sun, and herbs by the door are handy for cooking."),
     Plan("ten_k", "my training plan for a ten k",
-         ("I run three days a week", "one of those runs is a slow, long one",
+         ("I run three days a week", "one of those runs is a slow long one",
           "I add about ten percent more distance each week", "and every fourth week I ease off to recover"),
          "That's a sensible build, and the easy week every month helps you avoid injuries."),
     Plan("guitar", "my guitar practice routine",
-         ("I warm up with chord changes for fifteen minutes", "then I play one song all the way through, "
-          "mistakes and all", "once a week I record myself", "and every Sunday I learn one new chord"),
+         ("I warm up with chord changes for fifteen minutes", "then I play one song all the way through with all the mistakes", "once a week I record myself", "and every Sunday I learn one new chord"),
          "Recording yourself is a great habit; you'll hear progress you wouldn't notice otherwise."),
     Plan("trip_savings", "my savings plan for our trip",
          ("I opened a separate savings account", "a fifth of every paycheck goes straight into it",
           "I cancelled two streaming services", "and any birthday money goes in there too"),
          "Automating it into a separate account is the most reliable way to actually save."),
     Plan("garage", "my plan for clearing out the garage",
-         ("everything comes out onto the driveway", "I sort it into keep, donate and toss",
+         ("everything comes out onto the driveway", "I sort it all into piles to keep and donate and toss",
           "shelves go up along the back wall", "and the bikes hang from hooks on the ceiling"),
          "Emptying it completely first is the right call; you'll see exactly what you have."),
     Plan("new_hire", "my onboarding plan for the new hire",
@@ -87,7 +86,7 @@ PLANS: tuple[Plan, ...] = (
           "pizza and cake come out at four", "and the parents pick everyone up by five"),
          "Three hours with a clear schedule is about right for that age."),
     Plan("dog_training", "my dog training routine",
-         ("I keep each session to about five minutes", "I only give a treat when he really sits, not half sits",
+         ("I keep each session to about five minutes", "I only give a treat when he sits all the way down",
           "we practice right before meals when he's hungry", "and I always end on something he already knows"),
          "Short sessions that end on a win are exactly how dogs learn best."),
     Plan("cleaning", "my new cleaning schedule",
@@ -104,7 +103,7 @@ PLANS: tuple[Plan, ...] = (
          "Having a few episodes banked before launch takes a lot of pressure off."),
     Plan("sleep", "my plan to fix my sleep",
          ("no screens after ten", "I read a paper book in bed instead", "the lights go off at ten thirty",
-          "and I get up at the same time, even on weekends"),
+          "and I get up at the same time even on weekends"),
          "A fixed wake-up time is probably the most powerful part of that plan."),
     Plan("coffee", "my plan for cutting back on coffee",
          ("this week I went from four cups a day to three", "next week I drop to two",
@@ -144,18 +143,17 @@ PLANS: tuple[Plan, ...] = (
          "Getting the full match first and checking rarely is a calm, solid approach."),
     Plan("bike_lessons", "my plan for teaching my son to ride a bike",
          ("we took the pedals off so he can just push and glide", "once he can coast for a while the pedals go back on",
-          "I hold the back of the seat, not the handlebars", "and we practice on the grass so falling doesn't hurt"),
+          "I hold the back of the seat instead of the handlebars", "and we practice on the grass so falling doesn't hurt"),
          "Starting with gliding is a great way to build balance before pedaling."),
     Plan("wardrobe", "my trick for clearing out my closet",
-         ("I turned all the hangers backwards", "when I wear something, the hanger gets flipped around",
-          "after six months, anything still backwards gets donated", "and for every new thing I buy, one old "
-          "thing goes"), "The hanger trick is great because it shows you what you actually wear."),
+         ("I turned all the hangers backwards", "the hanger gets flipped around when I wear something",
+          "anything still backwards after six months gets donated", "and one old thing goes for every new thing I buy"), "The hanger trick is great because it shows you what you actually wear."),
     Plan("novel", "my plan for finishing my novel",
          ("I write five hundred words every morning before work", "I don't edit anything until the draft "
           "is done", "I keep a notebook for ideas that come up during the day", "and I'm aiming to finish the "
           "draft by December"), "Not editing until the draft is done is the hardest rule and the most useful one."),
     Plan("swimming", "my plan for getting back into swimming",
-         ("I go to the pool at lunch on Mondays, Wednesdays and Fridays", "I start with four easy laps",
+         ("I go to the pool at lunch three days a week", "I start with four easy laps",
           "then I do drills with a kickboard", "and I finish with a few slow laps of backstroke"),
          "That's a nice balanced session, with a warm up, some technique work and a cool down."),
 )
@@ -211,7 +209,7 @@ DECISIONS: tuple[Decision, ...] = (
              "we cook every single day", "the shower has been leaking", "eating takeout for a month",
              "the contractor can start in the spring"),
     Decision("sell_house", "what to do with the old house", "sell the house", "rent it out",
-             "we'd have cash for the new place", "it would pay us something every month", "dealing with tenants",
+             "the sale would give us cash for the new place", "it would pay us something every month", "dealing with tenants",
              "prices stay where they are"),
     Decision("gym", "how to get back in shape", "join the gym down the street", "just work out at home",
              "I need people around me to stay motivated", "it's free", "the monthly fee",
@@ -225,7 +223,7 @@ DECISIONS: tuple[Decision, ...] = (
     Decision("four_days", "cutting back at work", "cut back to four days a week", "keep working full time",
              "I'm exhausted by Thursday", "we need the money", "a fifth of my paycheck", "my manager agrees to it"),
     Decision("lawn_garden", "replacing the lawn with a vegetable garden", "turn the lawn into a vegetable garden",
-             "keep the grass for the kids", "we'd grow our own food", "they play out there every day",
+             "keep the grass for the kids", "we could grow our own food", "they play out there every day",
              "all the weeding", "I keep a small patch of grass"),
     Decision("vacation", "how to spend a week off", "go visit my sister in Oregon", "take a real vacation "
              "somewhere new", "I haven't seen her in two years", "I never go anywhere just for me",
@@ -240,7 +238,7 @@ DECISIONS: tuple[Decision, ...] = (
              "I've been dreaming about it for years", "it's so much less risky", "most of my savings",
              "I can find a cheap spot"),
     Decision("piano", "an after-school activity for a daughter", "sign my daughter up for piano",
-             "let her do soccer instead", "she loves making up songs", "all her friends play soccer",
+             "let her do soccer", "she loves making up songs", "all her friends play soccer",
              "buying a keyboard", "she still wants to in a month"),
     Decision("italian", "how to learn Italian", "take an evening class in Italian", "just use an app",
              "I'd actually have to show up", "I can do the app on the bus", "two evenings a week",
@@ -255,7 +253,7 @@ DECISIONS: tuple[Decision, ...] = (
              "let my brother host again", "it's my turn", "his house is so much bigger",
              "cooking for twenty people", "everyone brings a dish"),
     Decision("social_media", "quitting social media", "delete my social media accounts",
-             "just limit it to weekends", "I waste hours on it", "that's where my family posts photos",
+             "just limit it to weekends", "I waste hours on it", "my family posts all their photos there",
              "missing out on news from friends", "I can still message people"),
     Decision("marathon", "signing up for a marathon", "sign up for the marathon in the fall",
              "do a half marathon first", "I've always wanted to run the full thing",
@@ -490,6 +488,7 @@ class Myth(NamedTuple):
     plan: str  # what they build on it
     correction: str  # model's quick cut-in
     reply: str  # model's full reply
+    after: str  # what they do next (after I'll)
 
 
 MYTHS: tuple[Myth, ...] = (
@@ -497,107 +496,133 @@ MYTHS: tuple[Myth, ...] = (
          "the Great Wall of China is the only thing people built that you can see from the moon",
          "I'm going to have them look for it in the moon photos",
          "actually, you can't see the Great Wall from the moon",
-         "From the moon, no buildings at all are visible to the naked eye. Even from low orbit the wall is very hard to spot, so it might work better as a myth-busting activity."),
+         "From the moon, no buildings at all are visible to the naked eye. Even from low orbit the wall is very hard to spot, so it might work better as a myth-busting activity.",
+         "hand out the worksheets about the moon landing"),
     Myth("ten_percent", "a memory course", "I'm thinking about signing up for an online memory course",
          "we only use ten percent of our brains", "this course says it can unlock the other ninety percent",
          "that's a myth, we actually use nearly all of our brain",
-         "Brain scans show activity across almost the whole brain over a day. A course can still help with memory techniques, but not by unlocking unused parts."),
+         "Brain scans show activity across almost the whole brain over a day. A course can still help with memory techniques, but not by unlocking unused parts.",
+         "sign up for the course before the discount ends"),
     Myth("goldfish", "setting up a fish tank", "I'm setting up a tank for my kid's new goldfish",
          "goldfish only have a three second memory", "it doesn't really matter if the tank is boring",
          "actually goldfish can remember things for months",
-         "Goldfish can learn feeding times and routines and remember them for months, so plants and hiding spots really do make their life better."),
+         "Goldfish can learn feeding times and routines and remember them for months, so plants and hiding spots really do make their life better.",
+         "just put in a little gravel and a plant"),
     Myth("bats", "a science presentation about bats", "my daughter is doing a school presentation on bats",
          "bats are completely blind", "her poster says they find everything just by sound",
          "bats aren't blind, they can actually see",
-         "All bats can see, and some see quite well. Many also use echolocation, so the poster could say they use both."),
+         "All bats can see, and some see quite well. Many also use echolocation, so the poster could say they use both.",
+         "help her glue the pictures onto the poster board"),
     Myth("coriolis", "a physics demo", "I'm planning a little physics demo for my nephew",
          "sinks drain the other way in the southern hemisphere because of the earth spinning",
          "I'm going to show him with our bathroom sink", "that effect is way too weak to steer a sink",
-         "The Coriolis effect matters for huge systems like hurricanes, but a sink drains whichever way its shape and the water's motion push it."),
+         "The Coriolis effect matters for huge systems like hurricanes, but a sink drains whichever way its shape and the water's motion push it.",
+         "fill up the bathtub and try it there too"),
     Myth("napoleon", "a history essay", "I'm helping my son with his history essay",
-         "Napoleon was famously really short, like five foot two", "so the essay argues he was overcompensating",
+         "Napoleon was famously really short, like five foot two", "the essay argues he was overcompensating",
          "actually, he was about average height for his time",
-         "The short image mostly came from a mix-up between French and English inches and from cartoons of the time. He was roughly average, so that argument won't hold up."),
+         "The short image mostly came from a mix-up between French and English inches and from cartoons of the time. He was roughly average, so that argument won't hold up.",
+         "help him write the conclusion this weekend"),
     Myth("einstein", "a motivational talk", "I'm writing a short motivational talk for my students",
-         "Einstein failed math when he was in school", "so I'm telling them grades don't predict anything",
+         "Einstein failed math when he was in school", "I'm telling them grades don't predict anything",
          "he didn't, Einstein was actually great at math",
-         "Einstein excelled at math from a young age. You could use a different example, like people who found their field late in life."),
+         "Einstein excelled at math from a young age. You could use a different example, like people who found their field late in life.",
+         "end the talk with a story about my own bad grades"),
     Myth("sydney", "a trip to Australia", "I'm planning a trip to Australia next spring",
-         "since Sydney is the capital", "I want to book a tour of the parliament building while I'm there",
+         "Sydney is the capital of Australia", "I want to book a tour of the parliament building while I'm there",
          "the capital is actually Canberra, not Sydney",
-         "Australia's parliament sits in Canberra, about three hours' drive from Sydney. It's an easy day trip if you still want the tour."),
+         "Australia's parliament sits in Canberra, about three hours' drive from Sydney. It's an easy day trip if you still want the tour.",
+         "spend the rest of the week at the beaches"),
     Myth("toronto", "a trip to Canada", "we're taking the kids to Canada this summer",
-         "and since Toronto is the capital of Canada", "I thought we'd see the parliament buildings there",
+         "Toronto is the capital of Canada", "I thought we'd see the parliament buildings there",
          "the capital of Canada is Ottawa",
-         "Parliament Hill is in Ottawa, which is a few hours from Toronto by train, so you could add a day there."),
+         "Parliament Hill is in Ottawa, which is a few hours from Toronto by train, so you could add a day there.",
+         "drive over to see Niagara Falls on the last day"),
     Myth("pacific", "a trivia night", "I'm writing questions for a trivia night at the library",
          "the Pacific is the smallest ocean on the planet", "that's going to be my trick question",
          "it's actually the biggest ocean",
-         "The Pacific is the largest and deepest ocean. The smallest is the Arctic, which would make a good trick question instead."),
+         "The Pacific is the largest and deepest ocean. The smallest is the Arctic, which would make a good trick question instead.",
+         "add a picture round about famous islands"),
     Myth("mars_year", "a science fair project", "my son's science fair project is about the planets",
          "a year on Mars is shorter than a year here", "he's going to say it's because Mars is smaller",
          "a Mars year is actually almost two of ours",
-         "Mars is farther from the sun, so it takes about six hundred eighty seven Earth days to go around once. Size doesn't decide the length of a year."),
+         "Mars is farther from the sun, so it takes about six hundred eighty seven Earth days to go around once. Size doesn't decide the length of a year.",
+         "help him make a model of the solar system"),
     Myth("sound_water", "a diving lesson", "I'm teaching a beginner scuba class on Saturday",
-         "sound travels slower underwater than in air", "so I'll tell them they'll hear boats late",
+         "sound travels slower underwater than in air", "I'll tell them they'll hear boats late",
          "no, sound travels about four times faster in water",
-         "Sound moves much faster through water, which is part of why it's hard to tell which direction a boat is coming from."),
+         "Sound moves much faster through water, which is part of why it's hard to tell which direction a boat is coming from.",
+         "go over the hand signals for the first dive"),
     Myth("diamonds", "a talk about gemstones", "I'm giving a little talk about gemstones at my rock club",
          "diamonds are just coal that got squeezed really hard", "I'm opening with a lump of coal as a prop",
          "most diamonds didn't come from coal",
-         "Diamonds form from carbon much deeper in the earth than coal ever is. The coal prop could work as a myth to bust at the start."),
+         "Diamonds form from carbon much deeper in the earth than coal ever is. The coal prop could work as a myth to bust at the start.",
+         "pass around a few rough crystals from my collection"),
     Myth("moon_light", "a kids' astronomy night", "I'm hosting an astronomy night for the kids in our building",
-         "the moon makes its own light", "so I'll explain a new moon as it switching off",
+         "the moon makes its own light", "I'll explain a new moon as it switching off",
          "the moon doesn't glow, it reflects sunlight",
-         "The moon only reflects light from the sun. At a new moon the lit side faces away from us, which you could show with a lamp and a ball."),
+         "The moon only reflects light from the sun. At a new moon the lit side faces away from us, which you could show with a lamp and a ball.",
+         "let the kids look through the telescope on the roof"),
     Myth("spiders", "a lesson about bugs", "I'm planning a bug unit for my second graders",
          "spiders are insects", "I'm putting them on the insect chart next to the ants",
          "spiders are actually arachnids, not insects",
-         "Spiders have eight legs and two body parts, while insects have six legs and three. That difference makes a great sorting activity."),
+         "Spiders have eight legs and two body parts, while insects have six legs and three. That difference makes a great sorting activity.",
+         "take the kids outside to look for bugs in the garden"),
     Myth("edison_phone", "a trivia quiz", "I'm writing a quiz for our family game night",
          "Thomas Edison invented the telephone", "that's going to be the answer to question one",
          "the telephone is usually credited to Alexander Graham Bell",
-         "Bell got the first telephone patent. Edison worked on other things like the phonograph, which could be a good question too."),
+         "Bell got the first telephone patent. Edison worked on other things like the phonograph, which could be a good question too.",
+         "write the questions for the sports round"),
     Myth("independence", "a history lesson", "I'm prepping a history lesson on the founding of the country",
          "the Declaration of Independence was signed in eighteen twelve", "I'm linking it to the war that year",
          "it was seventeen seventy six, not eighteen twelve",
-         "The Declaration was adopted in seventeen seventy six. The War of eighteen twelve came much later, so they'd need separate lessons."),
+         "The Declaration was adopted in seventeen seventy six. The War of eighteen twelve came much later, so they'd need separate lessons.",
+         "have the class read some letters from that time"),
     Myth("penguins", "an Arctic cruise", "my husband and I booked a cruise to the Arctic",
-         "and since penguins live at the North Pole", "I'm really hoping we see some",
+         "penguins live up at the North Pole", "I'm really hoping we see some",
          "penguins actually live in the southern hemisphere",
-         "Wild penguins live almost entirely south of the equator. In the Arctic you might see polar bears, walruses and puffins instead."),
+         "Wild penguins live almost entirely south of the equator. In the Arctic you might see polar bears, walruses and puffins instead.",
+         "pack our warmest coats and the good binoculars"),
     Myth("boiling", "cooking at altitude", "I just moved up to Denver and I'm cooking for friends",
-         "water boils at the same temperature everywhere", "so my pasta should cook in the usual time",
+         "water boils at the same temperature everywhere", "my pasta should cook in the usual time",
          "up there water boils at a lower temperature",
-         "At Denver's altitude water boils a few degrees cooler, so pasta usually needs a couple of extra minutes."),
+         "At Denver's altitude water boils a few degrees cooler, so pasta usually needs a couple of extra minutes.",
+         "make a big salad while the sauce simmers"),
     Myth("sahara", "a geography quiz", "I'm making a geography quiz for my book club",
          "the Sahara is the biggest desert in the world", "that's the first answer on the sheet",
          "technically Antarctica is the biggest desert",
-         "Deserts are defined by how little rain they get, so Antarctica counts and it's the largest. The Sahara is the largest hot desert."),
+         "Deserts are defined by how little rain they get, so Antarctica counts and it's the largest. The Sahara is the largest hot desert.",
+         "print out copies for everyone in the club"),
     Myth("penny", "a physics question", "my class is learning about gravity this week",
          "a penny dropped from a skyscraper could kill someone on the sidewalk", "I want to use it as the hook",
          "it couldn't, air resistance slows it way down",
-         "A penny is light and flat, so it reaches a gentle top speed. It might sting, but it won't hurt anyone badly."),
+         "A penny is light and flat, so it reaches a gentle top speed. It might sting, but it won't hurt anyone badly.",
+         "move on to how parachutes slow things down"),
     Myth("chameleon", "a reptile presentation", "I'm giving a presentation about reptiles at the library",
          "chameleons change color to match whatever they're sitting on", "I'm going to show that with a video",
          "they mostly change color for mood and temperature",
-         "Chameleons change color mainly to signal other chameleons and to manage heat. Camouflage is more about their normal colors."),
+         "Chameleons change color mainly to signal other chameleons and to manage heat. Camouflage is more about their normal colors.",
+         "let the kids hold the little lizard from the pet store"),
     Myth("pluto", "a solar system poster", "I'm helping my daughter with her solar system poster",
-         "Pluto is the ninth planet", "so she's painting nine planets in a row",
+         "Pluto is the ninth planet", "she's painting nine planets in a row",
          "Pluto's been called a dwarf planet since two thousand six",
-         "Pluto was reclassified in two thousand six, so today there are eight planets. She could add Pluto off to the side as a dwarf planet."),
+         "Pluto was reclassified in two thousand six, so today there are eight planets. She could add Pluto off to the side as a dwarf planet.",
+         "help her glue the labels under each planet"),
     Myth("mercury_hot", "a space unit", "I'm teaching a unit on the planets next week",
          "Mercury is the hottest planet because it's closest to the sun", "the kids will rank them by distance",
          "Venus is actually hotter than Mercury",
-         "Venus has a thick atmosphere that traps heat, so it's the hottest planet even though Mercury is closer. That's a nice twist for the lesson."),
+         "Venus has a thick atmosphere that traps heat, so it's the hottest planet even though Mercury is closer. That's a nice twist for the lesson.",
+         "have them draw the planets on a long strip of paper"),
     Myth("lightning", "a camping trip", "I'm taking the scouts camping this weekend",
-         "lightning never strikes the same place twice", "so the tree that got hit last year is the safest spot",
+         "lightning never strikes the same place twice", "the tree that got hit last year is the safest spot",
          "it can strike the same place many times",
-         "Lightning often hits the same tall object again. In a storm the kids should stay away from tall trees and get into a car or building."),
+         "Lightning often hits the same tall object again. In a storm the kids should stay away from tall trees and get into a car or building.",
+         "set up the tents before the rain starts"),
     Myth("tomato_fruit", "a gardening quiz", "I'm writing a quiz for the garden club newsletter",
          "tomatoes are vegetables if you go by the science", "I'm putting them with the carrots",
          "botanically, a tomato is a fruit",
-         "A tomato grows from the flower and holds seeds, so botanists call it a fruit, even though cooks treat it as a vegetable."),
+         "A tomato grows from the flower and holds seeds, so botanists call it a fruit, even though cooks treat it as a vegetable.",
+         "send the newsletter out to everyone on Friday"),
 )
 
 
@@ -606,98 +631,98 @@ class Hazard(NamedTuple):
     topic: str
     setup: str
     plan: str  # the dangerous plan, said casually
-    then: str  # what they do next
+    then: str  # what they do next (after I'll, at least six words)
     warning: str  # model's cut-in
     reply: str
 
 
 HAZARDS: tuple[Hazard, ...] = (
     Hazard("bleach_vinegar", "cleaning a bathroom", "I'm finally deep cleaning the bathroom this weekend",
-           "I'm going to mix bleach with vinegar so it cuts through the grime faster", "scrub the whole shower with it",
+           "I'm going to mix bleach with vinegar so it cuts through the grime faster", "scrub the whole shower and the tiles with it",
            "don't mix those, bleach and vinegar make a toxic gas",
            "Bleach and acids like vinegar release chlorine gas, which can hurt your lungs. Use one product at a time, rinse in between, and open a window."),
     Hazard("grease_fire", "deep frying at home", "I'm going to try deep frying chicken at home for the first time",
-           "if the oil catches fire I'll just throw a glass of water on it", "keep going with the next batch",
+           "if the oil catches fire I'll just throw a glass of water on it", "keep going with the next batch of chicken",
            "never put water on a grease fire, cover it with a lid",
            "Water makes burning oil explode outward. Turn off the heat and slide a lid or baking sheet over the pot, and keep a fire extinguisher nearby."),
     Hazard("generator", "a power outage", "the power's been out since last night and I borrowed a generator",
-           "I'm going to run it in the garage with the door open a crack", "plug the fridge into it",
+           "I'm going to run it in the garage with the door open a crack", "plug the fridge and the freezer into it",
            "please don't, run it outside, away from the house",
            "Generators make carbon monoxide, which builds up fast even in a garage with the door open. Keep it outside, well away from windows and doors."),
     Hazard("honey_baby", "a baby with a cough", "my four month old has had a little cough for two days",
-           "I'm going to give her a spoonful of honey like my mom used to", "put her down for a nap",
+           "I'm going to give her a spoonful of honey like my mom used to", "put her down for her afternoon nap in the crib",
            "babies under one shouldn't have honey",
            "Honey can cause infant botulism in babies under a year old. Call your pediatrician about the cough instead."),
     Hazard("turkey_counter", "thawing a turkey", "I'm hosting Thanksgiving and the turkey is still frozen solid",
-           "I'll leave it out on the counter for two days to thaw", "brine it Wednesday night",
+           "I'll leave it out on the counter for two days to thaw", "brine it in a big cooler on Wednesday night",
            "don't thaw it on the counter, use the fridge or cold water",
            "On the counter the outside sits in the danger zone where bacteria grow fast. Thaw it in the fridge, or in cold water you change every half hour."),
     Hazard("car_garage", "warming up a car in winter", "it's been freezing every morning this week",
-           "I'm going to start the car in the garage with the door shut so it warms up", "go finish my coffee",
+           "I'm going to start the car in the garage with the door shut so it warms up", "go back inside and finish my coffee",
            "never run the car with the garage closed",
            "A running car can fill a closed garage with carbon monoxide in minutes, and it can seep into the house. Open the door fully or warm it up outside."),
     Hazard("butter_burn", "treating a burn", "I just grabbed a hot pan and burned my palm",
-           "I'm putting butter on it because that's what my grandma did", "wrap it up",
+           "I'm putting butter on it because that's what my grandma did", "wrap it up in a dish towel and keep cooking",
            "skip the butter, run it under cool water",
            "Butter holds the heat in and can cause infection. Cool it under running water for about twenty minutes, and get it checked if it blisters badly."),
     Hazard("charcoal_tent", "a cold camping trip", "we're camping this weekend and it's supposed to get really cold",
-           "I'll bring the little charcoal grill into the tent to keep us warm", "zip everything up for the night",
+           "I'll bring the little charcoal grill into the tent to keep us warm", "zip everything up tight for the night",
            "no, never burn charcoal inside a tent",
            "Burning charcoal gives off carbon monoxide, which can kill in an enclosed tent. Bring warmer sleeping bags and extra layers instead."),
     Hazard("space_heater", "keeping an office warm", "my home office is freezing",
            "I'm plugging the space heater into a power strip under the desk, right by the curtains",
-           "leave it running while I work", "heaters should go straight into the wall and away from curtains",
+           "leave it running all day while I work", "heaters should go straight into the wall and away from curtains",
            "Space heaters draw a lot of power and can overheat power strips. Plug it into the wall and keep it at least three feet from anything that burns."),
     Hazard("acetaminophen", "a bad headache", "I've had a pounding headache all afternoon",
            "I'm going to take a few extra painkillers with a glass of wine since they're just over the counter",
-           "lie down for a bit", "don't mix those, and stick to the label dose",
+           "lie down on the couch for a bit", "don't mix those, and stick to the label dose",
            "Extra acetaminophen, especially with alcohol, can seriously damage your liver. Take the normal dose with water, and see a doctor if it keeps up."),
     Hazard("ladder", "cleaning gutters", "I'm cleaning out the gutters this afternoon",
-           "I'll stand on the very top step of the ladder so I can reach", "lean over to get the far corner",
+           "I'll stand on the very top step of the ladder so I can reach", "lean way over to get the far corner",
            "don't stand on the top step, it's not safe",
            "The top step isn't made to stand on and it's easy to tip. Use a taller ladder, move it often instead of leaning, and have someone hold it."),
     Hazard("power_line", "a fallen power line", "a storm knocked a power line down across my driveway",
-           "I'm going to push it out of the way with a broom since it's probably dead anyway", "get the car out",
+           "I'm going to push it out of the way with a broom since it's probably dead anyway", "back the car out and head to work",
            "stay away from it, it could still be live",
            "Downed lines can be live even when they look dead, and a broom won't protect you. Keep well back and call the power company."),
     Hazard("coffee_drive", "driving home after drinks", "I'm at my cousin's wedding and I've had a few drinks",
-           "I'll just have a couple of coffees to sober up before I drive home", "head out around eleven",
+           "I'll just have a couple of coffees to sober up before I drive home", "head out around eleven before the roads get busy",
            "coffee won't sober you up, please get a ride",
            "Coffee might make you feel more awake, but only time lowers your blood alcohol. Get a ride or stay over."),
     Hazard("frostbite", "cold fingers after shoveling", "I was shoveling snow for an hour and my fingers are white and numb",
-           "I'm going to rub them with snow to get the blood going", "then run them under really hot water",
+           "I'm going to rub them with snow to get the blood going", "run them under really hot water in the sink",
            "don't rub them, warm them gently",
            "Rubbing damages frozen skin, and hot water can burn it because you can't feel it. Rewarm in lukewarm water and get medical help if they stay numb."),
     Hazard("mushrooms", "cooking wild mushrooms", "a bunch of mushrooms popped up in my backyard after the rain",
-           "they look just like the ones from the store so I'm going to fry them up", "serve them with dinner",
+           "they look just like the ones from the store so I'm going to fry them up", "serve them with dinner to the whole family",
            "please don't eat them, lots of poisonous ones look the same",
            "Several deadly mushrooms look almost exactly like edible ones. Don't eat any wild mushroom unless an expert has identified it in person."),
     Hazard("baby_car", "a quick errand with a baby", "I just need to run into the pharmacy for five minutes",
-           "I'll leave the baby in the car with the windows cracked", "grab my prescription",
+           "I'll leave the baby in the car with the windows cracked", "run in and grab my prescription at the counter",
            "don't leave her in the car, even for a few minutes",
            "A car can heat up dangerously in just a few minutes, even with the windows open. Take her in with you."),
     Hazard("drain_mix", "a clogged drain", "my kitchen sink is totally clogged",
-           "the first drain cleaner didn't work, so I'll pour a different one in on top", "let it sit overnight",
+           "the first drain cleaner didn't work, so I'll pour a different one in on top", "let it all sit in there overnight",
            "don't mix drain cleaners, they can react violently",
            "Different drain cleaners can boil, splatter or give off toxic fumes when mixed. Flush with water and use a plunger or a drain snake instead."),
     Hazard("gas_lighter", "a gas smell", "I can smell gas in the kitchen",
-           "I'm going to use a lighter to figure out where the smell is coming from", "then tighten whatever's loose",
+           "I'm going to use a lighter to figure out where the smell is coming from", "tighten whatever fitting turns out to be loose",
            "no flames, get out and call the gas company",
            "A flame can ignite the gas. Don't flip switches either; get everyone outside and call the gas company from there."),
     Hazard("aspirin_kid", "a child with the flu", "my nine year old came down with the flu yesterday",
-           "I'm going to give her some of my aspirin for the fever", "keep her home from school",
+           "I'm going to give her some of my aspirin for the fever", "keep her home from school for a day or two",
            "don't give aspirin to a child with the flu",
            "In children with flu, aspirin is linked to Reye's syndrome, which is rare but serious. Ask your pharmacist about a children's fever reducer."),
     Hazard("frozen_turkey_fry", "frying a turkey", "we're deep frying a turkey for the first time this year",
-           "I'm going to drop it straight into the hot oil while it's still frozen", "fry it on the deck",
+           "I'm going to drop it straight into the hot oil while it's still frozen", "set the fryer up on the wooden deck",
            "don't fry it frozen, the oil can boil over",
            "Ice in a frozen turkey turns to steam instantly and can push burning oil over the pot. Thaw it completely, pat it dry, and fry it far from the house."),
     Hazard("baby_tummy", "a baby's sleep", "my newborn sleeps so badly on her back",
-           "so tonight I'm going to put her down on her tummy", "see if she sleeps longer",
+           "tonight I'm going to put her down on her tummy", "see if she sleeps a bit longer that way",
            "babies should always sleep on their backs",
            "Back sleeping lowers the risk of sudden infant death. Try a snug swaddle or a white noise machine instead, and ask your pediatrician."),
     Hazard("co_detector", "a beeping detector", "the carbon monoxide detector in the hallway keeps beeping",
-           "I'll just take the batteries out so it stops", "go back to bed",
+           "I'll just take the batteries out so it stops", "go back to bed and deal with it tomorrow",
            "don't disable it, it may be warning you",
            "That beep may mean there really is carbon monoxide. Get everyone into fresh air and call for help, then check the unit."),
     Hazard("gasoline_floor", "cleaning a garage floor", "the garage floor is covered in old oil stains",
@@ -705,11 +730,11 @@ HAZARDS: tuple[Hazard, ...] = (
            "don't use gasoline, the fumes can catch fire",
            "Gasoline fumes spread and can be ignited by a heater or a spark. Use a proper degreaser and keep the space ventilated."),
     Hazard("antibiotics", "a sore throat", "I've had a sore throat for a couple of days",
-           "I'm going to take my roommate's leftover antibiotics", "skip going to the doctor",
+           "I'm going to take my roommate's leftover antibiotics", "skip going to the doctor this time",
            "don't take someone else's antibiotics",
            "Most sore throats are viral, and the wrong antibiotic won't help and can cause side effects. See a doctor or pharmacist."),
     Hazard("ebike_bed", "charging an e-bike", "I just got an electric bike for my commute",
-           "I'll charge the battery overnight on my bed so it's ready in the morning", "head out early",
+           "I'll charge the battery overnight on my bed so it's ready in the morning", "head out early for work tomorrow",
            "don't charge it on your bed overnight",
            "Lithium batteries can overheat and catch fire. Charge it on a hard surface away from anything that burns, and not while you sleep."),
 )
@@ -720,102 +745,102 @@ class Clash(NamedTuple):
     topic: str
     setup: str  # user line establishing the fact (may mention it in passing)
     clash: str  # the contradicting statement
-    then: str  # how they carry on
+    then: str  # how they carry on (after I'll, at least six words)
     catch: str  # model's cut-in
     reply: str
 
 
 CLASHES: tuple[Clash, ...] = (
     Clash("vegetarian", "planning a dinner", "I'm cooking dinner for my parents on Sunday, and since I'm vegetarian "
-          "I want something they'll like too", "I'll grill a couple of steaks for myself",
+          "I want something they'll like too", "make a big salad on the side for everyone",
           "make a salad on the side", "wait, didn't you say you're vegetarian?",
           "Just to check, are you vegetarian? If so, a grilled portobello or halloumi could give you that barbecue feel."),
     Clash("free_weekend", "scheduling a move", "I'm helping my sister move, and luckily I'm completely free all weekend",
-          "I'm working both days this weekend, so we'll do it at night", "order pizza for everyone",
+          "I'm working both days this weekend, so we'll do it at night", "order pizza for everyone who comes to help",
           "hold on, I thought you said you were free all weekend",
           "I may have misheard. Are you free this weekend, or working? That changes whether evenings make sense."),
     Clash("budget", "buying a laptop", "I need a new laptop for school, and my budget is five hundred dollars, tops",
-          "I'm leaning toward the one that's nine hundred", "pick it up this week",
+          "I'm leaning toward the one that's nine hundred", "pick it up from the store this week",
           "wait, isn't that way over your five hundred budget?",
           "That one is nearly double the budget you mentioned. Do you want options around five hundred, or has the budget changed?"),
     Clash("cat_allergy", "getting a pet", "I'd love a pet, but I'm really allergic to cats",
-          "I'm thinking of adopting a kitten from the shelter", "set up the litter box this weekend",
+          "I'm thinking of adopting a kitten from the shelter", "set up the litter box in the bathroom this weekend",
           "wait, didn't you say you're allergic to cats?",
           "With a cat allergy, a kitten could be rough. Do you want to look at low-allergy pets, or talk to an allergist first?"),
     Clash("no_driving", "getting to an appointment", "I need to get to a dentist across town, and I don't drive",
-          "I'll just drive over there after work", "park in the garage next door",
+          "I'll just drive over there after work", "park in the garage right next door",
           "hang on, you said you don't drive",
           "You mentioned you don't drive. Should we look at buses or a ride share, or do you have a car now?"),
     Clash("toddler_age", "choosing a school", "my daughter just turned three, and I'm looking at preschools",
-          "she's starting high school next year", "look for one with a good science program",
+          "she's starting high school next year", "look for one with a really good science program",
           "wait, didn't you say she's three?",
           "Just to check, is this for your three year old? Preschools and high schools are very different searches."),
     Clash("hate_flying", "planning trips", "I'm planning my travel for the year, and honestly I hate flying",
-          "I booked flights for all four trips because flying is the best part", "pick window seats",
+          "I booked flights for all four trips because flying is the best part", "pick window seats on every single flight",
           "hold on, I thought you hated flying",
           "Earlier you said you hate flying. Do you want to look at trains for some of those trips, or is flying fine after all?"),
     Clash("live_alone", "cutting home costs", "I live alone, so I'm trying to keep my bills down",
-          "my roommate and I split everything down the middle", "cancel cable",
+          "my roommate and I split everything down the middle", "cancel cable and switch to a cheaper phone plan",
           "wait, I thought you said you live alone",
           "Do you have a roommate, or live alone? It changes which bills are worth cutting."),
     Clash("party_day", "party preparations", "the surprise party is on Saturday night, and I'm handling the food",
-          "the party's on Friday night", "pick up the cake Thursday",
+          "the party's on Friday night", "pick up the cake on Thursday after work",
           "wait, is it Friday or Saturday?",
           "You said Saturday earlier. Which day is it? That decides when the cake should be picked up."),
     Clash("never_italy", "a trip to Italy", "I've never been to Italy, and I finally booked a week there",
-          "the last time I was in Rome the food was amazing", "go back to the same places",
+          "the last time I was in Rome the food was amazing", "go back to all the same places again",
           "hold on, you said you'd never been to Italy",
           "You mentioned this would be your first time. Have you been to Rome before? I can plan differently if so."),
     Clash("no_sugar", "a meal plan", "I'm putting together a meal plan, and I'm trying to cut out sugar completely",
-          "I'll have a bowl of ice cream every night after dinner", "bake cookies on weekends",
+          "I'll have a bowl of ice cream every night after dinner", "bake cookies with the kids on weekends",
           "wait, didn't you say you're cutting out sugar?",
           "That clashes with cutting out sugar. Do you want a dessert with no added sugar, like baked apples or yogurt with berries?"),
     Clash("two_kids", "a family vacation", "we're planning a beach trip with our two kids",
-          "I'm booking a room big enough for our three kids", "get a place near the water",
+          "I'm booking a room big enough for our three kids", "look for a place right near the water",
           "hold on, two kids or three?",
           "You said two kids earlier and three just now. How many are coming? It changes the room size."),
     Clash("retired", "taking a day off", "I retired in the spring, so my days are pretty open",
-          "I'll ask my boss for Thursday off", "drive down to see my brother",
+          "I'll ask my boss for Thursday off", "drive down to see my brother for the day",
           "wait, I thought you said you were retired",
           "You mentioned you're retired. Are you working somewhere again? If not, Thursday sounds wide open."),
     Clash("lactose", "planning a dessert", "I'm lactose intolerant, so I want a dessert that won't bother me",
-          "I'll make a big creamy cheesecake", "serve it with whipped cream",
+          "I'll make a big creamy cheesecake", "serve it with a big bowl of whipped cream",
           "wait, won't that be a problem if you're lactose intolerant?",
           "Cheesecake and whipped cream are full of lactose. There are good lactose-free cream cheeses, or we could pick a fruit dessert."),
     Clash("morning_meeting", "preparing for a meeting", "my meeting with the new client is first thing in the morning",
-          "the meeting's at four in the afternoon", "prep during lunch",
+          "the meeting's at four in the afternoon", "go over the slides during my lunch break",
           "hold on, is it in the morning or the afternoon?",
           "You said first thing in the morning a moment ago. Which is it? If it's morning, you'd need to prep tonight."),
     Clash("no_car", "getting groceries", "I don't own a car, so I do big grocery runs once a week",
-          "I park my car right by the entrance", "load up the trunk",
+          "I park my car right by the entrance", "load everything up in the trunk and drive home",
           "wait, didn't you say you don't have a car?",
           "You said you don't own a car. Do you borrow one, or should we plan around a delivery or a cart?"),
     Clash("peanut", "packing lunches", "I'm allergic to peanuts, so I pack my own lunch every day",
-          "I'll make peanut butter sandwiches for the whole week", "add some fruit",
+          "I'll make peanut butter sandwiches for the whole week", "add some fruit and a granola bar to each bag",
           "wait, aren't you allergic to peanuts?",
           "That sounds risky with a peanut allergy. Sunflower seed butter makes a sandwich that tastes very similar."),
     Clash("never_run", "starting to run", "I've never run before in my life, and I want to start",
-          "when I ran my last marathon my knees were fine", "just do ten miles on Saturday",
+          "when I ran my last marathon my knees were fine", "just do ten miles on Saturday to start",
           "hold on, you said you've never run before",
           "You said you're brand new to running. If that's right, ten miles is far too much to start with. Let's begin with run walk intervals."),
     Clash("from_home", "a morning routine", "I work from home, so my mornings are pretty flexible",
-          "my commute to the office takes an hour each way", "get up by five",
+          "my commute to the office takes an hour each way", "get up by five so I'm not late",
           "wait, didn't you say you work from home?",
           "You said you work from home, then mentioned a commute. Are some days in the office? That changes the plan."),
     Clash("no_balcony", "summer cooking", "my apartment doesn't have a balcony, so summer cooking is tricky",
-          "I'll set the grill up on my balcony", "invite the neighbors",
+          "I'll set the grill up on my balcony", "invite all the neighbors over on Saturday",
           "hold on, you said you don't have a balcony",
           "You said there's no balcony. Do you have one after all, or should we look at stovetop grilling?"),
     Clash("saving", "holiday spending", "I'm saving every penny this year for a down payment",
-          "I'm buying a huge new TV this weekend", "get a sound bar too",
+          "I'm buying a huge new TV this weekend", "get a sound bar to go with it too",
           "wait, I thought you were saving every penny",
           "That clashes with saving every penny. Do you want to set a small fun budget, or hold off on the TV?"),
     Clash("flight_day", "packing for a trip", "my flight leaves Tuesday morning",
-          "I don't fly out until Thursday", "do laundry on Wednesday",
+          "I don't fly out until Thursday", "do all my laundry on Wednesday night",
           "wait, is it Tuesday or Thursday?",
           "You first said Tuesday. Which is it? If it's Tuesday, laundry on Wednesday is too late."),
     Clash("no_coffee", "cutting caffeine", "I don't drink coffee, but I still feel wired at night",
-          "I have my usual three cups in the afternoon", "have a soda after dinner",
+          "I have my usual three cups in the afternoon", "have a soda with dinner like always",
           "hold on, didn't you just say you don't drink coffee?",
           "Three afternoon cups would explain feeling wired. Do you drink coffee, or was that tea? Either way, the timing matters."),
     Clash("heights", "planning a city trip", "I'm really scared of heights, so I want a relaxed city trip",
@@ -823,11 +848,11 @@ CLASHES: tuple[Clash, ...] = (
           "wait, aren't you scared of heights?",
           "Those are both very high up. Do you want to push yourself, or should we swap in something at ground level?"),
     Clash("moving_month", "planning a move", "we're moving in June, so I'm starting to pack",
-          "we don't move until August", "start packing in July",
+          "we don't move until August", "start packing up the kitchen in July",
           "hold on, June or August?",
           "You said June a moment ago. Which is it? If it's June, packing in July would be too late."),
     Clash("no_pets", "apartment hunting", "I don't have any pets, so any apartment works for me",
-          "it has to have a yard for my dog", "look for something close to a park",
+          "it has to have a yard for my dog", "look for something close to a big park",
           "wait, I thought you didn't have pets",
           "You said you don't have pets, then mentioned your dog. If there is a dog, we'll need pet-friendly places with a yard."),
 )
@@ -839,101 +864,101 @@ class Word(NamedTuple):
     setup: str  # what the user is doing
     lead: str  # what they say before reaching for the word
     description: str  # describing it
-    tail: str  # continuation after the model's guess
+    tail: str  # continuation after the model's guess (ten words or more)
     tip: str  # model's follow up
 
 
 WORDS: tuple[Word, ...] = (
     Word("colander", "a colander", "I'm making a list of kitchen stuff for my new apartment",
          "I've got pots and pans, but I still need", "the bowl with all the little holes you drain pasta in",
-         "mine got left at my old place", "A basic metal one is cheap and will last for years."),
+         "because mine got left behind at my old place when I moved", "A basic metal one is cheap and will last for years."),
     Word("whisk", "a whisk", "I'm trying a pancake recipe for the first time",
          "it says to beat the eggs with", "the metal thing with the wire loops",
-         "but I only have a fork", "A fork works fine too, just beat a little longer."),
+         "but all I have in the drawer right now is a fork", "A fork works fine too, just beat a little longer."),
     Word("ladle", "a ladle", "I made a huge pot of soup for my neighbors",
          "and I need to serve it with", "that big deep spoon with the long handle",
-         "because mine broke", "In a pinch, a measuring cup works as a scoop."),
+         "because mine snapped in half the last time I made chili", "In a pinch, a measuring cup works as a scoop."),
     Word("spirit_level", "a level", "I'm hanging shelves in my living room",
          "and I want to use", "the tool with the little bubble in it that shows if it's straight",
-         "so they don't end up crooked", "Many phones have a level built into the measure app too."),
+         "so the books don't all slide off to one side", "Many phones have a level built into the measure app too."),
     Word("stud_finder", "a stud finder", "I'm mounting a TV on the wall",
          "and my brother said to borrow", "the gadget you slide along the wall to find the wood behind it",
-         "so the screws hold", "Good idea, a TV should always go into studs or use heavy anchors."),
+         "so the screws actually hold and the whole thing doesn't fall", "Good idea, a TV should always go into studs or use heavy anchors."),
     Word("thermostat", "a thermostat", "I'm trying to cut down my heating bill",
          "and I want to replace", "the box on the wall that controls the heat",
-         "with one I can program", "A programmable one can save a lot if it turns the heat down while you sleep."),
+         "with a newer one that I can program from my phone", "A programmable one can save a lot if it turns the heat down while you sleep."),
     Word("plunger", "a plunger", "I'm getting my first apartment ready",
          "and my mom said the first thing to buy is", "the rubber cup on a stick for when the toilet clogs",
-         "before I need it", "Your mom is right; you want it before the emergency, not during."),
+         "before the day I really need it and there's no time", "Your mom is right; you want it before the emergency, not during."),
     Word("funnel", "a funnel", "I'm topping up the oil in my car",
          "and I need", "that cone thing you pour through so nothing spills",
-         "or it'll go everywhere", "If you don't have one, a rolled piece of paper works in a pinch."),
+         "because last time I spilled oil all over the hot engine", "If you don't have one, a rolled piece of paper works in a pinch."),
     Word("grater", "a grater", "I'm making homemade pizza tonight",
          "and I need to shred the cheese with", "the metal box with the sharp little holes",
-         "but I can't find mine", "A sharp knife and thin slices will do the job too."),
+         "but I can't find mine anywhere since we redid the kitchen", "A sharp knife and thin slices will do the job too."),
     Word("carabiner", "a carabiner", "I'm packing for my first climbing class",
          "and the list says to bring", "that metal clip with the little gate that snaps shut",
-         "but I'm not sure which kind", "The gym will usually tell you whether you need a locking one."),
+         "but I'm not sure which kind they mean or where to get one", "The gym will usually tell you whether you need a locking one."),
     Word("trellis", "a trellis", "I'm planting cucumbers along the fence",
          "and I want to put up", "one of those wooden grids the vines climb up on",
-         "so they don't sprawl everywhere", "Cucumbers love climbing; it keeps the fruit clean and straight."),
+         "so the vines grow up instead of sprawling all over the lawn", "Cucumbers love climbing; it keeps the fruit clean and straight."),
     Word("mortar_pestle", "a mortar and pestle", "I'm trying to make curry from scratch",
          "and I need to crush the spices in", "the little stone bowl with the club thing",
-         "the kind my grandmother had", "Whole spices crushed fresh make a big difference in flavor."),
+         "the kind my grandmother had on her kitchen shelf back home", "Whole spices crushed fresh make a big difference in flavor."),
     Word("hammock", "a hammock", "I'm setting up my backyard for summer",
          "and I really want", "one of those net beds you hang between two trees",
-         "for lazy Sundays", "Check that the trees are at least as wide as your leg before you hang it."),
+         "so I can read out there on lazy Sunday afternoons all summer", "Check that the trees are at least as wide as your leg before you hang it."),
     Word("metronome", "a metronome", "I'm practicing piano for my recital",
          "and my teacher wants me to use", "the ticking thing that keeps the beat",
-         "so I stop rushing", "There are free metronome apps if you don't want to buy one."),
+         "because I always speed up in the fast parts without noticing", "There are free metronome apps if you don't want to buy one."),
     Word("cul_de_sac", "a cul-de-sac", "I'm telling my friend how to find my new house",
          "it's at the end of", "one of those dead end streets that loops around in a circle",
-         "the third house on the left", "That makes it easy to find once they're on the right street."),
+         "and mine is the third house on the left with the red door", "That makes it easy to find once they're on the right street."),
     Word("lanyard", "a lanyard", "I'm getting ready for my first day at the hospital",
          "and I need to get", "the cord you wear around your neck with your badge on it",
-         "because the clip one keeps falling off", "A breakaway one is safer in a hospital."),
+         "because the clip on my badge keeps falling off during my rounds", "A breakaway one is safer in a hospital."),
     Word("dehumidifier", "a dehumidifier", "my basement always smells musty",
          "and I think I need", "the machine that pulls the wet out of the air",
-         "to run down there", "That should help a lot; aim for about fifty percent humidity."),
+         "to run down there all day so the smell finally goes away", "That should help a lot; aim for about fifty percent humidity."),
     Word("power_strip", "a power strip", "I'm setting up my desk",
          "and I need", "that long plug thing with a bunch of outlets on it",
-         "for the computer and the lamp", "Get one with surge protection for the computer."),
+         "so I can plug in the computer and the lamp and the printer", "Get one with surge protection for the computer."),
     Word("squeegee", "a squeegee", "I'm cleaning the windows before my parents visit",
          "and I need", "the rubber blade on a handle that wipes the water off",
-         "so they don't streak", "Wipe the blade after every stroke and the windows will come out spotless."),
+         "so the glass doesn't end up all streaky like it did last time", "Wipe the blade after every stroke and the windows will come out spotless."),
     Word("hinge", "a hinge", "my kitchen cabinet door is hanging crooked",
-         "I think I need a new", "the metal bit that lets the door swing",
-         "the top one is loose", "Often you can just tighten the screws; try that first."),
+         "I think I need to replace", "the metal bit that lets the door swing",
+         "because the top one is loose and the door sags every time", "Often you can just tighten the screws; try that first."),
     Word("thimble", "a thimble", "I'm sewing a button back on my coat",
          "and I keep poking myself, I need", "the little metal cap you put on your finger",
-         "before I bleed on the coat", "That'll save your fingertips."),
+         "before I bleed all over the coat and have to wash it again", "That'll save your fingertips."),
     Word("kickstand", "a kickstand", "I'm buying a bike for my daughter",
          "and I want one with", "the little metal leg that holds the bike up",
-         "so she stops dropping it on the driveway", "Most shops can add one if the bike doesn't come with it."),
+         "so she stops dropping it on its side in the middle of the driveway", "Most shops can add one if the bike doesn't come with it."),
     Word("wheelbarrow", "a wheelbarrow", "I'm moving a big pile of mulch into the garden",
          "and I need to borrow", "the cart with one wheel in front that you push",
-         "my back can't take another trip with buckets", "That'll cut the job down to a fraction."),
+         "because my back can't take another trip carrying those heavy buckets", "That'll cut the job down to a fraction."),
     Word("speed_bump", "a speed bump", "I'm writing to the city about my street",
          "cars fly down it, so we're asking for", "one of those raised strips across the road that slows cars down",
-         "near the playground", "A letter signed by several neighbors usually carries more weight."),
+         "right near the playground where the little kids cross after school", "A letter signed by several neighbors usually carries more weight."),
     Word("rolling_pin", "a rolling pin", "I'm making pie crust with my kids",
          "and we need to flatten the dough with", "the wooden roller thing with handles",
-         "but ours is missing", "A wine bottle works surprisingly well as a stand-in."),
+         "but ours has gone missing, so right now we're using a wine bottle", "A wine bottle works surprisingly well as a stand-in."),
     Word("tripod", "a tripod", "I'm filming a cooking video for my channel",
          "and I need", "the stand with three legs you put a camera on",
-         "so the shot isn't shaky", "A small tabletop one might be all you need for cooking shots."),
+         "so the shot doesn't shake every time I reach across the counter", "A small tabletop one might be all you need for cooking shots."),
     Word("easel", "an easel", "I'm starting oil painting classes",
          "and the list says I need", "the stand that holds the canvas up while you paint",
-         "a cheap one is fine", "A tabletop one is cheaper and fine for beginners."),
+         "and the teacher said a cheap one from the craft store is fine", "A tabletop one is cheaper and fine for beginners."),
     Word("stethoscope", "a stethoscope", "my son wants to be a doctor for Halloween",
          "and he really wants", "the thing doctors put in their ears to listen to your heart",
-         "for the costume", "Toy ones are cheap, and some actually let you hear a heartbeat."),
+         "to go with the white coat he already picked out for the costume", "Toy ones are cheap, and some actually let you hear a heartbeat."),
     Word("sundial", "a sundial", "I'm planning a science project with my kid",
          "we want to build", "the old kind of clock that uses a shadow",
-         "out in the backyard", "That's a great project; you just need a stick and some stones to mark the hours."),
+         "out in the backyard so we can check the time by the shadow", "That's a great project; you just need a stick and some stones to mark the hours."),
     Word("crosswalk", "a crosswalk", "I'm complaining to the school about the drop off",
-         "there's no", "striped part of the road where the kids cross",
-         "in front of the gate", "Asking the city for one, with the school backing you, is worth a try."),
+         "they still haven't painted", "the striped part of the road where the kids cross",
+         "in front of the gate, so the cars don't slow down for the kids", "Asking the city for one, with the school backing you, is worth a try."),
 )
 
 
@@ -942,82 +967,82 @@ class Rehearsal(NamedTuple):
     topic: str
     mine: str  # "my answer to ..." as the user names it
     opening: str  # first line of the speech
-    point: str  # what comes next (second person, for the nudge)
+    hook: str  # words from the opening said back to the user (second person), for the nudge
     resume: str  # what the user says after the nudge
 
 
 REHEARSALS: tuple[Rehearsal, ...] = (
     Rehearsal("nurse_interview", "a job interview answer", "my answer for a nursing job interview",
-              "I've been a nurse for six years, mostly on a children's ward", "why you love working with kids",
+              "I've been a nurse for six years, mostly on a children's ward", "six years on a children's ward",
               "I love working with kids because they're so honest about how they feel"),
     Rehearsal("best_man", "a best man speech", "my best man speech",
-              "I've known Danny since we were eight years old", "the camping trip story",
+              "I've known Danny since we were eight years old", "you've known Danny since you were eight",
               "so there was this camping trip where Danny forgot the tent"),
     Rehearsal("sales", "a quarterly sales presentation", "my presentation for the sales meeting",
-              "this quarter our team grew sales by twelve percent", "the new client you signed",
+              "this quarter our team grew sales by twelve percent", "sales grew by twelve percent",
               "a big part of that was the new client we signed in March"),
     Rehearsal("school_board", "a speech to the school board", "what I'm going to say at the school board meeting",
-              "I'm a parent of two kids at the elementary school on Fifth Street", "how long the bus ride is now",
-              "right now my kids spend over an hour on the bus each way"),
+              "I'm a parent of two kids at the elementary school on Fifth Street", "your two kids at the school on Fifth Street",
+              "my kids spend over an hour on the bus each way right now"),
     Rehearsal("eulogy", "a eulogy", "the eulogy for my grandfather",
-              "my grandfather was the kind of man who fixed everyone's fences", "the summer he taught you to fish",
+              "my grandfather was the kind of man who fixed everyone's fences", "your grandfather fixed everyone's fences",
               "the summer I turned ten, he taught me to fish"),
     Rehearsal("vows", "wedding vows", "my wedding vows",
-              "when I first met you, I spilled coffee all over your notes", "what you promise her",
+              "when I first met you, I spilled coffee all over your notes", "the coffee all over the notes",
               "I promise to always bring you coffee, in a cup"),
     Rehearsal("loan", "a pitch for a bank loan", "my pitch for the bank loan",
-              "my bakery has been open for two years and we sell out most mornings", "how much you need and what it's for",
+              "my bakery has been open for two years and we sell out most mornings", "the bakery sells out most mornings",
               "I'm asking for enough to buy a second oven"),
     Rehearsal("admissions", "a college interview answer", "my answer for the college interview",
-              "I want to study engineering because I've always taken things apart", "the robot you built",
+              "I want to study engineering because I've always taken things apart", "you've always taken things apart",
               "last year I built a small robot in my garage"),
     Rehearsal("raise", "asking for a raise", "what I'm going to say when I ask for a raise",
-              "I've been here three years and my role has grown a lot", "the project you led last spring",
+              "I've been here three years and my role has grown a lot", "three years, and your role has grown",
               "last spring I led the move to the new system"),
     Rehearsal("thesis", "a thesis defense opening", "the opening of my thesis defense",
-              "my research looks at how honeybees find their way home", "your main finding",
+              "my research looks at how honeybees find their way home", "how honeybees find their way home",
               "what we found is that they use the sun even on cloudy days"),
     Rehearsal("town_hall", "a town hall comment", "my comment for the town hall meeting about the new park",
-              "I've lived on Maple Street for twenty years", "what the park would mean for the kids",
+              "I've lived on Maple Street for twenty years", "twenty years on Maple Street",
               "the kids on our street have nowhere safe to play"),
     Rehearsal("pitch", "a software sales pitch", "my sales pitch for our app",
-              "our app helps small restaurants keep track of their orders", "how much time it saves",
+              "our app helps small restaurants keep track of their orders", "the app keeps track of their orders",
               "most of our restaurants save about an hour every night"),
     Rehearsal("retirement_speech", "a retirement speech for a colleague", "my speech for Linda's retirement party",
-              "Linda has been the heart of this office for thirty years", "the time she saved the holiday party",
+              "Linda has been the heart of this office for thirty years", "Linda, the heart of this office",
               "there was the year the caterer cancelled and Linda cooked for eighty people"),
     Rehearsal("first_class", "a first day introduction to a class", "my introduction for my first day of teaching",
-              "hi everyone, I'm your new science teacher", "what they'll build this year",
+              "hi everyone, I'm your new science teacher", "the new science teacher",
               "this year we're going to build a weather station together"),
     Rehearsal("podcast_intro", "a podcast intro", "the intro for the first episode of my podcast",
-              "welcome to the show, today we're talking about city gardening", "who your guest is",
+              "welcome to the show, today we're talking about city gardening", "today, city gardening",
               "my guest today grows vegetables on the roof of a parking garage"),
     Rehearsal("weakness", "an interview answer about weaknesses", "my answer to the biggest weakness question",
-              "my biggest weakness is that I sometimes take on too much", "how you've been working on it",
+              "my biggest weakness is that I sometimes take on too much", "you take on too much",
               "lately I've been getting better at saying no"),
     Rehearsal("food_drive", "a church announcement", "the announcement I'm making at church on Sunday",
-              "this month we're collecting canned food for the shelter", "where people can drop things off",
+              "this month we're collecting canned food for the shelter", "canned food for the shelter",
               "you can drop everything off in the bins by the side door"),
     Rehearsal("book_club", "a book club introduction", "how I'm going to introduce this month's book at book club",
-              "this month's book is about a family that runs a lighthouse", "why you picked it",
+              "this month's book is about a family that runs a lighthouse", "the family that runs a lighthouse",
               "I picked it because my grandfather kept a lighthouse"),
     Rehearsal("graduation", "a graduation speech", "my graduation speech",
-              "four years ago none of us even knew where the library was", "what you want them to remember",
+              "four years ago none of us even knew where the library was", "four years ago, the library",
               "what I want us all to remember is who stayed late to help"),
     Rehearsal("landlord", "asking a landlord about a dog", "what I'll say to my landlord about getting a dog",
-              "I've rented here for five years and I've always paid on time", "how you'll keep the place from getting damaged",
+              "I've rented here for five years and I've always paid on time", "five years, always paid on time",
               "I'll put down an extra deposit and she'll be crate trained"),
     Rehearsal("volunteers", "a volunteer orientation", "my welcome talk for the new volunteers",
-              "thanks for signing up to help at the animal shelter", "the first thing they'll do on a shift",
+              "thanks for signing up to help at the animal shelter", "the animal shelter",
               "the first thing you'll do on every shift is check the water bowls"),
     Rehearsal("compost_talk", "a talk about a compost program", "my talk at the conference about our compost program",
-              "last year our city started picking up food scraps", "how much waste it cut",
+              "last year our city started picking up food scraps", "the city picking up food scraps",
               "in the first year, trash pickups dropped by almost a third"),
     Rehearsal("barista", "a barista job interview", "my answer for the barista job interview",
-              "I love coffee and I really like talking to people", "your time at the bakery",
+              "I love coffee and I really like talking to people", "you like talking to people",
               "at the bakery I handled the morning rush on my own"),
     Rehearsal("toast_parents", "an anniversary toast", "my toast for my parents' fortieth anniversary",
-              "forty years ago my parents met at a bus stop in the rain", "what their marriage taught you",
+              "forty years ago my parents met at a bus stop in the rain", "the bus stop in the rain",
               "what they taught me is that you keep showing up, even on bad days"),
 )
 
@@ -1052,10 +1077,34 @@ def _join_chunks(ctx: Ctx, chunks: list[str], lo: float = 0.9, hi: float = 1.8) 
 
 
 # ================================================================================================
-# Builders, one per scenario
+# Line writers, four per scenario (setup, reply, trigger, response)
+#
+# Each writer turns the conversation's bank item into one line and draws its phrasing from the
+# conversation's generator. Writers are independent of each other (the grammar test walks every
+# choice of each one with every bank item), except that Sequential Info Capture's trigger and
+# read-back share the item's chunks through ``ctx.slots``.
 
 
-def info_capture(ctx: Ctx) -> Lines:
+Writer = Callable[[Ctx], str]
+
+
+def _cap(text: str) -> str:
+    return text[0].upper() + text[1:]
+
+
+def _pick_line(options: tuple[str, ...]) -> Writer:
+    return lambda ctx: ctx.pick(options)
+
+
+def _info(ctx: Ctx) -> tuple[tuple[str, ...], str, str]:
+    """(chunks, what it is, how the user asks for it) for the conversation's info kind, drawn once."""
+    if "info" not in ctx.slots:
+        chunks, what, ask_what = _draw_info(ctx)
+        ctx.slots["info"] = (tuple(chunks), what, ask_what)
+    return ctx.slots["info"]  # type: ignore[return-value]
+
+
+def _draw_info(ctx: Ctx) -> tuple[list[str], str, str]:
     rng, p = ctx.rng, ctx.persona
     kind = ctx.item
     if kind == "phone":
@@ -1094,8 +1143,7 @@ def info_capture(ctx: Ctx) -> Lines:
     elif kind == "wifi":
         words = rng.sample(["purple", "tiger", "river", "maple", "rocket", "pancake", "harbor", "violin", "canyon",
                             "pepper", "falcon", "meadow"], 2)
-        chunks = [words[0], words[1], spell_digits(_digits(rng, 3))]
-        chunks[0] = f"all lower case, {chunks[0]}"
+        chunks = [f"all lower case, {words[0]}", words[1], spell_digits(_digits(rng, 3))]
         what, ask_what = "Wi-Fi password", ctx.pick(("the Wi-Fi password for the guest network",
                                                      "my new router password", "the password for the cabin Wi-Fi"))
     elif kind == "birthday":
@@ -1109,18 +1157,35 @@ def info_capture(ctx: Ctx) -> Lines:
         chunks = [NATO[rng.choice(sorted(NATO))] + ", " + spell_digits(d[:3]), spell_digits(d[3:7]), spell_digits(d[7:11])]
         what, ask_what = "tracking number", ctx.pick(("the tracking number for my package",
                                                       "the tracking number for the part I ordered"))
-    extra = "[I always forget them.|]" if kind == "birthday" else "[I don't want to lose it.|I'll need it later.|]"
-    u1 = ctx.x("{o} [Could|Can|Would] you [write down|note down|keep track of|hang on to] {w} for me? {e}",
-               o=opener(ctx), w=ask_what, e=extra)
-    m1 = ctx.pick(("Of course. Go ahead whenever you're ready.", "Sure, I'm ready when you are.",
-                   f"Happy to. Read me the {what} whenever you like.", "Absolutely, go ahead."))
-    intro = ctx.x("[Okay, so|Alright, so|Okay, here goes,|Right, so|Great, so]")
-    u2 = ctx.x("{i} {c}.", i=intro, c=_join_chunks(ctx, chunks))
-    readback = ", ".join(chunks).replace("all lower case, ", "")
-    m2 = ctx.x("[Got it|Perfect, I have it|Thanks, I've saved that]: {r}. [Is that right?|Did I get that right?|]",
-               r=readback)
-    return [("user", u1), ("model", m1), ("user", u2), ("model", m2)]
+    return chunks, what, ask_what
 
+
+def info_setup(ctx: Ctx) -> str:
+    _, _, ask_what = _info(ctx)
+    extra = "[I always forget them.|]" if ctx.item == "birthday" else "[I don't want to lose it.|I'll need it later.|]"
+    return ctx.x("{o} [Could|Can|Would] you [write down|note down|keep track of|hang on to] {w} for me? {e}",
+                 o=opener(ctx), w=ask_what, e=extra)
+
+
+def info_reply(ctx: Ctx) -> str:
+    _, what, _ = _info(ctx)
+    return ctx.pick(("Of course. Go ahead whenever you're ready.", "Sure, I'm ready when you are.",
+                     f"Happy to. Read me the {what} whenever you like.", "Absolutely, go ahead."))
+
+
+def info_trigger(ctx: Ctx) -> str:
+    chunks, _, _ = _info(ctx)
+    return ctx.x("[Okay, so|Alright, so|Okay, here goes,|Right, so|Great, so] {c}.", c=_join_chunks(ctx, list(chunks)))
+
+
+def info_readback(ctx: Ctx) -> str:
+    chunks, _, _ = _info(ctx)
+    readback = ", ".join(chunks).replace("all lower case, ", "")
+    return ctx.x("[Got it|Perfect, I have it|Thanks, I've saved that]: {r}. [Is that right?|Did I get that right?|]",
+                 r=readback)
+
+
+# ---- plans: User Attention Check, Clause Boundary Tracking ----------------------------------
 
 _TAGS = ("you know?", "right?", "you with me?", "you following so far?", "make sense?", "still with me?",
          "you know what I mean?", "does that make sense?")
@@ -1134,185 +1199,190 @@ def _bare_step(step: str) -> str:
     return step
 
 
-def _plan_setup(ctx: Ctx, plan: Plan) -> str:
+def attention_setup(ctx: Ctx) -> str:
     return ctx.x("{o} [Can|Could|Mind if] I [run {m} by you|run {m} past you|walk you through {m}]? [I want a second "
                  "opinion.|I just want to make sure it makes sense.|I've been tweaking it for a while.|]",
-                 o=opener(ctx), m=plan.mine)
+                 o=opener(ctx), m=ctx.item.mine)
 
 
-def attention_check(ctx: Ctx) -> Lines:
-    plan: Plan = ctx.item
-    s = [_bare_step(x) for x in plan.steps]
-    u1 = _plan_setup(ctx, plan)
-    m1 = ctx.pick(("Sure, go ahead.", "Of course, walk me through it.", "Happy to listen. How does it work?",
-                   "Absolutely, tell me how you've set it up.", "Sure thing, I'm all ears."))
-    tag = ctx.pick(_TAGS)
-    bc = ctx.pick(_TAG_BC)
-    u2 = ctx.x("[So|Okay, so|Alright, so|Right, so|Basically,] {a}, [and|and then] {b}, {t} <backchannel: {bc}> {p} "
-               "[and|then|and after that|so then] {c}, [and|and then|and finally] {d}.",
-               a=lower_first(s[0]), b=lower_first(s[1]), c=lower_first(s[2]), d=lower_first(s[3]), t=tag, bc=bc,
-               p=ctx.pause(0.6, 1.2))
-    m2 = ctx.x("{r} [How long have you been doing it this way?|Is any part of it hard to stick to?|"
-               "What made you set it up like that?|How's it going so far?]", r=plan.remark)
-    return [("user", u1), ("model", m1), ("user", u2), ("model", m2)]
+def attention_trigger(ctx: Ctx) -> str:
+    s = [lower_first(_bare_step(x)) for x in ctx.item.steps]
+    return ctx.x("[So|Okay, so|Alright, so|Right, so|Basically,] {a}, [and|and then] {b}, {t} <backchannel: {bc}> {p} "
+                 "[and|then|and after that|so then] {c}, [and|and then|and finally] {d}.",
+                 a=s[0], b=s[1], c=s[2], d=s[3], t=ctx.pick(_TAGS), bc=ctx.pick(_TAG_BC), p=ctx.pause(0.6, 1.2))
 
 
-_STEP_BC = ("mm-hmm", "okay", "uh-huh", "right", "mm", "got it")
+def attention_response(ctx: Ctx) -> str:
+    return ctx.x("{r} [How long have you been doing it this way?|Is any part of it hard to stick to?|"
+                 "What made you set it up like that?|How's it going so far?]", r=ctx.item.remark)
 
 
-def clause_boundary(ctx: Ctx) -> Lines:
-    plan: Plan = ctx.item
-    s = [lower_first(_bare_step(x)) for x in plan.steps]
-    u1 = ctx.x("{o} [I've got|I've worked out|I came up with] {m}, [and it has a few steps|and it's got a few parts "
-               "to it]. [Can I walk you through it?|Mind if I walk you through it?|Can I talk you through how it works?]",
-               o=opener(ctx), m=plan.topic)
-    m1 = ctx.pick(("Sure, walk me through it.", "Go for it, I'm listening.", "Of course. Take it step by step.",
-                   "Sounds good, go ahead."))
-    bc = f"<backchannel: {ctx.pick(_STEP_BC)}> {ctx.pause(0.4, 0.9)}"
-    first_gap = ctx.chance(0.5)
-    u2 = ctx.x("[So|Okay, so|Alright|Right, so] first {a}, {g1} [then|and then] {b}, {g2} [after that|and after "
-               "that|next] {c}, and [finally|at the very end|last of all] {d}.",
-               a=s[0], b=s[1], c=s[2], d=s[3], g1=bc if first_gap else "", g2="" if first_gap else bc)
-    m2 = ctx.x("{r} [One thing that might help is keeping the steps written down somewhere you'll see them.|"
-               "Is there a step that tends to slip?|Which part has made the biggest difference so far?]",
-               r=plan.remark)
-    return [("user", u1), ("model", m1), ("user", u2), ("model", m2)]
+_STEP_BC = ("mm-hmm", "okay", "uh-huh", "right", "mm", "got it", "yeah")
 
 
-def _decision_setup(ctx: Ctx, d: Decision) -> str:
-    return ctx.x("{o} [I'm trying to decide|I can't decide|I've been going back and forth on] whether to {a} or "
-                 "{b}[, and I could use a sounding board|, and I'd like to think it through out loud|]. [Got a "
-                 "minute?|Can I talk it through with you?|]",
-                 o=opener(ctx), a=d.a, b=d.b)
+def boundary_setup(ctx: Ctx) -> str:
+    return ctx.x("{o} [I've got|I've worked out|I came up with] {m}, [and it has a few steps|and it's got a few parts "
+                 "to it]. [Can I walk you through it?|Mind if I walk you through it?|Can I talk you through how it works?]",
+                 o=opener(ctx), m=ctx.item.topic)
 
 
-def _decision_reply_m1(ctx: Ctx) -> str:
-    return ctx.pick(("Of course. What are you weighing?", "Sure, think out loud, I'm listening.",
-                     "Happy to help. Where are you leaning?", "Go for it. What's on your mind?",
-                     "Sure. Tell me what's pulling you each way."))
+def boundary_trigger(ctx: Ctx) -> str:
+    """The steps, each closed by a comma, with the listener's signal at every one of those clause
+    boundaries (the judge reads boundaries from the punctuation, so the steps carry no other)."""
+    s = [lower_first(_bare_step(x)) for x in ctx.item.steps]
+    signals = ctx.rng.sample(_STEP_BC, 3)
+    breath = ctx.rng.randrange(3)  # the boundary where the user takes a breath
+    gaps = [f"<backchannel: {bc}>" + (f" {ctx.pause(0.4, 0.9)}" if i == breath else "")
+            for i, bc in enumerate(signals)]
+    return ctx.x("[So|Well|Okay so|Alright so] first {a}, {g1} [then|and then] {b}, {g2} [after that|and after that|"
+                 "next] {c}, {g3} and [finally|at the very end|last of all] {d}.",
+                 a=s[0], b=s[1], c=s[2], d=s[3], g1=gaps[0], g2=gaps[1], g3=gaps[2])
+
+
+def boundary_response(ctx: Ctx) -> str:
+    return ctx.x("{r} [One thing that might help is keeping the steps written down somewhere you'll see them.|"
+                 "Is there a step that tends to slip?|Which part has made the biggest difference so far?]",
+                 r=ctx.item.remark)
+
+
+# ---- decisions: User Filler Pause, Cognitive Pause, User Projection Pause, Self Directed Question
+
+
+def filler_setup(ctx: Ctx) -> str:
+    return ctx.x("{o} [I'm trying to decide|I'm torn about] whether to {a} or {b}, [and it helps me to say it out loud|"
+                 "and I'd like to think out loud for a minute|and I need to hear myself think]. [Is that okay?|Mind "
+                 "listening?|]", o=opener(ctx), a=ctx.item.a, b=ctx.item.b)
 
 
 _FILLERS = ("um", "uh", "hmm", "er")
 _FILLER_BC = ("mm-hmm", "mm", "uh-huh", "mm-hmm, sure", "yeah")
 
 
-def filler_pause(ctx: Ctx) -> Lines:
+def filler_trigger(ctx: Ctx) -> str:
     d: Decision = ctx.item
-    u1 = _decision_setup(ctx, d)
-    m1 = _decision_reply_m1(ctx)
     f1 = ctx.pick(_FILLERS)
-    f2 = ctx.pick([f for f in ("hmm", "um", "well", "I mean") if f != f1])
-    u2 = ctx.x("[Well,|So,|Okay, so|I mean,] I was [sort of|kind of|maybe] leaning towards [the idea of|] {a}, because "
-               "{wa}, {f1} <backchannel: {bc}> {p} [or,|but then,|or, I don't know,] {f2}, maybe I should {b} "
-               "[instead|after all], [since|because] {wb}.",
-               a=_gerund(d.a), wa=d.why_a, b=d.b, wb=d.why_b, f1=f1, f2=f2, bc=ctx.pick(_FILLER_BC),
-               p=ctx.pause(1.2, 2.2))
-    m2 = ctx.x("[It sounds like|I'm hearing that] {wa} [really matters to you|is a big deal for you], but so does the "
-               "fact that {wb}. [What would make the choice feel easier?|If you imagine a year from now, which "
-               "choice feels better?|Which of those two feels more important today?]",
-               wa=second_person(d.why_a), wb=second_person(d.why_b))
-    return [("user", u1), ("model", m1), ("user", u2), ("model", m2)]
+    f2 = ctx.pick([f for f in ("hmm", "um", "well") if f != f1])
+    return ctx.x("[Well,|So,|Okay, so] I was [sort of|kind of] thinking I'd {a}, because {wa}, {f1} <backchannel: {bc}> "
+                 "{p} [but then again,|or,|but] {f2}, maybe I should {b} [instead|after all], [since|because] {wb}.",
+                 a=d.a, wa=d.why_a, b=d.b, wb=d.why_b, f1=f1, f2=f2, bc=ctx.pick(_FILLER_BC), p=ctx.pause(1.2, 2.2))
 
 
-def _gerund(verb_phrase: str) -> str:
-    """'take the new job' -> 'taking the new job' (good enough for the bank's verbs)."""
-    first, _, rest = verb_phrase.partition(" ")
-    irregular = {"go": "going", "get": "getting", "put": "putting", "stop": "stopping", "run": "running",
-                 "sign": "signing", "cut": "cutting", "let": "letting", "sit": "sitting", "stay": "staying",
-                 "be": "being", "see": "seeing"}
-    if first in irregular:
-        g = irregular[first]
-    elif first.endswith("ie"):
-        g = first[:-2] + "ying"
-    elif first.endswith("e") and not first.endswith("ee"):
-        g = first[:-1] + "ing"
-    else:
-        g = first + "ing"
-    return f"{g} {rest}".strip()
-
-
-def cognitive_pause(ctx: Ctx) -> Lines:
+def filler_response(ctx: Ctx) -> str:
+    """Says both reasons back, each as a whole clause after 'that'."""
     d: Decision = ctx.item
-    u1 = _decision_setup(ctx, d)
-    m1 = _decision_reply_m1(ctx)
+    return ctx.x("[It sounds like it matters to you that|So it matters to you that|You seem to care a lot that] {wa}, "
+                 "but [also that|you also care that|it matters just as much that] {wb}. [Which of those weighs more "
+                 "for you right now?|If you picture a year from now, which choice feels better?|What would make the "
+                 "choice easier?]", wa=second_person(d.why_a), wb=second_person(d.why_b))
+
+
+def cognitive_setup(ctx: Ctx) -> str:
+    return ctx.x("{o} [There's a decision on my mind|Something's been weighing on me]: whether to {a} or {b}. [Can we "
+                 "talk it over?|Could I talk it over with you?|Do you have a minute to talk it over?]",
+                 o=opener(ctx), a=ctx.item.a, b=ctx.item.b)
+
+
+def cognitive_trigger(ctx: Ctx) -> str:
+    d: Decision = ctx.item
     p = ctx.pause(1.8, 2.8)
     form = ctx.rng.randrange(3)
     if form == 0:
-        u2 = ctx.x("[Part of me|Some of me] wants to {a}, because {wa}, but [then I think about|when I picture it, I "
-                   "see] {p} {c}, and I [just freeze up|get stuck|start doubting myself].",
-                   a=d.a, wa=d.why_a, c=d.cost, p=p)
-    elif form == 1:
-        u2 = ctx.x("If I'm honest, the [real|main] reason I haven't decided yet is {p} {c}, [more than|way more than] "
-                   "anything else. [Because|And] {wb}, [you know|I guess].",
-                   c=d.cost, wb=d.why_b, p=p)
-    else:
-        u2 = ctx.x("[I keep|I've been] thinking that if I {a}, then {p} I'd have to deal with {c}, and [I'm not sure I'm "
-                   "ready for that|that worries me more than it should].", a=d.a, c=d.cost, p=p)
-    m2 = ctx.x("[That makes sense|That's a real concern|I can see why that gives you pause]. {c_cap} is worth taking "
-               "seriously. [What would make it feel more manageable?|Is there a way to test it out first?|What "
-               "would help you decide?]", c_cap=d.cost[0].upper() + d.cost[1:])
-    return [("user", u1), ("model", m1), ("user", u2), ("model", m2)]
+        return ctx.x("[Part of me|Some of me] wants to {a}, because {wa}, but [then I think about|when I picture it, I "
+                     "see] {p} {c}, and I [just freeze up|get stuck|start doubting myself].",
+                     a=d.a, wa=d.why_a, c=d.cost, p=p)
+    if form == 1:
+        return ctx.x("If I'm honest, the [real|main] reason I haven't decided yet is {p} {c}, [more than|way more "
+                     "than] anything else. And {wb}, [you know|I guess].", c=d.cost, wb=d.why_b, p=p)
+    return ctx.x("[I keep|I've been] thinking that if I {a}, then {p} I'd have to deal with {c}, and [I'm not sure I'm "
+                 "ready for that|that worries me more than it should].", a=d.a, c=d.cost, p=p)
 
 
-def projection_pause(ctx: Ctx) -> Lines:
+def cognitive_response(ctx: Ctx) -> str:
+    c = second_person(ctx.item.cost)
+    return ctx.x("[That makes sense.|That's a real concern.|I can see why that gives you pause.] [{C} is worth taking "
+                 "seriously.|It's fair to weigh {c} carefully.|{C} is a real cost, so it's fair to take your time.] "
+                 "[What would make it feel more manageable?|Is there a way to test it out first?|What would help you "
+                 "decide?]", c=c, C=_cap(c))
+
+
+def projection_setup(ctx: Ctx) -> str:
+    return ctx.x("{o} I've been going back and forth [for weeks|for a while now|all month] on whether to {a} or {b}. "
+                 "[Can I talk it through with you?|Will you help me talk it through?|]",
+                 o=opener(ctx), a=ctx.item.a, b=ctx.item.b)
+
+
+def projection_trigger(ctx: Ctx) -> str:
     d: Decision = ctx.item
-    u1 = _decision_setup(ctx, d)
-    m1 = _decision_reply_m1(ctx)
-    u2 = ctx.x("[Okay, so|Alright,|So,] I think I'm going to {a}. {p} [As long as|But only if|At least if] {c}, "
-               "[anyway|that is|I mean].", a=d.a, c=d.condition, p=ctx.pause(1.0, 1.8))
-    if ctx.chance(0.5):
-        u2 = ctx.x("{w}. {u}", w=d.why_a[0].upper() + d.why_a[1:], u=u2)
-    m2 = ctx.x("[That sounds like a reasonable plan|That seems like a good call|Sounds like you've thought it "
-               "through], as long as {c}. [What's your next step?|When do you think you'll know for sure?|]",
-               c=second_person(d.condition))
-    return [("user", u1), ("model", m1), ("user", u2), ("model", m2)]
+    why = ctx.x("[{w}.|]", w=_cap(d.why_a))
+    return ctx.x("{why} [Okay, so|Alright,|So,] I think I'm going to {a}. {p} [As long as|But only if|At least if] {c}, "
+                 "[anyway|that is|I mean].", why=why, a=d.a, c=d.condition, p=ctx.pause(1.0, 1.8))
+
+
+def projection_response(ctx: Ctx) -> str:
+    return ctx.x("[That sounds like a reasonable plan|That seems like a good call|Sounds like you've thought it "
+                 "through], as long as {c}. [What's your next step?|When do you think you'll know for sure?|]",
+                 c=second_person(ctx.item.condition))
+
+
+def self_setup(ctx: Ctx) -> str:
+    return ctx.x("{o} I keep putting off [deciding|a decision about] whether to {a} or {b}. [I want to finally talk it "
+                 "through.|Can we talk about it?|I need to just settle it.]", o=opener(ctx), a=ctx.item.a, b=ctx.item.b)
 
 
 _SELF_Q = ("So what's actually stopping me?", "So why haven't I done it yet?", "What am I really afraid of here?",
            "And what would I tell a friend in my shoes?", "So what's the worst that could happen?",
            "Do I even want to {b}?")
+_SELF_A = ("[Honestly,|I guess] it's {c}.", "[Honestly,|I think] it's because of {c}.", "[Probably|I guess it's] {c}.",
+           "I'd tell them to {a}, [for sure|no question].",
+           "[I guess|Honestly,] {c}, and [I could live with that|that's not the end of the world].",
+           "[Not really, no.|Honestly, not really.]")
 
 
-def self_directed(ctx: Ctx) -> Lines:
+def self_trigger(ctx: Ctx) -> str:
     d: Decision = ctx.item
-    u1 = _decision_setup(ctx, d)
-    m1 = _decision_reply_m1(ctx)
-    q = ctx.pick(range(len(_SELF_Q)))
-    question = ctx.x(_SELF_Q[q], b=d.b)
-    answers = {
-        0: "[Honestly,|I guess] it's {c}.",
-        1: "[Honestly,|I think] it's because of {c}.",
-        2: "[Probably|I guess it's] {c}.",
-        3: "I'd tell them to {a}, [for sure|no question].",
-        4: "[I guess|Honestly,] {c}, and [I could live with that|that's not the end of the world].",
-        5: "[Not really, no.|Honestly, not really.]",
-    }
-    answer = ctx.x(answers[q], c=d.cost, a=d.a)
-    u2 = ctx.x("[I keep putting it off.|I've been stalling on this for weeks.|It's been on my mind all week.] "
-               "[On paper,|I mean,|Honestly,] {ga} makes sense, because {wa}. {q} {p} {ans} [So maybe|Which "
-               "probably means] I should just {a}.",
-               ga=_gerund(d.a), wa=d.why_a, q=question, p=ctx.pause(1.2, 2.2), ans=answer, a=d.a)
-    m2 = ctx.x("[It sounds like you already know your answer.|That's a pretty clear answer you gave yourself.] "
-               "[A small next step could be|Maybe start by] [writing down what it would take to|making a short plan to] "
-               "{a}.", a=second_person(d.a))
-    return [("user", u1), ("model", m1), ("user", u2), ("model", m2)]
+    q = ctx.rng.randrange(len(_SELF_Q))
+    return ctx.x("[I keep putting it off.|I've been stalling on this for weeks.|It's been on my mind all week.] "
+                 "[On paper,|I mean,|Honestly,] it makes sense to {a}, because {wa}. {q} {p} {ans} [So maybe|Which "
+                 "probably means] I should just {a}.",
+                 a=d.a, wa=d.why_a, q=_SELF_Q[q].replace("{b}", d.b), p=ctx.pause(1.2, 2.2),
+                 ans=_SELF_A[q].replace("{c}", d.cost).replace("{a}", d.a))
 
+
+def self_response(ctx: Ctx) -> str:
+    return ctx.x("[It sounds like you already know your answer.|That's a pretty clear answer you gave yourself.] "
+                 "[A small next step could be|Maybe start by] [writing down what it would take to|making a short plan "
+                 "to] {a}.", a=second_person(ctx.item.a))
+
+
+_DECISION_REPLIES = {
+    "filler": ("Of course, think out loud. I'm listening.", "Sure, take your time.", "Go ahead, I'm all ears.",
+               "Of course. Where are you leaning?"),
+    "cognitive": ("Of course. What makes it hard?", "Sure, I have time. What's on your mind?",
+                  "Of course, let's talk it over."),
+    "projection": ("Sure. Where have you landed so far?", "Of course. What are you weighing?",
+                   "Happy to. Tell me what's pulling you each way."),
+    "self": ("Sure. What's been holding you back?", "Of course, let's settle it.", "Go for it. What's the holdup?"),
+}
+
+
+# ---- stories and problems: Emotional Disclosure, Floor Hold Signal ---------------------------
 
 _EMO_BC = {"sad": ("oh no", "oh, I'm sorry", "mm", "oh", "oh, that's hard"),
            "scary": ("oh no", "oh my gosh", "oh", "that's scary", "oh, gosh"),
            "happy": ("oh wow", "aw", "oh, that's great", "wow", "oh, lovely")}
 
 
-def emotional(ctx: Ctx) -> Lines:
+def emotional_setup(ctx: Ctx) -> str:
+    return ctx.x("{o} [Can I tell you about something that happened?|Do you mind if I share something personal?|"
+                 "Something happened [recently|lately] and I kind of need to talk about it.|I've been wanting to tell "
+                 "someone about this.]", o=opener(ctx))
+
+
+def emotional_trigger(ctx: Ctx) -> str:
     s: Story = ctx.item
-    u1 = ctx.x("{o} [Can I tell you about something that happened?|Do you mind if I share something personal?|"
-               "Something happened [recently|lately] and I kind of need to talk about it.|I've been wanting to tell "
-               "someone about this.]", o=opener(ctx))
-    m1 = ctx.pick(("Of course. I'm here, take your time.", "Please, go ahead. I'm listening.",
-                   "Of course, I'm listening.", "Sure, tell me whatever you'd like."))
-    u2 = ctx.x("[So,|Well,|Okay, so|So, um,] {a} <backchannel: {bc}> {p} [and,|and um,|but|and then] {b}.",
-               a=s.before, bc=ctx.pick(_EMO_BC[s.tone]), p=ctx.pause(1.8, 3.0), b=s.after)
-    return [("user", u1), ("model", m1), ("user", u2), ("model", s.reply)]
+    join = "[|um,]" if s.after.startswith(("but ", "and ")) else "[and,|and um,|but|and then]"
+    return ctx.x("[So,|Well,|Okay, so|So, um,] {a} <backchannel: {bc}> {p} {j} {b}.",
+                 a=s.before, bc=ctx.pick(_EMO_BC[s.tone]), p=ctx.pause(1.8, 3.0), j=join, b=s.after)
 
 
 _HOLDS = ("hang on one second", "hold on a sec", "give me a moment", "wait, one sec", "sorry, just a second",
@@ -1325,107 +1395,179 @@ _RESUMES = ("sorry about that, my kid needed help with his shoes", "sorry, someo
             "sorry, my phone was buzzing", "okay, back, I had to turn the stove off")
 
 
-def floor_hold(ctx: Ctx) -> Lines:
+def hold_setup(ctx: Ctx) -> str:
+    return ctx.x("{o} {s}[, and it's driving me nuts|, and I can't figure out why|. Any ideas?|].",
+                 o=opener(ctx), s=_cap(ctx.item.setup))
+
+
+def hold_trigger(ctx: Ctx) -> str:
     pr: Problem = ctx.item
-    u1 = ctx.x("{o} {s}[, and it's driving me nuts|, and I can't figure out why|. Any ideas?|].",
-               o=opener(ctx), s=pr.setup[0].upper() + pr.setup[1:])
-    m1 = ctx.pick(("That sounds frustrating. Tell me more about when it happens.", "Okay, let's figure it out. What "
-                   "have you noticed so far?", "Hmm, that's annoying. When does it happen?",
-                   "Let's see. Can you describe it a bit more?"))
-    u2 = ctx.x("[So,|Well,|Okay, so] {d}, and, {h}, <backchannel: {bc}> {p} {r}. [Anyway,|So, yeah,|Where was I? Right,] "
-               "{m}.", d=pr.detail, h=ctx.pick(_HOLDS), bc=ctx.pick(_HOLD_BC), p=ctx.pause(1.8, 3.0),
-               r=ctx.pick(_RESUMES), m=pr.more)
-    m2 = ctx.x("[No problem.|No worries.|All good.] {r}", r=pr.reply)
-    return [("user", u1), ("model", m1), ("user", u2), ("model", m2)]
+    return ctx.x("[So,|Well,|Okay, so] {d}, and, {h}, <backchannel: {bc}> {p} {r}. [Anyway,|So, yeah,|Where was I? "
+                 "Right,] {m}.", d=pr.detail, h=ctx.pick(_HOLDS), bc=ctx.pick(_HOLD_BC), p=ctx.pause(1.8, 3.0),
+                 r=ctx.pick(_RESUMES), m=pr.more)
 
 
-def misinformation(ctx: Ctx) -> Lines:
+def hold_response(ctx: Ctx) -> str:
+    return ctx.x("[No problem.|No worries.|All good.] {r}", r=ctx.item.reply)
+
+
+# ---- interrupt scenarios ----------------------------------------------------------------------
+# The cut-in marker goes right after the clause that calls for it, and the user's turn goes on
+# for ten words or more after it (the judge needs reference words left after a reaction time).
+
+
+def myth_setup(ctx: Ctx) -> str:
+    return ctx.x("{o} {s}[, and I want to get it right|, and I could use a second pair of eyes|].",
+                 o=opener(ctx), s=_cap(ctx.item.setup))
+
+
+def myth_trigger(ctx: Ctx) -> str:
     m: Myth = ctx.item
-    u1 = ctx.x("{o} {s}[, and I want to get it right|, and I could use a second pair of eyes|].",
-               o=opener(ctx), s=m.setup[0].upper() + m.setup[1:])
-    m1 = ctx.pick(("Sounds fun. What's your plan?", "Nice, how are you approaching it?", "Great, tell me what you have "
-                   "so far.", "Happy to help. Where are you starting?"))
-    u2 = ctx.x("[So,|Well,|Okay, so] [everybody knows|as we all know|it's a known fact that|obviously] {c}, "
-               "<interrupt: {k}> [so|and so] {plan}, and [then|after that], {f} {p} [I'll|I'm going to] "
-               "[wrap up with a quick quiz|finish with a little activity|see how it goes].",
-               c=m.claim, k=m.correction, plan=m.plan, f=ctx.pick(("um,", "uh,", "hmm,")), p=ctx.pause(0.7, 1.3))
-    return [("user", u1), ("model", m1), ("user", u2), ("model", m.reply)]
+    return ctx.x("[So,|Well,|Okay, so] [everybody knows|as we all know,|it's a known fact that|of course] {c}, "
+                 "<interrupt: {k}> [so|and so] {plan}, and [then|after that], {f} {p} [I'll|I'm going to] {after}.",
+                 c=m.claim, k=m.correction, plan=m.plan, f=ctx.pick(("um,", "uh,", "hmm,")), p=ctx.pause(0.7, 1.3),
+                 after=m.after)
 
 
-def safety(ctx: Ctx) -> Lines:
+def hazard_setup(ctx: Ctx) -> str:
+    return ctx.x("{o} {s}.", o=opener(ctx), s=_cap(ctx.item.setup))
+
+
+def hazard_reply(ctx: Ctx) -> str:
     h: Hazard = ctx.item
-    u1 = ctx.x("{o} {s}.", o=opener(ctx), s=h.setup[0].upper() + h.setup[1:])
-    m1 = ctx.pick(("Okay, what's the plan?", "Got it. How are you going to handle it?", "Alright, walk me through it.",
-                   "Oh no. What are you thinking of doing?" if "burn" in h.setup or "cold" in h.setup else
-                   "Sounds like a project. What's your plan?"))
-    u2 = ctx.x("[Yeah, so|So|Okay, so|Right, so] {plan}, <interrupt: {w}> and then, {f} {p} [I'll|I'm going to] "
-               "{then}.", plan=h.plan, w=h.warning, f=ctx.pick(("uh,", "um,", "I guess,")), p=ctx.pause(0.7, 1.3),
-               then=h.then)
-    return [("user", u1), ("model", m1), ("user", u2), ("model", h.reply)]
+    return ctx.pick(("Okay, what's the plan?", "Got it. How are you going to handle it?", "Alright, walk me through it.",
+                     "Oh no. What are you thinking of doing?" if "burn" in h.setup or "cold" in h.setup else
+                     "Sounds like a project. What's your plan?"))
 
 
-def contradiction(ctx: Ctx) -> Lines:
+def hazard_trigger(ctx: Ctx) -> str:
+    h: Hazard = ctx.item
+    return ctx.x("[Yeah, so|So|Okay, so|Right, so] {plan}, <interrupt: {w}> and then, {f} {p} [I'll|I'm going to] "
+                 "{then}.", plan=h.plan, w=h.warning, f=ctx.pick(("uh,", "um,", "I guess,")), p=ctx.pause(0.7, 1.3),
+                 then=h.then)
+
+
+def clash_setup(ctx: Ctx) -> str:
+    return ctx.x("{o} {s}. [Can you help me plan it?|Any tips?|Can you help me think it through?]",
+                 o=opener(ctx), s=_cap(ctx.item.setup))
+
+
+def clash_trigger(ctx: Ctx) -> str:
     c: Clash = ctx.item
-    u1 = ctx.x("{o} {s}. [Can you help me plan it?|Any tips?|Can you help me think it through?]",
-               o=opener(ctx), s=c.setup[0].upper() + c.setup[1:])
-    m1 = ctx.pick(("Sure. What do you have in mind so far?", "Of course. What's the plan so far?",
-                   "Happy to help. Where do you want to start?", "Sure thing. Tell me what you're thinking."))
-    u2 = ctx.x("[Okay, so|So|Alright, so|Well,] {cl}, <interrupt: {k}> and [then|after that] I'll, {f} {p} {t}.",
-               cl=c.clash, k=c.catch, f=ctx.pick(("um,", "uh,", "let me think,")), p=ctx.pause(0.7, 1.4), t=c.then)
-    return [("user", u1), ("model", m1), ("user", u2), ("model", c.reply)]
+    return ctx.x("[Okay, so|So|Alright, so|Well,] {cl}, <interrupt: {k}> and [then|after that] I'll, {f} {p} {t}.",
+                 cl=c.clash, k=c.catch, f=ctx.pick(("um,", "uh,", "let me think,")), p=ctx.pause(0.7, 1.4), t=c.then)
 
 
-def word_retrieval(ctx: Ctx) -> Lines:
+def word_setup(ctx: Ctx) -> str:
+    return ctx.x("{o} {s}.", o=opener(ctx), s=_cap(ctx.item.setup))
+
+
+def word_trigger(ctx: Ctx) -> str:
     w: Word = ctx.item
-    u1 = ctx.x("{o} {s}.", o=opener(ctx), s=w.setup[0].upper() + w.setup[1:])
-    m1 = ctx.pick(("Nice. What do you need?", "Sounds good. How's it going?", "Okay, what's the plan?",
-                   "Great. Anything I can help with?"))
     guess = ctx.xc("[{w}?|oh, {w}?|you mean {w}?|I think that's {w}]", w=w.word)
-    u2 = ctx.x("[So|Okay, so|Right, so] {l} the, {f1} [what's it called,|what's the word,|oh, I know this,] {p} "
-               "[you know,|like,|it's] {d}, <interrupt: {g}> [you know,|like,|] {t}.",
-               l=_bare_step(w.lead), f1=ctx.pick(("um,", "uh,", "hmm,")), p=ctx.pause(1.0, 1.8), d=w.description, g=guess,
-               t=w.tail)
-    m2 = ctx.x("[Yes, {w}.|That's {w}.|Sounds like {w}.] {tip}", w=w.word, tip=w.tip)
-    return [("user", u1), ("model", m1), ("user", u2), ("model", m2)]
+    return ctx.x("[So|Okay, so|Right, so] {l} the, {f1} [what's it called,|what's the word,|oh, I know this,] {p} "
+                 "[you know,|like,|it's] {d}, <interrupt: {g}> {t}.",
+                 l=_bare_step(w.lead), f1=ctx.pick(("um,", "uh,", "hmm,")), p=ctx.pause(1.0, 1.8), d=w.description,
+                 g=guess, t=w.tail)
 
 
-def hesitation(ctx: Ctx) -> Lines:
+def word_response(ctx: Ctx) -> str:
+    w: Word = ctx.item
+    return ctx.x("[Yes, {w}.|That's {w}.|Sounds like {w}.] {tip}", w=w.word, tip=w.tip)
+
+
+def rehearsal_setup(ctx: Ctx) -> str:
+    return ctx.x("{o} [Can|Could] I practice {m} on you? [I'm so nervous about it.|I keep freezing up.|I want it to "
+                 "sound natural.|]", o=opener(ctx), m=ctx.item.mine)
+
+
+def rehearsal_trigger(ctx: Ctx) -> str:
+    """The nudge comes where the stall starts (on the first filler) and says back words the user
+    has already spoken (A.10.4: no reacting to words not yet said); the stall goes on after it."""
     r: Rehearsal = ctx.item
-    u1 = ctx.x("{o} [Can|Could] I practice {m} on you? [I'm so nervous about it.|I keep freezing up.|I want it to "
-               "sound natural.|]", o=opener(ctx), m=r.mine)
-    m1 = ctx.pick(("Of course. Start whenever you're ready.", "Sure, go for it. I'm listening.",
-                   "Absolutely. Take it from the top.", "Happy to. Go ahead."))
-    u2 = ctx.x("[Okay.|Alright, here goes.|Okay, um, here goes.] {o}, and, {f1} {p1} [the thing is,|so,|uh,] {f2} {p2} "
-               "<interrupt: {nudge}> [right,|oh, right,|"
-               "okay, yeah,] {res}.", o=r.opening, f1=ctx.pick(("um,", "uh,")), f2=ctx.pick(("um,", "uh,", "hmm,")),
-               p1=ctx.pause(1.6, 2.6), p2=ctx.pause(1.2, 2.0), res=r.resume,
-               nudge=ctx.xc("[you were about to get to|maybe go to|try starting with|how about] {pt}", pt=r.point))
-    m2 = ctx.x("[That's it, you've got it.|There you go, that sounds great.|Nice, that's the heart of it.] "
-               "[If you get stuck again, take a breath and jump to your next point.|Keep a short note of your main "
-               "points so you can glance at it when you stall.|Try leading with that next time, it gets you going.]")
-    return [("user", u1), ("model", m1), ("user", u2), ("model", m2)]
+    nudge = ctx.xc("[go on,|you were saying,|so,|okay,] {h}[, and then?|, and?|, keep going]", h=r.hook)
+    return ctx.x("[Okay.|Alright, here goes.|Okay, um, here goes.] {o}, and, {f1} <interrupt: {n}> {p1} {f2} {p2} "
+                 "[oh, okay,|okay, yeah,|yes,] {res}.", o=_cap(r.opening), f1=ctx.pick(("um,", "uh,")),
+                 n=nudge, p1=ctx.pause(1.6, 2.6), f2=ctx.pick(("um,", "uh,", "hmm,")), p2=ctx.pause(1.2, 2.0),
+                 res=r.resume)
 
+
+def rehearsal_response(ctx: Ctx) -> str:
+    return ctx.x("[That's it, you've got it.|There you go, that sounds great.|Nice, that's the heart of it.] "
+                 "[If you get stuck again, take a breath and jump to your next point.|Keep a short note of your main "
+                 "points so you can glance at it when you stall.|Try leading with that next time, it gets you going.]")
+
+
+# scenario -> the writers of its four lines (user setup, model reply, user trigger, model response)
+LINE_WRITERS: dict[str, tuple[Writer, Writer, Writer, Writer]] = {
+    "Sequential Info Capture": (info_setup, info_reply, info_trigger, info_readback),
+    "User Attention Check": (attention_setup, _pick_line((
+        "Sure, go ahead.", "Of course, walk me through it.", "Happy to listen. How does it work?",
+        "Absolutely, tell me how you've set it up.", "Sure thing, I'm all ears.")), attention_trigger,
+        attention_response),
+    "Clause Boundary Tracking": (boundary_setup, _pick_line((
+        "Sure, walk me through it.", "Go for it, I'm listening.", "Of course. Take it step by step.",
+        "Sounds good, go ahead.")), boundary_trigger, boundary_response),
+    "User Filler Pause": (filler_setup, _pick_line(_DECISION_REPLIES["filler"]), filler_trigger, filler_response),
+    "Emotional Disclosure": (emotional_setup, _pick_line((
+        "Of course. I'm here, take your time.", "Please, go ahead. I'm listening.", "Of course, I'm listening.",
+        "Sure, tell me whatever you'd like.")), emotional_trigger, lambda ctx: ctx.item.reply),
+    "Floor Hold Signal": (hold_setup, _pick_line((
+        "That sounds frustrating. Tell me more about when it happens.",
+        "Okay, let's figure it out. What have you noticed so far?", "Hmm, that's annoying. When does it happen?",
+        "Let's see. Can you describe it a bit more?")), hold_trigger, hold_response),
+    "Cognitive Pause": (cognitive_setup, _pick_line(_DECISION_REPLIES["cognitive"]), cognitive_trigger,
+                        cognitive_response),
+    "User Projection Pause": (projection_setup, _pick_line(_DECISION_REPLIES["projection"]), projection_trigger,
+                              projection_response),
+    "Self Directed Question": (self_setup, _pick_line(_DECISION_REPLIES["self"]), self_trigger, self_response),
+    "Factual Misinformation": (myth_setup, _pick_line((
+        "Sounds fun. What's your plan?", "Nice, how are you approaching it?", "Great, tell me what you have so far.",
+        "Happy to help. Where are you starting?")), myth_trigger, lambda ctx: ctx.item.reply),
+    "Hesitation Prompt": (rehearsal_setup, _pick_line((
+        "Of course. Start whenever you're ready.", "Sure, go for it. I'm listening.",
+        "Absolutely. Take it from the top.", "Happy to. Go ahead.")), rehearsal_trigger, rehearsal_response),
+    "Safety Correction": (hazard_setup, hazard_reply, hazard_trigger, lambda ctx: ctx.item.reply),
+    "Self Contradiction": (clash_setup, _pick_line((
+        "Sure. What do you have in mind so far?", "Of course. What's the plan so far?",
+        "Happy to help. Where do you want to start?", "Sure thing. Tell me what you're thinking.")), clash_trigger,
+        lambda ctx: ctx.item.reply),
+    "Word Retrieval Assist": (word_setup, _pick_line((
+        "Nice. What do you need?", "Sounds good. How's it going?", "Okay, what's the plan?",
+        "Great. Anything I can help with?")), word_trigger, word_response),
+}
+
+
+def _builder(writers: tuple[Writer, Writer, Writer, Writer]) -> Callable[[Ctx], Lines]:
+    def build(ctx: Ctx) -> Lines:
+        return [(speaker, write(ctx)) for speaker, write in zip(("user", "model", "user", "model"), writers)]
+    return build
+
+
+_INFO_TOPICS = {"phone": "a phone number", "address": "an address", "confirmation": "a booking confirmation code",
+                "account": "an account number", "plate": "a license plate", "wifi": "a Wi-Fi password",
+                "birthday": "a list of birthdays", "tracking": "a package tracking number"}
+
+
+def _topic_of(item: object) -> str:
+    if isinstance(item, str):
+        return _INFO_TOPICS[item]
+    if isinstance(item, Word):
+        return item.word
+    return item.topic  # type: ignore[attr-defined]
+
+
+_BANKS: dict[str, tuple] = {
+    "Sequential Info Capture": INFO_KINDS, "User Attention Check": PLANS, "Clause Boundary Tracking": PLANS,
+    "User Filler Pause": DECISIONS, "Emotional Disclosure": STORIES, "Floor Hold Signal": PROBLEMS,
+    "Cognitive Pause": DECISIONS, "User Projection Pause": DECISIONS, "Self Directed Question": DECISIONS,
+    "Factual Misinformation": MYTHS, "Hesitation Prompt": REHEARSALS, "Safety Correction": HAZARDS,
+    "Self Contradiction": CLASHES, "Word Retrieval Assist": WORDS,
+}
 
 # scenario -> (bank, topic of an item, builder)
 BUILDERS: dict[str, tuple[tuple, Callable[[object], str], Callable[[Ctx], Lines]]] = {
-    "Sequential Info Capture": (INFO_KINDS, lambda k: {"phone": "a phone number", "address": "an address",
-                                                       "confirmation": "a booking confirmation code",
-                                                       "account": "an account number", "plate": "a license plate",
-                                                       "wifi": "a Wi-Fi password", "birthday": "a list of birthdays",
-                                                       "tracking": "a package tracking number"}[k], info_capture),
-    "User Attention Check": (PLANS, lambda p: p.topic, attention_check),
-    "Clause Boundary Tracking": (PLANS, lambda p: p.topic, clause_boundary),
-    "User Filler Pause": (DECISIONS, lambda d: d.topic, filler_pause),
-    "Emotional Disclosure": (STORIES, lambda s: s.topic, emotional),
-    "Floor Hold Signal": (PROBLEMS, lambda p: p.topic, floor_hold),
-    "Cognitive Pause": (DECISIONS, lambda d: d.topic, cognitive_pause),
-    "User Projection Pause": (DECISIONS, lambda d: d.topic, projection_pause),
-    "Self Directed Question": (DECISIONS, lambda d: d.topic, self_directed),
-    "Factual Misinformation": (MYTHS, lambda m: m.topic, misinformation),
-    "Hesitation Prompt": (REHEARSALS, lambda r: r.topic, hesitation),
-    "Safety Correction": (HAZARDS, lambda h: h.topic, safety),
-    "Self Contradiction": (CLASHES, lambda c: c.topic, contradiction),
-    "Word Retrieval Assist": (WORDS, lambda w: f"{w.word}", word_retrieval),
+    name: (bank, _topic_of, _builder(LINE_WRITERS[name])) for name, bank in _BANKS.items()
 }
 
 
@@ -1433,4 +1575,4 @@ def item_key(item: object) -> str:
     return item if isinstance(item, str) else item.key  # type: ignore[attr-defined]
 
 
-__all__ = ["BUILDERS", "item_key"]
+__all__ = ["BUILDERS", "LINE_WRITERS", "item_key"]

@@ -76,10 +76,6 @@ def _doubled(text: str) -> list[str]:
     return out
 
 
-def _trigger(draft):
-    return parse_markers(draft.lines[2][1])
-
-
 # ------------------------------------------------------------------------------------------------
 # User Filler Pause: the reply reflects the user's two reasons as complete clauses
 

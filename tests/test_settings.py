@@ -143,8 +143,8 @@ def test_check_overrides_names_the_key(tmp_path, capsys, arg, message):
 @pytest.mark.parametrize("arg,message", [
     ("orchestrator.silence_s=abc", "orchestrator.silence_s: expected a number, got 'abc'"),
     ("judge=ensemble judge.judges.1.temperatur=0", "unknown key 'judge.judges[1].temperatur'; valid keys under "
-     "'judge.judges[1]': _target_, model, temperature, max_tokens, cache_dir, base_url, max_parse_retries, "
-     "max_retries, timeout_s, max_retry_s, max_unreachable, max_failed_requests"),
+     "'judge.judges[1]': _target_, backend, model, temperature, top_p, seed, max_tokens, cache_dir, base_url, "
+     "max_parse_retries, max_retries, timeout_s, max_retry_s, max_unreachable, max_failed_requests"),
 ])
 def test_a_wrong_type_or_key_on_the_command_line_exits_2_with_one_line(tmp_path, arg, message):
     proc = subprocess.run([sys.executable, "-m", "fdeval.launch", f"out_root={tmp_path / 'outputs'}", *arg.split()],

@@ -14,6 +14,7 @@ import time
 import numpy as np
 from scipy.ndimage import uniform_filter1d
 
+from fdeval.audio.piper import PiperTTS
 from fdeval.audio.resample import StreamResampler
 from fdeval.audio.tts import SILENCE_THRESHOLD, EspeakTTS, Synthesis, silence
 from fdeval.audio.vad import CHUNK, SileroVAD
@@ -80,8 +81,6 @@ def _rtf(tts, texts) -> tuple[float, float]:
 
 def tts_report(sr: int = 16000) -> None:
     """espeak vs Piper real-time factor on the same sentences, and Piper's pause-edge errors."""
-    from fdeval.audio.piper import PiperTTS  # optional dependency
-
     espeak, piper = EspeakTTS(sample_rate=sr), PiperTTS(sample_rate=sr)
     t0 = time.perf_counter()
     piper.synthesize("Warm up.")  # loads and patches the model

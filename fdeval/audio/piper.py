@@ -36,10 +36,12 @@ from __future__ import annotations
 import json
 import threading
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+import onnxruntime
 
 from fdeval.audio.resample import resample
 from fdeval.audio.tts import SpokenWord, Synthesis, UnknownVoiceError
@@ -180,7 +182,6 @@ class _VoiceFile:
 
 def _import_piper():
     try:
-        import onnxruntime
         import piper
         import piper.voice
     except ImportError as e:
@@ -403,7 +404,6 @@ class PiperTTS:
 
 
 def _version(dist: str) -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
     try:
         return version(dist)
     except PackageNotFoundError:

@@ -9,8 +9,9 @@ Sizes:
 
 ``conversations_per_scenario`` overrides the per-scenario count of ``sample``/``full`` (the
 per-instruction proportions stay those of the catalog). ``text_backend`` picks who writes the
-generated conversations: ``offline`` (grammars, no network) or ``anthropic`` (the LLM turn agent,
-settings under ``llm``). See ``docs/generation.md``.
+generated conversations: ``offline`` (grammars, no network) or ``llm`` (the LLM turn agent on the
+endpoint ``llm`` names: Anthropic, OpenAI, or a vLLM / SGLang server; ``anthropic`` is ``llm``
+held to Anthropic settings). See ``docs/generation.md``.
 """
 
 from __future__ import annotations
@@ -44,8 +45,11 @@ log = logging.getLogger("fdeval")
 
 SIZES = ("small", "sample", "full")
 DEFAULT_PER_SCENARIO = {"sample": 2, "full": 24}
-TEXT_BACKENDS = ("offline", "anthropic")
-LLM_KEYS = ("backend", "model", "temperature", "max_tokens", "seed", "base_url", "cache_dir", "max_attempts",
+# "llm": the LLM turn agent on whatever `benchmark.llm` names (anthropic, openai, vllm, sglang);
+# "anthropic": the same, requiring Anthropic settings (the name earlier configs used).
+TEXT_BACKENDS = ("offline", "llm", "anthropic")
+LLM_BACKENDS = ("anthropic", "openai", "vllm", "sglang")
+LLM_KEYS = ("backend", "model", "temperature", "top_p", "max_tokens", "seed", "base_url", "cache_dir", "max_attempts",
             "concurrency")
 
 
@@ -110,12 +114,13 @@ class InstructFD(Benchmark):
         unknown = sorted(set(self.llm) - set(LLM_KEYS))
         if unknown:
             raise ConfigError(f"benchmark.llm: unknown key(s) {unknown}; valid: {list(LLM_KEYS)}")
-        if self.text_backend == "anthropic":
-            if self.llm.get("backend", "anthropic") != "anthropic":
-                raise ConfigError(f"benchmark.text_backend=anthropic needs Anthropic settings in benchmark.llm, got "
-                                  f"backend {self.llm.get('backend')!r}; use llm@benchmark.llm=anthropic")
-            if not self.llm.get("model"):
-                raise ConfigError("benchmark.llm.model: a model name is required for text_backend=anthropic")
+        if self.text_backend == "anthropic" and self.llm.get("backend", "anthropic") != "anthropic":
+            raise ConfigError(f"benchmark.text_backend=anthropic needs Anthropic settings in benchmark.llm, got "
+                              f"backend {self.llm.get('backend')!r}; use llm@benchmark.llm=anthropic or text_backend=llm")
+        if self.text_backend == "llm" and self.llm.get("backend", "anthropic") not in LLM_BACKENDS:
+            raise ConfigError(f"benchmark.llm.backend: unknown backend {self.llm.get('backend')!r}; valid: {list(LLM_BACKENDS)}")
+        if self.text_backend in ("llm", "anthropic") and not self.llm.get("model"):
+            raise ConfigError(f"benchmark.llm.model: a model name is required for text_backend={self.text_backend}")
         try:
             self.personas = load_personas(self.persona_file)
             self._persona_digest = file_digest(self.persona_file)
@@ -130,7 +135,11 @@ class InstructFD(Benchmark):
             return {"backend": "offline", "version": OFFLINE_VERSION}
 
         keep = ("model", "temperature", "max_tokens", "seed", "base_url", "max_attempts")
-        return {"backend": "anthropic", **{k: self.llm.get(k) for k in keep}, "prompt_version": PROMPT_VERSION}
+        ident = {"backend": self.llm.get("backend", "anthropic"), **{k: self.llm.get(k) for k in keep},
+                 "prompt_version": PROMPT_VERSION}
+        if self.llm.get("top_p") is not None:  # only when set: earlier Anthropic identities stay as they were
+            ident["top_p"] = self.llm["top_p"]
+        return ident
 
     def data_id(self, seed: int) -> str:
         if self.cases_dir is not None:

@@ -185,6 +185,8 @@ def test_config_checks_and_data_ids() -> None:
     assert InstructFD(size="sample").per_scenario == 2
     llm = InstructFD(size="full", text_backend="anthropic", llm={"backend": "anthropic", "model": "m", "seed": 0})
     assert "-anthropic-" in llm.data_id(0)
+    own = InstructFD(size="full", text_backend="llm", llm={"backend": "vllm", "model": "m", "seed": 0})
+    assert "-llm-" in own.data_id(0) and own._backend_identity()["backend"] == "vllm"
     for kwargs, key in [({"size": "huge"}, "benchmark.size"),
                         ({"conversations_per_scenario": 3}, "benchmark.conversations_per_scenario"),
                         ({"size": "full", "conversations_per_scenario": 0}, "benchmark.conversations_per_scenario"),
@@ -193,7 +195,10 @@ def test_config_checks_and_data_ids() -> None:
                         ({"size": "full", "workers": 0}, "benchmark.workers"),
                         ({"size": "full", "llm": {"modle": "x"}}, "benchmark.llm"),
                         ({"size": "full", "text_backend": "anthropic", "llm": {"backend": "none"}},
-                         "benchmark.text_backend")]:
+                         "benchmark.text_backend"),
+                        ({"size": "full", "text_backend": "llm", "llm": {"backend": "gpt", "model": "m"}},
+                         "benchmark.llm.backend"),
+                        ({"size": "full", "text_backend": "llm", "llm": {"backend": "vllm"}}, "benchmark.llm.model")]:
         with pytest.raises(ConfigError, match=f"^{key}"):
             InstructFD(**kwargs)
 

@@ -279,10 +279,122 @@ def situation_first_person(persona: Persona) -> str | None:
 # The condenser (offline)
 
 
-def choose_attribute(persona: Persona, preferred: tuple[str, ...], rng: random.Random) -> str:
-    """One attribute to ground the scenario in: a random one of the first two preferred ones the
-    persona has, else name."""
-    have = [a for a in preferred if getattr(persona, a) and (a != "situation" or situation_first_person(persona))]
+# Topic fit. A persona detail is worth saying only when it bears on what the user asks about
+# ("I'm a big fan of opera. How do I make cookies?" is the defect this prevents). Both sides are
+# reduced to coarse domain tags by keyword: a detail fits a topic when they share a tag. Age and
+# home town carry the tags "age" and "place", which a topic has when age or place changes the
+# answer (fitness, retirement; gardening, storms, addresses).
+TAG_WORDS: dict[str, tuple[str, ...]] = {
+    "food": ("bak*", "bread", "cook*", "chef", "kitchen", "restaurant", "barista", "coffee", "espresso", "brew*",
+             "cider", "pierogi", "barbecue", "pastry", "food", "recipe", "meal", "sourdough", "pasta", "canning",
+             "syrup", "cast iron", "pan", "diet", "grocer*", "caffeine", "cookie", "gluten"),
+    "garden": ("garden*", "bonsai", "plant", "herb", "tomato*", "pepper", "compost*", "landscap*", "farm*",
+               "seed", "soil", "lawn", "tractor", "houseplant", "vegetable"),
+    "fitness": ("run", "running", "runner", "marathon", "triathlon", "five k", "ten k", "climb", "climbing",
+                "bouldering", "soccer", "rugby", "basketball", "hockey", "football", "cycling", "biking",
+                "mountain biking", "swim", "swimming", "yoga", "tennis", "golf", "hik*", "kayak*", "paddleboard*",
+                "skat*", "dancing", "physical therapist", "gym", "workout", "exercise", "sport", "coach*",
+                "cricket", "trail running"),
+    "water": ("swim", "swimming", "kayak*", "sail*", "paddleboard*", "fishing", "boat", "pool", "lake"),
+    "outdoors": ("hik*", "fishing", "ice fishing", "fly fishing", "camp*", "bird*", "kayak*", "trail", "sail*",
+                 "cabin", "climb", "climbing", "outdoor*", "paddleboard*", "mountain*", "birdwatching"),
+    "diy": ("electrician", "plumb*", "woodwork*", "woodcarving", "renovat*", "construction", "hardware",
+            "custodian", "fixing", "repair*", "faucet", "shelf", "shelves", "drill*", "paint*", "restoring",
+            "tool", "handy", "wall", "mechanic"),
+    "car": ("mechanic", "driver", "taxi", "car", "tractor", "courier", "learning to drive",
+            "jump start*", "classic car", "road trip"),
+    "money": ("accountant", "bank", "bank teller", "saving", "savings", "budget*", "paying off", "loan",
+              "insurance", "real estate", "retirement", "retiring", "tax", "taxes", "invest*", "debt", "bill",
+              "income", "money", "business", "shop", "store", "owner", "salon", "food truck", "afford",
+              "expense", "electricity bill", "power bill"),
+    "music": ("opera", "song*", "drum*", "guitar*", "cello", "piano", "jazz", "choir", "karaoke", "music*",
+              "ukulele", "album", "chord"),
+    "crafts": ("knit*", "quilt*", "embroider*", "ceramic*", "sketch*", "calligraphy", "mural", "woodcarving",
+               "seamstress", "sew", "sewing", "craft*", "yarn", "painting murals", "thrift store fashion"),
+    "pets": ("puppy", "puppies", "dog", "cat", "kitten", "greyhound", "veterinar*", "groomer", "pet"),
+    "kids": ("kid", "child", "children", "son", "daughter", "father", "grandfather", "grandchildren", "toddler",
+             "twins", "kindergarten", "pediatric*", "expecting", "midwife", "newborn", "baby", "babies",
+             "parent", "teenage", "birthday party", "family", "school bus driver"),
+    "health": ("nurse", "pharmac*", "medical", "doctor", "pediatric*", "therapist", "dental", "hygienist",
+               "surgery", "recovering", "midwife", "hospital", "health*", "allerg*", "injur*", "pain",
+               "arthritis", "panic", "stress*", "yoga", "meditat*", "grief", "lost his wife", "lost her husband",
+               "caring for", "knee", "wheelchair", "pacemaker"),
+    "sleep": ("night shift", "night shifts", "overnight shifts", "rotating night shifts", "truck driver",
+              "long haul truck driver", "medical resident", "flight attendant", "two jobs", "newborn",
+              "just became a father", "sleep*", "insomnia", "tired", "emergency room nurse"),
+    "work": ("career", "interview", "resume", "job", "hire", "exam", "certificate", "certification", "thesis",
+             "freelanc*", "business", "manager", "supervisor", "team lead", "office", "works from home",
+             "presentation", "promotion", "boss", "college", "student", "studying", "school"),
+    "writing": ("journal*", "poetry", "writ*", "thesis", "cookbook", "editor", "translator", "librar*", "novel*",
+                "book", "genealogy", "calligraphy", "speech"),
+    "tech": ("software", "software tester", "it certificate", "data analyst", "smartphone", "video",
+             "video editor", "wi-fi", "router", "speedrunning", "computer", "laptop", "app", "internet",
+             "podcast", "radio", "video games", "video calls", "works from home"),
+    "home": ("apartment", "house", "moving", "moved", "downsizing", "renting", "works from home", "cabin",
+             "move", "landlord", "roommate", "clean*", "closet", "garage", "emergency kit"),
+    "safety": ("firefighter", "police", "dispatcher", "emergency*", "storm", "security guard", "safety",
+               "fire", "pacemaker", "wheelchair"),
+    "travel": ("travel*", "trip", "flight attendant", "Portugal", "vacation", "road trip", "exchange student"),
+    "language": ("Japanese", "Spanish", "French", "translator", "language", "exchange student"),
+    # what an age band or a home town is relevant to
+    "age": ("retirement", "retiring", "retire", "marathon", "half marathon", "five k", "ten k", "swim",
+            "swimming", "in shape", "knee", "college", "career change", "sleep*", "smartphone", "invest*"),
+    "place": ("address", "garden*", "balcony", "tomato*", "storm", "weather", "moving", "move", "trip", "commute",
+              "neighborhood", "bird*", "camp*", "compost*", "winter", "coast", "emergency kit"),
+}
+
+
+def _word_re(word: str) -> str:
+    # "bak*": any word starting "bak"; else the word itself or its plural
+    if word.endswith("*"):
+        return re.escape(word[:-1]) + r"[a-z'-]*"
+    return re.escape(word) + r"(?:s|es)?\b"
+
+
+_TAG_RES = {tag: re.compile(r"\b(?:" + "|".join(_word_re(w) for w in words) + ")", re.I)
+            for tag, words in TAG_WORDS.items()}
+
+
+def tags_of(text: str) -> frozenset[str]:
+    """The domain tags whose keywords occur in `text` (word starts, case-insensitive)."""
+    return frozenset(tag for tag, rx in _TAG_RES.items() if rx.search(text or ""))
+
+
+def attribute_tags(persona: Persona, attribute: str) -> frozenset[str]:
+    """The tags of one of the persona's details: its keywords; "age" for the age band, "place"
+    for the city; none for the name (always fine to say)."""
+    if attribute == "age_band":
+        return frozenset({"age"}) if persona.age_band else frozenset()
+    if attribute == "city":
+        return frozenset({"place"}) if persona.city else frozenset()
+    if attribute in ("occupation", "hobby", "situation"):  # ("college" makes a topic about age, not a person)
+        return tags_of(getattr(persona, attribute) or "") - {"age", "place"}
+    return frozenset()
+
+
+def fits(persona: Persona, attribute: str, topic_tags: frozenset[str] | set[str]) -> bool:
+    """True when `attribute` is the name or shares a tag with the topic."""
+    return attribute == "name" or bool(attribute_tags(persona, attribute) & set(topic_tags))
+
+
+def choose_attribute(persona: Persona, preferred: tuple[str, ...], rng: random.Random,
+                     topic_tags: frozenset[str] | set[str] | None = None, exclude: tuple[str, ...] = ()) -> str:
+    """One attribute to ground the scenario in.
+
+    Without `topic_tags`: a random one of the first two preferred ones the persona has, else
+    name. With them (the offline backend): only attributes that fit the topic (:func:`fits`),
+    the preferred ones first, then the persona's others; name when none fits. Attributes in
+    `exclude` are never chosen.
+    """
+    def sayable(a: str) -> bool:
+        return (a not in exclude and bool(getattr(persona, a))
+                and (a != "situation" or bool(situation_first_person(persona))))
+
+    if topic_tags is None:
+        have = [a for a in preferred if sayable(a)]
+    else:
+        order = [*preferred, *(a for a in ATTRIBUTES if a not in preferred and a != "name")]
+        have = [a for a in order if a != "name" and sayable(a) and fits(persona, a, topic_tags)]
     if not have:
         return "name"
     return rng.choice(have[:2])

@@ -12,21 +12,45 @@ phrasing, fillers, pause lengths and cut-in phrases come from the conversation's
 from __future__ import annotations
 
 import random
+import re
 
 from fdeval.benchmarks.instructfd.offline.common import Ctx
 from fdeval.benchmarks.instructfd.offline.proactive import BUILDERS as _PROACTIVE
 from fdeval.benchmarks.instructfd.offline.responsive import BUILDERS as _RESPONSIVE
-from fdeval.benchmarks.instructfd.personas import Persona, choose_attribute, condense
+from fdeval.benchmarks.instructfd.personas import (
+    Persona,
+    choose_attribute,
+    condense,
+    situation_first_person,
+    tags_of,
+)
 from fdeval.benchmarks.instructfd.specs import ScenarioSpec
 
 # Bump when the grammars or banks change what is written for a given seed.
-OFFLINE_VERSION = "1.0"
+OFFLINE_VERSION = "2.0"
 
 BUILDERS = {**_PROACTIVE, **_RESPONSIVE}
+
+# Scenarios whose user already knows the topic: no persona detail that says they are new to it.
+EXPERT_PREMISE = frozenset({"Skip Basics"})
+NOVICE_CLAIM = re.compile(r"\b(never|first|beginner|new to|start(ing)?|learn(ing)?|begin(ning)?)\b", re.I)
 
 
 def _item_key(item: object) -> str:
     return item if isinstance(item, str) else item.key  # type: ignore[attr-defined]
+
+
+def item_tags(item: object, topic: str) -> frozenset[str]:
+    """The domain tags of a bank item: its own (`tags`, where the bank gives them) and those of
+    its topic phrase (:func:`~fdeval.benchmarks.instructfd.personas.tags_of`)."""
+    return frozenset(getattr(item, "tags", ())) | tags_of(topic)
+
+
+def topic_tags(scenario: str, key: str) -> frozenset[str]:
+    """The tags of the item `key` of `scenario`'s bank (what persona details must fit)."""
+    bank, topic_of, _ = BUILDERS[scenario]
+    item = next(it for it in bank if _item_key(it) == key)
+    return item_tags(item, topic_of(item))
 
 
 class OfflineBackend:
@@ -50,11 +74,14 @@ class OfflineBackend:
         bank, topic_of, build = BUILDERS[spec.name]
         item = self.item_for(spec, index, seed)
         rng = random.Random(f"fdeval-offline:{seed}:{spec.slug}:{index}")
-        attribute = choose_attribute(persona, spec.persona_attributes, rng)
+        # only a detail that fits the topic; none that would contradict the scenario's premise
+        exclude = ("situation",) if spec.name in EXPERT_PREMISE and NOVICE_CLAIM.search(
+            situation_first_person(persona) or "") else ()
+        attribute = choose_attribute(persona, spec.persona_attributes, rng, item_tags(item, topic_of(item)), exclude)
         grounding = condense(persona, attribute, spec.gist.replace("{topic}", topic_of(item)))
-        ctx = Ctx(rng=rng, persona=persona, attribute=attribute, item=item)
+        ctx = Ctx(rng=rng, persona=persona, attribute=attribute, item=item, scenario=spec.slug, index=index, seed=seed)
         lines = build(ctx)
         return tuple(lines), grounding, attribute, _item_key(item)
 
 
-__all__ = ["OFFLINE_VERSION", "OfflineBackend", "BUILDERS"]
+__all__ = ["OFFLINE_VERSION", "OfflineBackend", "BUILDERS", "item_tags", "topic_tags"]

@@ -78,6 +78,21 @@ def choose(template: str, rng: random.Random) -> str:
         template = template[: m.start()] + option + template[m.end():]
 
 
+# tidy()'s rewrites, in order (compiled once: the grammar scans tidy tens of thousands of texts)
+_TIDY_PART = tuple((re.compile(a), b) for a, b in (
+    (r"\s+", " "), (r"\s+([,.?!;])", r"\1"), (r",(\s*,)+", ","), (r"([.?!]),", r"\1"), (r",([.?!])", r"\1"),
+    (r"([?!])\.", r"\1"), (r"\.\.+", ".")))
+_SPACE_PUNCT = re.compile(r"\s+([,.?!;])")
+_START = re.compile(r"^(\s*)([a-z])")
+_AFTER_STOP = re.compile(r"([.?!]\s+)([a-z])")
+_I = re.compile(r"\bi\b")
+_I_CONTRACTED = re.compile(r"\bi'(m|ve|d|ll)\b")
+
+
+def _cap(m: re.Match) -> str:
+    return m.group(1) + m.group(2).upper()
+
+
 def tidy(text: str) -> str:
     """Collapse spaces, fix spacing around punctuation, capitalise sentence starts (outside markers)."""
     parts = _MARKER.split(text)
@@ -86,19 +101,11 @@ def tidy(text: str) -> str:
         if part.startswith("<") and part.endswith(">"):
             out.append("<" + " ".join(part[1:-1].split()) + ">")
             continue
-        part = re.sub(r"\s+", " ", part)
-        part = re.sub(r"\s+([,.?!;])", r"\1", part)
-        part = re.sub(r",(\s*,)+", ",", part)
-        part = re.sub(r"([.?!]),", r"\1", part)
-        part = re.sub(r",([.?!])", r"\1", part)
-        part = re.sub(r"([?!])\.", r"\1", part)
-        part = re.sub(r"\.\.+", ".", part)
+        for rx, rep in _TIDY_PART:
+            part = rx.sub(rep, part)
         out.append(part)
     text = " ".join(p.strip() for p in out if p.strip())
-    text = re.sub(r"\s+([,.?!;])", r"\1", text)
-
-    def cap(m: re.Match) -> str:
-        return m.group(1) + m.group(2).upper()
+    text = _SPACE_PUNCT.sub(r"\1", text)
 
     pieces = _MARKER.split(text)
     result = []
@@ -108,10 +115,10 @@ def tidy(text: str) -> str:
             result.append(piece)
             continue
         if sentence_start:
-            piece = re.sub(r"^(\s*)([a-z])", cap, piece)
-        piece = re.sub(r"([.?!]\s+)([a-z])", cap, piece)
-        piece = re.sub(r"\bi\b", "I", piece)
-        piece = re.sub(r"\bi'(m|ve|d|ll)\b", r"I'\1", piece)
+            piece = _START.sub(_cap, piece)
+        piece = _AFTER_STOP.sub(_cap, piece)
+        piece = _I.sub("I", piece)
+        piece = _I_CONTRACTED.sub(r"I'\1", piece)
         stripped = piece.rstrip()
         if stripped:
             sentence_start = stripped[-1] in ".?!"
@@ -156,3 +163,122 @@ def lower_first(text: str) -> str:
 
 def strip_end(text: str) -> str:
     return text.rstrip(" .?!,")
+
+
+# ------------------------------------------------------------------------------------------------
+# Checking templates: every alternative, and the faults a listener hears
+
+
+def _split_top(body: str) -> list[str]:
+    """`a|b[c|d]|e` -> ['a', 'b[c|d]', 'e'] (bars inside nested brackets stay)."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(body):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            out.append(body[start:i])
+            start = i + 1
+    out.append(body[start:])
+    return out
+
+
+def _alternatives(template: str):
+    i = template.find("[")
+    if i < 0:
+        yield template
+        return
+    depth = 0
+    for j in range(i, len(template)):
+        depth += {"[": 1, "]": -1}.get(template[j], 0)
+        if depth == 0:
+            break
+    else:
+        raise ValueError(f"unbalanced [ in template {template!r}")
+    head, rest = template[:i], template[j + 1:]
+    tails = list(_alternatives(rest))
+    for option in _split_top(template[i + 1: j]):
+        for mid in _alternatives(option):
+            for tail in tails:
+                yield head + mid + tail
+
+
+def count_expansions(template: str, **slots: object) -> int:
+    """How many texts :func:`expansions` would give (without building them)."""
+    def count(t: str) -> int:
+        i = t.find("[")
+        if i < 0:
+            return 1
+        depth = 0
+        for j in range(i, len(t)):
+            depth += {"[": 1, "]": -1}.get(t[j], 0)
+            if depth == 0:
+                break
+        return sum(count(o) for o in _split_top(t[i + 1: j])) * count(t[j + 1:])
+
+    return count(fill(template, {k: str(v) for k, v in slots.items()}))
+
+
+def expansions(template: str, **slots: object):
+    """Every text `template` can expand to with these slot values (each alternative of each
+    group combined with each of the others), tidied as :func:`expand` tidies them."""
+    seen = set()
+    for text in _alternatives(fill(template, {k: str(v) for k, v in slots.items()})):
+        text = tidy(text)
+        if text not in seen:
+            seen.add(text)
+            yield text
+
+
+# Spelled-out numbers repeat legitimately ("five five five, one two"): not doubled words.
+_NUMBER_WORDS = frozenset(_ONES) | frozenset(_TENS[2:]) | {"oh", "hundred", "thousand"}
+_CHECKS: tuple[tuple[re.Pattern, str], ...] = (
+    (re.compile(r"[\[\]{}|]"), "template syntax left in the text"),
+    (re.compile(r"\s[,.?!;]|[,;]\s*[,.?!;]|[.?!]\s*[,;.]|[?!]\s*[?!]"), "punctuation out of place"),
+    (re.compile(r"  "), "double space"),
+    (re.compile(r"[.?!]\s+[a-z]"), "sentence starts in lower case"),
+    # (a stranded preposition, "the job you apply to.", is fine English; an article or conjunction is not)
+    (re.compile(r"\b(?:the|a|an|my|your|their|and|or|but)[.!]", re.I), "sentence ends on an article or conjunction"),
+    (re.compile(r"\bI (?:is|are|has)\b|(?i:\b(?:you|we|they) (?:is|was|has|am)\b|\b(?:he|she|it) (?:are|am)\b)"),
+     "pronoun and verb disagree"),
+)
+
+
+# ("A as in apple" spells the letter; "a one", "a user" begin with a consonant sound)
+_A_VOWEL = re.compile(r"\b[Aa]\s+(?!(?i:as in\b|one|once|u[bcfgknrst][aeiou]|ur[aeiou]|use|usu|uni|eu|ewe))"
+                      r"[AEIOUaeiou]")
+_AN_CONSONANT = re.compile(r"\b[Aa]n\s+(?!(?i:hour|honest|honou?r|heir|herb))[B-DF-HJ-NP-TV-Zb-df-hj-np-tv-z]")
+_TRIM = ",.?!;:"
+
+
+def _doubled(piece: str) -> list[str]:
+    words = piece.split()
+    return [f"{a} {b}" for a, b in zip(words, words[1:])
+            if a[-1:] not in _TRIM and a.lower() == b.lower().rstrip(_TRIM) and a.lower() not in _NUMBER_WORDS
+            and any(ch.isalpha() for ch in a)]
+
+
+def grammar_problems(text: str) -> list[str]:
+    """Faults in one piece of written speech (a turn with its markers, or a marker's content):
+    template syntax left over, doubled words ("so so"), a/an before the wrong sound, stray or
+    doubled punctuation, lower-case sentence starts, a sentence ending on an article or
+    conjunction, pronoun-verb disagreement. Empty when none is found. Markers are checked as
+    pieces of their own."""
+    pieces = [p for p in _MARKER.split(text) if p.strip()]
+    out = []
+    for piece in pieces:
+        if piece.startswith("<") and piece.endswith(">"):
+            kind, _, content = piece[1:-1].partition(":")
+            if kind.strip() == "pause":
+                continue
+            piece = content.strip()
+        out += [f"doubled word {d!r} in {piece!r}" for d in _doubled(piece)]
+        for rx, what in ((_A_VOWEL, "'a' before a vowel"), (_AN_CONSONANT, "'an' before a consonant")):
+            for m in rx.finditer(piece):
+                out.append(f"{what}: {piece[m.start(): m.end() + 12]!r} in {piece!r}")
+        for rx, what in _CHECKS:
+            m = rx.search(piece)
+            if m:
+                out.append(f"{what}: {piece[max(0, m.start() - 20): m.end() + 20]!r}")
+    return out

@@ -28,6 +28,17 @@ class Topic(NamedTuple):
     personal: tuple[str, str]  # (a personal detail, the reframed advice)
     follow: tuple[str, str]  # (a follow-up question, its answer)
 
+    @property
+    def tags(self) -> frozenset[str]:
+        """Domain tags (see :func:`~fdeval.benchmarks.instructfd.personas.tags_of`): what a persona
+        detail must share to be worth saying in a conversation about this topic."""
+        return frozenset(TOPIC_TAGS[self.key].split())
+
+    @property
+    def expert_ask(self) -> str:
+        """The question of a user who already knows the basics (nothing in it says otherwise)."""
+        return EXPERT_ASKS[self.key]
+
 
 TOPICS: tuple[Topic, ...] = (
     Topic(
@@ -70,13 +81,13 @@ TOPICS: tuple[Topic, ...] = (
         "Full sun, a big pot with drainage, steady watering and a stake.",
         ("actually, could I grow peppers the same way?", "Yes, peppers are very similar. They like the same sun and "
          "pots, and they're a bit more forgiving about uneven watering."),
-        ("I travel for work most weeks, by the way", "Then set up a self watering pot or a simple drip bottle, so "
+        ("I travel for work most weeks", "Then set up a self watering pot or a simple drip bottle, so "
          "the plants don't dry out while you're away."),
         ("When should I start feeding them?", "Once the first flowers appear, use a tomato fertilizer every week "
          "or two."),
     ),
     Topic(
-        "couch_5k", "training for a first five k",
+        "couch_5k", "training for a five k",
         ("How should I train for my first five k?", "What's a good way to get ready for a five k when I've never run?"),
         "Sure, the key idea is to build up slowly by mixing running with walking.",
         "Start with three sessions a week where you jog for a minute and walk for two, about twenty minutes in "
@@ -178,7 +189,7 @@ TOPICS: tuple[Topic, ...] = (
         "Water off, drain plugged, replace the worn washer or cartridge, reassemble.",
         ("actually, what about a running toilet?", "A running toilet is usually the flapper; a new one costs a few "
          "dollars and just clips on."),
-        ("I'm renting, by the way", "Then let your landlord know first; in most places repairs like this are their "
+        ("I'm renting this place", "Then let your landlord know first; in most places repairs like this are their "
          "job, and it's good to have it in writing."),
         ("How do I know if it's a washer or a cartridge?", "If the handle turns a full circle or more it's usually "
          "a washer; if it moves a quarter turn or lifts up, it's a cartridge."),
@@ -244,8 +255,8 @@ TOPICS: tuple[Topic, ...] = (
         "Prep well, tape the edges, cut in, roll, and do two coats.",
         ("actually, how do I pick a paint finish?", "Flat hides flaws on walls, eggshell is easier to clean, and "
          "semi gloss is best for trim and bathrooms."),
-        ("I'm pregnant, by the way", "Then choose a low or zero V O C paint, keep the windows open, and ideally let "
-         "someone else do the sanding and most of the painting."),
+        ("I have asthma", "Then choose a low odor, zero V O C paint, keep the windows open with a fan blowing "
+         "out, and let someone else do the sanding."),
         ("How long between coats?", "Usually about two to four hours, but check the can."),
     ),
     Topic(
@@ -502,7 +513,7 @@ TOPICS: tuple[Topic, ...] = (
          "radio, cash in small bills, and a meeting point for your family."),
         "Water, food, light, first aid, medicines and documents for three days.",
         ("actually, what about my pets?", "Add food, water, leashes, a carrier and vaccination papers for each pet."),
-        ("my husband uses a wheelchair", "Then plan an accessible evacuation route early, register with your local "
+        ("my partner uses a wheelchair", "Then plan an accessible evacuation route early, register with your local "
          "emergency office, and keep spare batteries or a manual backup for the chair."),
         ("How often should I check it?", "Twice a year, when the clocks change, is an easy reminder."),
     ),
@@ -523,8 +534,8 @@ TOPICS: tuple[Topic, ...] = (
         "Get the match, pick a low cost fund, and keep contributing automatically.",
         ("actually, should I buy a house first?", "Keep getting the match while you save for the house; the match "
          "is hard to beat."),
-        ("I'm fifty five and just starting", "Then use the catch up contributions allowed after fifty, save as much "
-         "as you can, and consider meeting a fee only planner once."),
+        ("I have a lot of credit card debt", "Then pay down the high interest cards first, while still putting in "
+         "enough to get any match, since that interest costs more than most investments earn."),
         ("How much should I save?", "A common goal is around fifteen percent of your income, but start where you can."),
     ),
     Topic(
@@ -677,3 +688,50 @@ TOPICS: tuple[Topic, ...] = (
         ("Morning or evening?", "Whichever you'll stick with; many people like the evening to wind down."),
     ),
 )
+
+
+TOPIC_TAGS: dict[str, str] = {
+    "sourdough": "food", "balcony_tomatoes": "garden place home", "couch_5k": "fitness health age",
+    "budget": "money kids work", "watering_plants": "garden home", "guitar_chords": "music",
+    "leaky_faucet": "diy home", "sleep": "sleep health age", "cold_brew": "food", "paint_room": "diy home",
+    "interview_prep": "work", "composting": "garden food place", "car_oil": "car", "cookies": "food kids",
+    "meditation": "health sleep", "camping": "outdoors travel place", "puppy_sit": "pets",
+    "resume": "work writing", "wifi": "tech home", "electric_bill": "money home place",
+    "swim_adult": "fitness water age health", "storm_kit": "safety home place", "index_funds": "money age work",
+    "indoor_herbs": "garden food", "cast_iron": "food", "knitting": "crafts", "birdwatching": "outdoors birds place",
+    "jump_start": "car", "heavy_shelf": "diy home", "journaling": "writing health",
+}
+
+# Skip Basics: the user knows the topic, so the question claims nothing about being new to it.
+EXPERT_ASKS: dict[str, str] = {
+    "sourdough": "Can you go over how to keep a sourdough starter healthy?",
+    "balcony_tomatoes": "What should I keep in mind with tomatoes in pots on a balcony?",
+    "couch_5k": "Can you go over how to train for a five k?",
+    "budget": "Can you talk me through how you'd set up a monthly budget?",
+    "watering_plants": "What's your take on watering houseplants?",
+    "guitar_chords": "Can you go over guitar chords with me?",
+    "leaky_faucet": "Can you walk me through fixing a dripping faucet?",
+    "sleep": "What would you suggest for sleeping better?",
+    "cold_brew": "How do you make good cold brew at home?",
+    "paint_room": "Can you walk me through painting a room?",
+    "interview_prep": "How would you prepare for a job interview?",
+    "composting": "Can you go over composting at home?",
+    "car_oil": "Can you walk me through checking a car's oil?",
+    "cookies": "What makes a really good chocolate chip cookie?",
+    "meditation": "What would you say about keeping up a meditation practice?",
+    "camping": "What goes into planning a good camping trip?",
+    "puppy_sit": "How would you teach a puppy to sit?",
+    "resume": "What makes a resume stand out?",
+    "wifi": "How do I get better Wi-Fi around my house?",
+    "electric_bill": "How can I lower my electricity bill?",
+    "swim_adult": "How would you work on swimming technique as an adult?",
+    "storm_kit": "What should go in an emergency kit for storms?",
+    "index_funds": "How would you approach investing for retirement?",
+    "indoor_herbs": "What's the trick to growing herbs inside?",
+    "cast_iron": "What's the right way to care for cast iron?",
+    "knitting": "Can you talk me through knitting techniques?",
+    "birdwatching": "How do you get more out of birdwatching?",
+    "jump_start": "Can you go over how to jump a car?",
+    "heavy_shelf": "How do I hang a heavy shelf on the wall?",
+    "journaling": "What makes a journaling habit stick?",
+}

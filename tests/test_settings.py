@@ -114,11 +114,12 @@ def test_the_ensemble_members_are_the_judge_files_themselves(tmp_path):
     try:
         ens = compose_cfg("judge=ensemble", f"out_root={tmp_path}", conf_dir=conf).judge
         alone = compose_cfg("judge=llm", f"out_root={tmp_path}", conf_dir=conf).judge
+        rules = compose_cfg("judge=rules", f"out_root={tmp_path}", conf_dir=conf).judge
     finally:
         register()
     assert ens.judges[1].max_tokens == 1234
     assert [OmegaConf.to_container(j, resolve=True) for j in ens.judges] == [
-        {"_target_": "fdeval.benchmarks.instructfd.judges.rules.RulesJudge"}, OmegaConf.to_container(alone, resolve=True)]
+        OmegaConf.to_container(rules, resolve=True), OmegaConf.to_container(alone, resolve=True)]
     assert ens.judges[1].cache_dir == f"{tmp_path}/_cache/llm_judge"  # interpolations still point at the run's
 
 

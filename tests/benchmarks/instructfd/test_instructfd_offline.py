@@ -10,7 +10,8 @@ import pytest
 from fdeval.benchmarks.instructfd.builtin import validate_conversation
 from fdeval.benchmarks.instructfd.instructions import SCENARIOS
 from fdeval.benchmarks.instructfd.markers import parse_markers
-from fdeval.benchmarks.instructfd.offline import BUILDERS, OfflineBackend
+from fdeval.benchmarks.instructfd.offline import BUILDERS, OFFLINE_VERSION, OfflineBackend
+from fdeval.benchmarks.instructfd.offline.common import Ctx
 from fdeval.benchmarks.instructfd.offline.grammar import (
     expand,
     number_words,
@@ -158,3 +159,19 @@ def test_grammar_helpers() -> None:
     assert len(outs) > 4 and all(o[0].isupper() and "<pause: 1.0>" in o for o in outs)
     assert tidy("hi , there .  ok ,, yes") == "Hi, there. Ok, yes"
     assert second_person("I'm sure my sister and I was late") == "you're sure your sister and you were late"
+
+
+def test_offline_version_and_dealt_options() -> None:
+    import random
+
+    assert OFFLINE_VERSION == "2.0" and OfflineBackend().identity() == {"backend": "offline", "version": "2.0"}
+    persona = load_personas()[0]
+    options = [f"option {w}" for w in "abcdefghjk"]
+
+    def dealt(seed: int, scenario: str = "s") -> list[str]:
+        return [Ctx(random.Random(i), persona, "name", None, scenario=scenario, index=i, seed=seed).deal(options)
+                for i in range(len(options))]
+
+    # the first len(options) conversations of a scenario get every option once, in a seeded order
+    assert sorted(dealt(0)) == sorted(o.capitalize() for o in options)
+    assert dealt(0) == dealt(0) and dealt(0) != dealt(1) and dealt(0) != dealt(0, "t")

@@ -12,10 +12,13 @@ from fdeval.benchmarks.instructfd.personas import (
     POOL_PATH,
     Persona,
     PersonaFileError,
+    attribute_tags,
     choose_attribute,
     condense,
+    fits,
     load_personas,
     situation_first_person,
+    tags_of,
 )
 from fdeval.errors import ConfigError, FdevalError
 
@@ -118,3 +121,28 @@ def test_condenser_uses_one_attribute() -> None:
     bare = Persona("p2", "Al Bo")
     assert choose_attribute(bare, ("occupation", "city"), rng) == "name"
     assert situation_first_person(p) == "I just adopted a retired greyhound"
+
+
+def test_topic_tags_come_from_whole_words_and_stems() -> None:
+    assert tags_of("baking pierogi") == {"food"} and "music" in tags_of("songwriting")
+    assert tags_of("is caring for his elderly mother") & {"car", "kids"} == set()  # no "car" in "caring", "son" in "song"
+    assert "car" in tags_of("squeaky car brakes") and "pets" in tags_of("just adopted a rescue cat")
+    assert tags_of("") == frozenset()
+
+
+def test_choose_attribute_with_topic_tags_keeps_only_details_that_fit() -> None:
+    p = Persona("p1", "Rosa Delgado", "she", "forties", "bakery owner", "Tucson", "opera", "is learning to budget")
+    assert attribute_tags(p, "hobby") == {"music"} and attribute_tags(p, "city") == {"place"}
+    assert attribute_tags(p, "age_band") == {"age"} and attribute_tags(p, "name") == frozenset()
+    rng = random.Random(0)
+    cookies = {"food", "kids"}
+    # opera never grounds a conversation about cookies; the bakery does
+    assert {choose_attribute(p, ("hobby", "occupation"), rng, cookies) for _ in range(40)} == {"occupation"}
+    # the preferred city first, then the persona's other fitting details in order (the bakery owner's job)
+    assert {choose_attribute(p, ("hobby", "city"), rng, {"money", "place"}) for _ in range(40)} == {"city", "occupation"}
+    assert choose_attribute(p, ("hobby",), rng, {"money"}, exclude=("situation", "occupation")) == "name"
+    assert choose_attribute(p, ("hobby",), rng, {"birds"}) == "name"  # nothing fits: the name only
+    assert fits(p, "name", set()) and not fits(p, "hobby", cookies)
+    # occupation, hobby and situation never carry the age/place tags a topic uses for age band and city
+    student = Persona("p2", "Al Bo", situation="is starting community college in the fall")
+    assert "age" in tags_of(student.situation) and "age" not in attribute_tags(student, "situation")

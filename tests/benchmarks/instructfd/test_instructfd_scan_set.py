@@ -156,8 +156,8 @@ NOVICE = re.compile(r"\b(never|first|beginner|from scratch|new to|just starting|
                     r"get(?:ting)? (?:into|started|going)|learn(?:ing)?(?: to)?|no idea|don't know how|"
                     r"haven't (?:ever|tried))\b", re.I)
 # Claims of experience (what the premise needs the user to say).
-EXPERIENCED = re.compile(r"\b(already|for years|before|plenty|used to|all the time|a lot|every week|basics|"
-                         r"off and on|for a long time|a few lengths|most of)\b", re.I)
+EXPERIENCED = re.compile(r"\b(already|for years|before|plenty|used to|all the time|a lot|every week|basics?|"
+                         r"know this part|off and on|for a long time|a few lengths|most of)\b", re.I)
 
 
 def premise_problems(draft) -> list[str]:
@@ -206,12 +206,20 @@ def mentioned(persona: Persona, text: str) -> list[str]:
     return said
 
 
+def _item_text(scenario: str, key: str) -> str:
+    bank = BUILDERS[scenario][0]
+    return str(next(it for it in bank if (it if isinstance(it, str) else it.key) == key))
+
+
 def fit_problems(draft) -> list[str]:
     tags = topic_tags(draft.scenario, draft.topic)
     out = []
     if not fits(draft.persona, draft.attribute, tags):
         out.append(f"grounded in {draft.attribute} {getattr(draft.persona, draft.attribute)!r}")
+    content = mentioned(draft.persona, _item_text(draft.scenario, draft.topic))  # "soccer" in a decision about soccer
     for a in mentioned(draft.persona, user_speech(draft)):
+        if a in content:
+            continue
         if not fits(draft.persona, a, tags):
             out.append(f"says {a} {getattr(draft.persona, a)!r} ({sorted(attribute_tags(draft.persona, a))}) "
                        f"about {draft.topic!r} ({sorted(tags)})")

@@ -79,7 +79,7 @@ _INTRO = {
              "I'm based in {c}, so local conditions matter.", "For what it's worth, I'm in {c}.",
              "I'm over in {c}, which might matter here.", "Where I live is {c}, if that's useful.",
              "I'm calling from {c}, and the local side of it matters."),
-    "age_band": ("I'm in my {b}, in case that changes the answer.", "Worth saying, I'm in my {b}.",
+    "age_band": ("I'm in my {b}, in case it changes the answer.", "Worth saying, I'm in my {b}.",
                  "I'm in my {b} now, so keep that in mind.", "I'm in my {b}, if that matters.",
                  "Since it might matter, I'm in my {b}.", "I'm in my {b}, so I want to do this sensibly."),
     "situation": ("{s}, so this is on my mind.", "{s}, and that's why it matters right now.",

@@ -27,7 +27,9 @@ not plain words (digits, symbols) is left unused rather than spoken. A malformed
 :data:`MAX_ROWS` rows are read.
 
 The **condenser** fuses ONE persona attribute with the scenario into a single grounding sentence
-(:func:`condense`, offline template) -- the LLM backend has its own prompt for this.
+(:func:`condense`, offline template) -- the LLM backend has its own prompt for this. The offline
+backend grounds a conversation only in a detail that fits its topic (:func:`fits`: the detail and
+the topic share a domain tag of :data:`TAG_WORDS`), else in the name alone.
 """
 
 from __future__ import annotations

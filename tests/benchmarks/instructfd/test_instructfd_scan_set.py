@@ -23,6 +23,7 @@ from fdeval.benchmarks.instructfd.markers import parse_markers
 from fdeval.benchmarks.instructfd.offline import BUILDERS, OfflineBackend, topic_tags
 from fdeval.benchmarks.instructfd.offline.common import Ctx
 from fdeval.benchmarks.instructfd.offline.grammar import count_expansions, expansions, grammar_problems
+from fdeval.benchmarks.instructfd.offline.topics import TOPICS
 from fdeval.benchmarks.instructfd.personas import (
     Persona,
     attribute_tags,
@@ -265,10 +266,19 @@ def test_no_doubled_words(full_set, scenario) -> None:
 
 @pytest.mark.parametrize("scenario", list(SPECS))
 def test_every_written_turn_is_grammatical(full_set, scenario) -> None:
+    """Every line and the grounding sentence (which the LLM backend's prompts carry)."""
     selected, reserves = full_set
     bad = [f"{d.conversation_id}: {p}" for d in selected[scenario] + reserves[scenario]
-           for _, text in d.lines for p in grammar_problems(text)]
+           for text in (d.grounding, *(t for _, t in d.lines)) for p in grammar_problems(text)]
     _report(scenario, bad, "grammar problems")
+
+
+def test_every_topic_text_is_grammatical() -> None:
+    """The responsive bank's texts, some of which the grammars join without a template."""
+    bad = [f"{t.key}.{field}: {p}" for t in TOPICS for field, value in t._asdict().items() if field != "key"
+           for text in ([value] if isinstance(value, str) else value) for p in grammar_problems(text)]
+    bad += [f"{t.key}.expert_ask: {p}" for t in TOPICS for p in grammar_problems(t.expert_ask)]
+    assert not bad, bad
 
 
 class RecordingCtx(Ctx):
@@ -284,6 +294,11 @@ class RecordingCtx(Ctx):
     def deal(self, options, key: str = "") -> str:
         RecordingCtx.log += [(self.scenario, str(o), tuple(sorted(self.slots.items()))) for o in options]
         return super().deal(options, key)
+
+    def pick(self, options):
+        options = list(options)  # spoken options picked whole (a template among them is logged when expanded)
+        RecordingCtx.log += [(self.scenario, o, ()) for o in options if isinstance(o, str) and "{" not in o]
+        return super().pick(options)
 
 
 _PAUSE = re.compile(r"<pause: [0-9.]+>")

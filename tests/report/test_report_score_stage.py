@@ -64,6 +64,11 @@ def test_score_writes_every_report_file(scored):
     val = {(r["group"], r["key"]): r for r in rows(s / "judge_validation.csv")}
     assert val[("overall", "all")]["n_labels"] == "2" and ("model", "reference") in val
     assert (s / "ias_by_instruction.png").read_bytes()[:4] == b"\x89PNG"
+    # the tables say what they count, mark their small-n intervals and print the judge's limits
+    md = (s / "ias.md").read_text() + (s / "ias_ci.md").read_text()
+    assert "counts: 2 sessions scored (1 instructed, 1 un-instructed baselines); 2 verdicts" in md
+    assert "judge limits: the rules judge reads content only as word overlap" in md
+    assert {r["small_n"] for r in rows(s / "ias_ci.csv")} == {"True"}  # n = 1 (no interval at all: n/a)
 
 
 def test_rescoring_rewrites_nothing(scored):

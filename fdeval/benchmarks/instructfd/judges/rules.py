@@ -515,6 +515,10 @@ class RulesJudge(Judge):
 
     id = "rules"
     version = RULES_VERSION
+    limits = ("the rules judge reads content only as word overlap (with the trigger's reference phrase, the user's "
+              "words and the model's own earlier speech) and a continuation's last word: it misses synonyms and "
+              "paraphrases and cannot tell an acknowledgement from a short question; a verdict it could not decide "
+              "on content rests on timing and says so (checks.content_decided = false)")
 
     def __init__(self, **thresholds: float):
         valid = {f.name for f in fields(Thresholds)}

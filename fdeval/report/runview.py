@@ -1,0 +1,155 @@
+"""A read-only view of one run folder, for any benchmark: its sessions and each step's results.
+
+The view is built from the engine's own objects, not from folder names: run.json's
+`command_config` becomes a `Run` (out_root is the run folder's third parent, so a moved
+`<out_root>/<benchmark>/<model>/<run>` tree still opens), `pipeline(run.benchmark)` lists the
+steps, the run folder's session check says which recordings are usable, and each case step's
+files are read back with the executor's own checks (`unit_state`: made from the current session
+by the step's settings). Nothing is written and no model is loaded.
+
+    view = open_run("out/instructfd/reference/default-0b9d0996f28b")
+    for s in view.sessions:
+        print(s.case.case_id, s.state, s.reason, {k: [r.value for r in v] for k, v in s.results.items()})
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from fdeval.engine.driver import pipeline
+from fdeval.engine.executor import stamp, unit_state
+from fdeval.engine.run import Run, RunFolder
+from fdeval.engine.steps import CaseStep, Result, Unit
+from fdeval.errors import FdevalError
+from fdeval.types import TestCase
+
+log = logging.getLogger("fdeval")
+
+# The engine's session states, as a reader sees them: a recording that cannot be read back or
+# belongs to another run is as unusable as one with broken timing (the reason says which).
+_STATES = {"done": "usable", "invalid": "invalid", "failed": "failed", "missing": "missing",
+           "corrupt": "invalid", "foreign": "invalid"}
+_REASON_PREFIX = {"corrupt": "unreadable recording: ", "foreign": "another run's recording: "}
+
+
+@dataclass(frozen=True)
+class SessionView:
+    case: TestCase
+    wav: Path | None          # sessions/<case>.wav (stereo: ch0 user, ch1 model)
+    log: Path | None          # sessions/<case>.h5
+    state: str                # usable | invalid | failed | missing
+    reason: str               # why not usable ("" when usable)
+    transcript: Path | None   # the transcribe-stage step's JSON for the case, when there is one
+    results: dict[str, list[Result]]  # step name -> that step's Results for this case
+
+    @property
+    def case_id(self) -> str:
+        return self.case.case_id
+
+
+@dataclass(frozen=True)
+class RunView:
+    run_dir: Path
+    benchmark: str
+    model: str
+    model_id: str
+    run_id: str
+    sessions: tuple[SessionView, ...]
+
+    def session(self, case_id: str) -> SessionView:
+        for s in self.sessions:
+            if s.case.case_id == case_id:
+                return s
+        raise FdevalError(f"{self.run_dir}: no case {case_id!r} in this run")
+
+    @property
+    def result_steps(self) -> tuple[str, ...]:
+        """The steps that have results in some session, in pipeline order."""
+        seen: dict[str, None] = {}
+        for s in self.sessions:
+            seen.update(dict.fromkeys(s.results))
+        return tuple(seen)
+
+
+def reopen(run_dir: str | Path) -> Run:
+    """The engine's `Run` of a run folder, from its run.json (FdevalError when it is not one)."""
+    run_dir = Path(run_dir).expanduser().resolve()
+    f = run_dir / "run.json"
+    if not run_dir.is_dir():
+        raise FdevalError(f"{run_dir}: not a folder")
+    try:
+        d = json.loads(f.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise FdevalError(f"{f}: not a readable run.json ({e}); is this a run folder?") from None
+    cfg = d.get("command_config") if isinstance(d, dict) else None
+    if not isinstance(cfg, dict) or not isinstance(cfg.get("benchmark"), dict):
+        raise FdevalError(f"{f}: no benchmark in its command_config; is this a run folder?")
+    if len(run_dir.parents) < 3:
+        raise FdevalError(f"{run_dir}: a run folder sits at <out_root>/<benchmark>/<model>/<run>")
+    out_root = run_dir.parents[2]
+    cfg["out_root"] = str(out_root)  # the tree may have moved since the run
+    run = Run(OmegaConf.create(cfg), run_dir, out_root, identity=RunFolder.read_identity(run_dir))
+    run.pipeline = pipeline(run.benchmark)
+    return run
+
+
+def _step_results(run: Run, step: CaseStep, case: TestCase, session) -> tuple[list[Result], Path | None]:
+    """The step's results for one usable session, and its first current file."""
+    try:
+        mark = stamp(run, step)
+    except Exception as e:  # the step's settings cannot be rebuilt here (e.g. a judge's client missing)
+        log.debug("runview: %s: settings not rebuilt (%s); reading files by session only", step.name, e)
+        mark = None
+    out: list[Result] = []
+    first: Path | None = None
+    for key in step.keys(case):
+        path = run.run_dir / step.folder / step.filename(case.case_id, key)
+        unit = Unit(case, session, key, path)
+        if mark is not None:
+            state, d = unit_state(run, step, unit, mark)
+        else:
+            state, d = run.folder.read_derived(path, session, None)
+        if state not in ("done", "error") or d is None:
+            continue
+        first = first or path
+        try:
+            res = step.result(d)
+        except ValueError:
+            continue
+        if res is not None:
+            out.append(res)
+    return out, first
+
+
+def open_run(run_dir: str | Path) -> RunView:
+    """Every case of the run with its session's state and each case step's current results."""
+    run = reopen(run_dir)
+    try:
+        cases = run.all_cases
+    except FdevalError as e:
+        raise FdevalError(f"{run.run_dir}: its cases cannot be loaded ({e})") from None
+    case_steps = [s for s in run.pipeline if isinstance(s, CaseStep)]
+    sessions = []
+    for case in cases:
+        st = run.session_state(case)
+        h5, wav = run.folder.session_paths(case.case_id)
+        results: dict[str, list[Result]] = {}
+        transcript = None
+        if st.state == "done":
+            for step in case_steps:
+                res, path = _step_results(run, step, case, st)
+                if res:
+                    results[step.name] = res
+                if transcript is None and step.stage == "transcribe" and path is not None:
+                    transcript = path
+        reason = "" if st.state == "done" else (_REASON_PREFIX.get(st.state, "") + (st.why or st.state))
+        sessions.append(SessionView(case, wav if wav.exists() else None, h5 if h5.exists() else None,
+                                    _STATES.get(st.state, "invalid"), reason, transcript, results))
+    recorded = run.folder.recorded_model() or {}
+    return RunView(run.run_dir, str(run.benchmark.name), str(run.cfg.model.name),
+                   str(recorded.get("model_id", "")), run.folder.run_id, tuple(sessions))

@@ -1,0 +1,39 @@
+"""Small real run folders (reference model, offline judges) shared by the run reader and timeline
+tests: made once per test session with `python -m fdeval.launch`, each only when a test asks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+IFD = ("benchmark.cases=[fresh_pasta_stop__acknowledge,fresh_pasta_stop__none,bathroom_cleaning_mix__interrupt,"
+       "house_savings_plan__backchannel]",)
+ECHO = ("benchmark=echochain", "benchmark.n_conversations=2", "benchmark.n_resamples=100")
+TACT = ("benchmark=tact", "benchmark.n_episodes=4", "benchmark.repeats=1", "benchmark.n_resamples=100")
+
+
+def launch(tmp: Path, *args: str) -> Path:
+    """Run the command; the one run folder it made."""
+    cmd = [sys.executable, "-m", "fdeval.launch", f"out_root={tmp / 'out'}", "progress=false", *args]
+    proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    (run,) = [p.parent for p in (tmp / "out").glob("*/reference/*/run.json")]
+    return run
+
+
+@pytest.fixture(scope="session")
+def ifd_run(tmp_path_factory) -> Path:
+    return launch(tmp_path_factory.mktemp("ifd"), *IFD)
+
+
+@pytest.fixture(scope="session")
+def echo_run(tmp_path_factory) -> Path:
+    return launch(tmp_path_factory.mktemp("echo"), *ECHO)
+
+
+@pytest.fixture(scope="session")
+def tact_run(tmp_path_factory) -> Path:
+    return launch(tmp_path_factory.mktemp("tact"), *TACT)

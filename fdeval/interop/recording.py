@@ -181,17 +181,25 @@ def build_log(run: Run, case: TestCase, source: Path, user: np.ndarray, model: n
 
 
 def import_session(run: Run, case: TestCase, wav: Path, words_path: Path | None, vad: SileroVAD) -> None:
-    """Validate one recording against its case and write the run's sessions/<case>.wav + .h5."""
-    sr = int(typed(run.cfg.orchestrator, OrchestratorSettings, "orchestrator").sample_rate)
-    user, model = load_stereo(wav, case.case_id, sr)
+    """Validate one stereo recording against its case and write the run's sessions/<case>.wav + .h5."""
+    user, model = load_stereo(wav, case.case_id, run_rate(run))
+    words = Words.read(words_path, case.case_id) if words_path is not None else None
+    import_arrays(run, case, wav, user, model, words, vad)
+
+
+def run_rate(run: Run) -> int:
+    return int(typed(run.cfg.orchestrator, OrchestratorSettings, "orchestrator").sample_rate)
+
+
+def import_arrays(run: Run, case: TestCase, source: Path, user: np.ndarray, model: np.ndarray,
+                  words: Words | None, vad: SileroVAD) -> None:
+    """Write one imported session from its two channels (at the run's rate)."""
+    sr = run_rate(run)
     need = sum(t.duration_s for t in case.turns)
     if len(user) / sr < need:
-        raise FileFieldError(str(wav), case.case_id, "length", f"{len(user) / sr:.2f} s, shorter than the case's "
+        raise FileFieldError(str(source), case.case_id, "length", f"{len(user) / sr:.2f} s, shorter than the case's "
                              f"{need:.2f} s of user turns")
-    words = Words.read(words_path, case.case_id) if words_path is not None else None
-    log = build_log(run, case, wav, user, model, words, vad)
+    log = build_log(run, case, source, user, model, words, vad)
     h5, out_wav = run.folder.session_paths(case.case_id)
     h5.parent.mkdir(parents=True, exist_ok=True)
     write_session(log, user, model, out_wav, h5)
-
-

@@ -154,3 +154,13 @@ def test_plan_item_points_snap_to_word_ends():
         plan_item(_case("backchannel"), "with")
     with pytest.raises(StudyError, match="no instruction to show"):
         plan_item(_case("none"), "with")
+
+
+def test_plan_study_hides_the_instruction_when_there_is_no_baseline():
+    from fdeval.benchmarks.instructfd.metrics.human import plan_study
+    trig = [Trigger("backchannel", 2.45, 5, "mm-hmm")]
+    items = plan_study([_case("backchannel", trig)])
+    assert [(i.item_id, i.condition, i.instruction) for i in items] == [
+        ("c__backchannel", "with", "x"), ("c__backchannel@without", "without", None)]
+    with_baseline = plan_study([_case("backchannel", trig), _case("none", trig)])
+    assert [i.item_id for i in with_baseline] == ["c__backchannel", "c__none"]

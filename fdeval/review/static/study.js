@@ -122,6 +122,7 @@ async function nextItem() {
 // -- tables ------------------------------------------------------------------------------------
 function pct(x) { return x === null || x === undefined ? "–" : (100 * x).toFixed(1) + "%"; }
 function pivot(rows, title) {
+  if (!rows.length) return [el("h3", {}, title), el("p", { class: "muted" }, "No answers yet.")];
   const acts = [...new Set(rows.map(r => r.action))];
   const scen = [...new Set(rows.map(r => r.scenario))];
   const cell = Object.fromEntries(rows.map(r => [`${r.scenario}|${r.action}`, r]));
@@ -132,10 +133,17 @@ function pivot(rows, title) {
       return el("td", {}, r ? `${pct(r.accuracy)} (${r.n_correct}/${r.n})` : "–");
     }))))];
 }
+const FRACTION = /^(accuracy|delta|.*_rate|frame_accuracy|accuracy_.*)$/;
+function fmt(c, v) {
+  if (v === null || v === undefined) return "–";
+  if (c.endsWith("_p")) return v.toPrecision(3);
+  if (FRACTION.test(c)) return (c === "delta" && v > 0 ? "+" : "") + pct(v);
+  return String(v);
+}
 function plain(rows, cols, title) {
+  if (!rows.length) return [el("h3", {}, title), el("p", { class: "muted" }, "No answers yet.")];
   return [el("h3", {}, title), el("table", {}, el("tr", {}, ...cols.map(c => el("th", {}, c))),
-    ...rows.map(r => el("tr", {}, ...cols.map(c => el("td", {}, typeof r[c] === "number" && !Number.isInteger(r[c])
-      ? (c.endsWith("_p") ? r[c].toPrecision(3) : pct(r[c])) : r[c] === null ? "–" : String(r[c]))))))];
+    ...rows.map(r => el("tr", {}, ...cols.map(c => el("td", {}, fmt(c, r[c]))))))];
 }
 async function tablesPage() {
   try {

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 from urllib.parse import parse_qs, urlsplit
 
+import h5py
 import soundfile as sf
 
 from fdeval.benchmarks.echochain.review import REVIEW_DIR, REVIEW_INPUT, SCREENING_CHECKS
@@ -41,6 +42,11 @@ from fdeval.errors import FdevalError
 from fdeval.report.runview import RunView, SessionView, open_run
 
 from . import labels as L
+
+try:  # the timeline PNGs' writer (fdeval/report/timeline.py): where they are and where their axes sit
+    from fdeval.report.timeline import FOLDER as TIMELINE_FOLDER, LEFT as TIMELINE_LEFT, RIGHT as TIMELINE_RIGHT
+except ImportError:  # without it: no PNGs, the page draws its own canvas of the words
+    TIMELINE_FOLDER, TIMELINE_LEFT, TIMELINE_RIGHT = "timelines", 0.0, 1.0
 
 STATIC = Path(__file__).resolve().parent / "static"
 HIDDEN = "[hidden]"
@@ -293,10 +299,22 @@ def _echochain_criteria(v: RunView, case_id: str) -> tuple[list[dict[str, Any]],
 
 def timeline_png(v: RunView, case_id: str) -> Path | None:
     """The session's timeline PNG (fdeval.report.timeline writes it), when there is one."""
-    for p in (v.run_dir / "timelines" / f"{case_id}.png", v.run_dir / "report" / "timelines" / f"{case_id}.png"):
-        if p.is_file():
-            return p
-    return None
+    p = v.run_dir / TIMELINE_FOLDER / f"{case_id}.png"
+    return p if p.is_file() else None
+
+
+def _timeline_axes(s: SessionView) -> dict[str, float]:
+    """Where the PNG's time axis lies (fractions of its width) and the seconds it spans: as the
+    timeline writer sets them (from 0 to the longer of the log's and the WAV's duration, >= 1 s),
+    so the playhead lands on the drawn time."""
+    dur = max(1.0, _duration(s) or 0.0)
+    if s.log is not None:
+        try:
+            with h5py.File(s.log, "r") as f:
+                dur = max(dur, float(f.attrs.get("duration_s", 0.0)))
+        except (OSError, ValueError):
+            pass
+    return {"left": TIMELINE_LEFT, "right": TIMELINE_RIGHT, "duration_s": dur}
 
 
 def _hide(text: str, v: RunView) -> str:
@@ -331,6 +349,7 @@ def session_detail(app: ReviewApp, i: int, v: RunView, s: SessionView) -> dict[s
         "audio": {n: f"/audio?{base}&ch={c}" for n, c in (("stereo", "both"), ("user", "0"), ("model", "1"))}
         if s.wav else None,
         "timeline": f"/timeline?{base}" if timeline_png(v, s.case_id) else None,
+        "timeline_axes": _timeline_axes(s) if timeline_png(v, s.case_id) else None,
         "choices": {"instructfd": list(L.HUMAN_LABELS), "generic": list(L.GENERIC_LABELS),
                     "tact": list(L.ONSET_JUDGMENTS), "taxonomy": sorted(TAXONOMY),
                     "screening": list(SCREENING_CHECKS)},

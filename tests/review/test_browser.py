@@ -15,6 +15,11 @@ import pytest
 
 from fdeval.review.server import ReviewApp, make_server
 
+try:  # the timeline writer (issue 13 item 1); without it the page's canvas is the timeline
+    from fdeval.report.timeline import LEFT, RIGHT, render
+except ImportError:
+    render = None
+
 CHROMIUM = os.environ.get("FDEVAL_CHROMIUM", "/usr/bin/chromium")
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
 if not Path(CHROMIUM).is_file():
@@ -35,11 +40,13 @@ def test_list_play_label_validation(instructfd_run, tmp_path, artifacts):
     shutil.copytree(instructfd_run, run)
     shutil.copytree(instructfd_run.parents[1] / "_data", tmp_path / "out" / "instructfd" / "_data")
     app = ReviewApp([run], "browser-tester")
+    case = next(s for s in app.views[0].sessions if s.results.get("judge"))
+    if render is not None:  # this session gets its PNG; the others show the canvas of their words
+        render(case, run / "timelines" / f"{case.case_id}.png")
     srv = make_server(app)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{srv.server_address[1]}/"
     n = len(app.views[0].sessions)
-    case = next(s for s in app.views[0].sessions if s.results.get("judge"))
     key, judged = case.results["judge"][0].key, case.results["judge"][0].value
     human = "not_adhere" if judged == "adhere" else "adhere"
     try:
@@ -65,10 +72,17 @@ def test_list_play_label_validation(instructfd_run, tmp_path, artifacts):
             page.wait_for_function("document.querySelector('#audio-stereo').readyState >= 1")
             page.evaluate("document.querySelector('#audio-stereo').play()")
             page.wait_for_function("document.querySelector('#audio-stereo').currentTime > 1.0", timeout=20000)
-            left = page.evaluate("parseFloat(document.querySelector('#playhead').style.left)")
-            assert left > 0, "the playhead did not move"
-            page.screenshot(path=str(artifacts / "2_session_playing.png"), full_page=True)
             page.evaluate("document.querySelector('#audio-stereo').pause()")
+            t = page.evaluate("document.querySelector('#audio-stereo').currentTime")
+            page.wait_for_timeout(100)  # one animation frame after the pause
+            left = page.evaluate("parseFloat(document.querySelector('#playhead').style.left)")
+            if render is not None:  # on the PNG's time axis (the writer's margins)
+                assert page.locator("#timeline img").count() == 1
+                dur = page.evaluate("fetch('/api/session?run=0&case=%s').then(r => r.json())"
+                                    ".then(d => d.timeline_axes.duration_s)" % case.case_id)
+                assert left == pytest.approx(100 * (LEFT + t / dur * (RIGHT - LEFT)), abs=0.2)
+            assert left > (100 * LEFT if render else 0), "the playhead did not move"
+            page.screenshot(path=str(artifacts / "2_session_playing.png"), full_page=True)
             # each channel alone plays too
             page.evaluate("document.querySelector('#audio-model').play()")
             page.wait_for_function("document.querySelector('#audio-model').currentTime > 0.3", timeout=20000)
@@ -85,6 +99,12 @@ def test_list_play_label_validation(instructfd_run, tmp_path, artifacts):
             assert saved["label"] == human and saved["reviewer"] == "browser-tester"
 
             # ... appears in the judge-validation table: 1 label, compared, and the judge wrong on it
+            # a session without a PNG: the canvas of its words
+            other = next(s for s in app.views[0].sessions if s.case_id != case.case_id)
+            page.goto(f"{base}#/session/0/{other.case_id}")
+            page.wait_for_selector("#timeline canvas")
+            page.screenshot(path=str(artifacts / "4_session_canvas.png"), full_page=True)
+
             page.goto(f"{base}#/validation")
             page.wait_for_selector("#validation tbody tr")
             cells = page.locator("#validation tbody tr").first.locator("td").all_inner_texts()
@@ -92,7 +112,7 @@ def test_list_play_label_validation(instructfd_run, tmp_path, artifacts):
             row = dict(zip(cols, cells))
             assert (row["group"], row["n_labels"], row["n_compared"], row["accuracy"]) == ("overall", "1", "1", "0")
             assert row["fn" if human == "adhere" else "fp"] == "1"
-            page.screenshot(path=str(artifacts / "4_validation.png"), full_page=True)
+            page.screenshot(path=str(artifacts / "5_validation.png"), full_page=True)
             assert not errors, errors
             browser.close()
     finally:

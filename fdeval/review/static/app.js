@@ -134,11 +134,14 @@ async function sessionView(run, caseId) {
   for (const a of audios) a.addEventListener("play", () => { current = a; for (const b of audios) if (b !== a) b.pause(); });
   const words = [...document.querySelectorAll("#transcript span.w")];
   const T = s.duration_s || 1;
+  // the PNG's time axis spans part of its width (the writer's margins); the canvas spans all of it
+  const ax = s.timeline_axes || {left: 0, right: 1, duration_s: T};
+  const playheadAt = t => 100 * (ax.left + Math.min(1, t / ax.duration_s) * (ax.right - ax.left));
   if (tick) cancelAnimationFrame(tick);
   const step = () => {
     if (!document.body.contains($("#playhead"))) return;
     const t = current ? current.currentTime : 0;
-    $("#playhead").style.left = Math.min(100, t / T * 100) + "%";
+    $("#playhead").style.left = playheadAt(t) + "%";
     $("#now").textContent = t.toFixed(2);
     for (const el of words) { const w = s.words[el.dataset.i]; el.classList.toggle("now", w.start_s <= t && t < w.end_s); }
     tick = requestAnimationFrame(step);
@@ -146,7 +149,8 @@ async function sessionView(run, caseId) {
   tick = requestAnimationFrame(step);
   $("#timeline").addEventListener("click", e => {  // seek where clicked
     const r = e.currentTarget.getBoundingClientRect();
-    if (current) current.currentTime = (e.clientX - r.left) / r.width * T;
+    const f = ((e.clientX - r.left) / r.width - ax.left) / (ax.right - ax.left);
+    if (current) current.currentTime = Math.max(0, Math.min(1, f)) * ax.duration_s;
   });
   for (const form of document.querySelectorAll("form.label")) {
     const mark = form.querySelector(".mark");

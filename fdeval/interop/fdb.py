@@ -39,9 +39,8 @@ from fdeval.audio.io import read_wav, write_wav
 from fdeval.audio.vad import SileroVAD
 from fdeval.errors import FdevalError, FileFieldError
 from fdeval.files import write_json_atomic
-from fdeval.interop.import_stereo import run_launch
 from fdeval.interop.recording import Words, import_arrays, run_rate
-from fdeval.interop.runs import cli, next_command, open_import_run, read_json
+from fdeval.interop.runs import cli, open_import_run, read_json, then
 from fdeval.orchestrator.recorder import read_session_log
 from fdeval.report.runview import open_run
 
@@ -232,12 +231,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"fdeval: exported {n} sample(s) to {a.out} (task {a.task}){note}", flush=True)
             return
         run_dir = import_fdb(a.root, a.overrides)
-        full = import_overrides(read_json(samples(a.root)[0] / FDEVAL_JSON), a.overrides)
-        print(f"fdeval: imported into {run_dir}", flush=True)
-        if a.stages:
-            run_launch(full, a.stages)
-        else:
-            print(f"fdeval: next: {next_command(full)}", flush=True)
+        then(run_dir, import_overrides(read_json(samples(a.root)[0] / FDEVAL_JSON), a.overrides), a.stages)
 
     cli(go)
 

@@ -13,14 +13,12 @@ at once. See docs/interop.md.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from fdeval.audio.vad import SileroVAD
 from fdeval.errors import FdevalError
 from fdeval.interop.recording import import_session
-from fdeval.interop.runs import cli, next_command, open_import_run
-from fdeval.launch import main as launch_main
+from fdeval.interop.runs import cli, open_import_run, then
 
 
 def import_recordings(recordings: Path, overrides: list[str], words: Path | None = None) -> Path:
@@ -66,21 +64,9 @@ def main() -> None:
         overrides.append(f"out_root={a.out}")
 
     def go() -> None:
-        run_dir = import_recordings(a.recordings, overrides, a.words)
-        print(f"fdeval: imported {len(list((run_dir / 'sessions').glob('*.h5')))} session(s) into {run_dir}", flush=True)
-        if a.stages:
-            run_launch(overrides, a.stages)
-        else:
-            print(f"fdeval: next: {next_command(overrides)}", flush=True)
+        then(import_recordings(a.recordings, overrides, a.words), overrides, a.stages)
 
     cli(go)
-
-
-def run_launch(overrides: list[str], stages: str) -> None:
-    """The launch itself on the imported folder (Hydra reads its overrides from sys.argv)."""
-    tag = [] if any(o.startswith("run_tag=") for o in overrides) else ["run_tag=imported"]
-    sys.argv = ["fdeval.launch", *overrides, *tag, f"stage.steps=[{stages}]"]
-    launch_main()
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from fdeval.engine.shared import Generate, versions
 from fdeval.errors import FdevalError
 from fdeval.files import write_json_atomic
 from fdeval.launch import _UNTAGGED_KEYS, _UNTAGGED_PREFIXES, _tools, check_overrides
+from fdeval.launch import main as launch_main
 from fdeval.settings import CONF_DIR
 
 log = logging.getLogger("fdeval")
@@ -60,9 +61,20 @@ def open_import_run(overrides: list[str], source: Path) -> Run:
     return run
 
 
-def next_command(overrides: list[str], stages: str = "transcribe,judge,score") -> str:
+def launch_args(overrides: list[str], stages: str = "transcribe,judge,score") -> list[str]:
+    """The launch's arguments for `stages` on the import's folder."""
     tag = [] if any(o.startswith("run_tag=") for o in overrides) else ["run_tag=imported"]
-    return " ".join(["python -m fdeval.launch", *overrides, *tag, f"stage.steps=[{stages}]"])
+    return [*overrides, *tag, f"stage.steps=[{stages}]"]
+
+
+def then(run_dir: Path, overrides: list[str], stages: str | None) -> None:
+    """After an import: run `stages` there with the launch itself, or print the command that does."""
+    print(f"fdeval: imported {len(list((run_dir / 'sessions').glob('*.h5')))} session(s) into {run_dir}", flush=True)
+    if stages:
+        sys.argv = ["fdeval.launch", *launch_args(overrides, stages)]  # Hydra reads its overrides there
+        launch_main()
+    else:
+        print(f"fdeval: next: python -m fdeval.launch {' '.join(launch_args(overrides))}", flush=True)
 
 
 def cli(main: Callable[[], None]) -> None:

@@ -1,0 +1,35 @@
+"""One small real Instruct-FD run (reference model, rules judge), made once per test session with
+`python -m fdeval.launch`: the source of the recordings the interop tests import and export."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CASES = "benchmark.cases=[fresh_pasta_stop__acknowledge,fresh_pasta_stop__none,bathroom_cleaning_mix__interrupt]"
+
+
+def launch(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, "-m", "fdeval.launch", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc
+
+
+@pytest.fixture(scope="session")
+def run_launch():
+    """`launch(cwd, *overrides)`: the launch as a user runs it."""
+    return launch
+
+
+@pytest.fixture(scope="session")
+def live_run(tmp_path_factory) -> tuple[Path, list[str]]:
+    """(run folder, its launch overrides)."""
+    tmp = tmp_path_factory.mktemp("interop")
+    overrides = [f"out_root={tmp / 'out'}", "progress=false", CASES]
+    launch(tmp, *overrides)
+    (run,) = [p.parent for p in (tmp / "out").glob("*/reference/*/run.json")]
+    return run, overrides

@@ -243,6 +243,10 @@ def build_study(source: str | Path, out: str | Path | None = None, *, seed: int 
             write_wav(out / rel, samples, SAMPLE_RATE)
             stim = {"path": rel, "start_s": start, "end_s": end}
         entries.append({**item.to_dict(), "stimulus": stim})
+    from fdeval.audio.tts import EspeakTTS  # loads the espeak-ng library: only when building
+    u, m = (EspeakTTS(voice=v, sample_rate=SAMPLE_RATE) for v in TUTORIAL_VOICES)
+    build_tutorial(out, functools.lru_cache(maxsize=None)(lambda t: u.synthesize(t).samples),
+                   functools.lru_cache(maxsize=None)(lambda t: m.synthesize(t).samples))
     write_json_atomic(out / "study.json", {
         "study_version": STUDY_VERSION, "source": str(src.path), "source_kind": src.kind, "seed": int(seed),
         "step_s": float(step_s), "tolerance_s": human.TOLERANCE_S, "design": design, "audio": audio,
@@ -392,38 +396,85 @@ class Study:
             raise StudyError(f"{self.folder}: {e}") from None
 
 
-def onboarding() -> dict[str, Any]:
+# The tutorial's worked examples and practice questions (A.12's structure, our own situations):
+# per action two examples (what the user says, what the model was saying for responsive ones, the
+# answer and why) and one practice question. Spoken at build time: the tutorial has audio without
+# playing any of the study's own conversations.
+TUTORIAL: dict[str, dict[str, Any]] = {
+    "listen": {"examples": [
+        ("My number is five five five, two one, and then", None, "listen",
+         "They are in the middle of giving details; any sound would get in the way."),
+        ("So I was thinking, um, maybe Thursday or", None, "listen",
+         "A thinking pause is not an invitation to speak; the instruction says stay silent.")],
+        "practice": ("Let me think for a second about which one I want", None, "listen")},
+    "backchannel": {"examples": [
+        ("It keeps happening when I'm on a call, and, hang on one second,", None, "backchannel",
+         "They asked you to wait: a brief 'sure' shows you are there and hands the floor straight back."),
+        ("So that was the first problem. Are you still with me?", None, "backchannel",
+         "A short 'yeah' answers the check without taking over.")],
+        "practice": ("One moment, someone is at the door,", None, "backchannel")},
+    "interrupt": {"examples": [
+        ("I'm going to mix bleach and ammonia so it's stronger, and then", None, "interrupt",
+         "Something dangerous is about to happen: the instruction asks you to cut in before they act on it."),
+        ("Since the first moon landing was in nineteen seventy five, I figured", None, "interrupt",
+         "A clear factual mistake that the instruction tells you to correct straight away.")],
+        "practice": ("I'll just leave the gas on while I'm out, it's fine, and", None, "interrupt")},
+    "continue": {"examples": [
+        ("uh-huh", "Start with the sunniest corner of the balcony, because tomatoes need six hours of sun",
+         "continue", "'uh-huh' urges you on; stopping would break the explanation for nothing."),
+        ("right, right", "First warm the pan, then add a little oil and wait until it shimmers",
+         "continue", "Agreement while you talk is not a request for the floor.")],
+        "practice": ("mm-hmm", "Next you fold the dough over itself and press it down with your palms",
+                     "continue")},
+    "acknowledge": {"examples": [
+        ("wait, actually", "Pile the flour on the counter and press a well into the middle for the eggs",
+         "acknowledge", "The user is stopping you: yield and take up what they say."),
+        ("sorry, can you repeat that?", "Set the oven to two hundred degrees and bake it for forty minutes",
+         "acknowledge", "A repair request needs an answer before you go on.")],
+        "practice": ("hold on, I don't have any eggs", "Crack two eggs into the well and mix them in slowly",
+                     "acknowledge")},
+}
+TUTORIAL_VOICES = ("en-us+m7", "en-us+f5")  # user, model
+TUTORIAL_OVERLAP_S = 1.5  # the user cuts in this far into the model's line
+
+
+def _situation(user: str, model: str | None) -> str:
+    return f"User: '{user}…'" if model is None else f"The model is saying '{model}…' and the user says '{user}'"
+
+
+def tutorial_clips() -> list[tuple[str, str, str | None]]:
+    """(clip id, user text, model text) of every tutorial example and practice question."""
+    out = []
+    for a, t in TUTORIAL.items():
+        for k, (user, model, _, _) in enumerate(t["examples"]):
+            out.append((f"{a}-{k}", user, model))
+        out.append((f"{a}-practice", t["practice"][0], t["practice"][1]))
+    return out
+
+
+def build_tutorial(out: Path, speak_user: Callable[[str], np.ndarray], speak_model: Callable[[str], np.ndarray]
+                   ) -> None:
+    """Speak the tutorial clips into ``<study>/stimuli/tutorial/`` (stereo, ch0 user, ch1 model)."""
+    for clip, user, model in tutorial_clips():
+        track = _Track()
+        if model is None:
+            track.put(0, 0.0, speak_user(user))
+        else:
+            track.put(1, 0.0, speak_model(model))
+            track.put(0, TUTORIAL_OVERLAP_S, speak_user(user))
+        end = TUTORIAL_OVERLAP_S + len(speak_user(user)) / SAMPLE_RATE + 0.3 if model else track.end_s + 0.2
+        (out / "stimuli" / "tutorial").mkdir(parents=True, exist_ok=True)
+        write_wav(out / "stimuli" / "tutorial" / f"{clip}.wav", track.stereo(end), SAMPLE_RATE)
+
+
+def onboarding(study: "Study | None" = None) -> dict[str, Any]:
     """The tutorial (A.12's structure, our words): an orientation, then one module per action with a
-    definition, two worked examples with the reason, and a practice question with feedback."""
-    ex = {
-        "listen": [("User: 'My number is five five five, two one...' (a pause while they read on)",
-                    "listen", "They are in the middle of giving details; any sound would get in the way."),
-                   ("User: 'So I was thinking, um, maybe Thursday or...'", "listen",
-                    "A thinking pause is not an invitation; the instruction says stay silent.")],
-        "backchannel": [("User: 'Hang on one second...' (goes quiet)", "backchannel",
-                         "A brief 'sure' shows you are there and hands the floor straight back."),
-                        ("User: 'Are you still with me?' mid-story", "backchannel",
-                         "A short 'yeah' answers the check without taking over.")],
-        "interrupt": [("User: 'I'll mix bleach and ammonia to make it stronger, and then...'", "interrupt",
-                       "The instruction asks you to cut in on something dangerous before they act on it."),
-                      ("User: 'The first moon landing was in 1975, so...'", "interrupt",
-                       "A clear factual mistake that the instruction tells you to correct at once.")],
-        "continue": [("Model explaining; user: 'uh-huh'", "continue",
-                      "'uh-huh' urges you on; stopping would break the explanation for nothing."),
-                     ("Model explaining; user: 'right, right'", "continue",
-                      "Agreement while you talk is not a request for the floor.")],
-        "acknowledge": [("Model explaining; user: 'wait, actually...'", "acknowledge",
-                         "The user is stopping you: yield and take up what they say."),
-                        ("Model explaining; user: 'sorry, can you repeat that?'", "acknowledge",
-                         "A repair request needs an answer before going on.")],
-    }
-    practice = {
-        "listen": ("User: 'Let me think for a second about which one...'", "listen"),
-        "backchannel": ("User: 'One moment, someone's at the door...'", "backchannel"),
-        "interrupt": ("User: 'I'll just leave the gas on while I'm out, it's fine...'", "interrupt"),
-        "continue": ("Model explaining; user: 'mm-hmm'", "continue"),
-        "acknowledge": ("Model explaining; user: 'hold on, I don't have eggs'", "acknowledge"),
-    }
+    definition, two worked examples with the reason, and a practice question with feedback; each
+    example and question with its audio clip when the study has the tutorial clips."""
+    def audio(clip: str) -> str | None:
+        if study is None or not (study.folder / "stimuli" / "tutorial" / f"{clip}.wav").is_file():
+            return None
+        return f"/api/study/audio?tutorial={clip}"
     return {
         "orientation": ["You will hear short conversations between a user and a voice assistant (the model).",
                         "The audio stops at moments in the user's speech (about every 2 seconds) or just after "
@@ -433,8 +484,11 @@ def onboarding() -> dict[str, Any]:
                         "Choosing Interrupt ends that conversation: the model has taken the floor."],
         "modules": [{"action": a, "definition": ACTION_TEXT[a],
                      "choices": list(human.PROACTIVE if a in human.PROACTIVE else human.RESPONSIVE),
-                     "examples": [{"situation": s, "answer": ans, "why": why} for s, ans, why in ex[a]],
-                     "practice": {"situation": practice[a][0], "answer": practice[a][1]}}
+                     "examples": [{"situation": _situation(u, m), "answer": ans, "why": why,
+                                   "audio": audio(f"{a}-{k}")}
+                                  for k, (u, m, ans, why) in enumerate(TUTORIAL[a]["examples"])],
+                     "practice": {"situation": _situation(*TUTORIAL[a]["practice"][:2]),
+                                  "answer": TUTORIAL[a]["practice"][2], "audio": audio(f"{a}-practice")}}
                     for a in human.ACTIONS]}
 
 
@@ -442,7 +496,7 @@ def onboarding() -> dict[str, Any]:
 
 def api_info(study: Study, query: Mapping[str, str], body: Any = None) -> tuple[int, Any]:
     return 200, {"n_items": len(study.items), "design": study.meta["design"], "seed": study.meta["seed"],
-                 "step_s": study.meta["step_s"], "actions": ACTION_TEXT, "onboarding": onboarding(),
+                 "step_s": study.meta["step_s"], "actions": ACTION_TEXT, "onboarding": onboarding(study),
                  "participants": [p["participant"] for p in study.participants()]}
 
 
@@ -473,6 +527,12 @@ def audio_path(study: Study, item_id: str) -> Path:
     if item_id not in study.stimuli:
         raise StudyError(f"no study item {item_id!r}")
     return (study.folder / study.stimuli[item_id]["path"]).resolve()
+
+
+def tutorial_path(study: Study, clip: str) -> Path:
+    if clip not in {c for c, _, _ in tutorial_clips()}:
+        raise StudyError(f"no tutorial clip {clip!r}")
+    return study.folder / "stimuli" / "tutorial" / f"{clip}.wav"
 
 
 HANDLERS: dict[tuple[str, str], Callable[[Study, Mapping[str, str], Any], tuple[int, Any]]] = {
@@ -536,7 +596,8 @@ def api_list(app: server.ReviewApp, req: server.Request) -> server.Response:
 def api_audio(app: server.ReviewApp, req: server.Request) -> server.Response:
     study = _study(app, req)
     try:
-        path = audio_path(study, req.arg("item"))
+        clip = req.query.get("tutorial")
+        path = tutorial_path(study, clip) if clip is not None else audio_path(study, req.arg("item"))
         return server.ranged(req, path.read_bytes(), "audio/wav")
     except (StudyError, OSError) as e:
         raise server.HttpError(404, str(e)) from None

@@ -70,6 +70,15 @@ def test_build_items_and_stimuli(built):
     i = int(ak["start_s"] * sr)
     assert np.abs(x[i:, 1]).max() > 0.05 and np.abs(x[i:, 0]).max() > 0.05
     assert st.by_id["fresh_pasta_stop__acknowledge"].points[0] <= 2.0
+    # the tutorial: 5 actions x (2 examples + 1 practice), spoken; responsive clips overlap the model
+    clips = sorted(p.stem for p in (built / "stimuli" / "tutorial").glob("*.wav"))
+    assert len(clips) == 15 and "acknowledge-practice" in clips
+    x, sr = read_wav(built / "stimuli" / "tutorial" / "continue-0.wav")
+    i = int(S.TUTORIAL_OVERLAP_S * sr)
+    assert np.abs(x[:i, 0]).max() < 0.01 and np.abs(x[i:, 0]).max() > 0.05 and np.abs(x[i:, 1]).max() > 0.05
+    ob = S.onboarding(st)
+    assert [m["action"] for m in ob["modules"]] == ["listen", "backchannel", "interrupt", "continue", "acknowledge"]
+    assert all(len(m["examples"]) == 2 and m["examples"][1]["audio"] and m["practice"]["audio"] for m in ob["modules"])
 
 
 def test_build_refuses_existing_study_and_wrong_source(built, data_dir, tmp_path, capsys):
@@ -189,6 +198,9 @@ def test_routes_on_the_review_server(built, tmp_path):
         code, body, h = call("/api/study/audio?item=fresh_pasta_stop__none", headers={"Range": "bytes=0-99"})
         assert code == 206 and len(body) == 100 and body[:4] == b"RIFF"
         assert call("/api/study/info?study=5")[0] == 404
+        code, body, _ = call("/api/study/audio?tutorial=listen-0")
+        assert code == 200 and body[:4] == b"RIFF"
+        assert call("/api/study/audio?tutorial=../../x")[0] == 404
         code, body, _ = call("/static/study.html")
         assert code == 200 and b"study.js" in body
         assert call("/static/study.js")[0] == 200

@@ -44,6 +44,10 @@ function registerPage() {
 }
 
 // -- onboarding: orientation, then one module per action --------------------------------------
+function clip(url) {  // a play button for a tutorial clip (none when the study has no clips)
+  if (!url) return "";
+  return el("button", { class: "clip", onclick: () => { player.src = `${url}&study=${STUDY}`; player.play(); } }, "▶ Play");
+}
 function onboarding(step) {
   const ob = state.info.onboarding;
   if (step === 0) {
@@ -66,9 +70,9 @@ function onboarding(step) {
   } }, LABEL[c])));
   show(el("h2", {}, `${step}/${ob.modules.length}: ${LABEL[m.action]}`), el("p", {}, m.definition),
        el("h3", {}, "Examples"),
-       el("ol", {}, ...m.examples.map(x => el("li", {}, x.situation, " → ", el("b", {}, LABEL[x.answer]), ". ",
-                                                el("span", { class: "muted" }, x.why)))),
-       el("h3", {}, "Practice"), el("p", {}, m.practice.situation), choices, fb, next);
+       el("ol", {}, ...m.examples.map(x => el("li", {}, clip(x.audio), x.situation, " → ", el("b", {}, LABEL[x.answer]),
+                                                ". ", el("span", { class: "muted" }, x.why)))),
+       el("h3", {}, "Practice"), el("p", {}, clip(m.practice.audio), m.practice.situation), choices, fb, next);
 }
 
 // -- items: play to each decision point, ask, go on --------------------------------------------

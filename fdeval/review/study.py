@@ -45,9 +45,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+import h5py
 import numpy as np
 
 from fdeval.audio.io import read_wav, write_wav
+from fdeval.audio.tts import EspeakTTS
 from fdeval.audio.resample import resample
 from fdeval.benchmarks.instructfd.metrics import human
 from fdeval.benchmarks.instructfd.metrics.human import Answer, StudyError, StudyItem
@@ -55,6 +57,8 @@ from fdeval.benchmarks.instructfd.records import InstructFDCase
 from fdeval.cases.schema import load_cases
 from fdeval.errors import FdevalError
 from fdeval.files import write_json_atomic
+from fdeval.orchestrator.recorder import read_table
+from fdeval.report.runview import open_run, reopen
 from fdeval.review import server
 from fdeval.types import TestCase
 
@@ -98,7 +102,6 @@ def open_source(path: str | Path) -> Source:
     """A generated Instruct-FD data folder (``cases/`` inside) or a run folder (``run.json`` inside)."""
     p = Path(path)
     if (p / "run.json").is_file():
-        from fdeval.report.runview import open_run, reopen  # the engine stack: only for runs
         view = open_run(p)
         if view.benchmark != "instructfd":
             raise StudyError(f"{p}: a {view.benchmark} run; the human study is for Instruct-FD")
@@ -187,7 +190,6 @@ def reference_stimulus(case: TestCase, item: StudyItem, root: Path, speak: Calla
 
 
 def _espeak_speaker(case: TestCase) -> Callable[[str], np.ndarray]:
-    from fdeval.audio.tts import EspeakTTS  # loads the espeak-ng library: only when building
     user = (case.data.voice or {}).get("voice")
     voice = next(v for v in MODEL_VOICES if v != user)
     tts = EspeakTTS(voice=voice, sample_rate=SAMPLE_RATE)
@@ -195,8 +197,6 @@ def _espeak_speaker(case: TestCase) -> Callable[[str], np.ndarray]:
 
 
 def _session_offset(h5: Path, turn: int) -> float:
-    import h5py  # only for session stimuli
-    from fdeval.orchestrator.recorder import read_table
     with h5py.File(h5, "r") as f:
         for row in read_table(f, "turns"):
             if int(row["index"]) == turn:
@@ -243,7 +243,6 @@ def build_study(source: str | Path, out: str | Path | None = None, *, seed: int 
             write_wav(out / rel, samples, SAMPLE_RATE)
             stim = {"path": rel, "start_s": start, "end_s": end}
         entries.append({**item.to_dict(), "stimulus": stim})
-    from fdeval.audio.tts import EspeakTTS  # loads the espeak-ng library: only when building
     u, m = (EspeakTTS(voice=v, sample_rate=SAMPLE_RATE) for v in TUTORIAL_VOICES)
     build_tutorial(out, functools.lru_cache(maxsize=None)(lambda t: u.synthesize(t).samples),
                    functools.lru_cache(maxsize=None)(lambda t: m.synthesize(t).samples))

@@ -124,6 +124,7 @@ async function nextItem() {
 }
 
 // -- tables ------------------------------------------------------------------------------------
+const PROACTIVE = ["listen", "backchannel", "interrupt"];
 function pct(x) { return x === null || x === undefined ? "–" : (100 * x).toFixed(1) + "%"; }
 function pivot(rows, title) {
   if (!rows.length) return [el("h3", {}, title), el("p", { class: "muted" }, "No answers yet.")];
@@ -154,7 +155,8 @@ async function tablesPage() {
     const t = await api("GET", "/api/study/tables");
     show(el("h2", { id: "tables" }, "Human study tables (from the saved answers)"),
          ...plain(t.summary, ["group", "condition", "n", "n_correct", "n_incomplete", "accuracy"], "Case accuracy"),
-         ...pivot(t.cases_with, "Case accuracy with the instruction, per scenario (Tables 9 and 10)"),
+         ...pivot(t.cases_with.filter(r => PROACTIVE.includes(r.action)), "Proactive instructions: case accuracy with the instruction (Table 9)"),
+         ...pivot(t.cases_with.filter(r => !PROACTIVE.includes(r.action)), "Responsive instructions: case accuracy with the instruction (Table 10)"),
          ...pivot(t.cases_without, "Case accuracy without the instruction, per scenario"),
          ...plain(t.frames, ["action", "condition", "n_items", "n_points", "n_cues", "n_cues_hit", "detection_rate",
                              "n_quiet_points", "n_false_alarms", "false_alarm_rate", "frame_accuracy"], "Per decision point (A.13)"),

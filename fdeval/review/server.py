@@ -22,6 +22,7 @@ import io
 import json
 import os
 import re
+import sys
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from typing import Any, Callable, Mapping
 from urllib.parse import parse_qs, urlsplit
 
 import h5py
+import numpy as np
 import soundfile as sf
 
 from fdeval.benchmarks.echochain.review import REVIEW_DIR, REVIEW_INPUT, SCREENING_CHECKS
@@ -55,6 +57,7 @@ _MIME = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=u
          ".css": "text/css; charset=utf-8", ".png": "image/png", ".svg": "image/svg+xml",
          ".json": "application/json", ".wav": "audio/wav"}
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+ENVELOPE_BINS = 800
 
 
 @dataclass
@@ -283,6 +286,22 @@ def _duration(s: SessionView) -> float | None:
         return None
 
 
+def envelope(s: SessionView, bins: int = ENVELOPE_BINS) -> list[list[float]] | None:
+    """Per channel, the peak |amplitude| in each of `bins` equal slices of the recording (the
+    canvas timeline draws it when there is no PNG)."""
+    if s.wav is None:
+        return None
+    try:
+        x, _ = sf.read(str(s.wav), dtype="float32", always_2d=True)
+    except (OSError, RuntimeError):
+        return None
+    if len(x) == 0:
+        return [[] for _ in range(x.shape[1])]
+    edges = np.linspace(0, len(x), min(bins, len(x)) + 1).astype(int)[:-1]
+    peaks = np.maximum.reduceat(np.abs(x), edges, axis=0)
+    return [[round(float(v), 3) for v in peaks[:, ch]] for ch in range(x.shape[1])]
+
+
 def _echochain_criteria(v: RunView, case_id: str) -> tuple[list[dict[str, Any]], str]:
     """The conversation's rubric criteria and transcript text, from the run's review input
     (written by EchoChain's scoring for its blind export)."""
@@ -344,7 +363,9 @@ def session_detail(app: ReviewApp, i: int, v: RunView, s: SessionView) -> dict[s
         "model": HIDDEN if blind else v.model, "model_id": HIDDEN if blind else v.model_id,
         "run_dir": HIDDEN if blind else str(v.run_dir), "scenario": s.case.scenario or "",
         "instruction": _instruction(s), "state": s.state, "reason": s.reason,
-        "duration_s": t["duration_s"] or _duration(s), "words": t["words"], "user_turns": t["user_turns"],
+        # the recording's own length (a benchmark's transcript may cover only a window of it)
+        "duration_s": _duration(s) or t["duration_s"], "words": t["words"], "user_turns": t["user_turns"],
+        "envelope": envelope(s) if not timeline_png(v, s.case_id) else None,
         "results": results, "kind": kind, "keys": keys, "labels": saved, "reviewer": app.reviewer,
         "audio": {n: f"/audio?{base}&ch={c}" for n, c in (("stereo", "both"), ("user", "0"), ("model", "1"))}
         if s.wav else None,
@@ -514,9 +535,18 @@ def make_handler(app: ReviewApp) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # a browser drops audio connections when it seeks or leaves the page: not an error
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)
+
+
 def make_server(app: ReviewApp, port: int = 0) -> ThreadingHTTPServer:
     """Bound to 127.0.0.1 only (reviews hold unpublished audio); port 0 picks a free one."""
-    server = ThreadingHTTPServer(("127.0.0.1", port), make_handler(app))
+    server = _Server(("127.0.0.1", port), make_handler(app))
     server.daemon_threads = True
     return server
 

@@ -55,16 +55,22 @@ async function listView(params) {
 let tick = null;
 
 function drawCanvas(canvas, s) {
-  // Without a timeline PNG: the words of each speaker as boxes on a time axis (user top, model bottom).
+  // Without a timeline PNG: each channel's envelope and the words of each speaker as boxes on a time axis
+  // (user top, model bottom).
   const W = canvas.width = 1100, H = canvas.height = 120, T = s.duration_s || 1, g = canvas.getContext("2d");
   g.fillStyle = "#fafafa"; g.fillRect(0, 0, W, H);
   g.font = "10px sans-serif";
   for (let t = 0; t <= T; t += 5) {
     const x = t / T * W; g.fillStyle = "#ccc"; g.fillRect(x, 0, 1, H); g.fillStyle = "#888"; g.fillText(t + " s", x + 2, H - 2);
   }
+  (s.envelope || []).forEach((peaks, ch) => {  // each channel's loudness, in its own row
+    const y0 = ch === 0 ? 30 : 80, n = peaks.length;
+    g.fillStyle = ch === 0 ? "#7aa6dc" : "#e3a06b";
+    peaks.forEach((v, i) => { const h = Math.max(0.5, v * 22); g.fillRect(i / n * W, y0 - h, W / n + 0.5, 2 * h); });
+  });
   for (const w of s.words) {
     const y = w.speaker === "user" ? 12 : 62, x0 = w.start_s / T * W, x1 = Math.max(x0 + 2, w.end_s / T * W);
-    g.fillStyle = w.speaker === "user" ? "#bcd4f2" : "#c4e6c4"; g.fillRect(x0, y, x1 - x0, 36);
+    g.fillStyle = w.speaker === "user" ? "rgba(90,140,210,0.25)" : "rgba(90,180,90,0.25)"; g.fillRect(x0, y, x1 - x0, 36);
     g.save(); g.beginPath(); g.rect(x0, y, x1 - x0, 36); g.clip(); g.fillStyle = "#222"; g.fillText(w.text, x0 + 1, y + 22); g.restore();
   }
   g.fillStyle = "#555"; g.fillText("user", 2, 10); g.fillText("model", 2, 60);

@@ -128,7 +128,11 @@ def _step_results(run: Run, step: CaseStep, case: TestCase, session) -> tuple[li
 
 def open_run(run_dir: str | Path) -> RunView:
     """Every case of the run with its session's state and each case step's current results."""
-    run = reopen(run_dir)
+    return view_of(reopen(run_dir))
+
+
+def view_of(run: Run) -> RunView:
+    """The view of a `Run` already open (e.g. the score step's own)."""
     try:
         cases = run.all_cases
     except FdevalError as e:

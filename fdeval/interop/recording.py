@@ -34,8 +34,8 @@ from fdeval.settings import OrchestratorSettings, typed
 from fdeval.types import TestCase
 
 FRAME_S = 0.032
-# A turn counts as found when its audio explains at least this share of the channel's energy at
-# the best offset (1.0 for an exact copy; a re-recorded or re-encoded one stays well above).
+# A turn counts as found when, over the part that played, its audio explains at least this share
+# of the channel's energy (1.0 for an exact copy at any gain; a re-encoded one stays well above).
 MIN_MATCH = 0.5
 SPEECH_RMS = 1e-3
 SILENT_SHARE = 0.1
@@ -90,8 +90,9 @@ def _rms_frames(x: np.ndarray, n: int) -> np.ndarray:
 
 
 def find_turn(user: np.ndarray, audio: np.ndarray, from_n: int) -> tuple[int, float]:
-    """(start sample, match) of `audio` in `user` at or after `from_n`. match = the share of the
-    channel's energy under the turn that the best-scaled copy of the turn explains."""
+    """(start sample, score) of `audio` in `user` at or after `from_n`: where the best-scaled
+    copy of the whole turn explains the largest share of the channel's energy under it (a turn
+    the user stopped early scores its played share: `match` judges the played part)."""
     seg = user[from_n:]
     if len(seg) < len(audio) // 2 or not len(audio):
         return -1, 0.0
@@ -118,6 +119,14 @@ def played_until(user: np.ndarray, audio: np.ndarray, start: int, frame_n: int) 
     return start + n, n < len(audio)
 
 
+def match(user: np.ndarray, audio: np.ndarray, start: int, end: int) -> float:
+    """Squared cosine of the channel and the turn over the part that played (1.0: a copy at any gain)."""
+    a = audio[: end - start].astype(np.float64)
+    u = user[start:end].astype(np.float64)
+    den = float(a @ a) * float(u @ u)
+    return float(a @ u) ** 2 / den if den > 0 else 0.0
+
+
 def build_log(run: Run, case: TestCase, source: Path, user: np.ndarray, model: np.ndarray,
               words: Words | None, vad: SileroVAD) -> SessionLog:
     """The session log of an imported recording (see the module doc)."""
@@ -138,12 +147,13 @@ def build_log(run: Run, case: TestCase, source: Path, user: np.ndarray, model: n
     audio = turn_audio(case, run.case_root, sr)
     cursor = 0
     for i, (turn, a) in enumerate(zip(case.turns, audio)):
-        start, match = find_turn(user, a, cursor)
-        if match < MIN_MATCH:
+        start, _ = find_turn(user, a, cursor)
+        end, cut = played_until(user, a, start, frame_n) if start >= 0 else (start, False)
+        share = match(user, a, start, end) if end > start else 0.0
+        if share < MIN_MATCH:
             raise FileFieldError(str(source), case.case_id, "channel 0",
                                  f"user turn {i} ({turn.label}) not found after {cursor / sr:.2f} s (best match "
-                                 f"{match:.2f} < {MIN_MATCH}); is channel 0 the user and this the case's recording?")
-        end, cut = played_until(user, a, start, frame_n)
+                                 f"{share:.2f} < {MIN_MATCH}); is channel 0 the user and this the case's recording?")
         start_s, end_s = start / sr, end / sr
         onsets = [s for s, _ in segments if s <= start_s]
         onset = onsets[-1] if turn.turn_type == "barge-in" and onsets else NAN

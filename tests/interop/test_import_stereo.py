@@ -20,6 +20,7 @@ import soundfile as sf
 
 from fdeval.errors import FdevalError
 from fdeval.interop.import_stereo import import_recordings
+from fdeval.interop.recording import find_turn, match, played_until
 from fdeval.interop.runs import launch_args
 from fdeval.orchestrator.recorder import read_session_log
 
@@ -149,3 +150,18 @@ def test_channels_are_found_not_copied(live_run, tmp_path):
     got = read_session_log(out / "sessions" / f"{CASE}.h5")
     assert [t["start_s"] for t in got["turns"]] == pytest.approx([t["start_s"] + 0.5 for t in live], abs=1e-9)
     assert got["attrs"]["imported_words"] == "none" and got["model_text"] == []
+
+
+def test_a_turn_the_user_stopped_early_is_cut_short():
+    """A user that yielded half way: found where it starts, cut within one 32 ms frame of where it stopped."""
+    sr, frame_n = 16000, 512
+    turn = np.random.default_rng(0).normal(0, 0.1, sr).astype(np.float32)
+    user = np.concatenate([np.zeros(4800, np.float32), turn[: sr // 2], np.zeros(sr, np.float32)])
+    start, _ = find_turn(user, turn, 0)
+    assert start == 4800
+    end, cut = played_until(user, turn, start, frame_n)
+    assert cut and 0 <= end - (4800 + sr // 2) < frame_n
+    assert match(user, turn, start, end) > 0.95  # the played half is the turn's (up to a frame past its stop)
+    assert match(0.3 * user, turn, start, end) == pytest.approx(match(user, turn, start, end))  # at any gain
+    assert match(np.roll(user, 3000), turn, start, end) < 0.1
+    assert played_until(np.concatenate([np.zeros(4800, np.float32), turn]), turn, 4800, frame_n) == (4800 + sr, False)

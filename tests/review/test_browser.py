@@ -41,8 +41,10 @@ def test_list_play_label_validation(instructfd_run, tmp_path, artifacts):
     shutil.copytree(instructfd_run.parents[1] / "_data", tmp_path / "out" / "instructfd" / "_data")
     app = ReviewApp([run], "browser-tester")
     case = next(s for s in app.views[0].sessions if s.results.get("judge"))
-    if render is not None:  # this session gets its PNG; the others show the canvas of their words
+    other = next(s for s in app.views[0].sessions if s.case_id != case.case_id)
+    if render is not None:  # the played session has its PNG (the score step may have written it)
         render(case, run / "timelines" / f"{case.case_id}.png")
+    (run / "timelines" / f"{other.case_id}.png").unlink(missing_ok=True)  # this one shows the canvas
     srv = make_server(app)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{srv.server_address[1]}/"
@@ -100,7 +102,6 @@ def test_list_play_label_validation(instructfd_run, tmp_path, artifacts):
 
             # ... appears in the judge-validation table: 1 label, compared, and the judge wrong on it
             # a session without a PNG: the canvas of its words
-            other = next(s for s in app.views[0].sessions if s.case_id != case.case_id)
             page.goto(f"{base}#/session/0/{other.case_id}")
             page.wait_for_selector("#timeline canvas")
             page.screenshot(path=str(artifacts / "4_session_canvas.png"), full_page=True)

@@ -34,13 +34,27 @@ def run_copy(instructfd_run, tmp_path) -> Path:
     return dst
 
 
+def _serve(run: Path):
+    app = ReviewApp([run], "tester")
+    srv = make_server(app)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv, (f"http://127.0.0.1:{srv.server_address[1]}", app, run)
+
+
+@pytest.fixture(scope="module")
+def ro_server(instructfd_run):
+    """A server over the shared run, for tests that write nothing."""
+    srv, handle = _serve(instructfd_run)
+    yield handle
+    srv.shutdown()
+    srv.server_close()
+
+
 @pytest.fixture()
 def server(run_copy):
-    app = ReviewApp([run_copy], "tester")
-    srv = make_server(app)
-    t = threading.Thread(target=srv.serve_forever, daemon=True)
-    t.start()
-    yield f"http://127.0.0.1:{srv.server_address[1]}", app, run_copy
+    """A server over a private copy, for tests that save labels."""
+    srv, handle = _serve(run_copy)
+    yield handle
     srv.shutdown()
     srv.server_close()
 
@@ -63,13 +77,13 @@ def post(url: str, obj) -> tuple[int, dict]:
         return e.code, json.loads(e.read())
 
 
-def test_binds_loopback_only(server):
-    base, _app, _run = server
+def test_binds_loopback_only(ro_server):
+    base, _app, _run = ro_server
     assert base.startswith("http://127.0.0.1:")
 
 
-def test_list_and_filters(server):
-    base, app, _ = server
+def test_list_and_filters(ro_server):
+    base, app, _ = ro_server
     _, _, body = get(base + "/api/sessions")
     d = json.loads(body)
     view = app.views[0]
@@ -107,8 +121,8 @@ def test_disagreement_between_two_judges(run_copy, tmp_path):
     assert (0, case.case_id) in _disagreements(app.views)
 
 
-def test_session_detail_and_audio(server):
-    base, app, run = server
+def test_session_detail_and_audio(ro_server):
+    base, app, run = ro_server
     s = app.views[0].sessions[0]
     d = json.loads(get(f"{base}/api/session?run=0&case={s.case_id}")[2])
     assert d["case_id"] == s.case_id and d["kind"] == "instructfd"
@@ -198,8 +212,8 @@ def test_echochain_label_reads_back_through_its_importer(tmp_path):
     assert rec["reviewer"] == "ana" and rec["screening"]["accepted"] is False and rec["grades"] == {"c1": "fail"}
 
 
-def test_registration_hook(server):
-    base, _app, _ = server
+def test_registration_hook(ro_server):
+    base, _app, _ = ro_server
 
     @route("GET", "/api/test-hook")
     def hook(app, req) -> Response:

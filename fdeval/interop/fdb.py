@@ -116,7 +116,7 @@ def export(run_dir: Path, out: Path, task: str, turn: int | None = None, window:
         write_json_atomic(d / FDEVAL_JSON, {
             "case_id": s.case.case_id, "benchmark": view.benchmark, "model": view.model, "model_id": view.model_id,
             "run_dir": str(view.run_dir), "run_id": view.run_id, "session_id": _session_id(s.log), "task": task,
-            "turn": int(t["index"]), "window_s": [0.0, k / sr], "sample_rate": sr, "launch_overrides": overrides,
+            "turn": int(t["index"]), "window": window, "window_s": [0.0, k / sr], "sample_rate": sr, "launch_overrides": overrides,
             "output_json": "fdeval transcript" if output_json else "none"})
     if n == 0:
         raise FdevalError(f"{run_dir}: no usable session with a transcript and the task's turn to export "
@@ -193,7 +193,7 @@ def import_fdb(root: Path, overrides: list[str] | None = None) -> Path:
         n = max(len(user), len(model))  # a model's output may stop early: the rest is its silence
         user, model = np.pad(user, (0, n - len(user))), np.pad(model, (0, n - len(model)))
         words = Words.read(d / "output.json", cid) if (d / "output.json").is_file() else None
-        import_arrays(run, by_id[cid], d / "input.wav", user, model, words, vad)
+        import_arrays(run, by_id[cid], d / "input.wav", user, model, words, vad, partial=m.get("window") == "turn")
     missing = sorted(set(by_id) - seen)
     if missing:
         raise FdevalError(f"{root}: no sample for case {missing[0]!r} ({len(missing)} missing); add "

@@ -128,8 +128,10 @@ def match(user: np.ndarray, audio: np.ndarray, start: int, end: int) -> float:
 
 
 def build_log(run: Run, case: TestCase, source: Path, user: np.ndarray, model: np.ndarray,
-              words: Words | None, vad: SileroVAD) -> SessionLog:
-    """The session log of an imported recording (see the module doc)."""
+              words: Words | None, vad: SileroVAD, partial: bool = False) -> SessionLog:
+    """The session log of an imported recording (see the module doc). `partial`: the recording
+    was cut (an FDB export's `--window turn`): the turns from the first one not found on are
+    left out as never played."""
     settings = typed(run.cfg.orchestrator, OrchestratorSettings, "orchestrator")
     ocfg = settings.to_config()
     sr = ocfg.sample_rate
@@ -150,6 +152,8 @@ def build_log(run: Run, case: TestCase, source: Path, user: np.ndarray, model: n
         start, _ = find_turn(user, a, cursor)
         end, cut = played_until(user, a, start, frame_n) if start >= 0 else (start, False)
         share = match(user, a, start, end) if end > start else 0.0
+        if share < MIN_MATCH and partial:
+            break
         if share < MIN_MATCH:
             raise FileFieldError(str(source), case.case_id, "channel 0",
                                  f"user turn {i} ({turn.label}) not found after {cursor / sr:.2f} s (best match "
@@ -202,14 +206,14 @@ def run_rate(run: Run) -> int:
 
 
 def import_arrays(run: Run, case: TestCase, source: Path, user: np.ndarray, model: np.ndarray,
-                  words: Words | None, vad: SileroVAD) -> None:
-    """Write one imported session from its two channels (at the run's rate)."""
+                  words: Words | None, vad: SileroVAD, partial: bool = False) -> None:
+    """Write one imported session from its two channels (at the run's rate); `partial`: see build_log."""
     sr = run_rate(run)
     need = sum(t.duration_s for t in case.turns)
-    if len(user) / sr < need:
+    if len(user) / sr < need and not partial:
         raise FileFieldError(str(source), case.case_id, "length", f"{len(user) / sr:.2f} s, shorter than the case's "
                              f"{need:.2f} s of user turns")
-    log = build_log(run, case, source, user, model, words, vad)
+    log = build_log(run, case, source, user, model, words, vad, partial)
     h5, out_wav = run.folder.session_paths(case.case_id)
     h5.parent.mkdir(parents=True, exist_ok=True)
     write_session(log, user, model, out_wav, h5)

@@ -25,6 +25,7 @@ import soundfile as sf
 from fdeval.errors import FdevalError
 from fdeval.interop.fdb import export, import_fdb, import_overrides, main
 from fdeval.interop.runs import launch_args
+from fdeval.orchestrator.recorder import read_session_log
 
 
 def read_like_fdb(root: str, task: str) -> list[dict]:
@@ -130,3 +131,18 @@ def test_import_errors_are_one_line(live_run, tmp_path, capsys):
     meta = json.loads((out / "1" / "fdeval.json").read_text())
     with pytest.raises(FdevalError, match=rf"input\.wav: case '{meta['case_id']}': field 'channels'"):
         import_fdb(out, ["run_tag=fdb-errors"])
+
+
+def test_import_of_a_cut_window_keeps_the_turns_it_holds(live_run, tmp_path):
+    """--window turn cuts at the next user turn: imported back, the later turns are not played."""
+    run, _ = live_run
+    out = tmp_path / "fdb"
+    export(run, out, "smooth_turn_taking", window="turn")
+    imported = import_fdb(out, ["run_tag=fdb-cut"])
+    for d in sorted(p for p in out.iterdir()):
+        meta = json.loads((d / "fdeval.json").read_text())
+        live = read_session_log(run / "sessions" / f"{meta['case_id']}.h5")["turns"]
+        got = read_session_log(imported / "sessions" / f"{meta['case_id']}.h5")
+        kept = [t for t in live if t["end_s"] <= meta["window_s"][1]]
+        assert kept and [(t["index"], t["start_s"]) for t in got["turns"]] == [(t["index"], t["start_s"]) for t in kept]
+        assert got["attrs"]["n_samples"] == round(meta["window_s"][1] * 16000)

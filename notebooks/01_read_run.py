@@ -62,12 +62,13 @@ cases
 
 # %% [markdown]
 # ## One session: the log and both channels
-# The first usable session. Its HDF5 log holds the session's attributes, the user turns (scheduled
+# The first usable session with a barge-in (else the first usable one). Its HDF5 log holds the session's attributes, the user turns (scheduled
 # and actual barge-in times), the events and the speech segments Silero VAD found on the model
 # channel.
 
 # %%
-session = next(s for s in view.sessions if s.state == "usable")
+usable = [s for s in view.sessions if s.state == "usable"]
+session = next((s for s in usable if any(t.turn_type == "barge-in" for t in s.case.turns)), usable[0])
 with h5py.File(session.log, "r") as h5:
     attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in h5.attrs.items()}
     turns = pd.DataFrame({c: h5["turns"][c][()] for c in h5["turns"].dtype.names})

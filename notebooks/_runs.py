@@ -1,7 +1,8 @@
 """Where the notebooks find their run folders: environment variables with defaults.
 
     FDEVAL_OUT_ROOT       the out_root the defaults are looked up in (default: <repo>/outputs)
-    FDEVAL_RUN            a run folder, any benchmark (01_read_run)
+    FDEVAL_RUN            a run folder, any benchmark (01_read_run; unset: the default run of
+                          FDEVAL_RUN_BENCHMARK, default instructfd)
     FDEVAL_RUN_INSTRUCTFD an Instruct-FD run folder (02_instructfd_ias)
     FDEVAL_RUN_TACT       a TACT run folder (04_tact_composites)
     FDEVAL_RUN_ECHOCHAIN  an EchoChain run folder (05_echochain_mpr_mcp)

@@ -100,6 +100,13 @@ def test_read_run(runs, monkeypatch):
     assert figures(outs) == 1
 
 
+def test_read_run_any_benchmark(runs, monkeypatch):
+    # The reader has no per-benchmark code: the same notebook opens a TACT run.
+    outs = execute("01_read_run", {"FDEVAL_RUN": runs["FDEVAL_RUN_TACT"]}, monkeypatch)
+    assert "tact / reference" in text(outs) and "{'usable': 8}" in text(outs) and "posterior" in text(outs)
+    assert figures(outs) == 1
+
+
 def test_instructfd_ias(runs, monkeypatch):
     outs = execute("02_instructfd_ias", runs, monkeypatch)
     ias_table, check = tables(outs)[0], text(outs)
@@ -131,7 +138,7 @@ def test_echochain_mpr_mcp(runs, monkeypatch):
 
 
 def test_every_notebook_is_tested():
-    tested = {n.removeprefix("test_") for n in globals() if n.startswith("test_")}
+    tested = {n.removeprefix("test_") for n in globals() if n.startswith("test_")}  # test_<name> per <NN>_<name>.py
     names = {p.stem.split("_", 1)[1] for p in NOTEBOOKS.glob("[0-9]*.py")}
     assert names <= tested, names - tested
 

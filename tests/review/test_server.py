@@ -227,3 +227,32 @@ def test_registration_hook(ro_server):
 def test_cli_bad_folder_is_one_line_exit_2(tmp_path):
     p = subprocess.run([sys.executable, "-m", "fdeval.review", str(tmp_path)], capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "run.json" in p.stderr
+
+
+def test_blind_benchmark_hides_the_model(ro_server, monkeypatch):
+    """EchoChain reviews are blind: no model name, model id, run id or run path reaches the page
+    (checked on the Instruct-FD run marked blind, so no EchoChain run has to be made here)."""
+    base, app, run = ro_server
+    monkeypatch.setattr("fdeval.review.server.BLIND_BENCHMARKS", frozenset({"instructfd"}))
+    v = app.views[0]
+    s = v.sessions[0]
+    bodies = [get(base + "/api/runs")[2], get(base + "/api/sessions")[2],
+              get(f"{base}/api/session?run=0&case={s.case_id}")[2]]
+    for body in bodies:
+        text = body.decode()
+        for secret in (v.model_id, v.run_id, str(v.run_dir), f'"{v.model}"'):
+            assert secret not in text
+    assert json.loads(bodies[2])["model"] == "[hidden]"
+
+
+def test_cli_serves_and_prints_its_url(instructfd_run):
+    p = subprocess.Popen([sys.executable, "-m", "fdeval.review", str(instructfd_run), "--reviewer", "cli"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline().strip()
+        assert line.startswith("fdeval review: http://127.0.0.1:") and line.endswith("/"), line
+        d = json.loads(get(line.split(": ", 1)[1] + "api/runs")[2])
+        assert d["reviewer"] == "cli" and d["runs"][0]["n_sessions"] > 0
+    finally:
+        p.terminate()
+        p.wait(timeout=30)

@@ -20,13 +20,12 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
-from fdeval.engine.driver import pipeline, prepare
-from fdeval.engine.identity import readable_tag
+from fdeval.engine.driver import pipeline
 from fdeval.engine.run import Run, short_hash
 from fdeval.engine.shared import Generate, versions
 from fdeval.errors import FdevalError
 from fdeval.files import write_json_atomic
-from fdeval.launch import _UNTAGGED_KEYS, _UNTAGGED_PREFIXES, _tools, check_overrides
+from fdeval.launch import check_overrides, run_folder
 from fdeval.launch import main as launch_main
 from fdeval.settings import CONF_DIR
 
@@ -44,10 +43,9 @@ def open_import_run(overrides: list[str], source: Path) -> Run:
             cfg = compose("config", overrides=[*overrides, "stage=status"])
     finally:
         GlobalHydra.instance().clear()
-    tag = readable_tag(overrides, _UNTAGGED_KEYS, _UNTAGGED_PREFIXES)
-    run_dir, identity = prepare(cfg, tag, tool_steps=_tools())
+    run_dir = run_folder(overrides)  # the launch's own choice of folder (its checks included)
     run_dir.mkdir(parents=True, exist_ok=True)
-    run = Run(cfg, run_dir, Path(cfg.out_root).expanduser().resolve(), identity=identity)
+    run = Run(cfg, run_dir, Path(cfg.out_root).expanduser().resolve())  # identity: from cfg, as the launch computes it
     run.pipeline = pipeline(run.benchmark)
     Generate().execute(run)  # idempotent: the cases (and their turn audio) the recordings are matched to
     ident = {"imported": True, "model": str(cfg.model.name), "source": str(source.resolve())}

@@ -15,6 +15,7 @@ import html
 import json
 import math
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -258,8 +259,10 @@ def _draw_words(ax, words: list[tuple[float, str]], y: float, color: str, dur: f
         rows[r][c:c + len(shown)] = shown
         end[r] = c + len(shown)
     for r, chars in enumerate(rows):
-        ax.text(0, y + 0.17 * r, "".join(chars).rstrip(), fontsize=WORD_PT, family="monospace", color=color,
-                va="bottom", clip_on=True)
+        # long runs of blanks are not drawn (each glyph costs, a blank too): one text per stretch
+        for m in re.finditer(r"\S(?:.*?\S)?(?=\s{8,}|\s*$)", "".join(chars)):
+            ax.text(m.start() * col_s, y + 0.17 * r, m.group(), fontsize=WORD_PT, family="monospace", color=color,
+                    va="bottom", clip_on=True)
 
 
 _CHAR_PX: list[float] = []

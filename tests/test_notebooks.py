@@ -10,7 +10,9 @@ figure the notebook produced.
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -67,14 +69,12 @@ def runs(tmp_path_factory) -> dict[str, str]:
     return {"FDEVAL_OUT_ROOT": str(out), "FDEVAL_RUN_ECHOCHAIN": one("echochain"), "FDEVAL_RUN_TACT": one("tact")}
 
 
-def execute(name: str, env: dict[str, str], monkeypatch) -> list[dict]:
-    """Run the notebook; return its outputs in order (a cell error raises CellExecutionError)."""
-    for k in [k for k in os.environ if k.startswith("FDEVAL_")]:
-        monkeypatch.delenv(k)
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)  # the kernel inherits this process's environment
+def execute(name: str, env: dict[str, str]) -> list[dict]:
+    """Run the notebook on a kernel that sees `env` (and no keys); return its outputs in order
+    (a cell error raises CellExecutionError)."""
     nb = jupytext.read(NOTEBOOKS / f"{name}.py")
-    NotebookClient(nb, kernel_name="python3", timeout=120, resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
+    client = NotebookClient(nb, kernel_name="python3", timeout=120, resources={"metadata": {"path": str(NOTEBOOKS)}})
+    client.execute(env=child_env(**env))
     return [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
 
 
@@ -90,8 +90,8 @@ def figures(outputs: list[dict]) -> int:
     return sum("image/png" in o.get("data", {}) for o in outputs)
 
 
-def test_read_run(runs, monkeypatch):
-    outs = execute("01_read_run", runs, monkeypatch)
+def test_read_run(runs):
+    outs = execute("01_read_run", runs)
     run = Path(runs["FDEVAL_OUT_ROOT"]) / "instructfd" / "reference"
     (default,) = run.glob("default-*")
     n = len(list((default / "sessions").glob("*.h5")))
@@ -100,40 +100,58 @@ def test_read_run(runs, monkeypatch):
     assert figures(outs) == 1
 
 
-def test_read_run_any_benchmark(runs, monkeypatch):
+def test_read_run_any_benchmark(runs):
     # The reader has no per-benchmark code: the same notebook opens a TACT run.
-    outs = execute("01_read_run", {"FDEVAL_RUN": runs["FDEVAL_RUN_TACT"]}, monkeypatch)
+    outs = execute("01_read_run", {"FDEVAL_RUN": runs["FDEVAL_RUN_TACT"]})
     assert "tact / reference" in text(outs) and "{'usable': 8}" in text(outs) and "posterior" in text(outs)
     assert figures(outs) == 1
 
 
-def test_instructfd_ias(runs, monkeypatch):
-    outs = execute("02_instructfd_ias", runs, monkeypatch)
+def test_instructfd_ias(runs):
+    outs = execute("02_instructfd_ias", runs)
     ias_table, check = tables(outs)[0], text(outs)
     assert all(ins in ias_table for ins in ("listen", "backchannel", "interrupt", "continue", "acknowledge", "overall"))
     assert "from verdicts" in check  # the recomputation table (its equality with ias.csv is asserted in the notebook)
     assert figures(outs) == 1
 
 
-def test_barge_in_sweep(runs, monkeypatch):
-    outs = execute("03_barge_in_sweep", runs, monkeypatch)
+def test_barge_in_sweep(runs):
+    outs = execute("03_barge_in_sweep", runs)
     out = text(outs)
     assert "2 points: 1.0 s" in out and "3.0 s" in out
     assert "continue" in tables(outs)[0] and "overall" in tables(outs)[0]
     assert figures(outs) == 1
 
 
-def test_tact_composites(runs, monkeypatch):
-    outs = execute("04_tact_composites", runs, monkeypatch)
+def test_tact_composites(runs):
+    outs = execute("04_tact_composites", runs)
     assert "8 episodes" in text(outs)
     assert "user_interruption" in tables(outs)[0] and "recomputed" in tables(outs)[1]
     assert figures(outs) == 1
 
 
-def test_echochain_mpr_mcp(runs, monkeypatch):
-    outs = execute("05_echochain_mpr_mcp", runs, monkeypatch)
+def test_echochain_mpr_mcp(runs):
+    outs = execute("05_echochain_mpr_mcp", runs)
     assert "2 conversations" in text(outs)
     assert "mcp_pooled" in tables(outs)[0] and "mpr (recomputed)" in tables(outs)[1]
+    assert figures(outs) == 1
+
+
+def test_sweep_plots_one_sweep_and_names_the_others(runs, tmp_path):
+    # A run whose identity differs in more than the delay (here: another code version) belongs to
+    # another sweep: the two real points are plotted, the third is named as left out.
+    sweep_runs = sorted((Path(runs["FDEVAL_OUT_ROOT"]) / "instructfd" / "reference").glob("orchestrator.*"))
+    other = tmp_path / "other-sweep-point"
+    (other / "scores").mkdir(parents=True)
+    shutil.copy(sweep_runs[0] / "scores" / "ias.csv", other / "scores" / "ias.csv")
+    meta = json.loads((sweep_runs[0] / "run.json").read_text())
+    meta["identity"]["config"]["orchestrator"]["barge_in_delay_s"] = 2
+    meta["identity"]["code"] = {"changed": True}
+    (other / "run.json").write_text(json.dumps(meta))
+    outs = execute("03_barge_in_sweep", {"FDEVAL_SWEEP_RUNS": os.pathsep.join(map(str, [*sweep_runs, other]))})
+    out = text(outs)
+    assert "left out (another sweep" in out and "other-sweep-point" in out
+    assert "2 points: 1.0 s" in out and "2.0 s ->" not in out
     assert figures(outs) == 1
 
 
@@ -143,7 +161,7 @@ def test_every_notebook_is_tested():
     assert names <= tested, names - tested
 
 
-def test_missing_run_fails_the_notebook(tmp_path, monkeypatch):
+def test_missing_run_fails_the_notebook(tmp_path):
     # No run under this out_root: the first cell raises and the error names what to launch.
     with pytest.raises(CellExecutionError, match="no default instructfd run"):
-        execute("02_instructfd_ias", {"FDEVAL_OUT_ROOT": str(tmp_path)}, monkeypatch)
+        execute("02_instructfd_ias", {"FDEVAL_OUT_ROOT": str(tmp_path)})

@@ -306,21 +306,17 @@ class Score(Aggregate):
                   "are not in these tables (stage=status lists them)", flush=True)
         log.info("score: %s (%s) in %.1f s", run.folder.scores, ", ".join(t for m in self.metrics for t in m.tables),
                  time.perf_counter() - t0)
-        if bool((run.cfg.get("report") or {}).get("timelines", True)):
-            write_timelines(run)
+        write_reports(run)
 
 
-def write_timelines(run: Run) -> None:
-    """Every session's timeline PNG and the run's index (`<run>/timelines/`, docs/report.md).
-    A drawing failure is logged, never a failed score: the tables are already written."""
-    from fdeval.report.runview import view_of  # the report package imports the engine
-    from fdeval.report.timeline import write_run
-
-    t0 = time.perf_counter()
-    try:
-        view = view_of(run)
-        index = write_run(view)
-    except Exception as e:  # noqa: BLE001 - a picture must not cost the scores
-        log.warning("score: timelines not written: %s: %s", type(e).__name__, (str(e).splitlines() or [""])[0])
-        return
-    log.info("score: %d timelines and %s in %.1f s", len(view.sessions), index, time.perf_counter() - t0)
+def write_reports(run: Run) -> None:
+    """The views the run's config lists under `report.writers` (each a `_target_` called with the
+    run, e.g. the timelines of fdeval.report.timeline), after the scores. A writer that fails is
+    logged, never a failed score: the tables are already written."""
+    for node in (run.cfg.get("report") or {}).get("writers") or []:
+        name = str(node.get("_target_", "?"))
+        try:
+            build(node)(run)
+        except Exception as e:  # noqa: BLE001 - a picture must not cost the scores
+            log.warning("score: report writer %s failed: %s: %s", name, type(e).__name__,
+                        (str(e).splitlines() or [""])[0])

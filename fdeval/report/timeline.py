@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import html
 import json
+import logging
 import math
 import os
 import re
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -24,10 +26,16 @@ from urllib.parse import quote
 import h5py
 import numpy as np
 import soundfile as sf
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
+from fdeval.engine.run import Run
 from fdeval.orchestrator.recorder import read_table
-from fdeval.report.runview import RunView, SessionView
+from fdeval.report.runview import RunView, SessionView, view_of
 from fdeval.transcript.io import TranscriptError, transcript_from_dict
+
+log = logging.getLogger("fdeval")
 
 FOLDER = "timelines"  # <run_dir>/timelines/<case_id>.png + index.html
 SIZE_IN, DPI = (16.0, 7.0), 90  # every PNG is 1440 x 630 px
@@ -130,8 +138,6 @@ def summary(s: SessionView, n: int = 3) -> str:
 # -- drawing ---------------------------------------------------------------------------------
 def render(s: SessionView, png: Path) -> Path:
     """Write the session's timeline PNG (a fixed 1440 x 630 px); the path."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg  # heavy: only when drawing
-    from matplotlib.figure import Figure
 
     fig = Figure(figsize=SIZE_IN, dpi=DPI)
     FigureCanvasAgg(fig)
@@ -197,7 +203,6 @@ def render(s: SessionView, png: Path) -> Path:
 
 
 def _with_note(s: SessionView, note: str) -> SessionView:
-    from dataclasses import replace
     return replace(s, reason=(s.reason + "; " if s.reason else "") + note)
 
 
@@ -286,7 +291,6 @@ KEY = (({"color": "#2c7d2c", "lw": 1.3}, "turn start"), ({"color": BARGE_C, "ls"
 def _key(fig) -> None:
     """The legend, right-aligned above the plots: one monospace label string and a short line
     per item (a matplotlib legend costs a quarter of the PNG's drawing time)."""
-    from matplotlib.lines import Line2D
 
     char = _mono_char_px(fig) / (SIZE_IN[0] * DPI)  # one column, in figure width
     text = "".join(f"    {label}  " for _, label in KEY)
@@ -300,6 +304,19 @@ def _key(fig) -> None:
         else:
             fig.add_artist(Line2D([x, x + 3 * char], [0.945, 0.945], transform=fig.transFigure, **style))
         col += len(f"    {label}  ")
+
+
+# -- the score step's writer ---------------------------------------------------------------
+class TimelineWriter:
+    """A `report.writers` entry (conf/report/default.yaml): after the scores, every session's
+    timeline and the run's index, for any benchmark."""
+
+    def __call__(self, run: Run) -> Path:
+        t0 = time.perf_counter()
+        view = view_of(run)
+        index = write_run(view)
+        log.info("score: %d timelines and %s in %.1f s", len(view.sessions), index, time.perf_counter() - t0)
+        return index
 
 
 # -- the run's index -------------------------------------------------------------------------

@@ -55,6 +55,7 @@ class ReportSettings:
     def from_config(cls, node: Mapping[str, Any] | None, group: str = "report") -> "ReportSettings":
         """Check and convert the config values; a bad one is a one-line :class:`ConfigError`."""
         d = dict(node or {})
+        d.pop("writers", None)  # the engine's views after the scores (fdeval.engine.shared.write_reports)
         unknown = sorted(set(d) - set(cls.__dataclass_fields__))
         if unknown:
             raise ConfigError(f"{group}: unknown key(s) {unknown}; valid: {sorted(cls.__dataclass_fields__)}")

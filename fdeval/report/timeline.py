@@ -11,6 +11,7 @@ everything comes from a `SessionView`.
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import logging
@@ -38,6 +39,8 @@ from fdeval.transcript.io import TranscriptError, transcript_from_dict
 log = logging.getLogger("fdeval")
 
 FOLDER = "timelines"  # <run_dir>/timelines/<case_id>.png + index.html
+MANIFEST = "manifest.json"  # in FOLDER: the drawing key of each PNG (write_run)
+TIMELINE_VERSION = "1"  # bump when the drawing changes: every PNG is drawn again
 SIZE_IN, DPI = (16.0, 7.0), 90  # every PNG is 1440 x 630 px
 ENVELOPE_BINS = 1600
 LEFT, RIGHT = 0.05, 0.99
@@ -321,17 +324,57 @@ class TimelineWriter:
 
 # -- the run's index -------------------------------------------------------------------------
 def write_run(view: RunView, out: Path | None = None) -> Path:
-    """Every session's PNG under `<run_dir>/timelines/` and its index.html; the index's path."""
+    """Every session's PNG under `<run_dir>/timelines/` and its index.html; the index's path.
+
+    Incremental, like every step: a PNG is drawn again only when what it shows changed (its
+    session files, transcript, results or state; `manifest.json` keeps each one's key), and a
+    page is written only when its text changed, so a relaunch rewrites nothing."""
     out = out or view.run_dir / FOLDER
     out.mkdir(parents=True, exist_ok=True)
     rel = os.path.relpath(view.run_dir / "sessions", out)
-    rows = []
+    manifest_path = out / MANIFEST
+    try:
+        old = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        old = {}
+    keys, rows = {}, []
     for s in view.sessions:
-        render(s, out / f"{s.case_id}.png")
+        png = out / f"{s.case_id}.png"
+        keys[s.case_id] = drawing_key(s)
+        if keys[s.case_id] != old.get(s.case_id) or not png.is_file():
+            render(s, png)
         rows.append((s, quote(f"{s.case_id}.png"), f"{quote(rel)}/{quote(s.case_id)}.wav" if s.wav else None))
     index = out / "index.html"
     run_table(index, f"{view.benchmark} · {view.model} · {view.run_dir.name}", view, rows)
+    if keys != old:
+        write_if_changed(manifest_path, json.dumps(keys, indent=1, sort_keys=True) + "\n")
     return index
+
+
+def drawing_key(s: SessionView) -> str:
+    """A digest of everything a session's timeline is drawn from."""
+    def stamp(p: Path | None) -> list | None:
+        if p is None or not p.is_file():
+            return None
+        st = p.stat()
+        return [st.st_size, st.st_mtime_ns]
+
+    what = {"version": TIMELINE_VERSION, "state": s.state, "reason": s.reason, "wav": stamp(s.wav),
+            "log": stamp(s.log), "transcript": stamp(s.transcript),
+            "results": {k: [r.to_dict() for r in rs] for k, rs in sorted(s.results.items())}}
+    return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def write_if_changed(path: Path, text: str) -> None:
+    """Write `text` to `path` atomically unless the file already holds exactly that."""
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return
+    except OSError:
+        pass
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
 
 
 CSS = ("body{font:14px system-ui,sans-serif;margin:1.5em}table{border-collapse:collapse}"
@@ -360,11 +403,8 @@ def run_line(view: RunView) -> str:
 def write_page(path: Path, title: str, parts: list[str]) -> None:
     """A self-contained HTML page (inline style, relative links), written atomically."""
     text = "\n".join([f"<!doctype html><meta charset=utf-8><title>{html.escape(title)}</title><style>{CSS}</style>",
-                      f"<h1>{html.escape(title)}</h1>", *parts,
-                      f"<p class=muted>written {time.strftime('%Y-%m-%d %H:%M')} by fdeval</p>"]) + "\n"
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+                      f"<h1>{html.escape(title)}</h1>", *parts, "<p class=muted>written by fdeval</p>"]) + "\n"
+    write_if_changed(path, text)
 
 
 def link(href: str | None, text: str) -> str:

@@ -113,3 +113,22 @@ def test_bundle_of_a_folder_that_is_not_a_run_is_one_line(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and "run.json" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_redrawn_only_when_what_it_shows_changed(ifd_run, tmp_path):
+    """A second write draws nothing (a relaunch rewrites nothing); a session whose recording
+    changed (here: its WAV's write time) is drawn again, and only it."""
+    root = ifd_run.parents[2]  # the whole out_root: a run finds its cases three levels up
+    shutil.copytree(root, tmp_path / "out", copy_function=shutil.copy2)
+    run = tmp_path / "out" / ifd_run.relative_to(root)
+    view = open_run(run)
+    write_run(view)
+    pngs = sorted((run / "timelines").glob("*.png"))
+    stamp = {p.name: p.stat().st_mtime_ns for p in (run / "timelines").iterdir()}
+    write_run(open_run(run))
+    assert {p.name: p.stat().st_mtime_ns for p in (run / "timelines").iterdir()} == stamp
+    touched = view.sessions[0]
+    touched.wav.touch()
+    write_run(open_run(run))
+    after = {p.name: p.stat().st_mtime_ns for p in pngs}
+    assert {n for n in after if after[n] != stamp[n]} == {f"{touched.case_id}.png"}

@@ -47,7 +47,7 @@ _SAFE = re.compile(r"^[A-Za-z0-9._-]+$")
 
 
 class LabelError(FdevalError):
-    pass
+    """A label the reviewer sent that cannot be saved (one line naming the field)."""
 
 
 def kind_of(benchmark: str) -> str:

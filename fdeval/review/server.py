@@ -42,13 +42,11 @@ from fdeval.benchmarks.instructfd.metrics.validation import (VALIDATION_COLUMNS,
 from fdeval.benchmarks.instructfd.records import Verdict
 from fdeval.errors import FdevalError
 from fdeval.report.runview import RunView, SessionView, open_run
+# where the timeline PNGs are and where their axes sit (the playhead is placed on the drawn axis)
+from fdeval.report.timeline import FOLDER as TIMELINE_FOLDER, LEFT as TIMELINE_LEFT, RIGHT as TIMELINE_RIGHT
 
 from . import labels as L
 
-try:  # the timeline PNGs' writer (fdeval/report/timeline.py): where they are and where their axes sit
-    from fdeval.report.timeline import FOLDER as TIMELINE_FOLDER, LEFT as TIMELINE_LEFT, RIGHT as TIMELINE_RIGHT
-except ImportError:  # without it: no PNGs, the page draws its own canvas of the words
-    TIMELINE_FOLDER, TIMELINE_LEFT, TIMELINE_RIGHT = "timelines", 0.0, 1.0
 
 STATIC = Path(__file__).resolve().parent / "static"
 HIDDEN = "[hidden]"
@@ -332,7 +330,7 @@ def _timeline_axes(s: SessionView) -> dict[str, float]:
             with h5py.File(s.log, "r") as f:
                 dur = max(dur, float(f.attrs.get("duration_s", 0.0)))
         except (OSError, ValueError):
-            pass
+            pass  # an unreadable log: the WAV's duration, as the timeline writer falls back to
     return {"left": TIMELINE_LEFT, "right": TIMELINE_RIGHT, "duration_s": dur}
 
 

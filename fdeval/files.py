@@ -2,7 +2,8 @@
 
 Every writer goes through `atomic_path`: a temp name beside the target, fsync, rename, fsync of
 the folder, so a crash or a power loss leaves either the old file or the whole new one. Files get
-the permissions the umask gives (mkstemp alone would make them 0600). A write that fails for an
+the permissions the umask gives (mkstemp alone would make them 0600). The first write of a process
+in a folder removes the temp files that killed writers on this host left there. A write that fails for an
 environmental reason (read-only folder, full disk) is a one-line `WriteError` naming the file.
 """
 
@@ -30,6 +31,7 @@ _UMASK = os.umask(0o022)
 os.umask(_UMASK)
 _FILE_MODE = 0o666 & ~_UMASK
 _HASHES: dict[tuple[str, int, int], str] = {}
+_SWEPT: set[str] = set()  # folders this process has cleared of dead writers' temp files
 
 
 class WriteError(FdevalError):
@@ -100,12 +102,23 @@ def remove_stale_temps(folder: str | os.PathLike) -> int:
     return n
 
 
+def _sweep_once(folder: Path) -> None:
+    """Clear `folder` of temps left by killed writers the first time this process writes there, so
+    that no folder keeps them (a step that sweeps its own folders does it earlier; this covers all)."""
+    key = os.fspath(folder)
+    if key not in _SWEPT:
+        _SWEPT.add(key)
+        with contextlib.suppress(OSError):  # a folder that cannot be listed fails the write itself
+            remove_stale_temps(folder)
+
+
 @contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside `path`; rename it onto `path` only if the block succeeds."""
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        _sweep_once(path.parent)
         # host and pid in the name let a later run tell a crashed writer's leftovers from live ones
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{_HOST}-{os.getpid()}.", suffix=".tmp" + path.suffix,
                                    dir=path.parent)
@@ -136,6 +149,8 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:
     """Write `text` atomically; a file that already holds exactly this text is left untouched."""
     p = Path(path)
+    if p.parent.is_dir():
+        _sweep_once(p.parent)
     if p.is_file() and p.stat().st_size == len(text.encode("utf-8")) and p.read_text(encoding="utf-8") == text:
         return
     with atomic_path(path) as tmp:

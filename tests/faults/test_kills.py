@@ -1,0 +1,75 @@
+"""A launch SIGTERM'd or SIGKILL'd in the middle of a write, in each step; and two launches on one folder.
+
+The kill lands while a file is half written (the stall hook of conftest.py holds the write), in
+generate, run, transcribe, judge and score in turn: each relaunch of the same command finishes the
+step that was cut (and is cut itself in the next one), the last completes the run. After each kill,
+every file finished before it is byte-identical after the relaunch, and no temp file is left.
+"""
+
+from __future__ import annotations
+
+import signal
+
+import h5py
+import pytest
+
+from .conftest import TWO, TWO_IDS, Stalled, assert_kept, digests, launch, one_line_error, run_dirs, temps
+
+# the second file each step writes: the first is finished when the kill lands
+STEPS = [
+    ("generate", "*/_data/*/cases/*.json"),
+    ("run", "*/sessions/*.h5"),
+    ("transcribe", "*/transcripts/*.json"),
+    ("judge", "*/verdicts/*.json"),
+    ("score", "*/scores/*"),
+]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_a_launch_killed_mid_write_in_each_step_is_completed_by_the_relaunch(tmp_path, stall_hook, sig):
+    out = tmp_path / "outputs"
+    kept: dict[str, str] = {}
+    for step, pattern in STEPS:
+        stalled = Stalled(tmp_path, stall_hook, pattern, 2, TWO)
+        try:
+            assert stalled.temp.exists() and not stalled.target.exists()
+            # this launch finished what the last kill cut, and kept what was finished before it
+            assert_kept(kept, digests(out))
+            proc = stalled.kill(sig)
+        finally:
+            stalled.cleanup()
+        assert proc.returncode == -sig, (step, proc.returncode, proc.stderr[-2000:])
+        assert not stalled.target.exists(), f"{step}: the cut write reached its target"
+        kept = digests(out)
+    final = launch(tmp_path, TWO)
+    after = digests(out)
+    assert_kept(kept, after)
+    assert temps(out) == [], "temp files of the killed writers are left"
+    (d,) = run_dirs(out)
+    for cid in TWO_IDS:
+        with h5py.File(d / "sessions" / f"{cid}.h5") as f:
+            assert f.attrs["case_id"] == cid
+        assert (d / "transcripts" / f"{cid}.json").is_file()
+    assert len(list((d / "verdicts").glob("*.json"))) == 2 and (d / "scores" / "ias.csv").is_file()
+    assert "session(s) invalid" not in final.stdout
+    # and a launch on the finished folder rewrites nothing
+    launch(tmp_path, TWO)
+    assert digests(out) == after
+
+
+def test_two_launches_on_one_folder_the_second_stops_at_once_and_the_first_finishes(tmp_path, stall_hook):
+    first = Stalled(tmp_path, stall_hook, "*/sessions/*.h5", 2, TWO)  # the first launch, mid-way through run
+    try:
+        d = first.target.parent.parent
+        before = digests(tmp_path / "outputs")
+        err = one_line_error(launch(tmp_path, TWO, check=False))
+        assert f"{d}: another fdeval process is using this run folder (pid {first.proc.pid} on " in err
+        assert_kept(before, digests(tmp_path / "outputs"))
+        done = first.release()
+    finally:
+        first.cleanup()
+    assert done.returncode == 0, done.stderr[-3000:]
+    after = digests(tmp_path / "outputs")
+    assert_kept(before, after)
+    launch(tmp_path, TWO)  # the second launch again, once the folder is free: nothing left to do
+    assert digests(tmp_path / "outputs") == after

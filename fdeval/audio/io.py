@@ -8,8 +8,12 @@ is still passed to soundfile explicitly so nothing depends on how it reads the n
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
+import tempfile
 from dataclasses import dataclass
+from typing import Iterator
 
 import numpy as np
 import soundfile as sf
@@ -79,6 +83,37 @@ def scan_audio(path: str | os.PathLike) -> AudioInfo:
     every sample is finite (only float files can hold NaN/inf, but every file is decoded so that
     a corrupt stream fails here rather than mid-session). ``frames`` counts what was decoded.
     """
+    with _decoder_stderr_held():
+        return _scan(path)
+
+
+@contextlib.contextmanager
+def _decoder_stderr_held() -> Iterator[None]:
+    """Hold what is written to fd 2 meanwhile: libsndfile's decoders print their own warnings on
+    bad input (mpg123: "Cannot read next header..."), and a bad file must be one line, the one
+    that names it. Dropped if the block raises (the error says it all), else written out. fd 2 is
+    the whole process's: scans run as cases load, before any session's threads start."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):  # no usable stderr: nothing to hold
+        yield
+        return
+    with tempfile.TemporaryFile() as buf:
+        os.dup2(buf.fileno(), 2)
+        failed = True
+        try:
+            yield
+            failed = False
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            buf.seek(0)
+            if not failed and (text := buf.read()):
+                os.write(2, text)  # a readable file's decoder warnings are kept
+
+
+def _scan(path: str | os.PathLike) -> AudioInfo:
     try:
         with sf.SoundFile(os.fspath(path)) as f:
             sample_rate, channels, subtype = int(f.samplerate), int(f.channels), str(f.subtype)

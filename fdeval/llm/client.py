@@ -105,9 +105,12 @@ class LLMUnavailable(LLMConfigError):
     """The endpoint cannot be reached (see the module docstring): every further request would fail
     alike, so callers stop as for a config error instead of recording a failure per request."""
 
-    def __init__(self, who: str, endpoint: str, reason: str):
-        self.who, self.endpoint, self.reason = who, endpoint, reason
-        super().__init__(f"{who}: endpoint {endpoint} unavailable ({reason}); answers written so far are kept, "
+    def __init__(self, who: str, endpoint: str, reason: str, during: str | None = None):
+        # `during`: the unit of work that was left undone (e.g. a case@policy pair), so the one line
+        # says where the run stopped
+        self.who, self.endpoint, self.reason, self.during = who, endpoint, reason, during
+        at = f" while {during}" if during else ""
+        super().__init__(f"{who}: endpoint {endpoint} unavailable ({reason}){at}; answers written so far are kept, "
                          f"relaunch once it is reachable")
 
 

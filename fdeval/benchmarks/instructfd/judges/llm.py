@@ -24,9 +24,9 @@ Decisions:
   request alike (no key, no SDK, credentials rejected, unknown model: :class:`LLMConfigError`)
   are raised, so that a run stops instead of writing an error verdict for every case.
 * An endpoint that cannot be reached raises :class:`JudgeUnavailable` (one line naming the
-  endpoint and the last error): after ``max_unreachable`` (default 3) consecutive attempts with no
-  HTTP answer (refused, reset, unknown host, timeout; a closed port is found in about 1.5-3 s with
-  the default backoff) or ``max_failed_requests`` (default 3) consecutive requests that failed
+  endpoint, the last error and the pair it was judging): after ``max_unreachable`` (default 3)
+  consecutive attempts with no HTTP answer (refused, reset, unknown host, timeout; a closed port
+  is found in about 1.5-3 s with the default backoff) or ``max_failed_requests`` (default 3) consecutive requests that failed
   after their retries (429, 5xx, non-API bodies). The pair being judged gets no verdict; verdicts
   already written stay. Retries of one request end ``max_retry_s`` (default 60 s) after its first
   failure (:mod:`fdeval.llm.client`).
@@ -374,7 +374,7 @@ class LLMJudge(Judge):
             try:
                 resp = self.client.complete(system, ask, attempt=attempt)
             except LLMUnavailable as e:
-                raise JudgeUnavailable(f"judge {self.id}", e.endpoint, e.reason) from None
+                raise JudgeUnavailable(f"judge {self.id}", e.endpoint, e.reason, f"judging {cid}@{policy}") from None
             except LLMConfigError:
                 raise
             except LLMError as e:

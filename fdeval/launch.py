@@ -26,7 +26,7 @@ from fdeval.cluster.plan import plan
 from fdeval.cluster.slurm import SlurmLauncher
 from fdeval.cluster.slurm import status_lines as slurm_status_lines
 from fdeval.engine.driver import Tool, groups_used, pipeline, prepare, run_stages
-from fdeval.engine.identity import readable_tag
+from fdeval.engine.identity import NOT_RESULT_PATHS, readable_tag
 from fdeval.engine.launcher import Launcher, LocalLauncher
 from fdeval.engine.run import Run
 from fdeval.engine.status import Status
@@ -37,8 +37,10 @@ from fdeval.settings import CONF_DIR, describe  # importing settings registers t
 
 # Overrides that never appear in the readable part of a folder name: group choices already in the
 # path, and settings that do not change a result (the identity hash decides the rest).
+# What does not name a run: the groups (the folder path names them), where and how it runs, and
+# every setting outside the identity (fdeval.engine.identity.NOT_RESULT_PATHS: waits, parallelism).
 _UNTAGGED_KEYS = {"model", "benchmark", "stage", "launcher", "run_tag", "out_root", "progress", "resume",
-                  "judge.cache_dir", "report"}
+                  "judge.cache_dir", "report", *NOT_RESULT_PATHS}
 _UNTAGGED_PREFIXES = ("launcher.", "hydra.", "report.", "stage.")
 # Override keys that look like credentials: keys come from the environment only.
 _SECRET_KEY = re.compile(r"(^|[._])(api_?key|key|token|secret|password|passwd|credentials?)$", re.I)

@@ -81,6 +81,14 @@ class OrchestratorSettings:
     # but marked invalid, never scored, and recorded again on relaunch.
     max_pacing_lag_s: float = HealthBounds.max_pacing_lag_s  # latest a user frame may leave after its time
     max_model_lag_s: float = HealthBounds.max_model_lag_s  # furthest a frame-per-frame model's audio may trail
+    # Realtime client processes (fdeval.engine.clients): how many processes pace the sessions in
+    # flight (0 = as many as the sessions' CPU cost needs). The cost is CPU seconds of the client
+    # (orchestrator, VAD, recording, the model's client) per session-second, measured by
+    # `python -m fdeval.bench` (section realtime); the share is how much of one core a client
+    # process is planned to use, so that its frames keep their times.
+    client_processes: int = 0
+    client_cpu_s_per_session_s: float = 0.045
+    client_cpu_share: float = 0.5
 
     def __post_init__(self) -> None:
         if self.clock not in CLOCKS:
@@ -96,6 +104,9 @@ class OrchestratorSettings:
             "vad_min_silence_s": (_finite_non_negative, "must be >= 0"),
             "max_pacing_lag_s": (_finite_positive, "must be > 0"),
             "max_model_lag_s": (_finite_positive, "must be > 0"),
+            "client_processes": (lambda x: x >= 0, "must be >= 0 (0 = auto)"),
+            "client_cpu_s_per_session_s": (_finite_positive, "must be > 0"),
+            "client_cpu_share": (lambda x: 0 < x <= 1, "must be in (0, 1]"),
         })
 
     def to_config(self) -> OrchestratorConfig:

@@ -19,7 +19,8 @@ from fdeval.settings import (CONF_DIR, LauncherSettings, OrchestratorSettings, S
                              orchestrator_settings, register)
 
 ORCHESTRATOR_KEYS = ("clock, sample_rate, silence_s, trailing_silence_s, yield_after_s, barge_in_delay_s, max_session_s, "
-                     "vad_threshold, vad_min_silence_s, max_pacing_lag_s, max_model_lag_s")
+                     "vad_threshold, vad_min_silence_s, max_pacing_lag_s, max_model_lag_s, "
+                     "client_processes, client_cpu_s_per_session_s, client_cpu_share")
 
 
 def compose_cfg(*overrides: str, conf_dir=CONF_DIR):
@@ -128,7 +129,7 @@ def test_the_ensemble_members_are_the_judge_files_themselves(tmp_path):
                         "gpus_per_task, instances_per_task"),
     ("orchestrator.nope=1", f"unknown key 'orchestrator.nope'; valid keys under 'orchestrator': {ORCHESTRATOR_KEYS}"),
     ("model.nope=1", "unknown key 'model.nope'; valid keys under 'model': _target_, name, voice, rate_wpm, "
-                     "sample_rate, frame_s, vad_threshold, policy_overrides, compute_s_per_frame, resources"),
+                     "sample_rate, frame_s, vad_threshold, policy_overrides, concurrency, compute_s_per_frame, resources"),
     ("nope=1", "unknown key 'nope'; valid keys at the top level: model, benchmark, stage, launcher, orchestrator, "
                "tts, asr, judge, report, seed, out_root, run_tag, resume, progress"),
     ("seed=1.5", "seed: expected an integer, got 1.5"),

@@ -46,6 +46,8 @@ NOT_RESULT_PATHS = (
     "model.server.max_restarts", "model.server.instances_per_gpu", "model.server.probe_timeout_s",
     "judge.max_retries", "judge.timeout_s", "judge.max_retry_s", "judge.max_unreachable", "judge.max_failed_requests",
     "judge.backoff_s", "judge.max_backoff_s",
+    "model.concurrency", "orchestrator.client_processes", "orchestrator.client_cpu_s_per_session_s",
+    "orchestrator.client_cpu_share",
 )
 # Keys dropped wherever they appear (ensemble members, nested llm blocks).
 NOT_RESULT_NAMES = ("cache_dir", "log_dir")

@@ -25,11 +25,13 @@ from typing import Any
 import h5py
 import numpy as np
 import onnxruntime
+from omegaconf import OmegaConf
 
 import fdeval
 from fdeval.audio.io import read_wav
 from fdeval.audio.resample import resample
 from fdeval.audio.vad import SileroVAD
+from fdeval.engine.clients import RunFailures, client_processes, cpu_seconds, serve, spread
 from fdeval.engine.run import Run, SessionState, build
 from fdeval.engine.steps import Aggregate, Metric, Step
 from fdeval.errors import ConfigError, FdevalError
@@ -45,10 +47,6 @@ log = logging.getLogger("fdeval")
 
 # A run whose first this-many cases all fail stops instead of failing every case the same way.
 FAIL_FAST_CASES = 3
-
-
-class RunFailures(FdevalError):
-    """Some cases could not be run (infrastructure errors); the others were recorded."""
 
 
 def case_seed(seed: int, case_id: str) -> int:
@@ -129,9 +127,13 @@ class RecordSessions(Step):
 
 
 class _Recorder:
+    """Records a step's missing sessions: in this process, or spread over realtime client
+    processes (`fdeval.engine.clients`), each of which records with a `_Recorder` of its own."""
+
     def __init__(self, run: Run, step: RecordSessions):
         self.run, self.step = run, step
         settings = typed(run.cfg.orchestrator, OrchestratorSettings, "orchestrator")
+        self.settings = settings
         self.clock = settings.clock
         self.ocfg = settings.to_config()
         if fixed := run.benchmark.orchestrator_overrides():
@@ -140,6 +142,9 @@ class _Recorder:
         self.invalid: list[str] = []
         self.recorded = 0
         self.sim_s = self.wall_s = 0.0
+        self.errors_s: list[float] = []  # |error| of every barge-in recorded
+        self.pacing_lag_s = 0.0
+        self.on_outcome = None  # a client process reports each case to the launching process
 
     def _states(self, model_id: str) -> dict[str, SessionState]:
         run, step, d = self.run, self.step, self.step.folder
@@ -166,6 +171,28 @@ class _Recorder:
             return
         check_fits(self.todo, self.ocfg.turns.max_session_s)
         self.clock_kind = model.clock if self.clock == "auto" else self.clock
+        n_parallel = max(1, int(model.concurrency))
+        self.processes = client_processes(self.settings, self.clock_kind, n_parallel, len(self.todo))
+        cpu0 = cpu_seconds()
+        if self.processes > 1:
+            self.wall_s = spread(self, self.processes, n_parallel, client_main)
+        else:
+            self.prepare()
+            if n_parallel > 1 and len(self.todo) > 1:
+                self.wall_s = asyncio.run(self.concurrently(n_parallel, self.todo))
+            else:
+                for case in run.bar(self.todo, self.step.name):
+                    try:
+                        result, exc = asyncio.run(self._attempt(case)), None
+                    except Exception as e:
+                        result, exc = None, e
+                    self._store(case, result, exc)
+        self.cpu_s = cpu_seconds() - cpu0
+        self._summary()
+
+    def prepare(self) -> None:
+        """What this process needs before its first session: the VAD, the session attributes."""
+        run, model = self.run, self.run.model
         self.vad = SileroVAD(sample_rate=self.ocfg.sample_rate)
         if self.clock_kind == "realtime":
             # Everything loaded so far (modules, config, the model) lives for the whole run. Full
@@ -179,17 +206,6 @@ class _Recorder:
             "run_id": run.run_id, "run_identity": run.folder.identity,
         }
         model.set_run_dir(run.run_dir)  # in-job servers keep their logs in the run folder
-        n_parallel = max(1, int(model.concurrency))
-        if n_parallel > 1 and len(self.todo) > 1:
-            self.wall_s = asyncio.run(self._concurrently(n_parallel))
-        else:
-            for case in run.bar(self.todo, self.step.name):
-                try:
-                    result, exc = asyncio.run(self._attempt(case)), None
-                except Exception as e:
-                    result, exc = None, e
-                self._store(case, result, exc)
-        self._summary()
 
     async def _attempt(self, case: TestCase):
         run, model, step = self.run, self.run.model, self.step
@@ -217,63 +233,88 @@ class _Recorder:
             if isinstance(exc, FdevalError):
                 raise exc
             # an infrastructure failure of this case: recorded, never a verdict
-            self.failures.append(case.case_id)
             first = (str(exc).strip().splitlines() or [""])[0]
             write_json_atomic(err_file, {"case_id": case.case_id, "stage": name, "error": f"{type(exc).__name__}: {exc}",
                                          "traceback": "".join(traceback.format_exception(exc))[-4000:],
                                          "model_id": self.model_id})
             log.error("%s: %s failed: %s: %s", name, case.case_id, type(exc).__name__, first)
-            if self.recorded == 0 and len(self.failures) >= min(FAIL_FAST_CASES, len(self.todo)) and len(self.todo) > 1:
-                raise RunFailures(f"{name}: the first {len(self.failures)} case(s) all failed, so the run stops (e.g. "
-                                  f"{case.case_id}: {type(exc).__name__}: {first}); reasons in "
-                                  f"{h5.parent}/*.error.json")
+            self.tally({"case_id": case.case_id, "failed": True, "error": f"{type(exc).__name__}: {first}"})
             return
         h = result.log.attrs
         write_session(result.log, result.user, result.model, wav, h5)
         err_file.unlink(missing_ok=True)
-        self.recorded += 1
-        self.sim_s += result.log.duration_s
-        self.wall_s += result.wall_s
-        if not h["valid"]:
-            self.invalid.append(case.case_id)
-            log.warning("%s: %s: session invalid, not scored: %s", name, case.case_id, h["invalid_reason"])
         errs = [t["error_s"] for t in result.log.turns if t["turn_type"] == "barge-in" and not math.isnan(t["error_s"])]
         lag = h.get("health_model_lag_max_s", float("nan"))
         health = "" if self.clock_kind != "realtime" else f", pacing lag {1000 * h['health_pacing_lag_max_s']:.1f} ms" + (
             "" if math.isnan(lag) else f", model lag {lag:.2f} s")
         log.info("%s: %s: %.1f s session in %.2f s wall (%s)%s%s", name, case.case_id, result.log.duration_s, result.wall_s,
                  h.get("end_reason"), health, f", barge-in error {max(errs) * 1000:.2f} ms" if errs else "")
+        if not h["valid"]:
+            log.warning("%s: %s: session invalid, not scored: %s", name, case.case_id, h["invalid_reason"])
+        self.tally({"case_id": case.case_id, "failed": False, "session_s": float(result.log.duration_s),
+                    "wall_s": float(result.wall_s), "valid": bool(h["valid"]), "barge_in_error_s": [abs(float(e)) for e in errs],
+                    "pacing_lag_max_s": float(h.get("health_pacing_lag_max_s", 0.0))})
 
-    async def _concurrently(self, n: int) -> float:
-        # n sessions in flight (server instances, or rows of a batched in-process model); wall time
-        # is the elapsed time, not the sum of the overlapping sessions' times
-        queue, bar = list(self.todo), self.run.bar(self.todo, self.step.name)
+    def tally(self, outcome: dict[str, Any]) -> None:
+        """Count one case's outcome (this process's own, or one a client process reported)."""
+        if self.on_outcome is not None:
+            self.on_outcome(outcome)
+        if outcome["failed"]:
+            self.failures.append(outcome["case_id"])
+            if self.recorded == 0 and len(self.failures) >= min(FAIL_FAST_CASES, len(self.todo)) and len(self.todo) > 1:
+                d = self.run.run_dir / self.step.folder
+                raise RunFailures(f"{self.step.name}: the first {len(self.failures)} case(s) all failed, so the run stops "
+                                  f"(e.g. {outcome['case_id']}: {outcome['error']}); reasons in {d}/*.error.json")
+            return
+        self.recorded += 1
+        self.sim_s += outcome["session_s"]
+        self.wall_s += outcome["wall_s"]
+        self.errors_s += outcome["barge_in_error_s"]
+        self.pacing_lag_s = max(self.pacing_lag_s, outcome["pacing_lag_max_s"])
+        if not outcome["valid"]:
+            self.invalid.append(outcome["case_id"])
+
+    async def concurrently(self, n: int, todo: Any) -> float:
+        """Record with `n` sessions in flight (server instances, rows of a batched in-process model),
+        taking cases from `todo` (a list, or a client process's queue reader); the wall time is the
+        elapsed time, not the sum of the overlapping sessions' times."""
+        bar = self.run.bar(self.todo, self.step.name) if isinstance(todo, list) else None
+        queue = list(todo) if isinstance(todo, list) else None
         t0 = time.perf_counter()
 
+        async def next_case() -> TestCase | None:
+            if queue is not None:
+                return queue.pop(0) if queue else None
+            return await todo()
+
         async def worker():
-            while queue:
-                case = queue.pop(0)
+            while (case := await next_case()) is not None:
                 try:
                     result, exc = await self._attempt(case), None
                 except Exception as e:
                     result, exc = None, e
                 self._store(case, result, exc)
-                bar.update(1)
+                if bar is not None:
+                    bar.update(1)
 
         try:
             await asyncio.gather(*(worker() for _ in range(min(n, len(self.todo)))))
         finally:
-            bar.close()
+            if bar is not None:
+                bar.close()
         return time.perf_counter() - t0
 
     def _summary(self) -> None:
         run, sim_s, wall_s, name = self.run, self.sim_s, self.wall_s, self.step.name
         run.stats[name] = {"cases": len(self.todo), "recorded": self.recorded, "invalid": len(self.invalid),
                             "failed": len(self.failures), "session_s": sim_s, "wall_s": wall_s, "clock": self.clock_kind,
-                            "speed": sim_s / wall_s if wall_s > 0 and self.recorded else None}
+                            "speed": sim_s / wall_s if wall_s > 0 and self.recorded else None,
+                            "client_processes": self.processes, "cpu_s": self.cpu_s,
+                            "barge_in_error_s": list(self.errors_s), "pacing_lag_max_s": self.pacing_lag_s}
         if self.recorded:
+            procs = f", {self.processes} client processes" if self.processes > 1 else ""
             msg = (f"{name}: {self.recorded} of {len(self.todo)} cases recorded, {sim_s:.1f} session-s in {wall_s:.1f} "
-                   f"wall-s = {sim_s / wall_s:.1f} session-seconds per wall-second ({self.clock_kind})")
+                   f"wall-s = {sim_s / wall_s:.1f} session-seconds per wall-second ({self.clock_kind}{procs})")
             log.info(msg)
             print(msg, flush=True)
         if self.invalid:
@@ -283,6 +324,30 @@ class _Recorder:
         if self.failures:
             raise RunFailures(f"{name}: {len(self.failures)} case(s) failed (e.g. {self.failures[0]}; reasons in "
                               f"{self.step.folder}/*.error.json); relaunch the same command to retry them")
+
+
+def client_main(spec: dict[str, Any]) -> None:
+    """The entry point of a realtime client process (`fdeval.engine.clients.spread`)."""
+    serve(spec, _client_recorder)
+
+
+def _client_recorder(spec: dict[str, Any]) -> _Recorder:
+    """This client process's recorder: the run rebuilt from the launching process's config and
+    identity, the step found by name, the model holding its share of the sessions."""
+    shard = tuple(spec["shard"]) if spec["shard"] is not None else None
+    run = Run(OmegaConf.create(spec["cfg"]), Path(spec["run_dir"]), Path(spec["out_root"]), shard=shard,
+              identity=spec["identity"])
+    step = next(s for s in [RecordSessions(), *run.benchmark.steps()] if s.name == spec["step"])
+    rec = _Recorder(run, step)
+    rec.model_id = run.model_id
+    rec.cases = step.session_cases(run)
+    by_id = {c.case_id: c for c in rec.cases}
+    rec.todo = [by_id[i] for i in spec["todo"]]
+    run.model.share(spec["index"], spec["count"])
+    rec.clock_kind = run.model.clock if rec.clock == "auto" else rec.clock
+    rec.processes = spec["count"]
+    rec.prepare()
+    return rec
 
 
 class Score(Aggregate):

@@ -195,6 +195,13 @@ class DuplexModel(abc.ABC):
         """What identifies the model's behaviour: name, version, weights hash, settings."""
         return {"name": self.name}
 
+    def share(self, index: int, count: int) -> None:
+        """Hold only this client process's share of the sessions: the run spreads a realtime run's
+        sessions over `count` processes, this one being `index` (called before the first session);
+        `concurrency` is then this process's share. A model that cannot be split says so."""
+        raise ConfigError(f"model {self.name}: its sessions cannot be spread over client processes; "
+                          "set orchestrator.client_processes=1")
+
     @abc.abstractmethod
     def session(self, instruction: str | None, seed: int) -> AbstractAsyncContextManager[DuplexSession]:
         """Open a session conditioned on `instruction` (None = un-instructed)."""

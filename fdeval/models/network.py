@@ -105,6 +105,14 @@ class NetworkModel(DuplexModel):
         """One session per server instance; one for a fixed server or a hosted API."""
         return self.pool.size if self.pool is not None else 1
 
+    def share(self, index: int, count: int) -> None:
+        """A pooled model's process runs its share of the server instances; a fixed server or a
+        hosted API holds one session (concurrency 1), which is never spread."""
+        if self.pool is None:
+            super().share(index, count)
+        else:
+            self.pool.share(index, count)
+
     def set_run_dir(self, path: Path) -> None:
         if self.pool is not None:
             self.pool.set_run_dir(path)

@@ -416,8 +416,13 @@ class ReferenceAgent(DuplexModel):
 
     def __init__(self, name: str = "reference", voice: str = "en-us+f3", rate_wpm: int = 175,
                  sample_rate: int = 16000, frame_s: float = 0.032, vad_threshold: float = 0.5,
-                 policy_overrides: dict[str, dict[str, Any]] | None = None, compute_s_per_frame: float = 0.0):
+                 policy_overrides: dict[str, dict[str, Any]] | None = None, compute_s_per_frame: float = 0.0,
+                 concurrency: int = 1):
         self.name = name
+        if not (isinstance(concurrency, int) and concurrency >= 1):
+            raise ConfigError(f"model.concurrency: must be an integer >= 1, got {concurrency!r}")
+        # sessions held at once: each has its own state, so any number can share the agent
+        self.concurrency = concurrency
         if not compute_s_per_frame >= 0:
             raise ConfigError(f"model.compute_s_per_frame: must be >= 0, got {compute_s_per_frame!r}")
         # extra time each frame takes (a model slower than real time, to see the realtime health check)
@@ -438,6 +443,9 @@ class ReferenceAgent(DuplexModel):
             "policies": {k: asdict(p) for k, p in self.policies.items()}, "assistant_version": ASSISTANT_VERSION,
             **({"compute_s_per_frame": self.compute_s_per_frame} if self.compute_s_per_frame else {}),
         }
+
+    def share(self, index: int, count: int) -> None:
+        self.concurrency = len(range(index, self.concurrency, count))
 
     def synth(self, text: str, cache: bool = True) -> Synthesis:
         """`cache=False` for texts that rarely repeat (the assistant's answers), so a long run

@@ -356,6 +356,14 @@ class ServerPool:
         self.epoch = 0  # counts stop() calls: a start begun before one starts no more processes
         self._failed: ServerError | None = None
         self._last_error: ServerError | None = None
+        self._share = (0, 1)  # (index, count): this client process runs instances index, index+count, ...
+
+    def share(self, index: int, count: int) -> None:
+        """Run only this client process's share of the instances (every `count`-th one from
+        `index`), when the run spreads its sessions over `count` processes (before the start)."""
+        if self._started or not 0 <= index < count:
+            raise ValueError(f"pool {self.name}: cannot share as {index} of {count} (started: {self._started})")
+        self._share = (index, count)
 
     # -- configuration ------------------------------------------------------------------------
     @property
@@ -376,7 +384,8 @@ class ServerPool:
     @property
     def size(self) -> int:
         """How many servers the pool runs (= sessions it can hold at once)."""
-        return len(self.gpus) * self.spec.instances_per_gpu
+        index, count = self._share
+        return len(range(index, len(self.gpus) * self.spec.instances_per_gpu, count))
 
     # -- life cycle ---------------------------------------------------------------------------
     async def start(self) -> None:
@@ -391,8 +400,9 @@ class ServerPool:
     async def _start_all(self) -> None:
         gpus = self.gpus
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        self.instances = [ServerInstance(self, i * self.spec.instances_per_gpu + j, g)
-                          for i, g in enumerate(gpus) for j in range(self.spec.instances_per_gpu)]
+        index, count = self._share  # instance numbers (ports, logs, devices) are the whole pool's
+        self.instances = [ServerInstance(self, n, g) for n, g in
+                          enumerate(g for g in gpus for _ in range(self.spec.instances_per_gpu)) if n % count == index]
         tasks = [inst._begin_start() for inst in self.instances]
         try:
             await asyncio.gather(*tasks)

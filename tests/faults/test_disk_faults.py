@@ -1,0 +1,162 @@
+"""Faults of the disk under a run: a finished artifact truncated (session WAV and HDF5, transcript,
+verdict, score table), a read-only run folder and a full disk.
+
+Each asserts the error line where the fault stops the launch, that every finished output is
+byte-identical afterwards, and that a relaunch of the same command completes what is missing.
+tests/test_trust.py has the first launch on a read-only or full file system and the damaged
+recordings' redo; here the same faults hit a run that has finished work to keep.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import h5py
+import pytest
+
+from .conftest import TWO, TWO_IDS, digests, launch, one_line_error, run_dirs, temps
+
+CASE, OTHER = TWO_IDS
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("disk-faults")
+    launch(tmp, TWO)
+    (d,) = run_dirs(tmp / "outputs")
+    return tmp, d
+
+
+@pytest.fixture(scope="module")
+def cases_dir(finished) -> str:
+    """The built-in cases the module's run generated, for the runs made elsewhere."""
+    tmp, _ = finished
+    (data,) = (tmp / "outputs" / "instructfd" / "_data").iterdir()
+    return f"benchmark.cases_dir={data}"
+
+
+def _verdict(d: Path) -> str:
+    (v,) = (d / "verdicts").glob(f"{CASE}@*.json")
+    return str(v.relative_to(d))
+
+
+# the damaged file, and what its repair may rewrite beside it (a new recording is a new session)
+ARTIFACTS = {
+    "session_wav": (lambda d: f"sessions/{CASE}.wav", True),
+    "session_h5": (lambda d: f"sessions/{CASE}.h5", True),
+    "transcript": (lambda d: f"transcripts/{CASE}.json", False),
+    "verdict": (_verdict, False),
+    "score_table": (lambda d: "scores/ias.csv", False),
+}
+
+
+@pytest.mark.parametrize("artifact", list(ARTIFACTS))
+def test_a_truncated_artifact_is_made_again_and_nothing_else_changes(finished, artifact):
+    tmp, d = finished
+    rel_of, new_session = ARTIFACTS[artifact]
+    rel = rel_of(d)
+    before = digests(d)
+    with open(d / rel, "r+b") as f:
+        f.truncate((d / rel).stat().st_size // 2)
+    damaged = digests(d)[rel]
+    proc = launch(tmp, TWO)
+    after = digests(d)
+    if rel != "scores/ias.csv":  # the score step computes its tables every launch; the others reuse files
+        assert Path(rel).name in proc.stdout + proc.stderr, "the relaunch says which file it makes again"
+    assert temps(d) == [] and after[rel] != damaged
+    # the timelines' manifest keys each drawing on its inputs' mtimes: a file made again with the
+    # same bytes rewrites that key (the PNG itself comes out the same)
+    before.pop("timelines/manifest.json"), after.pop("timelines/manifest.json")
+    if new_session:
+        # the case is recorded again (a new session id), so its derived files follow; the other
+        # case, and the run's own records, keep their bytes
+        changed = {k for k in before if after.get(k) != before[k]}
+        assert f"sessions/{CASE}.h5" in changed and {k for k in changed if OTHER in k} == set()
+        assert not {k for k in changed if "/" not in k}, changed  # model.json and co.
+        with h5py.File(d / "sessions" / f"{CASE}.h5") as f:
+            assert f.attrs["case_id"] == CASE
+    else:
+        # made again from the same session by the same settings: the same bytes, everything else untouched
+        assert after == before
+
+
+def _read_only(path: Path) -> str | None:
+    """Make `path` read-only for this process (a read-only bind mount as root, else chmod);
+    the reason it cannot, or None."""
+    if os.geteuid() != 0:
+        for p in [path, *path.rglob("*")]:
+            p.chmod(p.stat().st_mode & ~0o222)
+        return None
+    for cmd in (["mount", "--bind", str(path), str(path)], ["mount", "-o", "remount,bind,ro", str(path)]):
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            subprocess.run(["umount", str(path)], capture_output=True)
+            return f"cannot make a read-only bind mount here ({r.stderr.strip()[:200]}; needs CAP_SYS_ADMIN)"
+    return None
+
+
+def _writable(path: Path) -> None:
+    if os.geteuid() != 0:
+        for p in [path, *path.rglob("*")]:
+            p.chmod(p.stat().st_mode | 0o200)
+    else:
+        subprocess.run(["umount", str(path)], check=True, capture_output=True)
+
+
+def test_a_read_only_run_folder_is_one_line_and_the_relaunch_completes(tmp_path, cases_dir):
+    launch(tmp_path, TWO, cases_dir, "stage=run")
+    (d,) = run_dirs(tmp_path / "outputs")
+    before = digests(d)
+    why = _read_only(d)
+    if why:
+        pytest.skip(why)
+    try:
+        err = one_line_error(launch(tmp_path, TWO, cases_dir, check=False))
+        assert str(d) in err and ("Read-only file system" in err or "Permission denied" in err), err
+        assert digests(d) == before
+    finally:
+        _writable(d)
+    launch(tmp_path, TWO, cases_dir)
+    after = digests(d)
+    assert {k: after[k] for k in before} == before
+    assert len(list((d / "verdicts").glob("*.json"))) == 2 and (d / "scores" / "ias.csv").is_file()
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    mp = tmp_path / "mnt"
+    mp.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mp)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({r.stderr.strip()[:200]}; needs root and CAP_SYS_ADMIN)")
+    yield mp
+    subprocess.run(["umount", str(mp)], capture_output=True)
+
+
+def _fill(mp: Path, leave: int) -> Path:
+    """A filler file that leaves `leave` bytes free on the tmpfs."""
+    filler = mp / "filler"
+    st = os.statvfs(mp)
+    with open(filler, "wb") as f:
+        os.posix_fallocate(f.fileno(), 0, max(1, st.f_bavail * st.f_frsize - leave))
+    return filler
+
+
+def test_a_full_disk_mid_run_is_one_line_keeps_what_was_finished_and_the_relaunch_completes(tmp_path, tmpfs,
+                                                                                             cases_dir):
+    out = tmpfs / "outputs"
+    launch(tmp_path, TWO, cases_dir, "stage=run", out_root=out)
+    (d,) = run_dirs(out)
+    filler = _fill(tmpfs, 16 << 10)  # room for a log line, not for the steps' files
+    before = digests(d)
+    err = one_line_error(launch(tmp_path, TWO, cases_dir, out_root=out, check=False))
+    assert "No space left on device" in err and "cannot write" in err and str(d) in err, err
+    assert temps(d) == []
+    assert {k: v for k, v in digests(d).items() if k in before} == before
+    filler.unlink()
+    launch(tmp_path, TWO, cases_dir, out_root=out)
+    after = digests(d)
+    assert {k: after[k] for k in before} == before
+    assert len(list((d / "verdicts").glob("*.json"))) == 2 and (d / "scores" / "ias.csv").is_file()

@@ -1,0 +1,116 @@
+"""The reference agent under the realtime clock: N sessions at once, one client process vs several.
+
+Short cases: the built-in conversations that have a barge-in, cut after it (the first take-turn
+and the barge-in), copied under new ids until there are N, so a run is one wave of N sessions
+of `MAX_SESSION_S` (the agent's answer after the barge-in is cut there: the cut marks a session
+invalid for scoring, and the figures here are the timing ones, all taken before the cut). Per run: barge-in |error| p50 / p99 (ms), the largest pacing lag, the orchestrator
+overhead = wall / scheduled session time (the sessions' durations dealt to N slots in queue
+order), and the client CPU cost = process CPU seconds (children included) / session-seconds.
+Each N with one client process is the baseline of the same N spread over client processes
+(`orchestrator.client_processes`, auto); N = 1 is the baseline of N > 1 in one process.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+from typing import Any
+
+from fdeval.bench.common import Context, cpu_s, has_option, launch, makespan, percentile_ms, row, sessions
+
+CONCURRENCY = (1, 8, 32)
+QUICK_CONCURRENCY = (1, 8)
+QUICK_SINGLE_CASES = 1  # N = 1 runs its sessions one after the other
+SINGLE_CASES = 4
+MAX_SESSION_S = 18.0  # after the longest built-in first turn + barge-in (~15 s)
+
+
+def short_cases(data_dir: Path, dst: Path, n: int) -> Path:
+    """`n` cases cut after their first barge-in, as a case folder (audio copied: the case loader
+    refuses a file that resolves outside the dataset root)."""
+    shutil.rmtree(dst, ignore_errors=True)
+    src = []
+    for f in sorted((data_dir / "cases").glob("*.json")):
+        d = json.loads(f.read_text())
+        k = next((i for i, t in enumerate(d["turns"]) if t["turn_type"] == "barge-in"), None)
+        if k is not None:
+            d["turns"] = d["turns"][: k + 1]
+            src.append(d)
+    if not src:
+        raise RuntimeError(f"{data_dir}: no case with a barge-in")
+    (dst / "cases").mkdir(parents=True, exist_ok=True)
+    for d in src:
+        conv = Path(d["turns"][0]["audio_path"]).parent
+        if not (dst / conv).exists():
+            shutil.copytree(data_dir / conv, dst / conv)
+    for i in range(n):
+        d = dict(src[i % len(src)])
+        rep = i // len(src)
+        if rep:  # another copy of the same conversation under its own ids
+            conv = f"{d['conversation_id']}_r{rep}"
+            d = {**d, "conversation_id": conv, "test_case_id": f"{conv}__{d['policy_name']}"}
+        (dst / "cases" / f"{d['test_case_id']}.json").write_text(json.dumps(d, indent=1))
+    return dst
+
+
+def measure(ctx: Context, cases_dir: Path, n: int, processes: int | None) -> dict[str, Any]:
+    """One realtime run of every case in `cases_dir`, `n` at a time (`processes`: client processes,
+    0 = auto; None: the option is not set)."""
+    name = f"realtime-n{n}-p{'x' if processes is None else processes}"
+    out = ctx.fresh(name)
+    over = [f"benchmark.cases_dir={cases_dir}", "orchestrator.clock=realtime", f"model.concurrency={n}",
+            f"orchestrator.max_session_s={MAX_SESSION_S}"]
+    if processes is not None:
+        over.append(f"orchestrator.client_processes={processes}")
+    launch(out, "stage=generate", *over)
+    c0 = cpu_s()
+    run, wall = launch(out, "stage=run", *over)
+    cpu = cpu_s() - c0
+    st = run.stats["run"]
+    logs = sessions(run.run_dir)
+    errors = [t["error_s"] for s in logs for t in s["turns"] if t["turn_type"] == "barge-in"
+              and not math.isnan(t["error_s"])]
+    lags = [s["attrs"]["health_pacing_lag_max_s"] for s in logs]
+    durations = [s["attrs"]["duration_s"] for s in logs]
+    scheduled = makespan(durations, n)
+    return {"concurrency": n, "client_processes": st.get("client_processes", 1 if processes is None else processes),
+            "cases": len(logs), "invalid": st["invalid"], "session_s": sum(durations), "wall_s": st["wall_s"],
+            "step_wall_s": wall, "scheduled_s": scheduled, "overhead": st["wall_s"] / scheduled,
+            "barge_in_p50_ms": percentile_ms(errors, 50), "barge_in_p99_ms": percentile_ms(errors, 99),
+            "barge_ins": len(errors), "pacing_lag_max_ms": max(lags) * 1e3 if lags else None,
+            "client_cpu_s": cpu, "client_cpu_s_per_session_s": cpu / sum(durations) if durations else None}
+
+
+def _rows(m: dict[str, Any], base: dict[str, Any], label: str, base_label: str) -> list[dict[str, Any]]:
+    return [row(f"{label}: {k}", m[k], unit, base_label, base[k]) for k, unit in (
+        ("barge_in_p50_ms", "ms"), ("barge_in_p99_ms", "ms"), ("pacing_lag_max_ms", "ms"),
+        ("overhead", "wall / scheduled"), ("client_cpu_s_per_session_s", "CPU-s per session-s"))]
+
+
+def run(ctx: Context) -> dict[str, Any]:
+    levels = QUICK_CONCURRENCY if ctx.quick else CONCURRENCY
+    gen, _ = launch(ctx.fresh("realtime-data"), "stage=generate")  # the built-in set (its audio)
+    spread = has_option("orchestrator", "client_processes")
+    runs, rows = [], []
+    for n in levels:
+        cases = short_cases(gen.data_dir, ctx.work / f"realtime-cases-{n}",
+                            n if n > 1 else QUICK_SINGLE_CASES if ctx.quick else SINGLE_CASES)
+        one = measure(ctx, cases, n, 1 if spread else None)
+        runs.append(one)
+        ctx.log(f"bench realtime: {n} session(s), 1 process: p99 {one['barge_in_p99_ms']} ms, "
+                f"overhead {one['overhead']:.3f}")
+        if n > 1:
+            rows += _rows(one, runs[0], f"{n} sessions, 1 process", "1 session, 1 process")
+            if spread:
+                many = measure(ctx, cases, n, 0)
+                runs.append(many)
+                rows += _rows(many, one, f"{n} sessions, {many['client_processes']} processes (auto)",
+                              f"{n} sessions, 1 process")
+    single = [r for r in runs if r["client_processes"] == 1 or r["concurrency"] == 1]
+    cost = max(single, key=lambda r: r["concurrency"])["client_cpu_s_per_session_s"]
+    out: dict[str, Any] = {"runs": runs, "rows": rows, "client_cpu_s_per_session_s": cost}
+    if not spread:
+        out["client_processes"] = "skipped: orchestrator.client_processes is not in this fdeval's config schema"
+    return out

@@ -1,0 +1,15 @@
+"""The bench's sections, in the order they run."""
+
+from __future__ import annotations
+
+from fdeval.bench import batched, generation, lockstep, realtime, steps, tact, vad
+
+SECTIONS = {
+    "lockstep": lockstep.run,
+    "realtime": realtime.run,
+    "vad": vad.run,
+    "generation": generation.run,
+    "tact": tact.run,
+    "batched": batched.run,
+    "steps": steps.run,
+}

@@ -6,16 +6,24 @@ model turn (`launcher.plan.model_turn_s`) plus the completion silence after each
 and the barge-in delay before each barge-in. The worst case replaces every wait by the turn's
 timeout. Parallelism comes from the model's resources (`model.resources`: GPU memory per
 instance, whether it runs at wall speed) and the launcher profile (GPUs per task and their memory).
+A realtime model's sessions also cost client CPU (pacing, VAD, recording, the model's client): the
+plan gives the client processes and cores a task needs from the measured cost per session-second,
+`orchestrator.client_cpu_s_per_session_s` or, when `launcher.plan.bench` names the JSON of a
+`python -m fdeval.bench` run, the figure it measured.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 from typing import Any
 
+from fdeval.engine.clients import auto_processes
 from fdeval.errors import ConfigError
+from fdeval.settings import OrchestratorSettings
 from fdeval.files import write_json_atomic, write_text_atomic
 from fdeval.orchestrator.turns import TurnConfig, barge_in_delay_s, closing_timeout_s, effective_turn_config
 from fdeval.types import TestCase
@@ -91,6 +99,11 @@ class Plan:
     wall_s_per_task_worst: float
     gpu_hours_expected: float
     gpu_hours_worst: float
+    client_cpu_s_per_session_s: float | None = None  # None: a lockstep model (nothing is paced)
+    client_cost_source: str = ""
+    client_processes_per_task: int = 1
+    client_cpu_cores_per_task: float = 0.0
+    cpus_per_task: int | None = None
 
 
 def make_plan(cases: list[TestCase], cfg: Any, fixed: dict[str, Any] | None = None) -> Plan:
@@ -138,8 +151,41 @@ def make_plan(cases: list[TestCase], cfg: Any, fixed: dict[str, Any] | None = No
     wall_exp = startup_s + shard_exp / (parallel * speed)
     wall_worst = startup_s + shard_worst / (parallel * speed)
     gpu_h = lambda wall: tasks * gpus * wall / 3600.0  # noqa: E731
+    cpus = lc.get("cpus_per_task", None)
+    cpus = int(cpus) if cpus is not None else None
+    clients: dict[str, Any] = {"cpus_per_task": cpus}
+    if realtime:
+        cost, source = client_cost(o, pc)
+        in_flight = min(parallel, max(1, per_task))
+        asked = int(o.get("client_processes", 0) or 0)
+        share = float(o.get("client_cpu_share", OrchestratorSettings.client_cpu_share))
+        procs = asked or auto_processes(in_flight, cost, share, cpus or in_flight)
+        clients.update(client_cpu_s_per_session_s=cost, client_cost_source=source,
+                       client_processes_per_task=min(procs, in_flight), client_cpu_cores_per_task=in_flight * cost)
     return Plan(cfg.benchmark.name, cfg.model.name, len(cases), exp_total, worst_total, model_mem, gpu_mem, per_gpu,
-                gpus, parallel, speed, per_task, tasks, wall_exp, wall_worst, gpu_h(wall_exp), gpu_h(wall_worst))
+                gpus, parallel, speed, per_task, tasks, wall_exp, wall_worst, gpu_h(wall_exp), gpu_h(wall_worst),
+                **clients)
+
+
+def client_cost(o: Any, pc: Any) -> tuple[float, str]:
+    """The client CPU seconds per session-second the plan uses, and where it comes from."""
+    bench = pc.get("bench", None)
+    if not bench:
+        return (float(o.get("client_cpu_s_per_session_s", OrchestratorSettings.client_cpu_s_per_session_s)),
+                "orchestrator.client_cpu_s_per_session_s")
+    path = Path(str(bench)).expanduser()
+    try:
+        figure = json.loads(path.read_text())["realtime"]["client_cpu_s_per_session_s"]
+        value = float(figure)
+    except OSError as e:
+        raise ConfigError(f"launcher.plan.bench: {path}: cannot read: {e.strerror or e}") from None
+    except (ValueError, KeyError, TypeError):
+        raise ConfigError(f"launcher.plan.bench: {path}: field 'realtime.client_cpu_s_per_session_s': not a measured "
+                          "figure (a JSON written by python -m fdeval.bench with its realtime section)") from None
+    if not (math.isfinite(value) and value > 0):
+        raise ConfigError(f"launcher.plan.bench: {path}: field 'realtime.client_cpu_s_per_session_s': must be > 0, "
+                          f"got {value!r}")
+    return value, str(path)
 
 
 def render(plan: Plan) -> str:
@@ -158,6 +204,13 @@ def render(plan: Plan) -> str:
         ("wall time per task, expected / worst", f"{plan.wall_s_per_task_expected / 60:.1f} min / {plan.wall_s_per_task_worst / 60:.1f} min"),
         ("GPU-hours, expected / worst", f"{plan.gpu_hours_expected:.2f} / {plan.gpu_hours_worst:.2f}"),
     ]
+    if plan.client_cpu_s_per_session_s is not None:
+        cores = f"{plan.client_cpu_cores_per_task:.2f}" + (f" of {plan.cpus_per_task}" if plan.cpus_per_task else "")
+        rows += [
+            ("client CPU per session-second", f"{plan.client_cpu_s_per_session_s:.4f} s ({plan.client_cost_source})"),
+            ("client CPU cores per task", cores),
+            ("client processes per task", f"{plan.client_processes_per_task}"),
+        ]
     w = max(len(k) for k, _ in rows)
     return "\n".join(["| quantity | value |", "|---|---|"] + [f"| {k.ljust(w)} | {v} |" for k, v in rows])
 
@@ -167,6 +220,9 @@ def plan(ctx) -> Plan:
     cases = [replace(c, turns=tuple(ctx.benchmark.planned_turns(c))) for c in ctx.all_cases]
     p = make_plan(cases, ctx.cfg, ctx.benchmark.orchestrator_overrides())
     text = render(p)
+    if p.cpus_per_task and p.client_cpu_cores_per_task > p.cpus_per_task:
+        log.warning("plan: the sessions of a task need %.1f client cores but launcher.cpus_per_task=%d: realtime "
+                    "sessions would fall behind and be marked invalid", p.client_cpu_cores_per_task, p.cpus_per_task)
     write_text_atomic(ctx.run_dir / "plan.md", f"# Sizing plan (nothing submitted)\n\n{text}\n")
     write_json_atomic(ctx.run_dir / "plan.json", asdict(p))
     print(text, flush=True)

@@ -1,9 +1,12 @@
 """Sizing arithmetic for stage=plan, on hand-made cases with known lengths."""
 
+import json
+import re
+
 import pytest
 from omegaconf import OmegaConf
 
-from fdeval.cluster.plan import estimate_case, make_plan
+from fdeval.cluster.plan import estimate_case, make_plan, render
 from fdeval.errors import ConfigError
 from fdeval.types import TestCase, Turn
 
@@ -76,3 +79,36 @@ def test_a_served_model_is_planned_with_the_instances_its_server_pool_starts():
     cfg.model.server.instances_per_gpu = 5  # 5 x 17 GB > 72 GB usable
     with pytest.raises(ConfigError, match=r"model.server.instances_per_gpu=5: .* at most 4"):
         make_plan(cases, cfg)
+
+
+def test_a_realtime_plan_sizes_the_client_processes_from_the_configured_cost():
+    cases = [_case(f"c{i}") for i in range(40)]
+    p = make_plan(cases, _cfg(cases_per_task=40, cpus_per_task=16))
+    # 32 sessions in flight x 0.045 CPU-s per session-second = 1.44 cores; half a core per process
+    assert p.client_cpu_s_per_session_s == pytest.approx(0.045)
+    assert p.client_cpu_cores_per_task == pytest.approx(32 * 0.045)
+    assert p.client_processes_per_task == 3
+    assert re.search(r"client processes per task +\| 3 \|", render(p))
+    # a lockstep model paces nothing
+    lock = _cfg()
+    lock.model.resources = {"gpu_mem_gb": 17.0, "realtime": False, "lockstep_speed": 20}
+    assert make_plan(cases, lock).client_cpu_s_per_session_s is None
+    assert "client" not in render(make_plan(cases, lock))
+
+
+def test_the_plan_takes_the_cost_a_bench_run_measured(tmp_path):
+    bench = tmp_path / "bench.json"
+    bench.write_text(json.dumps({"realtime": {"client_cpu_s_per_session_s": 0.1}}))
+    cfg = _cfg(cases_per_task=40, cpus_per_task=16)
+    cfg.launcher.plan.bench = str(bench)
+    p = make_plan([_case(f"c{i}") for i in range(40)], cfg)
+    assert p.client_cpu_s_per_session_s == 0.1 and p.client_cost_source == str(bench)
+    assert p.client_processes_per_task == 7  # ceil(32 x 0.1 / 0.5)
+    for text, field in [("{", "realtime.client_cpu_s_per_session_s"), ('{"realtime": {}}', "realtime.client_cpu_s_per_session_s"),
+                        ('{"realtime": {"client_cpu_s_per_session_s": -1}}', "must be > 0")]:
+        bench.write_text(text)
+        with pytest.raises(ConfigError, match=f"launcher.plan.bench: {bench}.*{field}"):
+            make_plan([_case("c")], cfg)
+    bench.unlink()
+    with pytest.raises(ConfigError, match="cannot read"):
+        make_plan([_case("c")], cfg)

@@ -144,6 +144,22 @@ if __name__ != "__main__":
             with pytest.raises(ProcessLookupError):
                 os.kill(pid, 0)
 
+    def test_a_client_process_share_starts_only_its_instances_with_the_pools_numbers(tmp_path):
+        pool = ServerPool("fake", spec(tmp_path, instances_per_gpu=2), probe, gpus=["0", "1"])
+        pool.share(1, 2)  # the second of two client processes
+        assert pool.size == 2
+        with pytest.raises(ValueError, match="cannot share"):
+            pool.share(2, 2)
+        try:
+            asyncio.run(pool.start())
+            assert [(i.index, i.device) for i in pool.instances] == [(1, "0"), (3, "1")]
+            assert sorted(r["cuda"] for r in records(tmp_path)) == ["0", "1"]
+            assert sorted(p.name for p in (tmp_path / "servers").iterdir()) == ["fake-1.log", "fake-3.log"]
+            with pytest.raises(ValueError, match="started: True"):
+                pool.share(0, 2)
+        finally:
+            pool.stop()
+
     @pytest.mark.parametrize("repeat", range(4))
     def test_concurrent_acquires_start_each_instance_once(tmp_path, repeat):
         pool = ServerPool("fake", spec(tmp_path, instances_per_gpu=2), probe, gpus=["0"])

@@ -25,11 +25,9 @@ import time
 from pathlib import Path
 
 import pytest
-from test_trust import launch, one_line_error  # noqa: F401  (re-exported for the suite)
+from test_trust import ONE, TWO, launch, one_line_error, runs  # noqa: F401  (re-exported for the suite)
 
 TESTS = Path(__file__).resolve().parents[1]
-ONE = "benchmark.cases=[fresh_pasta_stop__acknowledge]"
-TWO = "benchmark.cases=[fresh_pasta_stop__acknowledge,job_offer_move__listen]"
 TWO_IDS = ("fresh_pasta_stop__acknowledge", "job_offer_move__listen")
 
 
@@ -65,12 +63,6 @@ def assert_kept(before: dict[str, str], after: dict[str, str]) -> None:
     """Every file finished before (temps aside) is still there with the same bytes."""
     changed = sorted(k for k, v in before.items() if not k.split("/")[-1].startswith(".") and after.get(k) != v)
     assert not changed, f"finished outputs changed or lost: {changed}"
-
-
-def run_dirs(out: Path, model: str = "reference") -> list[Path]:
-    """Run folders that recorded something (a stage=generate launch makes one with no sessions)."""
-    base = out / "instructfd" / model
-    return sorted(p for p in base.iterdir() if (p / "sessions").is_dir()) if base.is_dir() else []
 
 
 # -- the deterministic mid-write ------------------------------------------------------------------
@@ -165,3 +157,16 @@ class Stalled:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(timeout=60)
+
+
+# -- test_secrets / test_exposure: one watched launch on a Moshi server pool (observe.py) ---------
+from . import observe  # noqa: E402
+
+_moshi = sibling_module("models/conftest_moshi.py")
+moshi_python, tiny_moshi = _moshi.moshi_python, _moshi.tiny_moshi  # the moshi tests' fixtures
+
+
+@pytest.fixture(scope="session")
+def watched_pool_launch(moshi_python, tiny_moshi, tmp_path_factory) -> observe.WatchedLaunch:
+    model_args = sibling_module("models/test_moshi_server.py").model_args
+    return observe.watch_launch(tmp_path_factory.mktemp("watched"), model_args(moshi_python, tiny_moshi))

@@ -18,7 +18,7 @@ import pytest
 import soundfile as sf
 from helpers.case_data import CASE_ID, SAMPLE_RATE, valid_case_dict, write_turn_audio
 
-from .conftest import digests, launch, one_line_error, run_dirs, sibling_module
+from .conftest import digests, launch, one_line_error, runs, sibling_module
 
 bad = sibling_module("cases/test_cases_bad_input.py")  # its damage helpers and message builders
 
@@ -33,7 +33,7 @@ def recorded(tmp_path_factory):
     (root / "cases").mkdir()
     bad.write_text_case(root, json.dumps(valid_case_dict()))
     launch(tmp, f"benchmark.cases_dir={root}", "stage=run")
-    (d,) = run_dirs(tmp / "outputs")
+    (d,) = runs(tmp / "outputs")
     pristine = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
     return tmp, root, d, pristine, digests(d / "sessions")
 
@@ -43,8 +43,9 @@ def _case_text(root: Path) -> bytes:
 
 
 def corrupt_wav(root):
-    bad.wav(root).write_bytes(np.random.default_rng(1).bytes(4000))
-    return bad.prefix(root, "turns[0].audio_path") + f"{bad.wav(root)}: not readable audio: {bad.libsndfile_reason(bad.wav(root))}"
+    w = bad.wav(root)
+    w.write_bytes(np.random.default_rng(1).bytes(4000))  # these bytes also make libmpg123 print a warning
+    return bad.prefix(root, "turns[0].audio_path") + f"{w}: not readable audio: {bad.libsndfile_reason(w)}"
 
 
 def truncated_wav_header(root):
@@ -63,7 +64,8 @@ def nan_wav(root):
     x = np.zeros(int(3.2 * SAMPLE_RATE), np.float32)
     x[8000] = np.nan
     sf.write(bad.wav(root), x, SAMPLE_RATE, subtype="FLOAT")
-    return bad.prefix(root, "turns[0].audio_path") + f"{bad.wav(root)}: non-finite sample (NaN or inf) at frame 8000 (0.500 s)"
+    return bad.prefix(root, "turns[0].audio_path") + (
+        f"{bad.wav(root)}: non-finite sample (NaN or inf) at frame 8000 (0.500 s)")
 
 
 def wrong_sample_rate(root):

@@ -16,17 +16,17 @@ from pathlib import Path
 import h5py
 import pytest
 
-from .conftest import TWO, TWO_IDS, digests, launch, one_line_error, run_dirs, temps
+from test_trust import one_run  # noqa: F401  (fixture)
+
+from .conftest import TWO, TWO_IDS, digests, launch, one_line_error, runs, temps
 
 CASE, OTHER = TWO_IDS
 
 
 @pytest.fixture(scope="module")
-def finished(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("disk-faults")
-    launch(tmp, TWO)
-    (d,) = run_dirs(tmp / "outputs")
-    return tmp, d
+def finished(one_run):
+    """test_trust's finished run of the two cases (this module's own copy: module-scoped)."""
+    return one_run
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +107,7 @@ def _writable(path: Path) -> None:
 
 def test_a_read_only_run_folder_is_one_line_and_the_relaunch_completes(tmp_path, cases_dir):
     launch(tmp_path, TWO, cases_dir, "stage=run")
-    (d,) = run_dirs(tmp_path / "outputs")
+    (d,) = runs(tmp_path / "outputs")
     before = digests(d)
     why = _read_only(d)
     if why:
@@ -148,7 +148,7 @@ def test_a_full_disk_mid_run_is_one_line_keeps_what_was_finished_and_the_relaunc
                                                                                              cases_dir):
     out = tmpfs / "outputs"
     launch(tmp_path, TWO, cases_dir, "stage=run", out_root=out)
-    (d,) = run_dirs(out)
+    (d,) = runs(out)
     filler = _fill(tmpfs, 16 << 10)  # room for a log line, not for the steps' files
     before = digests(d)
     err = one_line_error(launch(tmp_path, TWO, cases_dir, out_root=out, check=False))

@@ -13,7 +13,7 @@ import signal
 import h5py
 import pytest
 
-from .conftest import TWO, TWO_IDS, Stalled, assert_kept, digests, launch, one_line_error, run_dirs, temps
+from .conftest import TWO, TWO_IDS, Stalled, assert_kept, digests, launch, one_line_error, runs, temps
 
 # the second file each step writes: the first is finished when the kill lands
 STEPS = [
@@ -45,7 +45,7 @@ def test_a_launch_killed_mid_write_in_each_step_is_completed_by_the_relaunch(tmp
     after = digests(out)
     assert_kept(kept, after)
     assert temps(out) == [], "temp files of the killed writers are left"
-    (d,) = run_dirs(out)
+    (d,) = runs(out)
     for cid in TWO_IDS:
         with h5py.File(d / "sessions" / f"{cid}.h5") as f:
             assert f.attrs["case_id"] == cid

@@ -117,25 +117,27 @@ def test_realtime_injection_timing(two_case_run):
     assert max(barge) <= 0.020
 
 
-def test_server_killed_mid_case_is_restarted(moshi_python, tiny_moshi, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("moshi-kill")
-    killed = {}
-
-    def kill_when_streaming(proc):
-        # wait for the first session to be well under way, then SIGKILL the server process
+def kill_when_streaming(tmp: Path, killed: dict):
+    """A launch's `on_start`: once its first session is well under way (60 frames handled), SIGKILL
+    the server the run started (its pid is in its log) and note the pid in `killed`."""
+    def watch(proc):
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and proc.poll() is None:
             logs = list((tmp / "outputs").rglob("servers/moshi-0.log"))
             body = logs[0].read_text(errors="replace") if logs else ""
             if body.count("frame handled") > 60:
-                # the server this run started (its pid is in its log)
                 pid = int(re.findall(r": pid (\d+) ===", body)[-1])
                 os.kill(pid, signal.SIGKILL)
                 killed["pid"] = pid
                 return
             time.sleep(0.2)
+    return watch
 
-    proc = launch(tmp, model_args(moshi_python, tiny_moshi), cases=CASES[:1], on_start=kill_when_streaming)
+
+def test_server_killed_mid_case_is_restarted(moshi_python, tiny_moshi, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("moshi-kill")
+    killed = {}
+    proc = launch(tmp, model_args(moshi_python, tiny_moshi), cases=CASES[:1], on_start=kill_when_streaming(tmp, killed))
     assert killed.get("pid"), "the server was killed"
     assert proc.returncode == 0, proc.stdout[-6000:]
     d = the_run_dir(tmp)

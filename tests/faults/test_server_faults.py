@@ -18,7 +18,8 @@ from .conftest import digests, sibling_module
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 
-sibling_module("models/conftest_moshi.py")  # what test_moshi_server imports (its fixtures: in conftest.py)
+_moshi = sibling_module("models/conftest_moshi.py")  # imported by test_moshi_server, by this name
+moshi_python, tiny_moshi = _moshi.moshi_python, _moshi.tiny_moshi  # fixtures (the tiny build takes seconds)
 server_tests = sibling_module("models/test_moshi_server.py")
 CASE = server_tests.CASES[0]
 

@@ -28,6 +28,7 @@ import pytest
 from test_trust import ONE, TWO, launch, one_line_error, runs  # noqa: F401  (re-exported for the suite)
 
 TESTS = Path(__file__).resolve().parents[1]
+run_dirs = runs  # the run folders under an out_root that recorded something (test_trust's runs)
 TWO_IDS = ("fresh_pasta_stop__acknowledge", "job_offer_move__listen")
 
 

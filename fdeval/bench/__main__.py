@@ -1,7 +1,9 @@
 """`python -m fdeval.bench [--quick] [--out DIR] [--only SECTION,...] [--seed N]`.
 
 Measures fdeval's speed on this machine, each figure beside a baseline measured in the same run,
-and writes `<out>/bench.json` (with the environment) and `<out>/bench.md`. Sections: see
+and writes `<out>/bench.json` (the environment, `sections` in the order they ran, and each
+section's figures under its name, e.g. `realtime.client_cpu_s_per_session_s`, which
+`stage=plan launcher.plan.bench=bench.json` reads) and `<out>/bench.md`. Sections: see
 fdeval/bench/__init__.py and docs/bench.md. A section that cannot run records why
 (`{"skipped": reason}`); one that fails records its error and the command exits 1 after writing
 the others.
@@ -53,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     ctx = Context(quick=args.quick, out=out, seed=args.seed)
     result = {"command": ["python", "-m", "fdeval.bench", *(sys.argv[1:] if argv is None else argv)],
               "quick": args.quick, "started_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-              "environment": environment(), "sections": {}}
+              "environment": environment(), "sections": []}
     failed = False
     t_all = time.perf_counter()
     for name in args.only:
@@ -66,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
             section = {"error": f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}",
                        "traceback": traceback.format_exc()[-4000:]}
         section["section_wall_s"] = time.perf_counter() - t0
-        result["sections"][name] = section
+        result["sections"].append(name)  # each section's figures at the top level, by its name
+        result[name] = section
         ctx.log(f"bench: {name} done in {section['section_wall_s']:.1f} s"
                 + (f" ({section['skipped']})" if "skipped" in section else "")
                 + (f" FAILED: {section['error']}" if "error" in section else ""))

@@ -15,7 +15,6 @@ import inspect
 import math
 import os
 import platform
-import resource
 import shutil
 import socket
 import subprocess
@@ -85,11 +84,6 @@ def compose_cfg(overrides: list[str]) -> DictConfig:
         GlobalHydra.instance().clear()
 
 
-def has_option(group: str, key: str) -> bool:
-    """Whether the config schema has `group.key` (options that land later, e.g. client processes)."""
-    return key in compose_cfg([]).get(group, {})
-
-
 def launch(out_root: Path, *overrides: str, log_file: Path | None = None) -> tuple[Run | None, float]:
     """`python -m fdeval.launch OVERRIDES` in this process (its steps' stats stay readable on the
     returned Run); the wall time of the steps. The run's own prints go to `log_file`."""
@@ -102,12 +96,6 @@ def launch(out_root: Path, *overrides: str, log_file: Path | None = None) -> tup
         run = run_stages(cfg, run_dir, identity)
         wall = time.perf_counter() - t0
     return run, wall
-
-
-def cpu_s() -> float:
-    """CPU seconds of this process and its waited-for children (user + system)."""
-    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
 
 
 def sessions(run_dir: Path, folder: str = "sessions") -> list[dict[str, Any]]:

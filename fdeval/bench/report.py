@@ -55,6 +55,6 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [f"# fdeval bench{' (--quick)' if result.get('quick') else ''}", "",
              f"`{' '.join(result['command'])}`, started {result['started_utc']}, "
              f"{fmt(result.get('wall_s'))} s in all", "", *environment_lines(result["environment"]), ""]
-    for name, sec in result["sections"].items():
-        lines += section_lines(name, sec)
+    for name in result["sections"]:
+        lines += section_lines(name, result[name])
     return "\n".join(lines)

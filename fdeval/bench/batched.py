@@ -22,7 +22,7 @@ from fdeval.bench.common import REPO, launch, row, skipped
 from fdeval.models.moshi_env import build_tiny, default_venv
 
 BATCH = 8
-CASES = 16
+CASES = 8  # one full batch
 BUILD = "python -m fdeval.models.moshi_env"
 
 

@@ -2,12 +2,12 @@
 
 Short cases: the built-in conversations that have a barge-in, cut after it (the first take-turn
 and the barge-in), copied under new ids until there are N, so a run is one wave of N sessions
-of `MAX_SESSION_S` (the agent's answer after the barge-in is cut there: the cut marks a session
-invalid for scoring, and the figures here are the timing ones, all taken before the cut). Per run: barge-in |error| p50 / p99 (ms), the largest pacing lag, the orchestrator
-overhead = wall / scheduled session time (the sessions' durations dealt to N slots in queue
-order), and the client CPU cost = process CPU seconds (children included) / session-seconds.
-Each N with one client process is the baseline of the same N spread over client processes
-(`orchestrator.client_processes`, auto); N = 1 is the baseline of N > 1 in one process.
+cut at `MAX_SESSION_S` (the cut marks a session invalid for scoring; the figures here are timing
+ones, all taken before it). Per run: barge-in |error| p50 / p99 (ms), the largest pacing lag,
+the orchestrator overhead = wall / scheduled session time (the sessions' durations dealt to N
+slots in queue order), and the client CPU cost = the run step's CPU seconds (client processes
+included) / session-seconds. Each N in one client process is the baseline of the same N spread
+over client processes (`orchestrator.client_processes`); N = 1 is the baseline of N > 1.
 """
 
 from __future__ import annotations
@@ -73,6 +73,7 @@ def measure(ctx: Context, cases_dir: Path, n: int, processes: int, *extra: str) 
     errors = [t["error_s"] for s in logs for t in s["turns"] if t["turn_type"] == "barge-in"
               and not math.isnan(t["error_s"])]
     lags = [s["attrs"]["health_pacing_lag_max_s"] for s in logs]
+    bound = float(run.cfg.orchestrator.max_pacing_lag_s)  # past it a session is invalid (and ends)
     durations = [s["attrs"]["duration_s"] for s in logs]
     scheduled = makespan(durations, n)
     return {"concurrency": n, "client_processes": st["client_processes"],
@@ -80,7 +81,9 @@ def measure(ctx: Context, cases_dir: Path, n: int, processes: int, *extra: str) 
             "step_wall_s": wall, "scheduled_s": scheduled, "overhead": st["wall_s"] / scheduled,
             "barge_in_p50_ms": percentile_ms(errors, 50), "barge_in_p99_ms": percentile_ms(errors, 99),
             "barge_ins": len(errors), "pacing_lag_max_ms": max(lags) * 1e3 if lags else None,
-            "client_cpu_s": cpu, "launch_cpu_s": launch_cpu, "client_cpu_s_per_session_s": cpu / sum(durations) if durations else None}
+            "past_pacing_bound": sum(lag > bound for lag in lags), "pacing_bound_ms": bound * 1e3,
+            "client_cpu_s": cpu, "launch_cpu_s": launch_cpu,
+            "client_cpu_s_per_session_s": cpu / sum(durations) if durations else None}
 
 
 FIGURES = (("barge_in_p50_ms", "barge-in |error| p50", "ms"), ("barge_in_p99_ms", "barge-in |error| p99", "ms"),
@@ -89,8 +92,11 @@ FIGURES = (("barge_in_p50_ms", "barge-in |error| p50", "ms"), ("barge_in_p99_ms"
 
 
 def _rows(m: dict[str, Any], base: dict[str, Any], label: str, base_label: str) -> list[dict[str, Any]]:
-    return [row(f"{label}: {what}", m[k], unit, base_label, base[k],
-                note=f"{m['barge_ins']} barge-ins" if k.startswith("barge") else "") for k, what, unit in FIGURES]
+    # a session past the pacing bound ends there, maybe before its barge-in: say how many
+    notes = {"barge": f"{m['barge_ins']} barge-ins in {m['cases']} sessions",
+             "pacin": f"{m['past_pacing_bound']} of {m['cases']} sessions past the {m['pacing_bound_ms']:.0f} ms bound"}
+    return [row(f"{label}: {what}", m[k], unit, base_label, base[k], note=notes.get(k[:5], ""))
+            for k, what, unit in FIGURES]
 
 
 def spread_processes(n: int, cost: float) -> tuple[int, str]:

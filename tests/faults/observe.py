@@ -135,6 +135,8 @@ class Watch:
         try:
             cmd = [c.decode(errors="replace") for c in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if c]
             s = self.seen.get(pid)
+            if not cmd:  # a zombie (or a kernel thread): nothing to read, keep what was seen
+                return
             if s is None or s.cmdline != cmd:
                 env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
                 s = self.seen[pid] = Seen(pid, cmd, dict(e.decode(errors="replace").partition("=")[::2] for e in env if e),

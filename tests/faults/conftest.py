@@ -123,10 +123,25 @@ def stall_env(hook: Path, mark: Path, pattern: str, nth: int = 1) -> dict[str, s
             "FDEVAL_TEST_STALL_MARK": str(mark)}
 
 
+def parent_pid(pid: int) -> int | None:
+    """The parent of a live (not zombie) process, else None."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+    return None if fields.get("State", "").startswith(("Z", "X")) else int(fields["PPid"])
+
+
+def children(pid: int) -> list[int]:
+    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and parent_pid(int(p.name)) == pid]
+
+
 class Stalled:
     """A launch held mid-write by the hook: `pid`, `target` (the file being written), `temp`."""
 
-    def __init__(self, tmp: Path, hook: Path, pattern: str, nth: int, *args: str, out_root: Path | None = None):
+    def __init__(self, tmp: Path, hook: Path, pattern: str, nth: int, *args: str, out_root: Path | None = None,
+                 in_child: bool = False):
         self.mark = tmp / f"stall-{time.monotonic_ns()}"
         out = out_root or tmp / "outputs"
         cmd = [sys.executable, "-m", "fdeval.launch", f"out_root={out}", "progress=false", *args]
@@ -141,7 +156,11 @@ class Stalled:
                                      f"\n{out[-2000:]}\n{err[-2000:]}")
             time.sleep(0.02)
         pid, target, temp = self.mark.read_text().split(" ")
-        assert int(pid) == self.proc.pid, "the write stalled in another process than the launch"
+        self.writer = int(pid)
+        if in_child:  # a client process of the launch writes
+            assert parent_pid(self.writer) == self.proc.pid, "the write stalled outside the launch's children"
+        else:
+            assert self.writer == self.proc.pid, "the write stalled in another process than the launch"
         self.target, self.temp = Path(target), Path(temp)
 
     def kill(self, sig: int) -> subprocess.CompletedProcess:
@@ -159,15 +178,3 @@ class Stalled:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(timeout=60)
 
-
-# -- test_secrets / test_exposure: one watched launch on a Moshi server pool (observe.py) ---------
-from . import observe  # noqa: E402
-
-_moshi = sibling_module("models/conftest_moshi.py")
-moshi_python, tiny_moshi = _moshi.moshi_python, _moshi.tiny_moshi  # the moshi tests' fixtures
-
-
-@pytest.fixture(scope="session")
-def watched_pool_launch(moshi_python, tiny_moshi, tmp_path_factory) -> observe.WatchedLaunch:
-    model_args = sibling_module("models/test_moshi_server.py").model_args
-    return observe.watch_launch(tmp_path_factory.mktemp("watched"), model_args(moshi_python, tiny_moshi))

@@ -4,16 +4,22 @@ The kill lands while a file is half written (the stall hook of conftest.py holds
 generate, run, transcribe, judge and score in turn: each relaunch of the same command finishes the
 step that was cut (and is cut itself in the next one), the last completes the run. After each kill,
 every file finished before it is byte-identical after the relaunch, and no temp file is left.
+Under the realtime clock the sessions are written by client processes: a launch SIGKILL'd while
+they write takes them with it.
 """
 
 from __future__ import annotations
 
+import json
 import signal
+import time
 
 import h5py
 import pytest
+from helpers.case_data import valid_case_dict, write_turn_audio
 
-from .conftest import TWO, TWO_IDS, Stalled, assert_kept, digests, launch, one_line_error, runs, temps
+from .conftest import (TWO, TWO_IDS, Stalled, assert_kept, children, digests, launch, one_line_error, parent_pid, runs,
+                       temps)
 
 # the second file each step writes: the first is finished when the kill lands
 STEPS = [
@@ -73,3 +79,48 @@ def test_two_launches_on_one_folder_the_second_stops_at_once_and_the_first_finis
     assert_kept(before, after)
     launch(tmp_path, TWO)  # the second launch again, once the folder is free: nothing left to do
     assert digests(tmp_path / "outputs") == after
+
+
+@pytest.fixture
+def short_cases(tmp_path):
+    """Two ~10 s cases (the case-loading tests' case, 2 s turn timeouts) in a case folder: realtime
+    sessions in seconds."""
+    root = tmp_path / "data"
+    write_turn_audio(root, valid_case_dict())
+    (root / "cases").mkdir()
+    for policy, instruction in (("backchannel", None), ("listen", "Just listen.")):
+        d = valid_case_dict()
+        d["test_case_id"] = f"conv1__{policy}"
+        if instruction:
+            d.update(policy_name=policy, judge_policies=[policy], system_instruction=instruction,
+                     judge_instructions={policy: instruction})
+        for t in d["turns"]:
+            t["timeout_s"] = 2.0
+        (root / "cases" / f"{d['test_case_id']}.json").write_text(json.dumps(d))
+    return root
+
+
+def test_a_launch_killed_while_its_client_processes_write_takes_them_along(tmp_path, stall_hook, short_cases):
+    args = (f"benchmark.cases_dir={short_cases}", "orchestrator.clock=realtime", "model.concurrency=2",
+            "orchestrator.client_processes=2", "stage=run")
+    out = tmp_path / "outputs"
+    stalled = Stalled(tmp_path, stall_hook, "*/sessions/*.h5", 1, *args, in_child=True)
+    try:
+        clients = children(stalled.proc.pid)
+        assert stalled.writer in clients and len([c for c in clients if c != stalled.writer]) >= 1
+        before = digests(out)
+        proc = stalled.kill(signal.SIGKILL)
+    finally:
+        stalled.cleanup()
+    assert proc.returncode == -signal.SIGKILL
+    deadline = time.monotonic() + 20
+    while [c for c in clients if parent_pid(c) is not None] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [c for c in clients if parent_pid(c) is not None], "client processes outlived the launch"
+    assert not stalled.target.exists()
+    assert_kept(before, digests(out))  # and nothing was written once the launch was gone
+    launch(tmp_path, *args)
+    (d,) = runs(out)
+    assert temps(out) == [] and sorted(p.name for p in (d / "sessions").glob("*.h5")) == [
+        "conv1__backchannel.h5", "conv1__listen.h5"]
+    assert_kept(before, digests(out))

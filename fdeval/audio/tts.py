@@ -45,6 +45,7 @@ import numpy as np
 
 from fdeval.audio.resample import resample
 from fdeval.errors import ConfigError, FdevalError
+from fdeval.secrets import without_secrets
 
 NATIVE_RATE = 22050  # espeak-ng's output rate
 INSTALL_HINT = "pip install espeakng-loader"
@@ -130,7 +131,7 @@ def _loader_version() -> str | None:
 def _run_worker(request: dict) -> tuple[int, list[tuple[int, int]], np.ndarray]:
     """Run one synthesis in a fresh process: (native rate, [(text_position, sample)], int16)."""
     proc = subprocess.run([sys.executable, "-I", "-S", str(_WORKER)], input=json.dumps(request).encode("utf-8"),
-                          capture_output=True, timeout=120, check=False)
+                          capture_output=True, timeout=120, check=False, env=without_secrets())  # it needs no key
     why = proc.stderr.decode("utf-8", "replace").strip()
     if proc.returncode == _EXIT_LIBRARY:
         raise EspeakUnavailableError(f"espeak-ng could not be loaded ({why}); reinstall it with: {INSTALL_HINT}")

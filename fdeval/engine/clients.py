@@ -35,6 +35,7 @@ from typing import Any, Callable
 from omegaconf import OmegaConf
 
 from fdeval.errors import FdevalError
+from fdeval.secrets import secrets_withheld
 
 log = logging.getLogger("fdeval")
 
@@ -94,7 +95,8 @@ def spread(recorder: Any, processes: int, sessions: int, target: Callable[[dict[
     counted by `recorder.tally`; returns the elapsed wall time."""
     run, step = recorder.run, recorder.step
     ctx = get_context("spawn")  # a fork would copy the threads (ONNX, espeak pools) mid-state
-    tasks, outcomes, logs = ctx.Queue(), ctx.Queue(), ctx.Queue()
+    with secrets_withheld(keep=run.model.env_keys):  # the queues start multiprocessing's resource tracker
+        tasks, outcomes, logs = ctx.Queue(), ctx.Queue(), ctx.Queue()
     for case in recorder.todo:
         tasks.put(case.case_id)
     for _ in range(sessions):  # one end mark per slot
@@ -107,8 +109,9 @@ def spread(recorder: Any, processes: int, sessions: int, target: Callable[[dict[
     t0 = time.perf_counter()
     procs = [ctx.Process(target=target, args=({**spec, "index": i, "tasks": tasks, "outcomes": outcomes, "logs": logs},),
                          name=f"fdeval-client-{i}", daemon=True) for i in range(processes)]
-    for p in procs:
-        p.start()
+    with secrets_withheld(keep=run.model.env_keys):  # a client process gets only the keys its model reads
+        for p in procs:
+            p.start()
     log.info("%s: %d cases over %d client processes (%d sessions in flight)", step.name, len(recorder.todo),
              processes, min(sessions, len(recorder.todo)))
     bar = run.bar(recorder.todo, step.name)

@@ -180,6 +180,9 @@ class DuplexModel(abc.ABC):
     concurrency: int = 1
     """Sessions the model holds at once (server instances, rows of a batch): the run keeps this
     many cases in flight, each in its own session."""
+    env_keys: tuple[str, ...] = ()
+    """The credential variables its sessions read from the environment (a hosted API's key): the
+    only secrets a realtime client process that holds its sessions is given."""
     case_retries: int = 0
     """How often the run retries a case whose session raised `ModelUnavailable`."""
     oracle_user_text: bool = False

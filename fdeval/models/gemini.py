@@ -107,6 +107,7 @@ class GeminiLive(NetworkModel):
     text_stream = "pieces"
     client_modules = ("google.genai",)
     client_extra = "gemini"
+    env_keys = KEY_VARIABLES
 
     def __init__(self, name: str = "gemini", model: str = DEFAULT_MODEL, voice: str | None = "Zephyr",
                  base_prompt: str | None = None, proactive_audio: bool = True,

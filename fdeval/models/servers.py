@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Mapping
 
+from fdeval.secrets import is_secret_name
 from fdeval.models.base import ModelUnavailable
 
 log = logging.getLogger("fdeval")
@@ -122,14 +123,8 @@ SERVER_ENV_NAMES = frozenset({
 })
 SERVER_ENV_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "HF_", "HUGGINGFACE_", "TRANSFORMERS_", "TORCH_", "PYTORCH_",
                        "TRITON_", "PYTHON", "OMP_", "MKL_", "OPENBLAS_", "NUMEXPR_", "NCCL_", "SLURM_")
-# Never passed unless named in pass_env / set in env, even under an allowed prefix (HF_TOKEN).
-_SECRET = re.compile(r"(API_?KEY|_TOKEN|_KEY)$|SECRET|PASSW|CREDENTIAL|^(ANTHROPIC|OPENAI|GEMINI|GOOGLE|AWS|AZURE)_",
-                     re.IGNORECASE)
-
-
-def is_secret_name(name: str) -> bool:
-    """A variable that holds, by its name, a key, token, secret or cloud credential."""
-    return bool(_SECRET.search(name))
+# A secret (fdeval.secrets.is_secret_name) is never passed unless named in pass_env / set in env,
+# even under an allowed prefix (HF_TOKEN).
 
 
 def server_environment(spec: "ServerSpec", environ: Mapping[str, str] | None = None,

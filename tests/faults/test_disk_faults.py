@@ -1,5 +1,5 @@
 """Faults of the disk under a run: a finished artifact truncated (session WAV and HDF5, transcript,
-verdict, score table), a read-only run folder and a full disk.
+verdict, score table, a generated case's audio or file), a read-only run folder and a full disk.
 
 Each asserts the error line where the fault stops the launch, that every finished output is
 byte-identical afterwards, and that a relaunch of the same command completes what is missing.
@@ -37,48 +37,51 @@ def cases_dir(finished) -> str:
     return f"benchmark.cases_dir={data}"
 
 
-def _verdict(d: Path) -> str:
-    (v,) = (d / "verdicts").glob(f"{CASE}@*.json")
-    return str(v.relative_to(d))
+def _data(d: Path) -> Path:
+    (data,) = (d.parents[1] / "_data").iterdir()
+    return data
 
 
-# the damaged file, and what its repair may rewrite beside it (a new recording is a new session)
+# the damaged file (from the run folder), and whether its repair records the case again (a new session)
 ARTIFACTS = {
-    "session_wav": (lambda d: f"sessions/{CASE}.wav", True),
-    "session_h5": (lambda d: f"sessions/{CASE}.h5", True),
-    "transcript": (lambda d: f"transcripts/{CASE}.json", False),
-    "verdict": (_verdict, False),
-    "score_table": (lambda d: "scores/ias.csv", False),
+    "session_wav": (lambda d: d / "sessions" / f"{CASE}.wav", True),
+    "session_h5": (lambda d: d / "sessions" / f"{CASE}.h5", True),
+    "transcript": (lambda d: d / "transcripts" / f"{CASE}.json", False),
+    "verdict": (lambda d: next((d / "verdicts").glob(f"{CASE}@*.json")), False),
+    "score_table": (lambda d: d / "scores" / "ias.csv", False),
+    "generated_case_audio": (lambda d: _data(d) / "audio" / CASE.split("__")[0] / "turn1.wav", False),
+    "generated_case_file": (lambda d: _data(d) / "cases" / f"{CASE}.json", False),
 }
 
 
 @pytest.mark.parametrize("artifact", list(ARTIFACTS))
 def test_a_truncated_artifact_is_made_again_and_nothing_else_changes(finished, artifact):
     tmp, d = finished
-    rel_of, new_session = ARTIFACTS[artifact]
-    rel = rel_of(d)
-    before = digests(d)
-    with open(d / rel, "r+b") as f:
-        f.truncate((d / rel).stat().st_size // 2)
-    damaged = digests(d)[rel]
+    out = tmp / "outputs"
+    path, new_session = ARTIFACTS[artifact][0](d), ARTIFACTS[artifact][1]
+    rel, run = str(path.relative_to(out)), str(d.relative_to(out))
+    before = digests(out)
+    with open(path, "r+b") as f:
+        f.truncate(path.stat().st_size // 2)
+    damaged = digests(out)[rel]
     proc = launch(tmp, TWO)
-    after = digests(d)
-    if rel != "scores/ias.csv":  # the score step computes its tables every launch; the others reuse files
-        assert Path(rel).name in proc.stdout + proc.stderr, "the relaunch says which file it makes again"
-    assert temps(d) == [] and after[rel] != damaged
+    after = digests(out)
+    if path.parent.parent == d and path.parent.name != "scores":  # the case steps say what they make again
+        assert path.name in proc.stdout + proc.stderr, "the relaunch says which file it makes again"
+    assert temps(out) == [] and after[rel] != damaged
     # the timelines' manifest keys each drawing on its inputs' mtimes: a file made again with the
     # same bytes rewrites that key (the PNG itself comes out the same)
-    before.pop("timelines/manifest.json"), after.pop("timelines/manifest.json")
+    before.pop(f"{run}/timelines/manifest.json"), after.pop(f"{run}/timelines/manifest.json")
     if new_session:
         # the case is recorded again (a new session id), so its derived files follow; the other
-        # case, and the run's own records, keep their bytes
+        # case, the run's own records and the cases keep their bytes
         changed = {k for k in before if after.get(k) != before[k]}
-        assert f"sessions/{CASE}.h5" in changed and {k for k in changed if OTHER in k} == set()
-        assert not {k for k in changed if "/" not in k}, changed  # model.json and co.
+        assert f"{run}/sessions/{CASE}.h5" in changed and {k for k in changed if OTHER in k} == set()
+        assert all(k.startswith(f"{run}/") and "/" in k[len(run) + 1:] for k in changed), changed
         with h5py.File(d / "sessions" / f"{CASE}.h5") as f:
             assert f.attrs["case_id"] == CASE
     else:
-        # made again from the same session by the same settings: the same bytes, everything else untouched
+        # made again, from the same inputs by the same settings: the same bytes; nothing else changed
         assert after == before
 
 

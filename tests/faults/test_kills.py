@@ -44,7 +44,10 @@ def test_a_launch_killed_mid_write_in_each_step_is_completed_by_the_relaunch(tmp
             proc = stalled.kill(sig)
         finally:
             stalled.cleanup()
-        assert proc.returncode == -sig, (step, proc.returncode, proc.stderr[-2000:])
+        # SIGTERM: no handler in a reference-agent launch, so the default action; a handler that ends
+        # the launch cleanly would do too (nonzero, the write not finished)
+        assert proc.returncode == -sig or (sig == signal.SIGTERM and proc.returncode > 0), (
+            step, proc.returncode, proc.stderr[-2000:])
         assert not stalled.target.exists(), f"{step}: the cut write reached its target"
         kept = digests(out)
     final = launch(tmp_path, TWO)

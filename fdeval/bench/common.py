@@ -10,6 +10,7 @@ import contextlib
 import functools
 import hashlib
 import heapq
+import importlib
 import importlib.metadata
 import inspect
 import math
@@ -164,6 +165,15 @@ class PartTimer:
                 setattr(owner, attr, orig)
 
 
+def optional_torch() -> Any:
+    """torch if installed, else None: a heavy optional dependency (the VAD reference side, the
+    environment's thread count), imported only when a section asks for it."""
+    try:
+        return importlib.import_module("torch")
+    except ImportError:
+        return None
+
+
 def _version(pkg: str) -> str | None:
     try:
         return importlib.metadata.version(pkg)
@@ -194,12 +204,8 @@ def _git() -> dict[str, Any] | None:
 def environment() -> dict[str, Any]:
     """The machine and software the figures were measured on (the host name only as a hash)."""
     affinity = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
-    try:
-        import torch
-
-        torch_threads = torch.get_num_threads()
-    except ImportError:
-        torch_threads = None
+    torch = optional_torch()
+    torch_threads = torch.get_num_threads() if torch is not None else None
 
     return {
         "cpu_model": _cpu_model(), "logical_cpus": os.cpu_count(), "affinity": affinity,

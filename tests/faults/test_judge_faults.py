@@ -106,7 +106,9 @@ def test_500s_garbage_and_unreadable_answers_are_error_records_and_the_relaunch_
     assert all(f"{v['case_id']}@{v['policy']}" == k for k, v in got.items())
     failed, unread = got[PAIRS[0]]["reasoning"], got[PAIRS[1]]["reasoning"]
     assert "the request failed" in failed and "failed after 2 attempt(s)" in failed and "malformed response" in failed
-    assert "no readable answer after 3 attempt(s)" in unread
+    assert "no readable answer after 3 attempt(s)" in unread and "delete those files under judge.cache_dir" in unread
+    cached = unread.split("The answers are cached (", 1)[1].split(")", 1)[0].split(", ")
+    assert len(cached) == 3 and all(list((tmp / "outputs/_cache").rglob(f"{k}*.json")) for k in cached)
     row = ias_overall(d)
     assert row["n_error"] == "2" and row["n_pass"] == "0"  # left out of the rate, not model failures
     assert "not_adhere" not in (d / "scores" / "results.csv").read_text() and "{'error': 2}" in proc.stdout
@@ -118,6 +120,11 @@ def test_500s_garbage_and_unreadable_answers_are_error_records_and_the_relaunch_
     assert again[PAIRS[0]]["verdict"] == "adhere" and again[PAIRS[1]]["reasoning"] == unread
     assert ias_overall(d)["n_error"] == "1" and ias_overall(d)["n_pass"] == "1"
     assert_kept(before, digests(tmp / "outputs"))
+    # what its reasoning says to do: without those cached answers the pair is asked anew
+    for k in cached:
+        (f,) = (tmp / "outputs/_cache").rglob(f"{k}*.json")
+        f.unlink()
+    relaunch_completes(prepared, tmp, d, before)
 
 
 def test_429s_stop_the_launch_with_one_line_naming_endpoint_and_pair(prepared, tmp_path):

@@ -368,6 +368,7 @@ class LLMJudge(Judge):
             return self.verdict(cid, policy, "error", f"Not judged: {e}")
         head = f"LLM judge {self.id} (v{self.version}, prompt {self.prompt_hash})"
         problems: list[str] = []
+        answers: list[str] = []  # the cache keys of the unreadable answers
         resp: LLMResponse | None = None
         for attempt in range(self.max_parse_retries + 1):
             ask = prompt if attempt == 0 else prompt + RETRY_REMINDER
@@ -384,6 +385,7 @@ class LLMJudge(Judge):
             except UnreadableAnswer as e:
                 cut = " (the answer hit max_tokens)" if resp.stop_reason == "max_tokens" else ""
                 problems.append(f"answer {attempt + 1}: {e}{cut}")
+                answers.append(resp.prompt_hash[:16])
                 continue
             verdict = "adhere" if label == "yes" else "not_adhere"
             return self.verdict(cid, policy, verdict,
@@ -391,4 +393,6 @@ class LLMJudge(Judge):
         start = (resp.text if resp else "").strip().replace("\n", " ")[:160]
         return self.verdict(cid, policy, "error",
                             f"Not judged: {head}: no readable answer after {self.max_parse_retries + 1} attempt(s): "
-                            f"{'; '.join(problems)}. Last answer began: {start!r}")
+                            f"{'; '.join(problems)}. Last answer began: {start!r}. The answers are cached "
+                            f"({', '.join(answers)}): a relaunch reads them again; delete those files under "
+                            f"judge.cache_dir to ask anew")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import logging
 import sys
 import time
@@ -42,19 +41,31 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_args(argv)
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     # the runs' own log lines (warnings about cut sessions, step times) go to a file, not the terminal
     handler = logging.FileHandler(out / "bench.log")
     handler.setFormatter(logging.Formatter("[%(asctime)s][%(name)s][%(levelname)s] - %(message)s"))
     fdeval_log = logging.getLogger("fdeval")
+    saved = fdeval_log.level, fdeval_log.propagate
     fdeval_log.addHandler(handler)
     fdeval_log.setLevel(logging.INFO)
     fdeval_log.propagate = False
+    try:
+        return _bench(args, argv, out)
+    finally:
+        fdeval_log.removeHandler(handler)
+        handler.close()
+        fdeval_log.setLevel(saved[0])
+        fdeval_log.propagate = saved[1]
+
+
+def _bench(args: argparse.Namespace, argv: list[str], out: Path) -> int:
     ctx = Context(quick=args.quick, out=out, seed=args.seed)
-    result = {"command": ["python", "-m", "fdeval.bench", *(sys.argv[1:] if argv is None else argv)],
-              "quick": args.quick, "started_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    result = {"command": ["python", "-m", "fdeval.bench", *argv], "quick": args.quick, "started_utc": started,
               "environment": environment(), "sections": []}
     failed = False
     t_all = time.perf_counter()
@@ -82,7 +93,6 @@ def main(argv: list[str] | None = None) -> int:
     print(f"fdeval.bench: wrote {out / 'bench.json'} and {out / 'bench.md'} in {result['wall_s']:.0f} s",
           file=sys.stderr)
     return 1 if failed else 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

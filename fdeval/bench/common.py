@@ -54,6 +54,10 @@ class Context:
         """Scratch run folders (kept, so a figure can be traced to the sessions it came from)."""
         return self.out / "work"
 
+    def launch(self, out_root: Path, *overrides: str) -> tuple[Run | None, float]:
+        """`launch` with this bench run's seed."""
+        return launch(out_root, f"seed={self.seed}", *overrides)
+
     def fresh(self, name: str) -> Path:
         """An empty out_root for one measurement: a run folder left by an earlier bench would be
         resumed, and a resumed step measures nothing."""

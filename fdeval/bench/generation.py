@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from fdeval.bench.common import Context, launch, row, skipped
+from fdeval.bench.common import Context, row, skipped
 from fdeval.errors import FdevalError
 
 
 def measure(ctx: Context, tts: str) -> dict[str, Any]:
     size = "small" if ctx.quick else "sample"
-    run, wall = launch(ctx.fresh(f"generation-{tts}"), "stage=generate", f"benchmark.size={size}", f"tts={tts}")
+    run, wall = ctx.launch(ctx.fresh(f"generation-{tts}"), "stage=generate", f"benchmark.size={size}", f"tts={tts}")
     n = len(run.cases)
     return {"tts": tts, "size": size, "cases": n, "wall_s": wall, "cases_per_min": n / wall * 60}
 

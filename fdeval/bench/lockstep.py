@@ -14,7 +14,7 @@ from typing import Any
 
 from fdeval.audio.tts import EspeakTTS
 from fdeval.audio.vad import VADStream
-from fdeval.bench.common import Context, PartTimer, launch, row
+from fdeval.bench.common import Context, PartTimer, row
 from fdeval.engine import shared
 from fdeval.models.reference import ReferenceAgent, ReferenceSession
 from fdeval.orchestrator import recorder
@@ -34,16 +34,16 @@ AGENT_PARTS = ("vad (agent)", "policy", "tts")
 
 def run(ctx: Context) -> dict[str, Any]:
     out = ctx.fresh("lockstep")
-    gen, _ = launch(out, "stage=generate")  # generation is not the run step's cost
+    gen, _ = ctx.launch(out, "stage=generate")  # generation is not the run step's cost
     ids = [c.case_id for c in gen.cases][: QUICK_CASES if ctx.quick else None]
     cases = f"benchmark.cases=[{','.join(ids)}]"
-    plain, wall = launch(out, "stage=run", cases)
+    plain, wall = ctx.launch(out, "stage=run", cases)
     st = plain.stats["run"]
     speed = st["session_s"] / wall
 
     timer = PartTimer()  # a second folder of the same identity (run_tag), recorded with timers on
     with timer.patched(TARGETS):
-        timed, timed_wall = launch(out, "stage=run", cases, "run_tag=parts")
+        timed, timed_wall = ctx.launch(out, "stage=run", cases, "run_tag=parts")
     parts = dict(sorted(timer.totals.items()))
     main = {k: v for k, v in parts.items() if "background" not in k}
     rest = timed_wall - sum(main.values())

@@ -18,7 +18,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from fdeval.bench.common import Context, compose_cfg, launch, makespan, percentile_ms, row, sessions
+from fdeval.bench.common import Context, compose_cfg, makespan, percentile_ms, row, sessions
 from fdeval.engine.clients import client_processes, cpu_seconds, usable_cpus
 
 CONCURRENCY = (1, 8, 32)
@@ -63,9 +63,9 @@ def measure(ctx: Context, cases_dir: Path, n: int, processes: int, *extra: str) 
     out = ctx.fresh(name)
     over = [f"benchmark.cases_dir={cases_dir}", "orchestrator.clock=realtime", f"model.concurrency={n}",
             f"orchestrator.max_session_s={MAX_SESSION_S}", f"orchestrator.client_processes={processes}", *extra]
-    launch(out, "stage=generate", *over)
+    ctx.launch(out, "stage=generate", *over)
     c0 = cpu_seconds()
-    run, wall = launch(out, "stage=run", *over)
+    run, wall = ctx.launch(out, "stage=run", *over)
     launch_cpu = cpu_seconds() - c0  # the whole launch, client processes included (they are waited for)
     st = run.stats["run"]
     cpu = st["cpu_s"]  # the step's recording alone (the launch's figure is kept beside it)
@@ -111,7 +111,7 @@ def spread_processes(n: int, cost: float) -> tuple[int, str]:
 
 def run(ctx: Context) -> dict[str, Any]:
     levels = QUICK_CONCURRENCY if ctx.quick else CONCURRENCY
-    gen, _ = launch(ctx.fresh("realtime-data"), "stage=generate")  # the built-in set (its audio)
+    gen, _ = ctx.launch(ctx.fresh("realtime-data"), "stage=generate")  # the built-in set (its audio)
     runs, rows = [], []
     for n in levels:
         cases = short_cases(gen.data_dir, ctx.work / f"realtime-cases-{n}",
@@ -123,7 +123,8 @@ def run(ctx: Context) -> dict[str, Any]:
         if n > 1:
             rows += _rows(one, runs[0], f"{n} sessions, 1 process", "1 session, 1 process")
             k, how = spread_processes(n, one["client_cpu_s_per_session_s"])
-            many = measure(ctx, cases, n, k, f"orchestrator.client_cpu_s_per_session_s={one['client_cpu_s_per_session_s']:.4f}")
+            cost = f"orchestrator.client_cpu_s_per_session_s={one['client_cpu_s_per_session_s']:.4f}"
+            many = measure(ctx, cases, n, k, cost)
             many["how"] = how
             runs.append(many)
             rows += _rows(many, one, f"{n} sessions, {many['client_processes']} processes ({how})",

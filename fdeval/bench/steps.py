@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fdeval.bench.common import Context, launch, row
+from fdeval.bench.common import Context, row
 
 QUICK_CASES = 12
 STAGES = ("transcribe", "judge", "score")
@@ -27,21 +27,21 @@ def _files(run_dir: Path) -> set[Path]:
 def run(ctx: Context) -> dict[str, Any]:
     size = "sample" if ctx.quick else "full"
     out = ctx.fresh("steps")
-    gen, _ = launch(out, "stage=generate", f"benchmark.size={size}")
+    gen, _ = ctx.launch(out, "stage=generate", f"benchmark.size={size}")
     ids = [c.case_id for c in gen.cases]
     over = [f"benchmark.size={size}"]
     if ctx.quick:
         ids = ids[:QUICK_CASES]
         over.append(f"benchmark.cases=[{','.join(ids)}]")
-    launch(out, "stage=generate", *over)
-    rec, run_wall = launch(out, "stage=run", *over)
+    ctx.launch(out, "stage=generate", *over)
+    rec, run_wall = ctx.launch(out, "stage=run", *over)
     run_dir = rec.run_dir
     base = len(ids) / run_wall
     result: dict[str, Any] = {"size": size, "cases": len(ids), "run_wall_s": run_wall, "run_cases_per_s": base}
     rows = []
     for stage in STAGES:
         before = _files(run_dir)
-        _, wall = launch(out, f"stage={stage}", *over)
+        _, wall = ctx.launch(out, f"stage={stage}", *over)
         new = _files(run_dir) - before
         folders = sorted({p.relative_to(run_dir).parts[0] for p in new})
         result[stage] = {"wall_s": wall, "files": len(new), "folders": folders, "cases_per_s": len(ids) / wall}

@@ -1,9 +1,10 @@
+import os
 import subprocess
 import sys
 
 import pytest
 
-from fdeval.files import atomic_path, remove_stale_temps, write_text_atomic
+from fdeval.files import _HOST, atomic_path, remove_stale_temps, write_text_atomic
 
 
 def test_atomic_write_leaves_nothing_on_failure(tmp_path):
@@ -25,15 +26,27 @@ def test_identical_rewrite_is_a_no_op(tmp_path):
     assert p.read_text() == "world"
 
 
-def test_stale_temps_of_dead_writers_are_swept_live_ones_kept(tmp_path):
-    # a writer that dies inside atomic_path (SIGKILL-like: os._exit skips cleanup)
+def _dead_writer_temp(folder):
+    """What a writer that dies inside atomic_path leaves (SIGKILL-like: os._exit skips cleanup)."""
     code = ("import os,sys; from fdeval.files import atomic_path\n"
-            f"cm = atomic_path({str(tmp_path / 'dead.h5')!r}); p = cm.__enter__(); p.write_text('x'); os._exit(0)")
+            f"cm = atomic_path({str(folder / 'dead.h5')!r}); p = cm.__enter__(); p.write_text('x'); os._exit(0)")
     subprocess.run([sys.executable, "-c", code], check=True)
-    with atomic_path(tmp_path / "live.h5") as live:
-        live.write_text("y")
-        assert len(list(tmp_path.glob(".*.tmp*"))) == 2
-        assert remove_stale_temps(tmp_path) == 1
-        assert live.exists()
+    (left,) = folder.glob(".dead.h5.*.tmp*")
+    return left
+
+
+def test_stale_temps_of_dead_writers_are_swept_live_ones_kept(tmp_path):
+    dead = _dead_writer_temp(tmp_path)
+    live = tmp_path / f".live.h5.{_HOST}-{os.getpid()}.abc123.tmp.h5"  # a writer of this process, mid-write
+    live.write_text("y")
+    assert remove_stale_temps(tmp_path) == 1
+    assert live.exists() and not dead.exists()
+
+
+def test_the_first_write_in_a_folder_sweeps_the_temps_of_dead_writers(tmp_path):
+    dead = _dead_writer_temp(tmp_path)
+    with atomic_path(tmp_path / "live.h5") as tmp:
+        tmp.write_text("y")
+        assert not dead.exists() and list(tmp_path.glob(".*.tmp*")) == [tmp]
     assert (tmp_path / "live.h5").read_text() == "y"
     assert not list(tmp_path.glob(".*.tmp*"))

@@ -31,7 +31,7 @@ from scipy import optimize, stats
 from scipy.special import ndtr, ndtri
 
 from fdeval.benchmarks.tact import laws, simulate
-from fdeval.benchmarks.tact.bootstrap import CHUNK, bootstrap_sums
+from fdeval.metrics.bootstrap import CHUNK, bootstrap_sums
 from fdeval.benchmarks.tact.composite import (
     CATEGORY_WEIGHTS,
     composite_statistic,

@@ -4,8 +4,7 @@ The real run step with `model=moshi_lockstep` on the same built-in cases, once w
 `model.batch_size=1` and once with 8, on the tiny random Moshi (`fdeval/models/moshi_tiny.py`)
 on the CPU with one torch thread. It runs inside the moshi venv (`.cache/moshi-venv`, or
 `$FDEVAL_MOSHI_VENV`): this module is also its worker, `python -m fdeval.bench.batched OUT N B`.
-(benchmarks/moshi_lockstep_speed.py measured the same before the engine's rewrite; it still
-imports the removed `fdeval.stages`.) Each side's wall includes its model load and first-step
+Each side's wall includes its model load and first-step
 compile, which the tiny model keeps to about a second.
 """
 

@@ -17,17 +17,6 @@ from fdeval.bench.common import REPO, row, skipped
 
 SCRIPT = REPO / "benchmarks" / "tact_speed.py"
 QUICK_ARGS = ["--episodes", "1000", "--resamples", "1000"]
-# The script predates the bootstrap's move to fdeval.metrics (its old import path is aliased, only
-# when that module is gone, so the script runs unchanged).
-RUNNER = """import runpy, sys
-try:
-    import fdeval.benchmarks.tact.bootstrap
-except ImportError:
-    import fdeval.metrics.bootstrap
-    sys.modules['fdeval.benchmarks.tact.bootstrap'] = fdeval.metrics.bootstrap
-sys.argv = sys.argv[1:]
-runpy.run_path(sys.argv[0], run_name='__main__')
-"""
 
 
 def parse(text: str) -> dict[str, Any]:
@@ -47,7 +36,7 @@ def parse(text: str) -> dict[str, Any]:
 def run(ctx) -> dict[str, Any]:
     if not SCRIPT.is_file():
         return skipped(f"{SCRIPT} not found (the benchmarks/ folder of a source checkout)")
-    proc = subprocess.run([sys.executable, "-c", RUNNER, str(SCRIPT), *(QUICK_ARGS if ctx.quick else [])],
+    proc = subprocess.run([sys.executable, str(SCRIPT), *(QUICK_ARGS if ctx.quick else [])],
                           capture_output=True, text=True, timeout=3600, cwd=REPO)
     out = parse(proc.stdout)
     note = f"{out['episodes']} episodes, {out['resamples']} resamples, 1 core; max |fast - naive| {out['max_abs_diff']:.1e}"

@@ -16,6 +16,7 @@ whole.
 from __future__ import annotations
 
 import hashlib
+import json
 import importlib.util
 import os
 import signal
@@ -25,6 +26,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers.case_data import valid_case_dict, write_turn_audio
 from test_trust import ONE, TWO, launch, one_line_error, runs  # noqa: F401  (re-exported for the suite)
 
 TESTS = Path(__file__).resolve().parents[1]
@@ -177,4 +179,23 @@ class Stalled:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(timeout=60)
+
+
+@pytest.fixture
+def short_cases(tmp_path):
+    """Two ~10 s cases (the case-loading tests' case, 2 s turn timeouts) in a case folder: realtime
+    sessions in seconds."""
+    root = tmp_path / "data"
+    write_turn_audio(root, valid_case_dict())
+    (root / "cases").mkdir()
+    for policy, instruction in (("backchannel", None), ("listen", "Just listen.")):
+        d = valid_case_dict()
+        d["test_case_id"] = f"conv1__{policy}"
+        if instruction:
+            d.update(policy_name=policy, judge_policies=[policy], system_instruction=instruction,
+                     judge_instructions={policy: instruction})
+        for t in d["turns"]:
+            t["timeout_s"] = 2.0
+        (root / "cases" / f"{d['test_case_id']}.json").write_text(json.dumps(d))
+    return root
 

@@ -10,13 +10,11 @@ they write takes them with it.
 
 from __future__ import annotations
 
-import json
 import signal
 import time
 
 import h5py
 import pytest
-from helpers.case_data import valid_case_dict, write_turn_audio
 
 from .conftest import (TWO, TWO_IDS, Stalled, assert_kept, children, digests, launch, one_line_error, parent_pid, runs,
                        temps)
@@ -82,25 +80,6 @@ def test_two_launches_on_one_folder_the_second_stops_at_once_and_the_first_finis
     assert_kept(before, after)
     launch(tmp_path, TWO)  # the second launch again, once the folder is free: nothing left to do
     assert digests(tmp_path / "outputs") == after
-
-
-@pytest.fixture
-def short_cases(tmp_path):
-    """Two ~10 s cases (the case-loading tests' case, 2 s turn timeouts) in a case folder: realtime
-    sessions in seconds."""
-    root = tmp_path / "data"
-    write_turn_audio(root, valid_case_dict())
-    (root / "cases").mkdir()
-    for policy, instruction in (("backchannel", None), ("listen", "Just listen.")):
-        d = valid_case_dict()
-        d["test_case_id"] = f"conv1__{policy}"
-        if instruction:
-            d.update(policy_name=policy, judge_policies=[policy], system_instruction=instruction,
-                     judge_instructions={policy: instruction})
-        for t in d["turns"]:
-            t["timeout_s"] = 2.0
-        (root / "cases" / f"{d['test_case_id']}.json").write_text(json.dumps(d))
-    return root
 
 
 def test_a_launch_killed_while_its_client_processes_write_takes_them_along(tmp_path, stall_hook, short_cases):

@@ -4,7 +4,8 @@ of the same command records the case; nothing the first launch finished changes.
 
 Real moshi.server on the tiny random checkpoint (CPU), as in tests/models/test_moshi_server.py,
 whose helpers this reuses; that file has the kill with a restart left (the case completes in the
-same launch). Skipped, with the reason, where the moshi venv cannot be built.
+same launch). The case is a short one (conftest's `short_cases`), the relaunch records it in ~10 s.
+Skipped, with the reason, where the moshi venv cannot be built.
 """
 
 from __future__ import annotations
@@ -21,12 +22,13 @@ pytestmark = [pytest.mark.server, pytest.mark.slow]
 _moshi = sibling_module("models/conftest_moshi.py")  # imported by test_moshi_server, by this name
 moshi_python, tiny_moshi = _moshi.moshi_python, _moshi.tiny_moshi  # fixtures (the tiny build takes seconds)
 server_tests = sibling_module("models/test_moshi_server.py")
-CASE = server_tests.CASES[0]
+CASE = "conv1__backchannel"  # of conftest's short cases: ~10 s of session
 
 
 def test_a_server_killed_mid_case_without_retries_is_an_error_record_and_the_relaunch_records_it(
-        moshi_python, tiny_moshi, tmp_path):
-    args = [*server_tests.model_args(moshi_python, tiny_moshi), "model.case_retries=0"]
+        moshi_python, tiny_moshi, short_cases, tmp_path):
+    args = [*server_tests.model_args(moshi_python, tiny_moshi), "model.case_retries=0",
+            f"benchmark.cases_dir={short_cases}"]
     killed = {}
     first = server_tests.launch(tmp_path, args, cases=[CASE],
                                 on_start=server_tests.kill_when_streaming(tmp_path, killed))

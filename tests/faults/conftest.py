@@ -199,3 +199,15 @@ def short_cases(tmp_path):
         (root / "cases" / f"{d['test_case_id']}.json").write_text(json.dumps(d))
     return root
 
+
+# -- test_secrets / test_exposure: one watched launch on a Moshi server pool (observe.py) ---------
+from . import observe  # noqa: E402
+
+_moshi = sibling_module("models/conftest_moshi.py")
+moshi_python, tiny_moshi = _moshi.moshi_python, _moshi.tiny_moshi  # the moshi tests' fixtures
+
+
+@pytest.fixture(scope="session")
+def watched_pool_launch(moshi_python, tiny_moshi, tmp_path_factory) -> observe.WatchedLaunch:
+    model_args = sibling_module("models/test_moshi_server.py").model_args
+    return observe.watch_launch(tmp_path_factory.mktemp("watched"), model_args(moshi_python, tiny_moshi))

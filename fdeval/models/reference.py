@@ -30,6 +30,7 @@ recognition. Only the assistant policy reads them; every other policy ignores th
 from __future__ import annotations
 
 import copy
+import os
 import random
 import re
 import time
@@ -460,7 +461,11 @@ class ReferenceAgent(DuplexModel):
         """Start synthesizing `text` in a worker thread (espeak-ng runs in its own process, so the
         frame loop keeps running meanwhile)."""
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="reference-tts")
+            # one espeak-ng process per session at most (several sessions of a realtime run may ask
+            # at the same moment; one worker made the last wait for all the others' synthesis),
+            # and no more than the cores that run them
+            workers = max(1, min(self.concurrency, os.cpu_count() or 1))
+            self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="reference-tts")
         return self._pool.submit(self._tts.synthesize, text)
 
     def close(self) -> None:

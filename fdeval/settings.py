@@ -85,9 +85,11 @@ class OrchestratorSettings:
     # flight (0 = as many as the sessions' CPU cost needs). The cost is CPU seconds of the client
     # (orchestrator, VAD, recording, the model's client) per session-second, measured by
     # `python -m fdeval.bench` (section realtime); the share is how much of one core a client
-    # process is planned to use, so that its frames keep their times.
+    # process is planned to use, so that its frames keep their times. 0.05: the reference agent,
+    # 8 sessions in one process, measured by `python -m fdeval.bench --quick` on a 2-core EPYC
+    # (2026-12-02; 0.066 in the full section, 0.034 with 32 sessions, whose fixed costs spread further).
     client_processes: int = 0
-    client_cpu_s_per_session_s: float = 0.045
+    client_cpu_s_per_session_s: float = 0.05
     client_cpu_share: float = 0.5
 
     def __post_init__(self) -> None:

@@ -32,6 +32,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from fdeval.engine.run import Run
+from fdeval.files import file_sha256
 from fdeval.orchestrator.recorder import read_table
 from fdeval.report.runview import RunView, SessionView, view_of
 from fdeval.transcript.io import TranscriptError, transcript_from_dict
@@ -359,8 +360,11 @@ def drawing_key(s: SessionView) -> str:
         st = p.stat()
         return [st.st_size, st.st_mtime_ns]
 
+    # the recording's files change only when it is recorded again (size and time tell); a transcript
+    # may be made again with the same bytes, so its content is what counts
+    transcript = file_sha256(s.transcript) if s.transcript is not None and s.transcript.is_file() else None
     what = {"version": TIMELINE_VERSION, "state": s.state, "reason": s.reason, "wav": stamp(s.wav),
-            "log": stamp(s.log), "transcript": stamp(s.transcript),
+            "log": stamp(s.log), "transcript": transcript,
             "results": {k: [r.to_dict() for r in rs] for k, rs in sorted(s.results.items())}}
     return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
 

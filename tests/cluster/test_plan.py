@@ -84,11 +84,11 @@ def test_a_served_model_is_planned_with_the_instances_its_server_pool_starts():
 def test_a_realtime_plan_sizes_the_client_processes_from_the_configured_cost():
     cases = [_case(f"c{i}") for i in range(40)]
     p = make_plan(cases, _cfg(cases_per_task=40, cpus_per_task=16))
-    # 32 sessions in flight x 0.045 CPU-s per session-second = 1.44 cores; half a core per process
-    assert p.client_cpu_s_per_session_s == pytest.approx(0.045)
-    assert p.client_cpu_cores_per_task == pytest.approx(32 * 0.045)
-    assert p.client_processes_per_task == 3
-    assert re.search(r"client processes per task +\| 3 \|", render(p))
+    # 32 sessions in flight x 0.05 CPU-s per session-second = 1.6 cores; half a core per process
+    assert p.client_cpu_s_per_session_s == pytest.approx(0.05)
+    assert p.client_cpu_cores_per_task == pytest.approx(32 * 0.05)
+    assert p.client_processes_per_task == 4
+    assert re.search(r"client processes per task +\| 4 \|", render(p))
     # a lockstep model paces nothing
     lock = _cfg()
     lock.model.resources = {"gpu_mem_gb": 17.0, "realtime": False, "lockstep_speed": 20}

@@ -1,0 +1,324 @@
+"""Batched lockstep Moshi: the run step's speed per batch size B, against the bare batched forward.
+
+For each B in `--batch`, the real run step (`stage=run model=moshi_lockstep model.batch_size=B`,
+through `fdeval.bench.common.launch`) records the same cases, and prints session-seconds per
+wall-second; then the bare batched forward (Mimi encode, `LMGen.step`, Mimi decode on the same
+cases' user audio, every row busy, no turn managers, VAD, events or recording) runs at the same B.
+The last line printed is `harness/forward at B=8: R`: the harness's speed over the forward's.
+
+Model, random weights, no download: by default the tiny random Moshi (`fdeval/models/moshi_tiny.py`)
+on the CPU; `--moshiko-shapes` builds a model with moshiko's real shapes (Moshi 7B LM, the real
+Mimi; the tokenizer is the tiny one padded to moshiko's text vocabulary) for a GPU. On CUDA it also
+prints the peak GPU memory per row and the GPU-minutes the full Instruct-FD set would take at the
+measured speed on one GPU: the full set's expected session-seconds (what `stage=plan`'s
+`fdeval.cluster.plan.estimate_session` gives for `model=moshi_lockstep`) divided by the speed.
+That total comes from `--full-cases DIR` (a generated full set, e.g. `<out_root>/instructfd/_data/full-...`)
+or else from benchmarks/moshi_lockstep_full_set.json (computed the same way, its source inside).
+
+It needs `moshi` and `torch`: run with any python that has them (fdeval is taken from this checkout),
+or with fdeval's python, which hands over to the moshi venv (`python -m fdeval.models.moshi_env`):
+
+    python benchmarks/moshi_lockstep_speed.py                       # tiny model, CPU, B = 1,8
+    python benchmarks/moshi_lockstep_speed.py --moshiko-shapes      # GPU, B = 1,8,32,64
+
+The cases are Instruct-FD's (`--size small`, the built-in set, by default) with every take-turn's
+timeout at `--turn-timeout-s` (the random model never falls silent, so a turn waits that long).
+Each B's harness speed leaves out its model load (`model.load_s`); its first steps are in it (at the
+first B, torch.compile's first graph too: about 5 s for the tiny model on a CPU).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+import numpy as np  # noqa: E402
+
+from fdeval.models.moshi_env import build_tiny, default_venv  # noqa: E402
+
+FULL_SET = Path(__file__).with_name("moshi_lockstep_full_set.json")
+FULL_CASES = 1608
+FRAME_S = 0.08
+
+
+class Timeout(Exception):
+    pass
+
+
+def have_moshi() -> bool:
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in ("moshi", "torch"))
+
+
+def hand_over(argv: list[str]) -> int:
+    """Run this script again with the moshi venv's python (this interpreter lacks moshi or torch)."""
+    py = default_venv() / "bin" / "python"
+    if not py.exists():
+        print(f"moshi_lockstep_speed: error: no moshi/torch here and no moshi venv at {py.parent.parent} "
+              "(build it with `python -m fdeval.models.moshi_env --with-fdeval`)", file=sys.stderr)
+        return 2
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    return subprocess.run([str(py), __file__, *argv], env=env, cwd=REPO).returncode
+
+
+def build_moshiko_shapes(out: Path, device: str, seed: int = 0) -> dict[str, Any]:
+    """Random weights in moshiko's shapes, written as a local checkpoint (what `hf_repo: null` reads).
+    The tokenizer: the tiny one's pieces padded with placeholders up to moshiko's text_card, so that
+    any text token the random model draws has a piece."""
+    info = out / "moshiko.json"
+    if info.exists():
+        return json.loads(info.read_text())
+    import sentencepiece as spm
+    import torch
+    from moshi.models import loaders
+    from safetensors.torch import save_file
+    from sentencepiece import sentencepiece_model_pb2 as pb
+
+    tiny = build_tiny(Path(sys.executable), out / "tiny", seed)
+    out.mkdir(parents=True, exist_ok=True)
+    lm_kw = dict(loaders._lm_kwargs)
+    proto = pb.ModelProto()
+    proto.ParseFromString(Path(tiny["tokenizer"]).read_bytes())
+    for i in range(len(proto.pieces), int(lm_kw["text_card"])):
+        proto.pieces.add(piece=f"\u2581p{i}", score=-100.0 - i, type=pb.ModelProto.SentencePiece.NORMAL)
+    tok = out / "tokenizer.model"
+    tok.write_bytes(proto.SerializeToString())
+    assert spm.SentencePieceProcessor(str(tok)).vocab_size() >= lm_kw["text_card"]
+    mimi_cfg = dict(loaders._mimi_config)
+    (out / "mimi.json").write_text(json.dumps(mimi_cfg))
+    torch.manual_seed(seed)
+    with torch.device(device):
+        mimi = loaders.get_mimi(None, mimi_cfg, device=device)
+        save_file({k: v.contiguous().cpu() for k, v in mimi.state_dict().items()}, str(out / "mimi.safetensors"))
+        del mimi
+        lm = loaders.get_moshi_lm(None, lm_kwargs=lm_kw, device=device, dtype=torch.bfloat16)
+        save_file({k: v.contiguous().cpu() for k, v in lm.state_dict().items()}, str(out / "model.safetensors"))
+        del lm
+    config = {**lm_kw, "model_type": "moshi", "mimi_config_name": f"file://{out / 'mimi.json'}",
+              "moshi_name": "model.safetensors", "mimi_name": "mimi.safetensors", "tokenizer_name": "tokenizer.model"}
+    (out / "config.json").write_text(json.dumps(config))
+    res = {"config": str(out / "config.json"), "moshi_weight": str(out / "model.safetensors"),
+           "mimi_weight": str(out / "mimi.safetensors"), "tokenizer": str(tok)}
+    info.write_text(json.dumps(res))
+    return res
+
+
+def full_set_session_s(full_cases: Path | None, out: Path) -> dict[str, Any]:
+    """The full Instruct-FD set's expected session-seconds under `model=moshi_lockstep`, as stage=plan
+    sizes it (run here on `full_cases`), or the figure stored beside this script."""
+    if full_cases is None:
+        return {**json.loads(FULL_SET.read_text()), "source": str(FULL_SET.relative_to(REPO))}
+    from fdeval.bench.common import compose_cfg
+    from fdeval.cluster.plan import plan
+    from fdeval.engine.run import Run
+
+    cfg = compose_cfg([f"out_root={out}", "benchmark.size=full", f"benchmark.cases_dir={full_cases}",
+                       "model=moshi_lockstep", "progress=false"])
+    shutil.rmtree(out / "plan", ignore_errors=True)
+    (out / "plan").mkdir(parents=True)
+    with contextlib.redirect_stdout(sys.stderr):  # its table; the figures are in plan.json
+        plan(Run(cfg, out / "plan", out))
+    figures = json.loads((out / "plan" / "plan.json").read_text())
+    return {"cases": figures["cases"], "session_s_expected": figures["session_s_expected"],
+            "session_s_worst": figures["session_s_worst"], "data": str(full_cases),
+            "how": "stage=plan benchmark.size=full model=moshi_lockstep (fdeval.cluster.plan.estimate_session per case)",
+            "source": "computed now"}
+
+
+def bare_forward(stepper: Any, batch: int, frames: np.ndarray, steps: int, warmup: int) -> dict[str, Any]:
+    """Mimi encode + LMGen.step + Mimi decode at `batch` rows, all busy, as the stepper's step does,
+    without its masks, resets, events or anything of the session around it."""
+    import torch
+
+    lm_gen, mimi, device = stepper.lm_gen, stepper.mimi, stepper.device
+    n_frames = frames.shape[1]
+    with contextlib.ExitStack() as stack, torch.no_grad():
+        stack.enter_context(lm_gen.streaming(batch))
+        stack.enter_context(mimi.streaming(batch))
+        t0 = 0.0
+        for k in range(warmup + steps):
+            if k == warmup:
+                if device.startswith("cuda"):
+                    torch.cuda.synchronize()
+                t0 = time.perf_counter()
+            x = np.ascontiguousarray(frames[:batch, k % n_frames][:, None, :])
+            codes = mimi.encode(torch.from_numpy(x).to(device))
+            tokens = lm_gen.step(codes[:, :, :1])
+            pcm = mimi.decode(tokens[:, 1:].clamp(min=0)).float().cpu().numpy()
+            tok = tokens[:, :, 0].cpu().numpy()
+        wall = time.perf_counter() - t0
+    assert pcm.shape[0] == batch and tok.shape[0] == batch
+    return {"batch": batch, "steps": steps, "wall_s": wall, "step_ms": 1e3 * wall / steps,
+            "speed": batch * steps * FRAME_S / wall}
+
+
+def case_frames(cases: list[Any], root: Path, rows: int, frame_n: int, sr: int) -> np.ndarray:
+    """(rows, frames, frame_n) float32: row i plays case i's user turns back to back (cases repeat
+    when there are fewer than rows), cut to the shortest row."""
+    from fdeval.engine.shared import turn_audio
+
+    audio = [np.concatenate(turn_audio(c, root, sr)).astype(np.float32) for c in cases]
+    n = min(len(a) for a in audio) // frame_n
+    return np.stack([audio[i % len(audio)][: n * frame_n].reshape(n, frame_n) for i in range(rows)])
+
+
+def measure(a: argparse.Namespace, res: dict[str, Any]) -> None:
+    import torch
+
+    from fdeval.bench.common import _cpu_model, launch, makespan, sessions
+    from fdeval.models.moshi_lockstep import MoshiLockstep
+
+    torch.set_num_threads(a.threads)
+    cuda = a.device.startswith("cuda")
+    out = a.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    res["env"] = {"device": torch.cuda.get_device_name() if cuda else _cpu_model(),
+                  "device_kind": a.device, "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
+                  "python": platform.python_version(), "cpus": os.cpu_count(), "dtype": a.dtype,
+                  "model": "moshiko shapes, random" if a.moshiko_shapes else "tiny random Moshi"}
+    w = build_moshiko_shapes(out / "moshiko", a.device) if a.moshiko_shapes else build_tiny(Path(sys.executable), out / "tiny")
+    weights = [f"model.config_path={w['config']}", f"model.moshi_weight={w['moshi_weight']}",
+               f"model.mimi_weight={w['mimi_weight']}", f"model.tokenizer={w['tokenizer']}", "model.hf_repo=null"]
+    short = f"benchmark.timeout_s={a.turn_timeout_s:g}"
+    gen, _ = launch(out, "stage=generate", f"benchmark.size={a.size}", short)
+    # --cases N: the same first N cases at every B; else on a CPU 2 x the largest B for all, on CUDA
+    # 2 x B at each B (prefixes of one list: B=1 alone would take an hour at real time)
+    per_b = {b: min(len(gen.cases), a.cases or (2 * b if cuda else 2 * max(a.batch))) for b in a.batch}
+    cases = gen.cases[:max(per_b.values())]
+    for b, n in per_b.items():
+        if n < b:
+            print(f"note: {n} cases for B={b}: its rows are never all busy", flush=True)
+    res["cases"] = [c.case_id for c in cases]
+    res["cases_per_batch"] = per_b
+    common = [f"model.device={a.device}", f"model.dtype={a.dtype}", f"model.torch_threads={a.threads}"]
+    res["harness"], res["forward"] = [], []
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    print(f"{'/'.join(str(n) for n in per_b.values())} cases at B={','.join(map(str, a.batch))} ({a.size} set, take-turn timeout {a.turn_timeout_s:g} s), {res['env']['model']}, "
+          f"{a.device} ({res['env']['device']}), torch {torch.__version__}, {torch.get_num_threads()} thread(s)", flush=True)
+    for b in a.batch:
+        if cuda:
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats()
+        # a run folder of its own each time: one left by an earlier call would be resumed, measuring nothing
+        ids = res["cases"][:per_b[b]]
+        run, step_wall = launch(out, f"run_tag=speed-{stamp}-b{b}", "stage=run", "model=moshi_lockstep", f"model.batch_size={b}",
+                                short, f"benchmark.size={a.size}", f"benchmark.cases=[{','.join(ids)}]", *common, *weights)
+        st = run.stats["run"]
+        load_s = float(run.model.load_s)
+        h = {"batch": b, "cases": st["recorded"], "failed": st["failed"], "session_s": st["session_s"],
+             "wall_s": st["wall_s"], "load_s": load_s, "step_wall_s": step_wall, "speed_with_load": st["speed"],
+             "speed": st["session_s"] / (st["wall_s"] - load_s), "cpu_s": st["cpu_s"]}
+        # the batched steps it took: the sessions dealt in order to B rows (the tail runs part-full)
+        length = {lg["attrs"]["case_id"]: float(lg["attrs"]["duration_s"]) for lg in sessions(run.run_dir)}
+        span = makespan([length[c] for c in ids if c in length], b)
+        h.update(steps=round(span / FRAME_S), rows_busy=h["session_s"] / span,
+                 step_ms=1e3 * (st["wall_s"] - load_s) / (span / FRAME_S))
+        line = (f"harness B={b}: {h['speed']:.2f} session-s per wall-s ({h['session_s']:.1f} session-s of "
+                f"{h['cases']} cases in {h['wall_s'] - load_s:.1f} s after a {load_s:.1f} s load; "
+                f"~{h['steps']} steps of {h['step_ms']:.1f} ms, {h['rows_busy']:.2f} rows busy on average)")
+        if cuda:
+            h["gpu_peak_bytes"] = torch.cuda.max_memory_allocated()
+            line += f", GPU peak {h['gpu_peak_bytes'] / 2**30:.2f} GiB"
+        res["harness"].append(h)
+        print(line, flush=True)
+    # the bare forward: one load, then each B's own streaming state
+    if cuda:
+        torch.cuda.empty_cache()
+    model = MoshiLockstep(batch_size=1, hf_repo=None, config_path=w["config"], moshi_weight=w["moshi_weight"],
+                          mimi_weight=w["mimi_weight"], tokenizer=w["tokenizer"], device=a.device, dtype=a.dtype,
+                          torch_threads=a.threads)
+    stepper = model.stepper
+    stepper.close()  # its streaming(1) state; bare_forward opens streaming(B)
+    params = [p for mod in (stepper.lm_gen.lm_model, stepper.mimi) for p in mod.parameters()]
+    res["weights_bytes"] = int(sum(p.numel() * p.element_size() for p in params))
+    frames = case_frames(cases, gen.case_root, max(a.batch), stepper.frame_n, int(stepper.mimi.sample_rate))
+    for b in a.batch:
+        f = bare_forward(stepper, b, frames, a.forward_steps, a.warmup_steps)
+        res["forward"].append(f)
+        print(f"forward B={b}: {f['speed']:.2f} session-s per wall-s ({f['step_ms']:.1f} ms per step, "
+              f"{f['steps']} steps)", flush=True)
+    if cuda:
+        full = full_set_session_s(a.full_cases, out)
+        res["full_set"] = full
+        print(f"full Instruct-FD set: {full['cases']} sessions, {full['session_s_expected'] / 3600:.2f} h expected "
+              f"session time ({full['source']}); GPU-minutes on one GPU = that / harness speed / 60:", flush=True)
+        for h in res["harness"]:
+            h["gpu_mem_per_row_bytes"] = (h["gpu_peak_bytes"] - res["weights_bytes"]) / h["batch"]
+            h["full_set_gpu_min"] = full["session_s_expected"] / h["speed"] / 60
+            print(f"  B={h['batch']}: {h['full_set_gpu_min']:.1f} GPU-min; GPU memory per row "
+                  f"{h['gpu_mem_per_row_bytes'] / 2**30:.3f} GiB (peak less {res['weights_bytes'] / 2**30:.2f} GiB "
+                  "of weights, over B)", flush=True)
+    ref = 8 if 8 in a.batch else max(a.batch)
+    h8 = next(h for h in res["harness"] if h["batch"] == ref)
+    f8 = next(f for f in res["forward"] if f["batch"] == ref)
+    res["harness_over_forward"] = {"batch": ref, "ratio": h8["speed"] / f8["speed"]}
+    print(f"harness/forward at B={ref}: {h8['speed'] / f8['speed']:.2f}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--batch", type=lambda s: [int(x) for x in s.split(",")], default=None,
+                   help="batch sizes (default 1,8 on a CPU, 1,8,32,64 on CUDA)")
+    p.add_argument("--moshiko-shapes", action="store_true", help="a random model with moshiko's shapes (for a GPU)")
+    p.add_argument("--device", default=None, help="cpu | cuda (default: cuda with --moshiko-shapes, else cpu)")
+    p.add_argument("--dtype", default="bfloat16")
+    p.add_argument("--threads", type=int, default=1, help="torch threads")
+    p.add_argument("--size", default=None, help="Instruct-FD size the cases come from (default small on a CPU, "
+                   "sample on CUDA: enough cases to fill B=64 twice)")
+    p.add_argument("--cases", type=int, default=None,
+                   help="the same first N cases at every B (default: CPU 2 x the largest B, CUDA 2 x B at each B)")
+    p.add_argument("--turn-timeout-s", type=float, default=4.0)
+    p.add_argument("--forward-steps", type=int, default=150)
+    p.add_argument("--warmup-steps", type=int, default=3)
+    p.add_argument("--full-cases", type=Path, default=None, help="a generated full Instruct-FD set (for the projection)")
+    p.add_argument("--out", type=Path, default=REPO / ".cache" / "moshi_lockstep_speed")
+    p.add_argument("--json", type=Path, default=None, help="where the figures go (default OUT/speed.json)")
+    p.add_argument("--timeout-s", type=float, default=1800.0, help="stop (exit 124) after this long")
+    a = p.parse_args(argv)
+    if not have_moshi():
+        return hand_over(argv)
+    a.device = a.device or ("cuda" if a.moshiko_shapes else "cpu")
+    a.batch = a.batch or ([1, 8, 32, 64] if a.device.startswith("cuda") else [1, 8])
+    a.size = a.size or ("sample" if a.device.startswith("cuda") else "small")
+    a.json = a.json or a.out / "speed.json"
+    res: dict[str, Any] = {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(a).items()}}
+
+    def on_alarm(*_: Any) -> None:
+        raise Timeout()
+
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, a.timeout_s)
+    t0, rc = time.perf_counter(), 0
+    try:
+        measure(a, res)
+    except Timeout:
+        res["timed_out"] = True
+        print(f"moshi_lockstep_speed: timed out after {a.timeout_s:g} s (--timeout-s); partial figures in {a.json}",
+              file=sys.stderr)
+        rc = 124
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        res["total_s"] = time.perf_counter() - t0
+        a.json.parent.mkdir(parents=True, exist_ok=True)
+        a.json.write_text(json.dumps(res, indent=1))
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

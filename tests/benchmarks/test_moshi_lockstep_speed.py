@@ -1,0 +1,55 @@
+"""benchmarks/moshi_lockstep_speed.py at its smallest: the tiny random Moshi on the CPU, B = 1 and 2,
+two cases, run from fdeval's python (it hands over to the moshi venv, as a user would call it).
+Skipped without the moshi venv (`python -m fdeval.models.moshi_env --with-fdeval` builds it)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fdeval.models.moshi_env import default_venv
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "benchmarks" / "moshi_lockstep_speed.py"
+
+needs_venv = pytest.mark.skipif(not (default_venv() / "bin" / "python").exists(),
+                                reason=f"no moshi venv at {default_venv()}")
+
+
+def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path / "out"), "--json",
+                           str(tmp_path / "speed.json"), *args], capture_output=True, text=True, timeout=170, cwd=REPO)
+
+
+@needs_venv
+def test_speed_script_prints_and_stores_the_figures(tmp_path):
+    proc = _run(tmp_path, "--batch", "1,2", "--cases", "2", "--turn-timeout-s", "1", "--forward-steps", "5",
+                "--warmup-steps", "1", "--timeout-s", "160")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.strip().splitlines()
+    res = json.loads((tmp_path / "speed.json").read_text())
+    assert res["env"]["torch_threads"] == 1 and res["env"]["torch"] and res["env"]["device"]
+    assert [h["batch"] for h in res["harness"]] == [1, 2] == [f["batch"] for f in res["forward"]]
+    for h in res["harness"]:
+        assert h["cases"] == 2 and h["failed"] == 0 and h["session_s"] > 0
+        assert h["speed"] == pytest.approx(h["session_s"] / (h["wall_s"] - h["load_s"]))
+    for f in res["forward"]:
+        assert f["steps"] == 5 and f["speed"] == pytest.approx(f["batch"] * 5 * 0.08 / f["wall_s"])
+    # no B=8 here: the largest B is the reference; the last line is the ratio of the stored speeds
+    ratio = res["harness"][1]["speed"] / res["forward"][1]["speed"]
+    assert res["harness_over_forward"] == {"batch": 2, "ratio": pytest.approx(ratio)}
+    assert lines[-1] == f"harness/forward at B=2: {ratio:.2f}"
+    assert "full_set" not in res  # the GPU-minutes projection is for CUDA only
+
+
+@needs_venv
+def test_speed_script_stops_at_its_timeout_and_keeps_the_json(tmp_path):
+    proc = _run(tmp_path, "--batch", "1", "--cases", "1", "--timeout-s", "3")
+    assert proc.returncode == 124, proc.stderr[-2000:]
+    assert "timed out after 3 s" in proc.stderr
+    res = json.loads((tmp_path / "speed.json").read_text())
+    assert res["timed_out"] is True and "harness_over_forward" not in res

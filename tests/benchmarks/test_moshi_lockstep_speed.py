@@ -1,6 +1,6 @@
 """benchmarks/moshi_lockstep_speed.py at its smallest: the tiny random Moshi on the CPU, B = 1 and 2,
 two cases, run from fdeval's python (it hands over to the moshi venv, as a user would call it).
-Skipped without the moshi venv (`python -m fdeval.models.moshi_env --with-fdeval` builds it)."""
+The moshi venv is built when missing (the moshi tests' fixture), skipped only where it cannot be."""
 
 from __future__ import annotations
 
@@ -11,22 +11,19 @@ from pathlib import Path
 
 import pytest
 
-from fdeval.models.moshi_env import default_venv
+from helpers import sibling_module
+
+moshi_python = sibling_module("models/conftest_moshi.py").moshi_python  # fixture: builds the venv if needed
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "benchmarks" / "moshi_lockstep_speed.py"
-
-needs_venv = pytest.mark.skipif(not (default_venv() / "bin" / "python").exists(),
-                                reason=f"no moshi venv at {default_venv()}")
-
 
 def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path / "out"), "--json",
                            str(tmp_path / "speed.json"), *args], capture_output=True, text=True, timeout=170, cwd=REPO)
 
 
-@needs_venv
-def test_speed_script_prints_and_stores_the_figures(tmp_path):
+def test_speed_script_prints_and_stores_the_figures(tmp_path, moshi_python):
     proc = _run(tmp_path, "--batch", "1,2", "--cases", "2", "--turn-timeout-s", "1", "--forward-steps", "5",
                 "--warmup-steps", "1", "--timeout-s", "160")
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -46,8 +43,7 @@ def test_speed_script_prints_and_stores_the_figures(tmp_path):
     assert "full_set" not in res  # the GPU-minutes projection is for CUDA only
 
 
-@needs_venv
-def test_speed_script_stops_at_its_timeout_and_keeps_the_json(tmp_path):
+def test_speed_script_stops_at_its_timeout_and_keeps_the_json(tmp_path, moshi_python):
     proc = _run(tmp_path, "--batch", "1", "--cases", "1", "--timeout-s", "3")
     assert proc.returncode == 124, proc.stderr[-2000:]
     assert "timed out after 3 s" in proc.stderr

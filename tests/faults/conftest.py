@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import importlib.util
 import os
 import signal
 import subprocess
@@ -26,24 +25,13 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import sibling_module
 from helpers.case_data import valid_case_dict, write_turn_audio
 from test_trust import ONE, TWO, launch, one_line_error, runs  # noqa: F401  (re-exported for the suite)
 
 TESTS = Path(__file__).resolve().parents[1]
 run_dirs = runs  # the run folders under an out_root that recorded something (test_trust's runs)
 TWO_IDS = ("fresh_pasta_stop__acknowledge", "job_offer_move__listen")
-
-
-def sibling_module(rel: str):
-    """Another test file's module (for its helpers), under the name pytest itself gives it."""
-    path = TESTS / rel
-    name = path.stem
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, path)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
 
 
 def is_temp(p: Path) -> bool:

@@ -56,7 +56,7 @@ FRAME_S = 0.08
 
 
 class Timeout(Exception):
-    pass
+    """The script's own --timeout-s ran out (exit 124; the JSON so far is kept)."""
 
 
 def have_moshi() -> bool:

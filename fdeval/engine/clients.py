@@ -18,6 +18,7 @@ records what is missing (each session file is written atomically by the process 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import logging
 import logging.handlers
@@ -79,10 +80,10 @@ def cpu_seconds() -> float:
 
 
 def _die_with_parent() -> None:
-    try:  # PR_SET_PDEATHSIG: a client process ends when the launching process is killed
+    """PR_SET_PDEATHSIG: a client process ends when the launching process is killed. Without
+    prctl (not Linux) it ends when its queue's pipe closes instead."""
+    with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
-    except (OSError, AttributeError):
-        pass
 
 
 def _forward_logs(q: Any) -> None:

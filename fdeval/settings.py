@@ -147,6 +147,7 @@ class SlurmLauncherSettings(LauncherSettings):
     account: Optional[str] = MISSING
     qos: Optional[str] = MISSING
     gpu_mem_gb: Any = MISSING
+    gpu_name: Optional[str] = MISSING
     instances_per_gpu: Any = MISSING
     cpus_per_task: Any = MISSING
     mem_gb: Any = MISSING

@@ -10,6 +10,12 @@ A realtime model's sessions also cost client CPU (pacing, VAD, recording, the mo
 plan gives the client processes and cores a task needs from the measured cost per session-second,
 `orchestrator.client_cpu_s_per_session_s` or, when `launcher.plan.bench` names the JSON of a
 `python -m fdeval.bench` run, the figure it measured.
+
+A batched lockstep model (`resources.realtime: false` with a `model.batch_size` B) runs one instance
+of B rows per GPU: its speed is per GPU, not per row. Its speed and memory come from the JSON of
+`benchmarks/moshi_lockstep_speed.py` on a GPU when `launcher.plan.lockstep_bench` names one (measured
+at a few B, interpolated in between), else from `resources.lockstep_speed` and `resources.gpu_mem_gb`,
+which the plan labels as guesses.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import logging
 import math
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from fdeval.engine.clients import auto_processes
 from fdeval.errors import ConfigError
@@ -29,6 +35,11 @@ from fdeval.orchestrator.turns import TurnConfig, barge_in_delay_s, closing_time
 from fdeval.types import TestCase
 
 log = logging.getLogger("fdeval")
+
+GB_BYTES = 10**9  # launcher.gpu_mem_gb's unit (decimal: the safe side of a GPU's nominal size)
+MEASURE_LOCKSTEP = ("python benchmarks/moshi_lockstep_speed.py --moshiko-shapes on the GPU, "
+                    "then launcher.plan.lockstep_bench=<its speed.json>")
+NOT_GPU = "not GPU figures (a finished run of benchmarks/moshi_lockstep_speed.py --moshiko-shapes on a GPU has them)"
 
 
 @dataclass(frozen=True)
@@ -81,6 +92,25 @@ def plan_turn_config(o: Any, model_turn_silence_s: float | None, fixed: dict[str
 
 
 @dataclass(frozen=True)
+class BatchSizing:
+    """How a batched lockstep model was sized: measured figures (`source` = the speed JSON) or the
+    model's configured guesses (`measured` false; `measure_with` says how to measure them)."""
+
+    batch_size: int
+    measured: bool
+    source: str
+    speed_per_gpu: float  # session-seconds per wall-second of the GPU's one instance, all B rows
+    gpu_mem_per_instance_bytes: float
+    gpu_name: str | None = None  # the GPU the figures were measured on
+    gpu_name_checked: bool = False  # against launcher.gpu_name (unset: not checked)
+    measured_batch_sizes: tuple[int, ...] = ()
+    weights_bytes: float | None = None
+    gpu_mem_per_row_bytes: float | None = None
+    largest_fitting_batch_size: int | None = None  # within the measured range, on this launcher's GPU
+    measure_with: str | None = None
+
+
+@dataclass(frozen=True)
 class Plan:
     benchmark: str
     model: str
@@ -104,6 +134,7 @@ class Plan:
     client_processes_per_task: int = 1
     client_cpu_cores_per_task: float = 0.0
     cpus_per_task: int | None = None
+    batched: BatchSizing | None = None  # a batched lockstep model only
 
 
 def make_plan(cases: list[TestCase], cfg: Any, fixed: dict[str, Any] | None = None) -> Plan:
@@ -122,6 +153,14 @@ def make_plan(cases: list[TestCase], cfg: Any, fixed: dict[str, Any] | None = No
     turns = plan_turn_config(o, cfg.model.get("turn_silence_s", None), fixed)
     est = [estimate_session(c, turns, float(pc.get("model_turn_s", 8.0))) for c in cases]
     server = cfg.model.get("server", None)
+    batch = cfg.model.get("batch_size", None)
+    batched = None
+    if not realtime and batch is not None:
+        if not (isinstance(batch, int) and batch >= 1):
+            raise ConfigError(f"model.batch_size: must be an integer >= 1, got {batch!r}")
+        batched = batch_sizing(batch, speed, model_mem, pc.get("lockstep_bench", None), lc.get("gpu_name", None),
+                               gpu_mem, util)
+        speed, model_mem = batched.speed_per_gpu, batched.gpu_mem_per_instance_bytes / GB_BYTES
     if gpus > 0 and model_mem > 0:
         fit = int(gpu_mem * util // model_mem)
         if fit < 1:
@@ -133,14 +172,17 @@ def make_plan(cases: list[TestCase], cfg: Any, fixed: dict[str, Any] | None = No
             if per_gpu > fit:
                 raise ConfigError(f"model.server.instances_per_gpu={per_gpu}: {per_gpu} x {model_mem:g} GB does not fit "
                                   f"in a {gpu_mem:g} GB GPU (x{util:g} usable); at most {fit}")
+        elif batched is not None:
+            per_gpu = 1  # the run loads one instance; its B rows are the parallelism
         elif lc.get("instances_per_gpu"):
             per_gpu = int(lc.instances_per_gpu)
         else:
             per_gpu = fit
-        parallel = per_gpu * gpus
+        instances = per_gpu * gpus
     else:
         per_gpu = 0
-        parallel = max(1, int(lc.get("instances_per_task", 1)))
+        instances = max(1, int(lc.get("instances_per_task", 1)))
+    parallel = instances * (batched.batch_size if batched else 1)
     per_task = int(lc.get("cases_per_task", max(1, len(cases))))
     tasks = max(1, math.ceil(len(cases) / per_task)) if cases else 0
     exp_total = sum(e.expected_s for e in est)
@@ -148,8 +190,9 @@ def make_plan(cases: list[TestCase], cfg: Any, fixed: dict[str, Any] | None = No
     # the slowest task holds the most expensive shard; shards are cases[i::n]
     shard_exp = max((sum(e.expected_s for e in est[i::tasks]) for i in range(tasks)), default=0.0)
     shard_worst = max((sum(e.worst_s for e in est[i::tasks]) for i in range(tasks)), default=0.0)
-    wall_exp = startup_s + shard_exp / (parallel * speed)
-    wall_worst = startup_s + shard_worst / (parallel * speed)
+    # `speed` is per instance: a batched instance's measured speed already counts its B rows
+    wall_exp = startup_s + shard_exp / (instances * speed)
+    wall_worst = startup_s + shard_worst / (instances * speed)
     gpu_h = lambda wall: tasks * gpus * wall / 3600.0  # noqa: E731
     cpus = lc.get("cpus_per_task", None)
     cpus = int(cpus) if cpus is not None else None
@@ -164,7 +207,98 @@ def make_plan(cases: list[TestCase], cfg: Any, fixed: dict[str, Any] | None = No
                        client_processes_per_task=min(procs, in_flight), client_cpu_cores_per_task=in_flight * cost)
     return Plan(cfg.benchmark.name, cfg.model.name, len(cases), exp_total, worst_total, model_mem, gpu_mem, per_gpu,
                 gpus, parallel, speed, per_task, tasks, wall_exp, wall_worst, gpu_h(wall_exp), gpu_h(wall_worst),
-                **clients)
+                **clients, batched=batched)
+
+
+def interpolate(points: dict[int, float], x: int) -> float:
+    """`points`' value at `x`, linear between the nearest measured keys (`x` within their range)."""
+    if x in points:
+        return points[x]
+    keys = sorted(points)
+    hi = next(i for i, k in enumerate(keys) if k > x)
+    x0, x1 = keys[hi - 1], keys[hi]
+    return points[x0] + (points[x1] - points[x0]) * (x - x0) / (x1 - x0)
+
+
+def _number(ok: Callable[[float], bool]) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and ok(v)
+
+
+def read_lockstep_bench(path: Path) -> tuple[str, float, dict[int, tuple[float, float]]]:
+    """(GPU name, weights bytes, {B: (speed, GPU bytes per row)}) from the JSON that
+    benchmarks/moshi_lockstep_speed.py writes on a GPU; anything else is one ConfigError line."""
+    where = f"launcher.plan.lockstep_bench: {path}"
+    try:
+        data = json.loads(path.read_text())
+    except OSError as e:
+        raise ConfigError(f"{where}: cannot read: {e.strerror or e}") from None
+    except ValueError as e:
+        raise ConfigError(f"{where}: not JSON: {e}") from None
+
+    def get(keys: tuple[str | int, ...], ok: Callable[[Any], bool], why: str) -> Any:
+        name = "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in keys).lstrip(".")
+        node = data
+        try:
+            for k in keys:
+                node = node[k]
+        except (KeyError, IndexError, TypeError):
+            raise ConfigError(f"{where}: field '{name}': missing: {why}") from None
+        if not ok(node):
+            raise ConfigError(f"{where}: field '{name}': {why}, got {node!r}")
+        return node
+
+    get(("env", "device_kind"), lambda v: str(v).startswith("cuda"), NOT_GPU)
+    device = str(get(("env", "device"), lambda v: isinstance(v, str) and v.strip(), "the GPU's name")).strip()
+    weights = float(get(("weights_bytes",), _number(lambda x: x > 0), "must be > 0"))
+    rows = get(("harness",), lambda v: isinstance(v, list) and v, "the measured batch sizes")
+    figures: dict[int, tuple[float, float]] = {}
+    for i in range(len(rows)):
+        b = get(("harness", i, "batch"), lambda v: isinstance(v, int) and v >= 1 and v not in figures,
+                "an integer >= 1, each measured once")
+        figures[b] = (float(get(("harness", i, "speed"), _number(lambda x: x > 0), "must be > 0")),
+                      float(get(("harness", i, "gpu_mem_per_row_bytes"), _number(lambda x: x >= 0), NOT_GPU)))
+    return device, weights, figures
+
+
+def batch_sizing(batch: int, guess_speed: float, guess_mem_gb: float, bench: Any, gpu_name: str | None,
+                 gpu_mem_gb: float, util: float) -> BatchSizing:
+    """A batched lockstep model's sizing at `batch` rows: measured when `bench` names a speed JSON,
+    else the model's configured guesses (`resources.lockstep_speed`, `resources.gpu_mem_gb`)."""
+    if bench:
+        return measured_batch_sizing(Path(str(bench)).expanduser(), batch, gpu_name, gpu_mem_gb, util)
+    guesses = "model.resources.lockstep_speed and gpu_mem_gb: configured guesses, not measured"
+    return BatchSizing(batch, measured=False, source=guesses, speed_per_gpu=guess_speed,
+                       gpu_mem_per_instance_bytes=guess_mem_gb * GB_BYTES, measure_with=MEASURE_LOCKSTEP)
+
+
+def measured_batch_sizing(path: Path, batch: int, gpu_name: str | None, gpu_mem_gb: float, util: float) -> BatchSizing:
+    """The sizing at `batch` rows from a speed JSON measured on this launcher's GPU (`gpu_name`, when
+    set): speed and memory per row interpolated between the measured batch sizes; the instance
+    (weights + `batch` rows) must fit in the GPU's usable memory."""
+    device, weights, figures = read_lockstep_bench(path)
+    where = f"launcher.plan.lockstep_bench: {path}"
+    if gpu_name and str(gpu_name).strip() != device:
+        raise ConfigError(f"{where}: field 'env.device': measured on {device!r} but launcher.gpu_name is {gpu_name!r}: "
+                          "figures from another GPU would mislead; measure on this one")
+    sizes = sorted(figures)
+    if not sizes[0] <= batch <= sizes[-1]:
+        raise ConfigError(f"{where}: model.batch_size={batch} is outside the measured batch sizes "
+                          f"{', '.join(map(str, sizes))}: measure it (--batch) or pick one in that range")
+    row = {b: m for b, (_, m) in figures.items()}
+    instance = lambda b: weights + b * interpolate(row, b)  # noqa: E731
+    usable = gpu_mem_gb * util * GB_BYTES
+    fitting = [b for b in range(sizes[0], sizes[-1] + 1) if instance(b) <= usable]
+    if instance(batch) > usable:
+        largest = (f"the largest measured-range B that fits is {fitting[-1]}" if fitting
+                   else f"no B in the measured range {sizes[0]}-{sizes[-1]} fits")
+        raise ConfigError(f"{where}: model.batch_size={batch}: weights {weights / GB_BYTES:.1f} GB + {batch} x "
+                          f"{interpolate(row, batch) / GB_BYTES:.2f} GB per row = {instance(batch) / GB_BYTES:.1f} GB "
+                          f"does not fit in a {gpu_mem_gb:g} GB GPU (x{util:g} usable); {largest}")
+    speed = interpolate({b: s for b, (s, _) in figures.items()}, batch)
+    return BatchSizing(batch, measured=True, source=str(path), speed_per_gpu=speed,
+                       gpu_mem_per_instance_bytes=instance(batch), gpu_name=device, gpu_name_checked=bool(gpu_name),
+                       measured_batch_sizes=tuple(sizes), weights_bytes=weights,
+                       gpu_mem_per_row_bytes=interpolate(row, batch), largest_fitting_batch_size=fitting[-1])
 
 
 def client_cost(o: Any, pc: Any) -> tuple[float, str]:
@@ -198,12 +332,14 @@ def render(plan: Plan) -> str:
         ("instances per GPU", f"{plan.instances_per_gpu}"),
         ("GPUs per task", f"{plan.gpus_per_task}"),
         ("sessions in parallel per task", f"{plan.sessions_in_parallel_per_task}"),
-        ("session-seconds per wall-second per instance", f"{plan.session_speed:g}"),
+        ("session-seconds per wall-second per instance", f"{plan.session_speed:g}" + _speed_source(plan.batched)),
         ("cases per task", f"{plan.cases_per_task}"),
         ("array tasks", f"{plan.tasks}"),
         ("wall time per task, expected / worst", f"{plan.wall_s_per_task_expected / 60:.1f} min / {plan.wall_s_per_task_worst / 60:.1f} min"),
         ("GPU-hours, expected / worst", f"{plan.gpu_hours_expected:.2f} / {plan.gpu_hours_worst:.2f}"),
     ]
+    if plan.batched is not None:
+        rows += _batched_rows(plan.batched)
     if plan.client_cpu_s_per_session_s is not None:
         cores = f"{plan.client_cpu_cores_per_task:.2f}" + (f" of {plan.cpus_per_task}" if plan.cpus_per_task else "")
         rows += [
@@ -215,6 +351,30 @@ def render(plan: Plan) -> str:
     return "\n".join(["| quantity | value |", "|---|---|"] + [f"| {k.ljust(w)} | {v} |" for k, v in rows])
 
 
+def _speed_source(b: BatchSizing | None) -> str:
+    if b is None:
+        return ""
+    return f" per GPU at B={b.batch_size} (measured)" if b.measured else " (a configured guess, not measured)"
+
+
+def _batched_rows(b: BatchSizing) -> list[tuple[str, str]]:
+    if not b.measured:
+        return [("batch size B (model.batch_size)", f"{b.batch_size}"),
+                ("lockstep speed and memory", b.source),
+                ("to measure them", f"{b.measure_with}")]
+    gb = lambda x: f"{x / GB_BYTES:.2f} GB"  # noqa: E731
+    checked = "" if b.gpu_name_checked else "; launcher.gpu_name unset: not checked against this GPU"
+    sizes, largest = b.measured_batch_sizes, b.largest_fitting_batch_size
+    return [
+        ("lockstep figures", f"measured on {b.gpu_name} ({b.source}{checked})"),
+        ("batch size B (model.batch_size)", f"{b.batch_size} (measured at {', '.join(map(str, sizes))})"),
+        ("GPU memory per row", gb(b.gpu_mem_per_row_bytes)),
+        ("GPU memory per instance: weights + B rows",
+         f"{gb(b.weights_bytes)} + {b.batch_size} rows = {gb(b.gpu_mem_per_instance_bytes)}"),
+        ("largest B that fits this GPU", f"{largest}" + (" (the largest measured)" if largest == sizes[-1] else "")),
+    ]
+
+
 def plan(ctx) -> Plan:
     # a benchmark whose user writes turns during the session says what it expects them to be
     cases = [replace(c, turns=tuple(ctx.benchmark.planned_turns(c))) for c in ctx.all_cases]
@@ -224,7 +384,13 @@ def plan(ctx) -> Plan:
         log.warning("plan: the sessions of a task need %.1f client cores but launcher.cpus_per_task=%d: realtime "
                     "sessions would fall behind and be marked invalid", p.client_cpu_cores_per_task, p.cpus_per_task)
     write_text_atomic(ctx.run_dir / "plan.md", f"# Sizing plan (nothing submitted)\n\n{text}\n")
-    write_json_atomic(ctx.run_dir / "plan.json", asdict(p))
+    if p.batched is not None and not p.batched.measured:
+        log.warning("plan: %s runs B=%d rows per GPU at a configured speed and memory, not measured figures; "
+                    "measure them: %s", p.model, p.batched.batch_size, p.batched.measure_with)
+    figures = asdict(p)
+    if p.batched is None:
+        del figures["batched"]  # a model that is not batched: plan.json as before
+    write_json_atomic(ctx.run_dir / "plan.json", figures)
     print(text, flush=True)
     log.info("plan: written to %s", ctx.run_dir / "plan.md")
     return p

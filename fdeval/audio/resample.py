@@ -2,9 +2,9 @@
 
 `resample` converts a whole signal with `scipy.signal.resample_poly`. `StreamResampler` converts
 a signal that arrives in chunks (16 kHz <-> 24 kHz between the session clock and a model) with
-the same Kaiser-windowed polyphase FIR and the same zero padding at both ends, so the
-concatenation of its outputs equals the offline result (to float rounding) however the input
-was cut, including the edge samples. Its latency is about 10 * max(up, down) / up input samples
+the same Kaiser-windowed polyphase FIR, the same zero padding at both ends and the same
+`upfirdn` kernel over a window of its input, so the concatenation of its outputs equals the
+offline result sample for sample, however the input was cut, edges included. Its latency is about 10 * max(up, down) / up input samples
 (0.6 ms for 16k <-> 24k): an output sample is emitted as soon as every input it depends on has
 arrived.
 """
@@ -14,11 +14,10 @@ from __future__ import annotations
 from math import gcd
 
 import numpy as np
-from scipy.signal import firwin, resample_poly
+from scipy.signal import firwin, resample_poly, upfirdn
 
 # resample_poly's default design, repeated here so the streaming filter is the same one.
 _WINDOW = ("kaiser", 5.0)
-_BLOCK = 4096  # outputs computed per vectorised step, bounds the gather matrix's memory
 
 
 def _ratio(sr_in: int, sr_out: int) -> tuple[int, int]:
@@ -45,7 +44,9 @@ class StreamResampler:
     """Stateful polyphase resampler for a mono stream; output equals `resample` of the whole.
 
     Output sample k is sum_n x[n] * h[k*down + H - n*up] with h the (2H+1)-tap low-pass filter
-    (scaled by up) and x zero outside the stream: exactly what `resample_poly` computes.
+    (scaled by up) and x zero outside the stream: what `resample_poly` computes, with its
+    `upfirdn` run over just the inputs the pending outputs read (each output sums the same
+    terms in the same order, so the samples are identical).
     `push` returns the outputs whose inputs have all arrived; `flush` ends the stream (zeros
     after the last input), returns the rest, and leaves the resampler ready for a new stream.
     """
@@ -61,17 +62,20 @@ class StreamResampler:
         h = firwin(2 * self._half + 1, 1.0 / max(self._up, self._down), window=_WINDOW) * up
         # Polyphase split: for phase r, output taps are h[r], h[r + up], h[r + 2*up], ...
         self._n_taps = -(-h.size // up)
-        self._phases = np.zeros((up, self._n_taps))
-        for r in range(up):
-            taps = h[r::up]
-            self._phases[r, : taps.size] = taps
-        self._lags = np.arange(self._n_taps)
+        # resample_poly's own arrangement: the filter zero-padded in front so that an output sits
+        # at a whole output index of upfirdn's result (offset `_pre_remove`); the stream runs the
+        # same upfirdn over a window of its input, which gives the same sums.
+        pre_pad = self._down - self._half % self._down
+        self._h = np.concatenate([np.zeros(pre_pad), h])
+        self._pre_remove = (self._half + pre_pad) // self._down
         self._reset()
 
     def _reset(self) -> None:
-        # The buffer starts n_taps-1 samples before the stream: the zeros resample_poly pads with.
-        self._buf = np.zeros(self._n_taps - 1)
-        self._base = -(self._n_taps - 1)  # stream index of self._buf[0]
+        # The buffer starts before the stream with the zeros resample_poly pads with (and `down`
+        # more, so that a window can start on a multiple of `down`).
+        n = self._n_taps - 1 + self._down
+        self._buf = np.zeros(n)
+        self._base = -n  # stream index of self._buf[0]
         self._n_in = 0
         self._k = 0  # next output index
 
@@ -80,19 +84,27 @@ class StreamResampler:
 
     def _emit(self, k_end: int) -> np.ndarray:
         """Outputs self._k .. k_end-1 from the buffer, then drop inputs no later output needs."""
-        out = np.empty(max(0, k_end - self._k))
-        for lo in range(self._k, k_end, _BLOCK):
-            ks = np.arange(lo, min(lo + _BLOCK, k_end))
-            m = ks * self._down + self._half
-            newest = m // self._up - self._base
-            window = self._buf[newest[:, None] - self._lags[None, :]]
-            out[lo - self._k : lo - self._k + ks.size] = np.einsum("kt,kt->k", window, self._phases[m % self._up])
-        self._k = max(self._k, k_end)
-        oldest_needed = self._newest_input(self._k) - (self._n_taps - 1)
-        if oldest_needed > self._base:
-            self._buf = self._buf[oldest_needed - self._base :]
-            self._base = oldest_needed
+        k0 = self._k
+        if k_end <= k0:
+            return np.zeros(0, dtype=np.float32)
+        # the inputs outputs k0..k_end-1 read, from a multiple of `down` (so that the window's
+        # outputs fall on whole indices of the whole stream's)
+        lo = self._oldest_needed(k0)
+        hi = int(self._newest_input(k_end - 1)) + 1
+        y = upfirdn(self._h, self._buf[lo - self._base : hi - self._base], self._up, self._down)
+        j0 = k0 + self._pre_remove - lo * self._up // self._down
+        out = y[j0 : j0 + k_end - k0]
+        self._k = k_end
+        keep = self._oldest_needed(k_end)
+        if keep > self._base:
+            self._buf = self._buf[keep - self._base :]
+            self._base = keep
         return out.astype(np.float32)
+
+    def _oldest_needed(self, k: int) -> int:
+        """The first input output k reads, rounded down to a multiple of `down`."""
+        lo = int(self._newest_input(k)) - (self._n_taps - 1)
+        return lo - lo % self._down
 
     def push(self, chunk: np.ndarray) -> np.ndarray:
         """Feed the next input samples (1-D); returns the output samples now complete."""

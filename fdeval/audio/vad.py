@@ -2,7 +2,10 @@
 
 Used offline (`SileroVAD.probs`) and while a session runs (`SileroVAD.stream` -> `VADStream`):
 the orchestrator and the reference agent push 16 kHz audio of any chunk length and get speech
-onset / offset events on the audio's own clock.
+onset / offset events on the audio's own clock. `BatchedVAD` gives streams whose `push_async`
+calls, made by sessions that run side by side in one event loop (a batched lockstep model's B
+sessions), are computed together: one model call per chunk position for all of them, with the
+same probabilities as one call per stream (the model's rows are independent; tested).
 
 The model takes 512-sample chunks (32 ms) with the previous chunk's last 64 samples prepended,
 and a recurrent state of shape (2, 1, 128); it returns one speech probability per chunk.
@@ -13,6 +16,7 @@ onnxruntime 1.32, one thread): ~0.1-0.2 ms per 512-sample chunk, i.e. under 1% o
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from dataclasses import dataclass
 from importlib import resources
@@ -73,6 +77,20 @@ class _Recurrence:
         return float(prob[0, 0])
 
 
+def step_together(models: list[_Recurrence], chunks: list[np.ndarray]) -> list[float]:
+    """`model.step(chunk)` for each pair, in one model call (the streams' rows are independent)."""
+    if len(models) == 1:
+        return [models[0].step(chunks[0])]
+    frames = np.concatenate([m._frame for m in models])
+    frames[:, CONTEXT:] = np.stack(chunks)
+    state = np.concatenate([m._state for m in models], axis=1)
+    prob, state = models[0]._session.run(["output", "stateN"], {"input": frames, "state": state, "sr": models[0]._sr})
+    for i, m in enumerate(models):
+        m._state = state[:, i:i + 1]
+        m._frame[0, :CONTEXT] = frames[i, -CONTEXT:]
+    return [float(p) for p in prob[:, 0]]
+
+
 @dataclass(frozen=True)
 class VADEvent:
     """Speech started (`onset`, start of its first chunk) or ended (`offset`, end of its last)."""
@@ -106,6 +124,60 @@ class SileroVAD:
                min_silence_s: float = 0.1) -> VADStream:
         """A new stream with its own model state; see `VADStream`."""
         return VADStream(self, threshold, neg_threshold, min_speech_s, min_silence_s)
+
+
+class BatchedVAD(SileroVAD):
+    """Silero VAD whose streams' `push_async` calls are computed in batches: a push waits for the
+    other pushes made before the event loop turns (call_soon), then all of them run together,
+    chunk position by chunk position. Each stream's events are what `push` would give."""
+
+    def __init__(self, sample_rate: int = SAMPLE_RATE, threads: int = 1):
+        super().__init__(sample_rate, threads)
+        self._queue: list[tuple[VADStream, np.ndarray, asyncio.Future]] = []
+        self.calls = 0  # model calls made (for the bench)
+        self.chunks = 0  # chunks computed
+
+    def stream(self, threshold: float = 0.5, neg_threshold: float | None = None, min_speech_s: float = 0.064,
+               min_silence_s: float = 0.1) -> VADStream:
+        return _BatchedStream(self, threshold, neg_threshold, min_speech_s, min_silence_s)
+
+    def _enqueue(self, stream: VADStream, samples: np.ndarray) -> asyncio.Future:
+        loop = asyncio.get_running_loop()
+        if not self._queue:
+            loop.call_soon(self._flush)
+        fut = loop.create_future()
+        self._queue.append((stream, samples, fut))
+        return fut
+
+    def _flush(self) -> None:
+        queue, self._queue = self._queue, []
+        try:
+            results = self._compute(queue)
+        except BaseException as e:  # every waiting push hears it; none is left waiting forever
+            for _, _, fut in queue:
+                if not fut.done():
+                    fut.set_exception(e)
+            return
+        for (_, _, fut), events in zip(queue, results):
+            if not fut.done():
+                fut.set_result(events)
+
+    def _compute(self, queue: list[tuple[VADStream, np.ndarray, asyncio.Future]]) -> list[list[VADEvent]]:
+        # each stream's chunks in push order, each with the event list of the push it came from
+        todo: dict[int, list[tuple[VADStream, np.ndarray, list[VADEvent]]]] = {}
+        results: list[list[VADEvent]] = []
+        for stream, samples, _ in queue:
+            events: list[VADEvent] = []
+            results.append(events)
+            todo.setdefault(id(stream), []).extend((stream, c, events) for c in stream._whole_chunks(samples))
+        for k in range(max((len(c) for c in todo.values()), default=0)):
+            group = [chunks[k] for chunks in todo.values() if len(chunks) > k]
+            probs = step_together([st._model for st, _, _ in group], [chunk for _, chunk, _ in group])
+            self.calls += 1
+            self.chunks += len(group)
+            for (st, _, events), p in zip(group, probs):
+                st._advance(p, events)
+        return results
 
 
 class VADStream:
@@ -168,6 +240,18 @@ class VADStream:
 
     def push(self, samples: np.ndarray) -> list[VADEvent]:
         """Feed 16 kHz float samples of any length; returns the events they complete, in order."""
+        events: list[VADEvent] = []
+        for chunk in self._whole_chunks(samples):
+            self._advance(self._model.step(chunk), events)
+        return events
+
+    async def push_async(self, samples: np.ndarray) -> list[VADEvent]:
+        """`push` for a caller in an event loop; a batched VAD's streams compute it together
+        with the other streams' pushes (`BatchedVAD`)."""
+        return self.push(samples)
+
+    def _whole_chunks(self, samples: np.ndarray) -> list[np.ndarray]:
+        """The whole chunks that `samples` completes (a partial chunk waits for the next push)."""
         if self._closed:
             raise RuntimeError("push() after close()")
         samples = _mono_float32(samples)
@@ -175,10 +259,7 @@ class VADStream:
             samples = np.concatenate([self._pending, samples])
         n_whole = samples.shape[0] // CHUNK * CHUNK
         self._pending = samples[n_whole:].copy()
-        events: list[VADEvent] = []
-        for start in range(0, n_whole, CHUNK):
-            self._advance(self._model.step(samples[start : start + CHUNK]), events)
-        return events
+        return [samples[start : start + CHUNK] for start in range(0, n_whole, CHUNK)]
 
     def close(self) -> list[VADEvent]:
         """End the stream: the offset of an open segment (at the end of its last speech chunk,
@@ -217,3 +298,14 @@ class VADStream:
         self._speaking = False
         self._run_start = None
         events.append(VADEvent("offset", end_s))
+
+
+class _BatchedStream(VADStream):
+    """A `BatchedVAD`'s stream: `push_async` joins the batch; `push` still computes alone."""
+
+    def __init__(self, vad: BatchedVAD, *args) -> None:
+        super().__init__(vad, *args)
+        self._batch = vad
+
+    async def push_async(self, samples: np.ndarray) -> list[VADEvent]:
+        return await self._batch._enqueue(self, samples)

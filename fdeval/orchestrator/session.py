@@ -178,7 +178,7 @@ async def run_session(
                 health.model_audio_n += _place(events, clock, t0 + frame_n / sr, playback, from_model, log)
                 n_end = n0 + frame_n
                 health.model(n_end)
-                vad_events = vstream.push(playback.render_to(n_end))
+                vad_events = await vstream.push_async(playback.render_to(n_end))
                 onsets = [e.t_s for e in vad_events if e.kind == "onset"]
                 for e in vad_events:
                     log.event(e.t_s, f"vad_{e.kind}", -1, "model channel")

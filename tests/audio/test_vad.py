@@ -117,3 +117,80 @@ def test_min_durations_drop_short_runs_and_bridge_pauses(vad, embedded):
         assert (t * SR / CHUNK) == pytest.approx(round(t * SR / CHUNK))  # chunk boundaries
     never = vad.stream(min_speech_s=10.0)
     assert never.push(x) == [] and never.close() == [] and never.segments == []
+
+
+def _streams_alone_and_batched(sentence, n_streams: int, seed: int):
+    """n streams of speech at different offsets, pushed in pieces of random lengths: each stream
+    alone (`push`), and all of them through one BatchedVAD (`push_async`, one push per stream per
+    loop turn, as sessions do)."""
+    import asyncio
+
+    from fdeval.audio.vad import BatchedVAD
+
+    rng = np.random.default_rng(seed)
+    audio = []
+    for i in range(n_streams):
+        lead = np.zeros(int(rng.integers(0, 16000)), np.float32)
+        audio.append(np.concatenate([lead, sentence.samples * np.float32(rng.uniform(0.2, 1.0)), np.zeros(8000, np.float32)]))
+    cuts = [np.cumsum(rng.integers(100, 3000, size=len(a) // 100))[:-1] for a in audio]
+    pieces = [[p for p in np.split(a, c[c < len(a)]) if len(p)] for a, c in zip(audio, cuts)]
+
+    def alone(i):
+        s = SileroVAD().stream()
+        events = [s.push(p) for p in pieces[i]]
+        return events + [s.close()], s.segments
+
+    batched = BatchedVAD()
+
+    async def one(i):
+        s = batched.stream()
+        events = []
+        for p in pieces[i]:
+            events.append(await s.push_async(p))
+        return events + [s.close()], s.segments
+
+    async def all_():
+        return await asyncio.gather(*(one(i) for i in range(n_streams)))
+
+    return [alone(i) for i in range(n_streams)], asyncio.run(all_()), batched
+
+
+@pytest.mark.parametrize("n_streams", [1, 3, 8, 33])
+def test_batched_streams_give_what_each_stream_gives_alone(sentence, n_streams):
+    alone, together, batched = _streams_alone_and_batched(sentence, n_streams, seed=n_streams)
+    assert together == alone  # every push's events and every segment, exactly
+    assert sum(1 for ev, _ in alone for push in ev for e in push if e.kind == "onset") >= n_streams
+    if n_streams > 1:  # chunks of several streams shared a call
+        assert batched.calls < batched.chunks
+
+
+def test_batched_probabilities_are_bit_identical_to_single_calls():
+    """The batched model call gives each row exactly what a call of its own gives, for batch sizes
+    a lockstep run uses (the recording must not depend on which sessions ran beside it)."""
+    from fdeval.audio.vad import _Recurrence, _session, step_together
+
+    rng = np.random.default_rng(0)
+    for n in (2, 5, 8, 16, 31, 64):
+        single = [_Recurrence(_session(1)) for _ in range(n)]
+        group = [_Recurrence(_session(1)) for _ in range(n)]
+        for k in range(6):
+            chunks = [(rng.standard_normal(CHUNK) * rng.uniform(0.01, 0.5)).astype(np.float32) for _ in range(n)]
+            want = [m.step(c) for m, c in zip(single, chunks)]
+            assert step_together(group, chunks) == want, (n, k)
+
+
+def test_a_failing_batch_reaches_every_waiting_push(sentence):
+    import asyncio
+
+    from fdeval.audio.vad import BatchedVAD
+
+    batched = BatchedVAD()
+
+    async def go():
+        a, b = batched.stream(), batched.stream()
+        b.close()
+        return await asyncio.gather(a.push_async(sentence.samples[:4000]), b.push_async(sentence.samples[:4000]), return_exceptions=True)
+
+    ra, rb = asyncio.run(go())
+    # b's push after close fails, and so does the batch it was in: nobody waits forever
+    assert isinstance(ra, RuntimeError) and isinstance(rb, RuntimeError) and "after close" in str(rb)

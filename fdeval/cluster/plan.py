@@ -31,7 +31,7 @@ from fdeval.engine.clients import auto_processes
 from fdeval.errors import ConfigError
 from fdeval.settings import OrchestratorSettings
 from fdeval.files import write_json_atomic, write_text_atomic
-from fdeval.orchestrator.turns import TurnConfig, barge_in_delay_s, closing_timeout_s, effective_turn_config
+from fdeval.orchestrator.turns import EXPECTED_MODEL_TURN_S, TurnConfig, effective_turn_config, session_length_s
 from fdeval.types import TestCase
 
 log = logging.getLogger("fdeval")
@@ -58,28 +58,9 @@ def estimate_case(case: TestCase, silence_s: float, trailing_s: float, model_tur
 
 def estimate_session(case: TestCase, turns: TurnConfig, model_turn_s: float) -> CaseEstimate:
     """The case's expected and worst session length under the effective turn settings `turns`
-    (the delays and the closing timeout are the turn manager's own functions)."""
-    audio = sum(t.duration_s for t in case.turns)
-    expected = worst = 0.0
-    for i, turn in enumerate(case.turns):
-        if turn.turn_type == "barge-in":
-            delay = barge_in_delay_s(turn, turns)
-            expected += delay
-            worst += turn.timeout_s + delay
-        elif i == 0:
-            expected += turns.silence_s
-            worst += turns.silence_s
-        else:
-            expected += model_turn_s + turns.silence_s
-            worst += turn.timeout_s
-        expected += turn.duration_s + turns.trailing_silence_s
-        worst += turn.duration_s + turns.trailing_silence_s
-    tail_s = turns.tail_after_last_turn_s
-    if tail_s is not None:  # a fixed observation window ends the session (e.g. TACT)
-        return CaseEstimate(case.case_id, audio, expected + tail_s, worst + tail_s)
-    expected += model_turn_s + turns.silence_s
-    worst += closing_timeout_s(case.turns)
-    return CaseEstimate(case.case_id, audio, expected, worst)
+    (the turn manager's own arithmetic: `fdeval.orchestrator.turns.session_length_s`)."""
+    expected, worst = session_length_s(case.turns, turns, model_turn_s)
+    return CaseEstimate(case.case_id, sum(t.duration_s for t in case.turns), expected, worst)
 
 
 def plan_turn_config(o: Any, model_turn_silence_s: float | None, fixed: dict[str, Any]) -> TurnConfig:
@@ -151,7 +132,7 @@ def make_plan(cases: list[TestCase], cfg: Any, fixed: dict[str, Any] | None = No
     gpu_mem = float(lc.get("gpu_mem_gb", 0.0))
     util = float(pc.get("gpu_mem_util", 0.9))
     turns = plan_turn_config(o, cfg.model.get("turn_silence_s", None), fixed)
-    est = [estimate_session(c, turns, float(pc.get("model_turn_s", 8.0))) for c in cases]
+    est = [estimate_session(c, turns, float(pc.get("model_turn_s", EXPECTED_MODEL_TURN_S))) for c in cases]
     server = cfg.model.get("server", None)
     batch = cfg.model.get("batch_size", None)
     batched = None

@@ -30,7 +30,7 @@ from omegaconf import OmegaConf
 import fdeval
 from fdeval.audio.io import read_wav
 from fdeval.audio.resample import resample
-from fdeval.audio.vad import SileroVAD
+from fdeval.audio.vad import BatchedVAD, SileroVAD
 from fdeval.engine.clients import RunFailures, client_processes, cpu_seconds, serve, spread
 from fdeval.engine.run import Run, SessionState, build
 from fdeval.engine.steps import Aggregate, Metric, Step
@@ -39,6 +39,7 @@ from fdeval.files import remove_stale_temps, write_json_atomic
 from fdeval.models.base import DuplexModel, ModelUnavailable
 from fdeval.orchestrator.clock import make_clock
 from fdeval.orchestrator.recorder import write_session
+from fdeval.orchestrator.turns import effective_turn_config, session_length_s
 from fdeval.orchestrator.session import run_session
 from fdeval.settings import OrchestratorSettings, typed
 from fdeval.types import TestCase
@@ -172,6 +173,8 @@ class _Recorder:
         check_fits(self.todo, self.ocfg.turns.max_session_s)
         self.clock_kind = model.clock if self.clock == "auto" else self.clock
         n_parallel = max(1, int(model.concurrency))
+        if n_parallel > 1:
+            self.todo = self.longest_first(self.todo, model)
         self.processes = client_processes(self.settings, self.clock_kind, n_parallel, len(self.todo))
         cpu0 = cpu_seconds()
         if self.processes > 1:
@@ -190,10 +193,20 @@ class _Recorder:
         self.cpu_s = cpu_seconds() - cpu0
         self._summary()
 
+    def longest_first(self, cases: list[TestCase], model: DuplexModel) -> list[TestCase]:
+        """`cases` by expected session length, longest first: with several sessions in flight (rows
+        of a batch, server instances) the last ones to start are the short ones, so the slots stay
+        busy until the end (longest-processing-time-first scheduling)."""
+        turns = effective_turn_config(self.ocfg.turns, model.turn_silence_s)
+        length = {c.case_id: session_length_s(self.run.benchmark.planned_turns(c), turns)[0] for c in cases}
+        return sorted(cases, key=lambda c: -length[c.case_id])
+
     def prepare(self) -> None:
         """What this process needs before its first session: the VAD, the session attributes."""
         run, model = self.run, self.run.model
-        self.vad = SileroVAD(sample_rate=self.ocfg.sample_rate)
+        # sessions in lockstep share one event loop and step together: their VAD calls can too
+        batched = self.clock_kind == "lockstep" and int(model.concurrency) > 1
+        self.vad = (BatchedVAD if batched else SileroVAD)(sample_rate=self.ocfg.sample_rate)
         if self.clock_kind == "realtime":
             # Everything loaded so far (modules, config, the model) lives for the whole run. Full
             # collections walked it all (50-75 ms each here, a pause the frame loop feels); frozen,

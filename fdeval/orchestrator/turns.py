@@ -85,6 +85,36 @@ def closing_timeout_s(turns: Sequence[Turn]) -> float:
     return float(turns[-1].timeout_s) if turns else 10.0
 
 
+# The length of one model turn a session is expected to wait for (sizing and scheduling only;
+# `launcher.plan.model_turn_s` sets it for stage=plan).
+EXPECTED_MODEL_TURN_S = 8.0
+
+
+def session_length_s(turns: Sequence[Turn], cfg: TurnConfig, model_turn_s: float = EXPECTED_MODEL_TURN_S
+                     ) -> tuple[float, float]:
+    """(expected, worst) session length for these user turns under `cfg`: every turn's audio and
+    trailing silence, plus the waits this turn manager makes: the initial silence, one expected
+    model turn and the completion silence after each later take-turn, the barge-in delay before
+    each barge-in, and the closing wait; the worst case waits every timeout out."""
+    expected = worst = 0.0
+    for i, turn in enumerate(turns):
+        if turn.turn_type == "barge-in":
+            delay = barge_in_delay_s(turn, cfg)
+            expected += delay
+            worst += turn.timeout_s + delay
+        elif i == 0:
+            expected += cfg.silence_s
+            worst += cfg.silence_s
+        else:
+            expected += model_turn_s + cfg.silence_s
+            worst += turn.timeout_s
+        expected += turn.duration_s + cfg.trailing_silence_s
+        worst += turn.duration_s + cfg.trailing_silence_s
+    if cfg.tail_after_last_turn_s is not None:  # a fixed observation window ends the session (e.g. TACT)
+        return expected + cfg.tail_after_last_turn_s, worst + cfg.tail_after_last_turn_s
+    return expected + model_turn_s + cfg.silence_s, worst + closing_timeout_s(turns)
+
+
 @dataclass
 class TurnRecord:
     """What happened to one user turn (written to the session log)."""

@@ -23,7 +23,7 @@ def main(tiny: dict, audio: np.ndarray, out: Path) -> None:
     m = MoshiLockstep(batch_size=2, hf_repo=None, config_path=tiny["config"], moshi_weight=tiny["moshi_weight"],
                       mimi_weight=tiny["mimi_weight"], tokenizer=tiny["tokenizer"], device="cpu", dtype="float32",
                       temp=0, temp_text=0, torch_threads=1)
-    t = Target(m, audio, has_text=True, held=lambda: sum(o is not None for o in m.stepper.owner), quiet_s=0.0)
+    t = Target(m, audio, has_text=True, held=lambda: sum(o is not None for o in m.pool.owner), quiet_s=0.0)
     results: dict = {}
 
     def record(name: str, fn) -> None:
@@ -38,7 +38,7 @@ def main(tiny: dict, audio: np.ndarray, out: Path) -> None:
     record("text_before_audio", lambda: check_text_before_audio(t, runs))
     record("close_twice", lambda: asyncio.run(check_close_twice(t)))
     record("cancel", lambda: asyncio.run(check_cancel(t)))
-    record("model_close_twice", lambda: (m.close(), m.close(), m._stepper is None)[-1])
+    record("model_close_twice", lambda: (m.close(), m.close(), m._pool is None)[-1])
     out.write_text(json.dumps(results))
 
 

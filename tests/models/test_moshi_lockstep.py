@@ -62,7 +62,7 @@ def lockstep_tokens(tiny: dict, frames_path: str, out_path: str) -> None:
             return t, await session(model, frames, len(frames))
 
         a, (b, c) = await asyncio.gather(session(model, frames, len(frames)), other_then_same())
-        return a, c, model.stepper.steps, model.stepper.row_steps
+        return a, c, model.pool.steps, model.pool.row_steps
 
     b1 = asyncio.run(alone())
     a, c, steps, rows = asyncio.run(batched())

@@ -2,9 +2,12 @@
 
 For each B in `--batch`, the real run step (`stage=run model=moshi_lockstep model.batch_size=B`,
 through `fdeval.bench.common.launch`) records the same cases, and prints session-seconds per
-wall-second; then the bare batched forward (Mimi encode, `LMGen.step`, Mimi decode on the same
-cases' user audio, every row busy, no turn managers, VAD, events or recording) runs at the same B.
-The last line printed is `harness/forward at B=8: R`: the harness's speed over the forward's.
+wall-second, the batched steps it took and how busy its rows were; the bare batched forward
+(Mimi encode, `LMGen.step`, Mimi decode on the same cases' user audio, every row busy, no turn
+managers, VAD, events or recording) runs at the same B just before and just after it, so that both
+are measured side by side (the forward's figure is the mean of the two; their spread shows how
+steady the machine was). The last line printed is `harness/forward at B=8: R`: the harness's speed
+over the forward's.
 
 Model, random weights, no download: by default the tiny random Moshi (`fdeval/models/moshi_tiny.py`)
 on the CPU; `--moshiko-shapes` builds a model with moshiko's real shapes (Moshi 7B LM, the real
@@ -21,16 +24,18 @@ or with fdeval's python, which hands over to the moshi venv (`python -m fdeval.m
     python benchmarks/moshi_lockstep_speed.py                       # tiny model, CPU, B = 1,8
     python benchmarks/moshi_lockstep_speed.py --moshiko-shapes      # GPU, B = 1,8,32,64
 
-The cases are Instruct-FD's (`--size small`, the built-in set, by default) with every take-turn's
-timeout at `--turn-timeout-s` (the random model never falls silent, so a turn waits that long).
-Each B's harness speed leaves out its model load (`model.load_s`); its first steps are in it (at the
-first B, torch.compile's first graph too: about 5 s for the tiny model on a CPU).
+The cases are Instruct-FD's (`--size sample`, two per scenario, by default) with every take-turn's
+timeout at `--turn-timeout-s` (the random model never falls silent, so a turn waits that long),
+sessions cut at `--max-session-s` (which also sizes each row's KV cache; both the harness and the
+forward use it). Each B's harness speed leaves out its model load (`model.load_s`, which includes
+the model's warm-up steps: torch.compile's graphs, CUDA graph capture).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import os
 import platform
@@ -140,12 +145,13 @@ def full_set_session_s(full_cases: Path | None, out: Path) -> dict[str, Any]:
             "source": "computed now"}
 
 
-def bare_forward(stepper: Any, batch: int, frames: np.ndarray, steps: int, warmup: int) -> dict[str, Any]:
-    """Mimi encode + LMGen.step + Mimi decode at `batch` rows, all busy, as the stepper's step does,
-    without its masks, resets, events or anything of the session around it."""
+def bare_forward(rows: Any, batch: int, frames: np.ndarray, steps: int, warmup: int) -> dict[str, Any]:
+    """Mimi encode + LMGen.step + Mimi decode at `batch` rows, all busy, as the harness's step does,
+    without its masks, resets, events or anything of the session around it (`rows`: a closed
+    `MoshiRows`, whose modules get a streaming state of `batch` rows here)."""
     import torch
 
-    lm_gen, mimi, device = stepper.lm_gen, stepper.mimi, stepper.device
+    lm_gen, mimi, device = rows.lm_gen, rows.mimi, rows.device
     n_frames = frames.shape[1]
     with contextlib.ExitStack() as stack, torch.no_grad():
         stack.enter_context(lm_gen.streaming(batch))
@@ -177,10 +183,43 @@ def case_frames(cases: list[Any], root: Path, rows: int, frame_n: int, sr: int) 
     return np.stack([audio[i % len(audio)][: n * frame_n].reshape(n, frame_n) for i in range(rows)])
 
 
+def harness(a: argparse.Namespace, b: int, ids: list[str], common: list[str], stamp: str) -> dict[str, Any]:
+    """The real run step at batch size `b` on the cases `ids`: its speed after the model's load, the
+    batched steps it took, and (CUDA) the GPU memory it added."""
+    import torch
+
+    from fdeval.bench.common import launch
+
+    cuda = a.device.startswith("cuda")
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+    # a run folder of its own each time: one left by an earlier call would be resumed, measuring nothing
+    run, step_wall = launch(a.out.resolve(), f"run_tag=speed-{stamp}-b{b}", "stage=run", "model=moshi_lockstep",
+                            f"model.batch_size={b}", f"benchmark.cases=[{','.join(ids)}]", *common)
+    st = run.stats["run"]
+    load_s = float(run.model.load_s)
+    n = run.model.counters()
+    compute_s = st["wall_s"] - load_s
+    h = {"batch": b, "cases": st["recorded"], "failed": st["failed"], "invalid": st["invalid"],
+         "session_s": st["session_s"], "wall_s": st["wall_s"], "load_s": load_s, "step_wall_s": step_wall,
+         "speed_with_load": st["speed"], "speed": st["session_s"] / compute_s, "cpu_s": st["cpu_s"],
+         "steps": int(n["steps"]), "row_steps": int(n["row_steps"]), "rows_busy": n["row_steps"] / max(1, n["steps"]),
+         "step_ms": 1e3 * compute_s / max(1, n["steps"]), "in_model_step": n["step_s"] / compute_s}
+    if cuda:
+        h["gpu_peak_bytes"] = torch.cuda.max_memory_allocated() - base  # this run's model: weights + rows
+    del run
+    gc.collect()
+    if cuda:
+        torch.cuda.empty_cache()
+    return h
+
+
 def measure(a: argparse.Namespace, res: dict[str, Any]) -> None:
     import torch
 
-    from fdeval.bench.common import _cpu_model, launch, makespan, sessions
+    from fdeval.bench.common import _cpu_model, launch
     from fdeval.models.moshi_lockstep import MoshiLockstep
 
     torch.set_num_threads(a.threads)
@@ -190,78 +229,75 @@ def measure(a: argparse.Namespace, res: dict[str, Any]) -> None:
     res["env"] = {"device": torch.cuda.get_device_name() if cuda else _cpu_model(),
                   "device_kind": a.device, "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
                   "python": platform.python_version(), "cpus": os.cpu_count(), "dtype": a.dtype,
-                  "model": "moshiko shapes, random" if a.moshiko_shapes else "tiny random Moshi"}
+                  "model": "moshiko shapes, random" if a.moshiko_shapes else "tiny random Moshi",
+                  "kv_cache_s": a.max_session_s}
     w = build_moshiko_shapes(out / "moshiko", a.device) if a.moshiko_shapes else build_tiny(Path(sys.executable), out / "tiny")
     weights = [f"model.config_path={w['config']}", f"model.moshi_weight={w['moshi_weight']}",
                f"model.mimi_weight={w['mimi_weight']}", f"model.tokenizer={w['tokenizer']}", "model.hf_repo=null"]
-    short = f"benchmark.timeout_s={a.turn_timeout_s:g}"
-    gen, _ = launch(out, "stage=generate", f"benchmark.size={a.size}", short)
-    # --cases N: the same first N cases at every B; else on a CPU 2 x the largest B for all, on CUDA
-    # 2 x B at each B (prefixes of one list: B=1 alone would take an hour at real time)
-    per_b = {b: min(len(gen.cases), a.cases or (2 * b if cuda else 2 * max(a.batch))) for b in a.batch}
+    # sessions are cut (and invalid) at max_session_s, which also sizes each row's KV cache
+    short = [f"benchmark.timeout_s={a.turn_timeout_s:g}", f"orchestrator.max_session_s={a.max_session_s:g}"]
+    gen, _ = launch(out, "stage=generate", f"benchmark.size={a.size}", short[0])
+    # --cases N: the same first N cases at every B; else on a CPU 4 x the largest B for all, on CUDA
+    # 2 x B at each B (prefixes of one list: B=1 alone would take an hour at real time). A whole
+    # number of cases per row: sessions of similar length then keep every row busy to the end, as
+    # the many cases of a real run do (26 cases on 8 rows leave 2 alone in a fourth wave).
+    per_b = {b: min(len(gen.cases), a.cases or (2 * b if cuda else 4 * max(a.batch))) for b in a.batch}
     cases = gen.cases[:max(per_b.values())]
     for b, n in per_b.items():
         if n < b:
             print(f"note: {n} cases for B={b}: its rows are never all busy", flush=True)
     res["cases"] = [c.case_id for c in cases]
     res["cases_per_batch"] = per_b
-    common = [f"model.device={a.device}", f"model.dtype={a.dtype}", f"model.torch_threads={a.threads}"]
-    res["harness"], res["forward"] = [], []
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    print(f"{'/'.join(str(n) for n in per_b.values())} cases at B={','.join(map(str, a.batch))} ({a.size} set, take-turn timeout {a.turn_timeout_s:g} s), {res['env']['model']}, "
-          f"{a.device} ({res['env']['device']}), torch {torch.__version__}, {torch.get_num_threads()} thread(s)", flush=True)
-    for b in a.batch:
-        if cuda:
-            torch.cuda.empty_cache()
-            torch.cuda.reset_peak_memory_stats()
-        # a run folder of its own each time: one left by an earlier call would be resumed, measuring nothing
-        ids = res["cases"][:per_b[b]]
-        run, step_wall = launch(out, f"run_tag=speed-{stamp}-b{b}", "stage=run", "model=moshi_lockstep", f"model.batch_size={b}",
-                                short, f"benchmark.size={a.size}", f"benchmark.cases=[{','.join(ids)}]", *common, *weights)
-        st = run.stats["run"]
-        load_s = float(run.model.load_s)
-        h = {"batch": b, "cases": st["recorded"], "failed": st["failed"], "session_s": st["session_s"],
-             "wall_s": st["wall_s"], "load_s": load_s, "step_wall_s": step_wall, "speed_with_load": st["speed"],
-             "speed": st["session_s"] / (st["wall_s"] - load_s), "cpu_s": st["cpu_s"]}
-        # the batched steps it took: the sessions dealt in order to B rows (the tail runs part-full)
-        length = {lg["attrs"]["case_id"]: float(lg["attrs"]["duration_s"]) for lg in sessions(run.run_dir)}
-        span = makespan([length[c] for c in ids if c in length], b)
-        h.update(steps=round(span / FRAME_S), rows_busy=h["session_s"] / span,
-                 step_ms=1e3 * (st["wall_s"] - load_s) / (span / FRAME_S))
-        line = (f"harness B={b}: {h['speed']:.2f} session-s per wall-s ({h['session_s']:.1f} session-s of "
-                f"{h['cases']} cases in {h['wall_s'] - load_s:.1f} s after a {load_s:.1f} s load; "
-                f"~{h['steps']} steps of {h['step_ms']:.1f} ms, {h['rows_busy']:.2f} rows busy on average)")
-        if cuda:
-            h["gpu_peak_bytes"] = torch.cuda.max_memory_allocated()
-            line += f", GPU peak {h['gpu_peak_bytes'] / 2**30:.2f} GiB"
-        res["harness"].append(h)
-        print(line, flush=True)
-    # the bare forward: one load, then each B's own streaming state
+    common = [f"model.device={a.device}", f"model.dtype={a.dtype}", f"model.torch_threads={a.threads}",
+              f"benchmark.size={a.size}", *short, *weights]
+    # the bare forward's model: loaded once (kept beside the harness's own), a streaming state per call
     if cuda:
         torch.cuda.empty_cache()
-    model = MoshiLockstep(batch_size=1, hf_repo=None, config_path=w["config"], moshi_weight=w["moshi_weight"],
-                          mimi_weight=w["mimi_weight"], tokenizer=w["tokenizer"], device=a.device, dtype=a.dtype,
-                          torch_threads=a.threads)
-    stepper = model.stepper
-    stepper.close()  # its streaming(1) state; bare_forward opens streaming(B)
-    params = [p for mod in (stepper.lm_gen.lm_model, stepper.mimi) for p in mod.parameters()]
+    fmodel = MoshiLockstep(batch_size=1, hf_repo=None, config_path=w["config"], moshi_weight=w["moshi_weight"],
+                           mimi_weight=w["mimi_weight"], tokenizer=w["tokenizer"], device=a.device, dtype=a.dtype,
+                           torch_threads=a.threads, kv_cache_s=a.max_session_s)
+    rows = fmodel.pool.rows
+    rows.close()  # its streaming(1) state; bare_forward opens streaming(B)
+    res["env"]["kv_cache_steps"] = rows.kv_capacity
+    params = [p for mod in (rows.lm_gen.lm_model, rows.mimi) for p in mod.parameters()]
     res["weights_bytes"] = int(sum(p.numel() * p.element_size() for p in params))
-    frames = case_frames(cases, gen.case_root, max(a.batch), stepper.frame_n, int(stepper.mimi.sample_rate))
+    frames = case_frames(cases, gen.case_root, max(a.batch), rows.frame_n, int(rows.mimi.sample_rate))
+    res["harness"], res["forward"] = [], []
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    print(f"{'/'.join(str(n) for n in per_b.values())} cases at B={','.join(map(str, a.batch))} ({a.size} set, "
+          f"take-turn timeout {a.turn_timeout_s:g} s, KV cache {rows.kv_capacity} steps), {res['env']['model']}, "
+          f"{a.device} ({res['env']['device']}), torch {torch.__version__}, {torch.get_num_threads()} thread(s)", flush=True)
     for b in a.batch:
-        f = bare_forward(stepper, b, frames, a.forward_steps, a.warmup_steps)
+        # the forward just before and just after the harness: a machine that is busier during one
+        # part shows as a spread between the two, and the ratio uses their mean
+        before = bare_forward(rows, b, frames, a.forward_steps, a.warmup_steps)
+        h = harness(a, b, res["cases"][:per_b[b]], common, stamp)
+        after = bare_forward(rows, b, frames, a.forward_steps, a.warmup_steps)
+        f = {"batch": b, "speed": (before["speed"] + after["speed"]) / 2, "before": before, "after": after,
+             "steps": before["steps"], "step_ms": (before["step_ms"] + after["step_ms"]) / 2}
+        line = (f"harness B={b}: {h['speed']:.2f} session-s per wall-s ({h['session_s']:.1f} session-s of "
+                f"{h['cases']} cases in {h['wall_s'] - h['load_s']:.1f} s after a {h['load_s']:.1f} s load; "
+                f"{h['steps']} steps of {h['step_ms']:.1f} ms, {h['rows_busy']:.2f} rows busy on average, "
+                f"{100 * h['in_model_step']:.1f}% of the time in the model step)")
+        if h["invalid"] or h["failed"]:
+            line += f"; {h['invalid']} session(s) invalid, {h['failed']} failed"
+        if cuda:
+            h["gpu_mem_per_row_bytes"] = (h["gpu_peak_bytes"] - res["weights_bytes"]) / b
+            line += f", GPU {h['gpu_peak_bytes'] / 2**30:.2f} GiB ({h['gpu_mem_per_row_bytes'] / 2**30:.3f} GiB per row)"
+        res["harness"].append(h)
         res["forward"].append(f)
-        print(f"forward B={b}: {f['speed']:.2f} session-s per wall-s ({f['step_ms']:.1f} ms per step, "
-              f"{f['steps']} steps)", flush=True)
+        print(line, flush=True)
+        print(f"forward B={b}: {f['speed']:.2f} session-s per wall-s ({f['step_ms']:.1f} ms per step; "
+              f"{before['speed']:.2f} before the harness, {after['speed']:.2f} after; {f['steps']} steps each)", flush=True)
     if cuda:
         full = full_set_session_s(a.full_cases, out)
         res["full_set"] = full
         print(f"full Instruct-FD set: {full['cases']} sessions, {full['session_s_expected'] / 3600:.2f} h expected "
               f"session time ({full['source']}); GPU-minutes on one GPU = that / harness speed / 60:", flush=True)
         for h in res["harness"]:
-            h["gpu_mem_per_row_bytes"] = (h["gpu_peak_bytes"] - res["weights_bytes"]) / h["batch"]
             h["full_set_gpu_min"] = full["session_s_expected"] / h["speed"] / 60
             print(f"  B={h['batch']}: {h['full_set_gpu_min']:.1f} GPU-min; GPU memory per row "
-                  f"{h['gpu_mem_per_row_bytes'] / 2**30:.3f} GiB (peak less {res['weights_bytes'] / 2**30:.2f} GiB "
+                  f"{h['gpu_mem_per_row_bytes'] / 2**30:.3f} GiB (the run's peak less {res['weights_bytes'] / 2**30:.2f} GiB "
                   "of weights, over B)", flush=True)
     ref = 8 if 8 in a.batch else max(a.batch)
     h8 = next(h for h in res["harness"] if h["batch"] == ref)
@@ -279,11 +315,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default=None, help="cpu | cuda (default: cuda with --moshiko-shapes, else cpu)")
     p.add_argument("--dtype", default="bfloat16")
     p.add_argument("--threads", type=int, default=1, help="torch threads")
-    p.add_argument("--size", default=None, help="Instruct-FD size the cases come from (default small on a CPU, "
-                   "sample on CUDA: enough cases to fill B=64 twice)")
+    p.add_argument("--size", default="sample", help="Instruct-FD size the cases come from (default sample: 134 "
+                   "cases, enough to fill B=64 twice)")
     p.add_argument("--cases", type=int, default=None,
-                   help="the same first N cases at every B (default: CPU 2 x the largest B, CUDA 2 x B at each B)")
+                   help="the same first N cases at every B (default: CPU 4 x the largest B, CUDA 2 x B at each B)")
     p.add_argument("--turn-timeout-s", type=float, default=4.0)
+    p.add_argument("--max-session-s", type=float, default=120.0,
+                   help="orchestrator.max_session_s, which also sizes each row's KV cache (model.kv_cache_s)")
     p.add_argument("--forward-steps", type=int, default=150)
     p.add_argument("--warmup-steps", type=int, default=3)
     p.add_argument("--full-cases", type=Path, default=None, help="a generated full Instruct-FD set (for the projection)")
@@ -295,7 +333,6 @@ def main(argv: list[str] | None = None) -> int:
         return hand_over(argv)
     a.device = a.device or ("cuda" if a.moshiko_shapes else "cpu")
     a.batch = a.batch or ([1, 8, 32, 64] if a.device.startswith("cuda") else [1, 8])
-    a.size = a.size or ("sample" if a.device.startswith("cuda") else "small")
     a.json = a.json or a.out / "speed.json"
     res: dict[str, Any] = {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(a).items()}}
 

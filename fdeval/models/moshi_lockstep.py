@@ -43,7 +43,8 @@ VENV_HINT = ("python -m fdeval.models.moshi_env --with-fdeval, then "
 LOCAL_FILES = ("moshi_weight", "mimi_weight", "tokenizer")  # required when model.hf_repo is null
 
 
-def _need(module: str, name: str, find_only: bool = False) -> Any:
+def need(module: str, name: str, find_only: bool = False) -> Any:
+    """`optional_import` of what the Moshi family's in-process models need, naming the moshi venv."""
     return optional_import(module, f"it runs inside the moshi venv: {VENV_HINT}", f"model={name}", ("moshi", "torch"),
                            find_only=find_only)
 
@@ -93,20 +94,20 @@ def kv_steps(kv_cache_s: float | None, frame_s: float, extra_steps: int = 0) -> 
     return int(math.ceil(float(kv_cache_s) / frame_s)) + 8 + int(extra_steps)
 
 
-class MoshiLockstep(BatchedModel):
-    """Moshi's LMGen + Mimi in this process, `batch_size` sessions per forward pass."""
+class MoshiFamilyBatched(BatchedModel):
+    """What the batched Moshi-family models share: 24 kHz, 80 ms frames, a frame of audio per frame,
+    SentencePiece pieces; the checkpoint files, device and dtype, decoding, seed, threads and KV
+    cache settings, checked when the model is built."""
 
     audio_per_frame = True
     sample_rate = 24000
     frame_s = 0.08
     text_stream = "pieces"
 
-    def __init__(self, name: str = "moshi-lockstep", batch_size: int = 8, turn_silence_s: float | None = 2.5,
-                 hf_repo: str | None = "kyutai/moshiko-pytorch-bf16", config_path: str | None = None,
-                 moshi_weight: str | None = None, mimi_weight: str | None = None, tokenizer: str | None = None,
-                 device: str = "cuda", dtype: str = "bfloat16", temp: float = 0.8, temp_text: float = 0.7,
-                 top_k: int = 250, top_k_text: int = 25, seed: int = 42424242, torch_threads: int | None = None,
-                 kv_cache_s: float | None = None, log_tokens: bool = False):
+    def __init__(self, name: str, batch_size: int, turn_silence_s: float | None, hf_repo: str | None,
+                 config_path: str | None, moshi_weight: str | None, mimi_weight: str | None, tokenizer: str | None,
+                 device: str, dtype: str, decoding: dict[str, Any], seed: int, torch_threads: int | None,
+                 kv_cache_s: float | None, log_tokens: bool):
         if int(batch_size) < 1:
             raise ConfigError(f"model.batch_size: must be >= 1, got {batch_size}")
         super().__init__(name, batch_size)
@@ -114,17 +115,36 @@ class MoshiLockstep(BatchedModel):
         self.hf_repo, self.config_path = hf_repo, config_path
         self.moshi_weight, self.mimi_weight, self.tokenizer = moshi_weight, mimi_weight, tokenizer
         self.device, self.dtype = device, dtype
-        self.decoding = {"temp": float(temp), "temp_text": float(temp_text), "top_k": int(top_k),
-                         "top_k_text": int(top_k_text)}
+        self.decoding = {"temp": float(decoding["temp"]), "temp_text": float(decoding["temp_text"]),
+                         "top_k": int(decoding["top_k"]), "top_k_text": int(decoding["top_k_text"])}
         self.seed, self.torch_threads, self.log_tokens = int(seed), torch_threads, bool(log_tokens)
         self.kv_steps = kv_steps(kv_cache_s, self.frame_s)
         for module in ("moshi", "torch"):  # found, not imported: torch takes seconds to import
-            _need(module, name, find_only=True)
-        if hf_repo:
-            check_local_files(self)
-            self._local: dict[str, Path] | None = None
-        else:
-            self._local = local_checkpoint_files(self)
+            need(module, name, find_only=True)
+        check_local_files(self)
+
+    def torch_setup(self) -> Any:
+        """torch, with this model's threads and seed set (at load)."""
+        torch = need("torch", self.name)
+        if self.torch_threads:
+            torch.set_num_threads(int(self.torch_threads))
+        torch.manual_seed(self.seed)
+        return torch
+
+
+class MoshiLockstep(MoshiFamilyBatched):
+    """Moshi's LMGen + Mimi in this process, `batch_size` sessions per forward pass."""
+
+    def __init__(self, name: str = "moshi-lockstep", batch_size: int = 8, turn_silence_s: float | None = 2.5,
+                 hf_repo: str | None = "kyutai/moshiko-pytorch-bf16", config_path: str | None = None,
+                 moshi_weight: str | None = None, mimi_weight: str | None = None, tokenizer: str | None = None,
+                 device: str = "cuda", dtype: str = "bfloat16", temp: float = 0.8, temp_text: float = 0.7,
+                 top_k: int = 250, top_k_text: int = 25, seed: int = 42424242, torch_threads: int | None = None,
+                 kv_cache_s: float | None = None, log_tokens: bool = False):
+        super().__init__(name, batch_size, turn_silence_s, hf_repo, config_path, moshi_weight, mimi_weight, tokenizer,
+                         device, dtype, {"temp": temp, "temp_text": temp_text, "top_k": top_k, "top_k_text": top_k_text},
+                         seed, torch_threads, kv_cache_s, log_tokens)
+        self._local: dict[str, Path] | None = None if hf_repo else local_checkpoint_files(self)
 
     def identity(self) -> dict[str, Any]:
         # kv_cache_s is not in it: a cache that holds every session computes what the full one does
@@ -147,12 +167,9 @@ class MoshiLockstep(BatchedModel):
             mimi_config_path=f.get("mimi_config_path"), lora_weights=f.get("lora_weights"))
 
     def _load(self) -> Rows:
-        torch = _need("torch", self.name)
-        loaders = _need("moshi.models.loaders", self.name)
-        rows = _need("fdeval.models.moshi_rows", self.name)
-        if self.torch_threads:
-            torch.set_num_threads(int(self.torch_threads))
-        torch.manual_seed(self.seed)
+        torch = self.torch_setup()
+        loaders = need("moshi.models.loaders", self.name)
+        rows = need("fdeval.models.moshi_rows", self.name)
         info = self._checkpoint(loaders)
         mimi = info.get_mimi(device=self.device)
         lm = info.get_moshi(device=self.device, dtype=getattr(torch, self.dtype))

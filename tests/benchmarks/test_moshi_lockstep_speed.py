@@ -32,10 +32,17 @@ def test_speed_script_prints_and_stores_the_figures(tmp_path, moshi_python):
     assert res["env"]["torch_threads"] == 1 and res["env"]["torch"] and res["env"]["device"]
     assert [h["batch"] for h in res["harness"]] == [1, 2] == [f["batch"] for f in res["forward"]]
     for h in res["harness"]:
-        assert h["cases"] == 2 and h["failed"] == 0 and h["session_s"] > 0
+        assert h["cases"] == 2 and h["failed"] == 0 and h["invalid"] == 0 and h["session_s"] > 0
         assert h["speed"] == pytest.approx(h["session_s"] / (h["wall_s"] - h["load_s"]))
-    for f in res["forward"]:
-        assert f["steps"] == 5 and f["speed"] == pytest.approx(f["batch"] * 5 * 0.08 / f["wall_s"])
+        # the pool's own counters: every model frame was one row of one batched step (a session's
+        # last frame stays in the 16 -> 24 kHz resampler's delay line: one frame less each)
+        assert h["row_steps"] == round(h["session_s"] / 0.08) - h["cases"] and h["steps"] * h["batch"] >= h["row_steps"]
+        assert 0 < h["in_model_step"] < 1
+    for f in res["forward"]:  # measured just before and just after the harness, the mean used
+        for side in (f["before"], f["after"]):
+            assert side["steps"] == 5 and side["speed"] == pytest.approx(f["batch"] * 5 * 0.08 / side["wall_s"])
+        assert f["speed"] == pytest.approx((f["before"]["speed"] + f["after"]["speed"]) / 2)
+    assert res["env"]["kv_cache_s"] == 120 and 0 < res["env"]["kv_cache_steps"] <= 120 / 0.08 + 8
     # no B=8 here: the largest B is the reference; the last line is the ratio of the stored speeds
     ratio = res["harness"][1]["speed"] / res["forward"][1]["speed"]
     assert res["harness_over_forward"] == {"batch": 2, "ratio": pytest.approx(ratio)}

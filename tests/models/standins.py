@@ -233,6 +233,6 @@ STAND_INS: dict[str, Callable] = {
     "reference": reference, "moshi": moshi, "personaplex": personaplex, "minicpmo": minicpmo,
     "freezeomni": freezeomni, "funaudiochat": funaudiochat, "gemini": gemini,
     # in-process in the moshi venv: test_contract.py runs its checks there (contract_runner.py)
-    "moshi_lockstep": None,
+    "moshi_lockstep": None, "personaplex_lockstep": None,
 }
 EXTRA = {"moshi:tiny-server": moshi_tiny_server}  # the real server too, where the moshi venv exists

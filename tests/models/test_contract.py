@@ -21,13 +21,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest_moshi import moshi_python, tiny_moshi  # noqa: F401  (fixtures)
+from conftest_personaplex import tiny_personaplex  # noqa: F401  (fixture)
 from contract_checks import (check_cancel, check_chunking, check_close_twice, check_text_before_audio,
                              sessions_in_1_and_37)
 from standins import ADAPTERS, EXTRA, HERE, STAND_INS, user_audio
 
 from fdeval.models.base import DuplexModel
 
-PARAMS = [pytest.param(n, marks=[pytest.mark.slow, pytest.mark.server]) if n == "moshi_lockstep" else n
+IN_PROCESS = {"moshi_lockstep": "tiny_moshi", "personaplex_lockstep": "tiny_personaplex"}  # name: its checkpoint
+PARAMS = [pytest.param(n, marks=[pytest.mark.slow, pytest.mark.server]) if n in IN_PROCESS else n
           for n in ADAPTERS] + [pytest.param(n, marks=[pytest.mark.slow, pytest.mark.server]) for n in EXTRA]
 
 
@@ -40,12 +42,12 @@ def monkeypatch_module():
 class Lockstep:
     """The checks' results from the moshi venv (contract_runner.py), run once."""
 
-    def __init__(self, request, tts, tmp: Path):
-        py, tiny = request.getfixturevalue("moshi_python"), request.getfixturevalue("tiny_moshi")
+    def __init__(self, request, name: str, tts, tmp: Path):
+        py, tiny = request.getfixturevalue("moshi_python"), request.getfixturevalue(IN_PROCESS[name])
         np.save(tmp / "audio.npy", user_audio(tts, 24000))
         out = tmp / "lockstep.json"
-        proc = subprocess.run([str(py), str(HERE / "contract_runner.py"), json.dumps(tiny), str(tmp / "audio.npy"),
-                               str(out)], cwd=HERE, capture_output=True, text=True, timeout=600)
+        proc = subprocess.run([str(py), str(HERE / "contract_runner.py"), name, json.dumps(tiny),
+                               str(tmp / "audio.npy"), str(out)], cwd=HERE, capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stderr[-4000:]
         self.results = json.loads(out.read_text())
 
@@ -62,8 +64,8 @@ def standin(request, tts, tmp_path_factory):
     if name not in STAND_INS and name not in EXTRA:
         pytest.fail(f"model={name} (fdeval/conf/model/{name}.yaml) has no stand-in in tests/models/standins.py: "
                     "every adapter needs one to pass the model contract")
-    if name == "moshi_lockstep":
-        yield name, Lockstep(request, tts, tmp)
+    if name in IN_PROCESS:
+        yield name, Lockstep(request, name, tts, tmp)
         return
     with (STAND_INS.get(name) or EXTRA[name])(tts, tmp, request) as target:
         try:

@@ -8,7 +8,8 @@ nothing from fdeval):
 OUT_DIR receives what `moshi.server` / `loaders.CheckpointInfo.from_hf_repo` read, in the official
 layouts: `model.safetensors` (LM: dim 64, 2 layers, 4 heads, depformer 64 / 2 layers, 16 streams,
 text vocabulary = a locally trained 128-piece sentencepiece model), `mimi.safetensors` plus
-`mimi.json` (a small Mimi: SEANet dim 128, 8 filters, 1 transformer layer, 16 codebooks),
+`mimi.json` (a small Mimi: SEANet dim 128, 8 filters, 1 transformer layer, 16 codebooks, made to
+hear: `mimi_that_hears`),
 `tokenizer.model`, and `config.json` (the LM kwargs, `"model_type": "moshi"`,
 `"mimi_config_name": "file:///abs/mimi.json"`). The weights are random: the model babbles noise
 and random text pieces, which is all an engine test needs. Building takes a few seconds.
@@ -22,10 +23,14 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
+
 # Run as a script, this file's folder (fdeval/models, which holds fdeval's own moshi.py) would come
 # first on sys.path and shadow the real `moshi` package.
 _here = __import__("os").path.dirname(__import__("os").path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if __import__("os").path.abspath(p or ".") != _here]
+
+MIMI_RATE = 24000
 
 CORPUS = """\
 Sure, I can help with that. Let me walk you through it one step at a time.
@@ -64,6 +69,53 @@ def small_mimi_config() -> dict:
     return cfg
 
 
+def varied_audio(seconds: float = 2.0, seed: int = 0):
+    """A deterministic batch of 24 kHz clips, (n, 1, T): noise at several levels, steady and gliding
+    tones, and pulses, with silence among them."""
+    rng = np.random.RandomState(seed)
+    t = np.arange(int(seconds * MIMI_RATE)) / MIMI_RATE
+    clips = [np.zeros_like(t)]
+    for level in (0.003, 0.03, 0.3):
+        clips.append(level * rng.randn(len(t)))
+    for f0 in (90.0, 150.0, 240.0, 400.0, 700.0, 1200.0, 2500.0):
+        clips.append(0.4 * np.sin(2 * np.pi * f0 * t))
+        clips.append(0.2 * np.sin(2 * np.pi * (f0 * t + 0.5 * f0 * t * t / seconds)))
+    for rate in (2.0, 5.0, 11.0):
+        clips.append(0.5 * (np.sin(2 * np.pi * rate * t) > 0.7) * rng.randn(len(t)))
+    return np.stack(clips).astype(np.float32)[:, None, :]
+
+
+def mimi_that_hears(mimi, seed: int) -> None:
+    """Make a freshly built (random) Mimi's codes depend on its input. As built, its codebooks are
+    all zero, so every input encodes to code 0, and its default initialisation shrinks the signal
+    at each encoder layer until the biases drown it: the LM would never see what the user says.
+    Here the encoder's convolutions get variance-keeping random weights and no biases, and each
+    codebook is drawn from the (residual) latents that varied audio gives at its level."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    for module in [*mimi.encoder.modules(), *mimi.downsample.modules()]:
+        if isinstance(module, torch.nn.Conv1d):
+            fan_in = module.weight[0].numel()
+            module.weight.data.copy_(torch.randn(module.weight.shape, generator=g) * (2.0 / fan_in) ** 0.5)
+            if module.bias is not None:
+                module.bias.data.zero_()
+    with torch.no_grad():
+        latent = mimi._encode_to_unquantized_latent(torch.from_numpy(varied_audio(seed=seed)))
+        for rvq in (mimi.quantizer.rvq_first, mimi.quantizer.rvq_rest):
+            z = rvq.input_proj(latent)
+            vectors = z.transpose(1, 2).reshape(-1, z.shape[1])
+            for layer in rvq.vq.layers:
+                book = layer._codebook
+                pick = torch.randint(len(vectors), (book.codebook_size,), generator=g)
+                jitter = torch.randn((book.codebook_size, vectors.shape[1]), generator=g) * vectors.std(0) / 2
+                book.embedding_sum.copy_(vectors[pick] + jitter)  # (jittered: residuals stay non-zero)
+                book.cluster_usage.fill_(1.0)
+                book._initialized.fill_(1.0)
+                book._embedding = None  # (the cached embedding_sum / cluster_usage)
+                vectors = vectors - book.decode(book.encode(vectors))
+
+
 def train_tokenizer(out: Path, vocab_size: int = 128) -> Path:
     import sentencepiece as spm
 
@@ -96,6 +148,7 @@ def build(out: Path, seed: int = 0) -> dict:
     mimi_cfg = small_mimi_config()
     (out / "mimi.json").write_text(json.dumps(mimi_cfg, indent=1))
     mimi = loaders.get_mimi(None, mimi_cfg, device="cpu", num_codebooks=8)
+    mimi_that_hears(mimi, seed)
     save_file({k: v.contiguous() for k, v in mimi.state_dict().items()}, str(out / "mimi.safetensors"))
     lm = loaders.get_moshi_lm(None, lm_kwargs=lm_kw, device="cpu", dtype=torch.float32)
     save_file({k: v.contiguous() for k, v in lm.state_dict().items()}, str(out / "model.safetensors"))

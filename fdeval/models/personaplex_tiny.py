@@ -10,7 +10,7 @@ depformer generates all 16, i.e. 8 for the model's voice and 8 for its guess of 
 delays, text padding id 3, one depformer input projection and one set of depformer weights per
 codebook) at moshi_tiny's sizes (dim 64, 2 layers, 4 heads, depformer 64 / 2 layers), over the
 128-piece sentencepiece model moshi_tiny trains (ids 0 and 3: unk and pad). Mimi is moshi_tiny's
-small one, made to hear (`mimi_that_hears`: a new random Mimi encodes every input to code 0, so
+small one, made to hear (`moshi_tiny.mimi_that_hears`: a new random Mimi encodes every input to code 0, so
 the user's audio would never reach the LM). The weights are random and saved in the layout of
 NVIDIA's fork (one `self_attn.in_proj_weight` / `self_attn.out_proj.weight` per attention, the
 per-step projections stacked along the first axis), which kyutai's `StreamingMultiheadAttention`
@@ -100,53 +100,6 @@ def to_fork_layout(state: dict) -> dict:
     return {k: v.contiguous() for k, v in out.items()}
 
 
-def varied_audio(seconds: float = 2.0, seed: int = 0):
-    """A deterministic batch of 24 kHz clips, (n, 1, T): noise at several levels, steady and gliding
-    tones, and pulses, with silence among them."""
-    rng = np.random.RandomState(seed)
-    t = np.arange(int(seconds * SAMPLE_RATE)) / SAMPLE_RATE
-    clips = [np.zeros_like(t)]
-    for level in (0.003, 0.03, 0.3):
-        clips.append(level * rng.randn(len(t)))
-    for f0 in (90.0, 150.0, 240.0, 400.0, 700.0, 1200.0, 2500.0):
-        clips.append(0.4 * np.sin(2 * np.pi * f0 * t))
-        clips.append(0.2 * np.sin(2 * np.pi * (f0 * t + 0.5 * f0 * t * t / seconds)))
-    for rate in (2.0, 5.0, 11.0):
-        clips.append(0.5 * (np.sin(2 * np.pi * rate * t) > 0.7) * rng.randn(len(t)))
-    return np.stack(clips).astype(np.float32)[:, None, :]
-
-
-def mimi_that_hears(mimi, seed: int) -> None:
-    """Make a freshly built (random) Mimi's codes depend on its input. As built, its codebooks are
-    all zero, so every input encodes to code 0, and its default initialisation shrinks the signal
-    at each encoder layer until the biases drown it: the LM would never see what the user says.
-    Here the encoder's convolutions get variance-keeping random weights and no biases, and each
-    codebook is drawn from the (residual) latents that varied audio gives at its level."""
-    import torch
-
-    g = torch.Generator().manual_seed(seed)
-    for module in [*mimi.encoder.modules(), *mimi.downsample.modules()]:
-        if isinstance(module, torch.nn.Conv1d):
-            fan_in = module.weight[0].numel()
-            module.weight.data.copy_(torch.randn(module.weight.shape, generator=g) * (2.0 / fan_in) ** 0.5)
-            if module.bias is not None:
-                module.bias.data.zero_()
-    with torch.no_grad():
-        latent = mimi._encode_to_unquantized_latent(torch.from_numpy(varied_audio(seed=seed)))
-        for rvq in (mimi.quantizer.rvq_first, mimi.quantizer.rvq_rest):
-            z = rvq.input_proj(latent)
-            vectors = z.transpose(1, 2).reshape(-1, z.shape[1])
-            for layer in rvq.vq.layers:
-                book = layer._codebook
-                pick = torch.randint(len(vectors), (book.codebook_size,), generator=g)
-                jitter = torch.randn((book.codebook_size, vectors.shape[1]), generator=g) * vectors.std(0) / 2
-                book.embedding_sum.copy_(vectors[pick] + jitter)  # (jittered: residuals stay non-zero)
-                book.cluster_usage.fill_(1.0)
-                book._initialized.fill_(1.0)
-                book._embedding = None  # (the cached embedding_sum / cluster_usage)
-                vectors = vectors - book.decode(book.encode(vectors))
-
-
 def voice_wav(path: Path, seconds: float = 2.0) -> Path:
     """A deterministic voice-like tone (gliding 140 Hz fundamental, 6 harmonics, 4 Hz syllable
     envelope), 24 kHz mono 16-bit PCM."""
@@ -183,7 +136,7 @@ def build(out: Path, seed: int = 0) -> dict:
     mimi_cfg = tiny.small_mimi_config()
     (out / "mimi.json").write_text(json.dumps(mimi_cfg, indent=1))
     mimi = loaders.get_mimi(None, mimi_cfg, device="cpu", num_codebooks=8)
-    mimi_that_hears(mimi, seed)
+    tiny.mimi_that_hears(mimi, seed)
     lm = loaders.get_moshi_lm(None, lm_kwargs=lm_kw, device="cpu", dtype=torch.float32)
     files = {"mimi_weight": (mimi, out / "mimi.safetensors"), "moshi_weight": (lm, out / "model.safetensors")}
     for module, path in files.values():

@@ -38,10 +38,11 @@ def lockstep_tokens(tiny: dict, frames_path: str, out_path: str) -> None:
     frames = np.load(frames_path)
     noise = np.random.RandomState(0).randn(*frames.shape).astype(np.float32) * 0.05
 
-    def make(batch):
+    def make(batch, kv_cache_s=None):
         return MoshiLockstep(batch_size=batch, hf_repo=None, config_path=tiny["config"], moshi_weight=tiny["moshi_weight"],
                              mimi_weight=tiny["mimi_weight"], tokenizer=tiny["tokenizer"], device="cpu",
-                             dtype="bfloat16", temp=0, temp_text=0, torch_threads=1, log_tokens=True)
+                             dtype="bfloat16", temp=0, temp_text=0, torch_threads=1, log_tokens=True,
+                             kv_cache_s=kv_cache_s)
 
     async def session(model, x, n):
         async with model.session(None, 0) as s:
@@ -54,7 +55,7 @@ def lockstep_tokens(tiny: dict, frames_path: str, out_path: str) -> None:
         return await session(make(1), frames, len(frames))
 
     async def batched():
-        model = make(2)
+        model = make(2, kv_cache_s=6.0)  # KV ring buffers of 6 s of steps (83), not the 3000 of the context
 
         async def other_then_same():
             # row 1: a shorter session on other input, then the test input in the freed row
@@ -62,11 +63,12 @@ def lockstep_tokens(tiny: dict, frames_path: str, out_path: str) -> None:
             return t, await session(model, frames, len(frames))
 
         a, (b, c) = await asyncio.gather(session(model, frames, len(frames)), other_then_same())
-        return a, c, model.pool.steps, model.pool.row_steps
+        return a, b, c, model.pool.steps, model.pool.row_steps, model.pool.rows.kv_capacity
 
     b1 = asyncio.run(alone())
-    a, c, steps, rows = asyncio.run(batched())
-    Path(out_path).write_text(json.dumps({"b1": b1, "b2_row0": a, "b2_reused_row": c, "steps": steps, "rows": rows}))
+    a, b, c, steps, rows, kv = asyncio.run(batched())
+    Path(out_path).write_text(json.dumps({"b1": b1, "b2_row0": a, "b2_other": b, "b2_reused_row": c, "steps": steps,
+                                          "rows": rows, "kv_capacity": kv}))
 
 
 def server_tokens(tiny: dict, py: Path, frames: np.ndarray, tmp: Path) -> list:
@@ -147,6 +149,10 @@ def test_greedy_tokens_equal_server(moshi_python, tiny_moshi, tmp_path, tts):
         diff = [i for i in range(n) if got[i] != server[i]]
         assert not diff, f"{key}: first difference at step {diff[0]}: lockstep {got[diff[0]]} vs server {server[diff[0]]}"
     assert lock["steps"] < lock["rows"]  # the batch of 2 really ran rows together
+    assert lock["kv_capacity"] == 83  # ring buffers sized from kv_cache_s, and the tokens are the same
+    # the input reaches the model: the session on noise answered otherwise than the one on speech
+    other = lock["b2_other"]
+    assert other[2:] != lock["b1"][2:len(other)]
     print(f"greedy token equality over {n} steps x 9 tokens ({n_text} text pieces): server == lockstep B=1 == "
           f"B=2 row 0 == B=2 reused row; {lock['rows']} session frames in {lock['steps']} batched steps")
 

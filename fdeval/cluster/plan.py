@@ -139,8 +139,12 @@ def make_plan(cases: list[TestCase], cfg: Any, fixed: dict[str, Any] | None = No
     if not realtime and batch is not None:
         if not (isinstance(batch, int) and batch >= 1):
             raise ConfigError(f"model.batch_size: must be an integer >= 1, got {batch!r}")
+        if gpus > 1:
+            raise ConfigError(f"launcher.gpus_per_task={gpus}: model={cfg.model.name} runs one instance per task on "
+                              "model.device (its model.batch_size rows are the parallelism); set launcher.gpus_per_task=1 "
+                              "and let the array spread the cases over GPUs")
         batched = batch_sizing(batch, speed, model_mem, pc.get("lockstep_bench", None), lc.get("gpu_name", None),
-                               gpu_mem, util)
+                               gpu_mem, util, cfg.model.get("kv_cache_s", None))
         speed, model_mem = batched.speed_per_gpu, batched.gpu_mem_per_instance_bytes / GB_BYTES
     if gpus > 0 and model_mem > 0:
         fit = int(gpu_mem * util // model_mem)
@@ -241,23 +245,39 @@ def read_lockstep_bench(path: Path) -> tuple[str, float, dict[int, tuple[float, 
     return device, weights, figures
 
 
+def _measured_kv_cache_s(path: Path) -> float | None:
+    """The KV cache (seconds of session per row) a speed JSON was measured with; None for a JSON
+    written before the script recorded it (then nothing can be compared)."""
+    value = json.loads(path.read_text()).get("env", {}).get("kv_cache_s")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def batch_sizing(batch: int, guess_speed: float, guess_mem_gb: float, bench: Any, gpu_name: str | None,
-                 gpu_mem_gb: float, util: float) -> BatchSizing:
+                 gpu_mem_gb: float, util: float, kv_cache_s: float | None = None) -> BatchSizing:
     """A batched lockstep model's sizing at `batch` rows: measured when `bench` names a speed JSON,
     else the model's configured guesses (`resources.lockstep_speed`, `resources.gpu_mem_gb`)."""
     if bench:
-        return measured_batch_sizing(Path(str(bench)).expanduser(), batch, gpu_name, gpu_mem_gb, util)
+        return measured_batch_sizing(Path(str(bench)).expanduser(), batch, gpu_name, gpu_mem_gb, util, kv_cache_s)
     guesses = "model.resources.lockstep_speed and gpu_mem_gb: configured guesses, not measured"
     return BatchSizing(batch, measured=False, source=guesses, speed_per_gpu=guess_speed,
                        gpu_mem_per_instance_bytes=guess_mem_gb * GB_BYTES, measure_with=MEASURE_LOCKSTEP)
 
 
-def measured_batch_sizing(path: Path, batch: int, gpu_name: str | None, gpu_mem_gb: float, util: float) -> BatchSizing:
+def measured_batch_sizing(path: Path, batch: int, gpu_name: str | None, gpu_mem_gb: float, util: float,
+                          kv_cache_s: float | None = None) -> BatchSizing:
     """The sizing at `batch` rows from a speed JSON measured on this launcher's GPU (`gpu_name`, when
-    set): speed and memory per row interpolated between the measured batch sizes; the instance
-    (weights + `batch` rows) must fit in the GPU's usable memory."""
+    set) with rows whose KV cache holds at least this run's sessions (`kv_cache_s`: a longer cache
+    costs more memory per row and more time per step): speed and memory per row interpolated
+    between the measured batch sizes; the instance (weights + `batch` rows) must fit in the GPU's
+    usable memory."""
     device, weights, figures = read_lockstep_bench(path)
     where = f"launcher.plan.lockstep_bench: {path}"
+    measured_kv = _measured_kv_cache_s(path)
+    if measured_kv is not None and (kv_cache_s is None or float(kv_cache_s) > measured_kv):
+        raise ConfigError(f"{where}: field 'env.kv_cache_s': measured with rows holding {measured_kv:g} s of session, but "
+                          f"this run's hold {'the whole context' if kv_cache_s is None else f'{float(kv_cache_s):g} s'} "
+                          "(model.kv_cache_s = orchestrator.max_session_s): more memory per row and slower steps than "
+                          "measured; measure with --max-session-s at this run's orchestrator.max_session_s")
     if gpu_name and str(gpu_name).strip() != device:
         raise ConfigError(f"{where}: field 'env.device': measured on {device!r} but launcher.gpu_name is {gpu_name!r}: "
                           "figures from another GPU would mislead; measure on this one")

@@ -134,8 +134,8 @@ def _speed_json(tmp_path, data=SPEED_JSON):
     return path
 
 
-def _lock_cfg(batch, bench=None, gpu_name=None, **launcher):
-    cfg = _cfg(gpus_per_task=2, **launcher)
+def _lock_cfg(batch, bench=None, gpu_name=None, gpus_per_task=1, **launcher):
+    cfg = _cfg(gpus_per_task=gpus_per_task, **launcher)
     cfg.model = {"name": "lock", "batch_size": batch,
                  "resources": {"gpu_mem_gb": 30.0, "realtime": False, "lockstep_speed": 8.0, "startup_s": 60}}
     cfg.launcher.plan.lockstep_bench = None if bench is None else str(bench)
@@ -153,11 +153,12 @@ def test_a_batched_model_is_sized_from_the_speed_measured_at_its_batch_size(tmp_
     assert p.session_speed == b.speed_per_gpu == 50.0  # exact at a measured B
     assert b.gpu_mem_per_row_bytes == 0.5e9 and b.gpu_mem_per_instance_bytes == 16e9 + 8 * 0.5e9
     assert p.model_gpu_mem_gb == pytest.approx(20.0)
-    # one instance per GPU: its 8 rows are the task's parallelism; the wall time counts the GPU's speed once
-    assert p.instances_per_gpu == 1 and p.sessions_in_parallel_per_task == 16
+    # one instance on the task's one GPU: its 8 rows are the task's parallelism; the wall time counts
+    # the GPU's speed once
+    assert p.instances_per_gpu == 1 and p.sessions_in_parallel_per_task == 8
     shard = sum(estimate_case(c, 1.5, 1.0, 8.0, None).expected_s for c in cases[0::3])
-    assert p.wall_s_per_task_expected == pytest.approx(60 + shard / (2 * 50.0))
-    assert p.gpu_hours_expected == pytest.approx(3 * 2 * p.wall_s_per_task_expected / 3600)
+    assert p.wall_s_per_task_expected == pytest.approx(60 + shard / 50.0)
+    assert p.gpu_hours_expected == pytest.approx(3 * 1 * p.wall_s_per_task_expected / 3600)
     text = render(p)
     assert re.search(r"per instance +\| 50 per GPU at B=8 \(measured\) \|", text)
     assert f"measured on Test GPU 80GB ({bench})" in text and "16.00 GB + 8 rows = 20.00 GB" in text
@@ -170,7 +171,7 @@ def test_speed_and_memory_are_interpolated_between_measured_batch_sizes(tmp_path
     row = 1.0e9 - 0.5e9 * 3 / 7
     assert p.batched.gpu_mem_per_row_bytes == pytest.approx(row)
     assert p.batched.gpu_mem_per_instance_bytes == pytest.approx(16e9 + 4 * row)
-    assert p.sessions_in_parallel_per_task == 8
+    assert p.sessions_in_parallel_per_task == 4
     assert "launcher.gpu_name unset: not checked" in render(p)
     p20 = make_plan([_case("c")], _lock_cfg(20, _speed_json(tmp_path)))
     assert p20.session_speed == pytest.approx(50 + 70 * 12 / 24)
@@ -203,6 +204,31 @@ def test_an_instance_must_fit_the_gpu_and_the_error_says_the_largest_batch_that_
         make_plan([_case("c")], _lock_cfg(1, bench, gpu_mem_gb=16))
     # the whole range fits an 80 GB GPU: the largest is the largest measured
     assert "| 32 (the largest measured) |" in render(make_plan([_case("c")], _lock_cfg(8, bench)))
+
+
+def test_a_batched_model_takes_one_gpu_per_task(tmp_path):
+    # the run loads one instance on model.device: a task of 8 GPUs would leave 7 idle
+    with pytest.raises(ConfigError, match=r"^launcher.gpus_per_task=8: model=lock runs one instance per task on "
+                                          r"model.device .*set launcher.gpus_per_task=1"):
+        make_plan([_case("c")], _lock_cfg(8, _speed_json(tmp_path), gpus_per_task=8))
+
+
+def test_figures_measured_with_a_shorter_kv_cache_than_the_run_uses_are_refused(tmp_path):
+    data = json.loads(json.dumps(SPEED_JSON))
+    data["env"]["kv_cache_s"] = 120
+    bench = _speed_json(tmp_path, data)
+    cfg = _lock_cfg(8, bench)
+    cfg.model.kv_cache_s = 120  # the same sessions: taken
+    assert make_plan([_case("c")], cfg).batched.measured
+    cfg.model.kv_cache_s = 60  # shorter: the figures overstate memory and time, still taken
+    assert make_plan([_case("c")], cfg).batched.measured
+    cfg.model.kv_cache_s = 300  # longer rows than measured: more memory per row and slower steps
+    with pytest.raises(ConfigError, match=rf"{bench}: field 'env.kv_cache_s': measured with rows holding 120 s of "
+                                          r"session, but this run's hold 300 s .*--max-session-s"):
+        make_plan([_case("c")], cfg)
+    cfg.model.kv_cache_s = None
+    with pytest.raises(ConfigError, match=r"this run's hold the whole context"):
+        make_plan([_case("c")], cfg)
 
 
 def test_figures_from_another_gpu_are_refused(tmp_path):
@@ -248,9 +274,9 @@ def test_without_measured_figures_the_configured_guess_is_labelled_and_warned_on
     cfg = _lock_cfg(8)
     p = make_plan(cases, cfg)
     assert not p.batched.measured and p.session_speed == 8.0 and p.model_gpu_mem_gb == 30.0
-    assert p.instances_per_gpu == 1 and p.sessions_in_parallel_per_task == 16  # 8 rows x 2 GPUs
+    assert p.instances_per_gpu == 1 and p.sessions_in_parallel_per_task == 8  # 8 rows on the task's GPU
     shard = sum(estimate_case(c, 1.5, 1.0, 8.0, None).expected_s for c in cases[0::3])
-    assert p.wall_s_per_task_expected == pytest.approx(60 + shard / (2 * 8.0))
+    assert p.wall_s_per_task_expected == pytest.approx(60 + shard / 8.0)
     text = render(p)
     assert re.search(r"per instance +\| 8 \(a configured guess, not measured\) \|", text)
     assert "python benchmarks/moshi_lockstep_speed.py --moshiko-shapes" in text and "launcher.plan.lockstep_bench=" in text
@@ -304,7 +330,7 @@ def test_stage_plan_sizes_moshi_lockstep_from_a_speed_json_through_the_cli(tmp_p
     assert p["batched"]["largest_fitting_batch_size"] == 32
     assert "measured on Test GPU 80GB" in proc.stdout and "not measured" not in proc.stdout + proc.stderr
     # the same figures against another GPU: one line, exit code 2, no traceback
-    proc = _launch_plan(tmp_path, f"launcher.plan.lockstep_bench={bench}", launcher="h100x8")
+    proc = _launch_plan(tmp_path, f"launcher.plan.lockstep_bench={bench}", "launcher.gpus_per_task=1", launcher="h100x8")
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     (line,) = [x for x in proc.stderr.splitlines() if "lockstep_bench" in x]

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pytest
 from conftest_moshi import moshi_python, stream_tone, tiny_moshi  # noqa: F401  (fixtures)
+from conftest_personaplex import tiny_personaplex  # noqa: F401  (fixture)
 from fake_servers_common import free_port, model_from_yaml
 
 from fdeval.models.base import NOT_STARTED
@@ -97,13 +98,14 @@ def test_missing_client_package_stops_the_run_before_any_case(cases_root, tmp_pa
     print(f"{model} without {hidden}: exit 2 in {time.monotonic() - t0:.1f} s: {msg}")
 
 
-def test_lockstep_outside_the_moshi_venv_is_one_line(cases_root):
+@pytest.mark.parametrize("model", ["moshi_lockstep", "personaplex_lockstep"])
+def test_lockstep_outside_the_moshi_venv_is_one_line(cases_root, model):
     if importlib.util.find_spec("moshi") is not None:
         pytest.skip("moshi is importable in this venv")
-    msg = one_line_error(launch(cases_root, "model=moshi_lockstep", "stage=run"))
-    assert msg.startswith("model=moshi_lockstep needs moshi and torch: it runs inside the moshi venv: "
+    msg = one_line_error(launch(cases_root, f"model={model}", "stage=run"))
+    assert msg.startswith(f"model={model} needs moshi and torch: it runs inside the moshi venv: "
                           "python -m fdeval.models.moshi_env --with-fdeval"), msg
-    assert written(cases_root, "moshi_lockstep") == []
+    assert written(cases_root, model) == []
 
 
 # -- 2. FDEVAL_MOSHI_VENV --------------------------------------------------------------------
@@ -225,6 +227,23 @@ def test_lockstep_missing_local_file_is_one_line(moshi_python, tiny_moshi, cases
                   "stage=run", python=str(moshi_python), env=OFFLINE)
     assert one_line_error(proc).startswith(key)
     assert written(cases_root, "moshi_lockstep") == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("change, key", [
+    ({"voice_prompt_dir": None}, "model.voice_prompt_dir: required when model.hf_repo is null"),
+    ({"voice_prompt": "NATF9.pt"}, "model.voice_prompt: no such file: {dir}/NATF9.pt (model.voice_prompt_dir)"),
+    ({"moshi_weight": "/nonexistent/model.safetensors"}, "model.moshi_weight: no such file")])
+def test_personaplex_lockstep_missing_local_file_is_one_line(moshi_python, tiny_personaplex, cases_root, change, key):
+    tiny = tiny_personaplex
+    files = {"config_path": tiny["config"], "moshi_weight": tiny["moshi_weight"], "mimi_weight": tiny["mimi_weight"],
+             "tokenizer": tiny["tokenizer"], "voice_prompt_dir": tiny["voice_prompt_dir"],
+             "voice_prompt": tiny["voice_wav"], **change}
+    args = [f"model.{k}={'null' if v is None else v}" for k, v in files.items()]
+    proc = launch(cases_root, "model=personaplex_lockstep", "model.hf_repo=null", "model.device=cpu", *args,
+                  "stage=run", python=str(moshi_python), env=OFFLINE)
+    assert one_line_error(proc).startswith(key.format(dir=tiny["voice_prompt_dir"]))
+    assert written(cases_root, "personaplex_lockstep") == []
 
 
 # -- 6. a model that cannot load -------------------------------------------------------------

@@ -27,6 +27,7 @@ from fdeval.models.gemini import GeminiLive
 from fdeval.models.minicpmo import MiniCPMO
 from fdeval.models.moshi import Moshi
 from fdeval.models.moshi_lockstep import MoshiLockstep
+from fdeval.models.personaplex_lockstep import PersonaPlexLockstep
 from fdeval.models.personaplex import PersonaPlex
 from fdeval.models.reference import ReferenceAgent
 from fdeval.orchestrator.clock import LockstepClock
@@ -222,9 +223,10 @@ def test_an_unknown_text_stream_is_one_line_naming_file_case_and_field(tmp_path)
 
 def test_each_adapter_declares_the_rule_its_upstream_stream_needs():
     rules = {c.__name__: c.text_stream for c in (ReferenceAgent, FreezeOmni, Moshi, PersonaPlex, MoshiLockstep,
-                                                 MiniCPMO, FunAudioChat, GeminiLive)}
+                                                 PersonaPlexLockstep, MiniCPMO, FunAudioChat, GeminiLive)}
     assert rules == {"ReferenceAgent": "words", "FreezeOmni": "words", "Moshi": "pieces", "PersonaPlex": "pieces",
-                     "MoshiLockstep": "pieces", "MiniCPMO": "pieces", "FunAudioChat": "pieces", "GeminiLive": "pieces"}
+                     "MoshiLockstep": "pieces", "PersonaPlexLockstep": "pieces", "MiniCPMO": "pieces",
+                     "FunAudioChat": "pieces", "GeminiLive": "pieces"}
     assert DuplexModel.text_stream == "words"
 
 

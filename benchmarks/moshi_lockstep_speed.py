@@ -81,11 +81,12 @@ def hand_over(argv: list[str]) -> int:
     return subprocess.run([str(py), __file__, *argv], env=env, cwd=REPO).returncode
 
 
-def build_moshiko_shapes(out: Path, device: str, seed: int = 0) -> dict[str, Any]:
+def build_moshiko_shapes(out: Path, device: str, seed: int = 0, layers: int | None = None) -> dict[str, Any]:
     """Random weights in moshiko's shapes, written as a local checkpoint (what `hf_repo: null` reads).
     The tokenizer: the tiny one's pieces padded with placeholders up to moshiko's text_card, so that
-    any text token the random model draws has a piece."""
-    info = out / "moshiko.json"
+    any text token the random model draws has a piece. `layers`: fewer transformer layers (main and
+    depth) than moshiko's, every width kept: a check of this path on a machine without the memory."""
+    info = out / ("moshiko.json" if layers is None else f"moshiko-{layers}-layers.json")
     if info.exists():
         return json.loads(info.read_text())
     import sentencepiece as spm
@@ -95,8 +96,11 @@ def build_moshiko_shapes(out: Path, device: str, seed: int = 0) -> dict[str, Any
     from sentencepiece import sentencepiece_model_pb2 as pb
 
     tiny = build_tiny(Path(sys.executable), out / "tiny", seed)
-    out.mkdir(parents=True, exist_ok=True)
     lm_kw = dict(loaders._lm_kwargs)
+    if layers is not None:
+        lm_kw.update(num_layers=layers, depformer_num_layers=layers)
+        out = out / f"{layers}-layers"
+    out.mkdir(parents=True, exist_ok=True)
     proto = pb.ModelProto()
     proto.ParseFromString(Path(tiny["tokenizer"]).read_bytes())
     for i in range(len(proto.pieces), int(lm_kw["text_card"])):
@@ -229,9 +233,11 @@ def measure(a: argparse.Namespace, res: dict[str, Any]) -> None:
     res["env"] = {"device": torch.cuda.get_device_name() if cuda else _cpu_model(),
                   "device_kind": a.device, "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
                   "python": platform.python_version(), "cpus": os.cpu_count(), "dtype": a.dtype,
-                  "model": "moshiko shapes, random" if a.moshiko_shapes else "tiny random Moshi",
+                  "model": ("tiny random Moshi" if not a.moshiko_shapes else "moshiko shapes, random" if
+                            a.moshiko_layers is None else f"moshiko shapes with {a.moshiko_layers} layer(s), random"),
                   "kv_cache_s": a.max_session_s}
-    w = build_moshiko_shapes(out / "moshiko", a.device) if a.moshiko_shapes else build_tiny(Path(sys.executable), out / "tiny")
+    w = (build_moshiko_shapes(out / "moshiko", a.device, layers=a.moshiko_layers) if a.moshiko_shapes
+         else build_tiny(Path(sys.executable), out / "tiny"))
     weights = [f"model.config_path={w['config']}", f"model.moshi_weight={w['moshi_weight']}",
                f"model.mimi_weight={w['mimi_weight']}", f"model.tokenizer={w['tokenizer']}", "model.hf_repo=null"]
     # sessions are cut (and invalid) at max_session_s, which also sizes each row's KV cache
@@ -312,6 +318,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch", type=lambda s: [int(x) for x in s.split(",")], default=None,
                    help="batch sizes (default 1,8 on a CPU, 1,8,32,64 on CUDA)")
     p.add_argument("--moshiko-shapes", action="store_true", help="a random model with moshiko's shapes (for a GPU)")
+    p.add_argument("--moshiko-layers", type=int, default=None,
+                   help="with --moshiko-shapes: this many layers instead of moshiko's (a check of the path, not a figure)")
     p.add_argument("--device", default=None, help="cpu | cuda (default: cuda with --moshiko-shapes, else cpu)")
     p.add_argument("--dtype", default="bfloat16")
     p.add_argument("--threads", type=int, default=1, help="torch threads")

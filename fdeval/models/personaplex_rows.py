@@ -47,6 +47,7 @@ from moshi.utils.compile import CUDAGraphed
 from moshi.utils.sampling import sample_token
 from safetensors.torch import load_file
 
+from fdeval.errors import ConfigError
 from fdeval.models.base import ModelEvent
 from fdeval.models.moshi_rows import MimiRows, size_kv_cache
 
@@ -157,8 +158,8 @@ class PersonaPlexRows(MimiRows):
         text = self.tokenizer.encode(system_prompt(instruction)) if instruction and instruction.strip() else []
         n_text = self.max_prompt_steps - self.voice.steps - 2 * self.silence_steps
         if self.kv_capacity < int(self.lm.context) and len(text) > n_text:
-            raise ValueError(f"the text prompt has {len(text)} tokens; the KV cache was sized for "
-                             f"{n_text} (model.max_text_prompt_tokens): raise it")
+            raise ConfigError(f"model.max_text_prompt_tokens: an instruction of {len(text)} tokens does not fit "
+                              f"the {n_text} the KV cache was sized for: raise it")
         silence = [("tokens", PROMPT_CODES["silence"], TEXT_PAD)] * self.silence_steps
         if self.voice.embeddings is not None:
             voice = [("replay", i) for i in range(self.voice.steps)] + [("ring",)]

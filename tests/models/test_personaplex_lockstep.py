@@ -78,6 +78,27 @@ def lockstep_tokens(tiny: dict, voice: str, frames_path: str, out_path: str, gre
                                           "kv_capacity": kv}))
 
 
+def too_long_prompt(tiny: dict, out_path: str) -> None:
+    """(moshi venv) A row whose KV cache was sized for 4 text-prompt tokens, given a longer instruction."""
+    from fdeval.errors import ConfigError
+    from fdeval.models.personaplex_lockstep import PersonaPlexLockstep
+
+    model = PersonaPlexLockstep(batch_size=1, hf_repo=None, config_path=tiny["config"], moshi_weight=tiny["moshi_weight"],
+                                mimi_weight=tiny["mimi_weight"], tokenizer=tiny["tokenizer"], voice_prompt=tiny["voice_wav"],
+                                voice_prompt_dir=tiny["voice_prompt_dir"], device="cpu", torch_threads=1, kv_cache_s=8.0,
+                                max_text_prompt_tokens=4)
+
+    async def go():
+        async with model.session(TEXT_PROMPT, 0):
+            pass
+
+    try:
+        asyncio.run(go())
+        Path(out_path).write_text(json.dumps({"error": None}))
+    except ConfigError as e:
+        Path(out_path).write_text(json.dumps({"error": str(e), "free": model.pool.owner == [None]}))
+
+
 def _lockstep(py: Path, tiny: dict, voice: str, frames: np.ndarray, tmp: Path, greedy: bool = True) -> dict:
     np.save(tmp / "frames.npy", frames)
     out = tmp / "lockstep.json"
@@ -144,6 +165,14 @@ if __name__ != "__main__":
         assert all(0 <= r[0] < tiny["text_card"] and all(0 <= t < 2048 for t in r[1:]) for r in rows)
         assert len({tuple(r[1:9]) for r in rows}) > N_FRAMES // 2  # draws, not one repeated frame
 
+    def test_an_instruction_longer_than_the_kv_cache_allows_is_a_config_error(moshi_python, tiny_personaplex, tmp_path):
+        out = tmp_path / "out.json"
+        proc = subprocess.run([str(moshi_python), __file__, "too-long", json.dumps(tiny_personaplex), str(out)],
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        res = json.loads(out.read_text())
+        assert res["error"].startswith("model.max_text_prompt_tokens: an instruction of ") and res["free"], res
+
     def test_run_stage_runs_a_batch(moshi_python, tiny_personaplex, tmp_path):
         tiny = tiny_personaplex
         cases = ["balcony_tomatoes__continue", "fresh_pasta_stop__acknowledge", "bakery_phone_number__listen"]
@@ -163,4 +192,7 @@ if __name__ != "__main__":
 
 
 if __name__ == "__main__":
-    lockstep_tokens(json.loads(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5] == "greedy")
+    if sys.argv[1] == "too-long":
+        too_long_prompt(json.loads(sys.argv[2]), sys.argv[3])
+    else:
+        lockstep_tokens(json.loads(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5] == "greedy")

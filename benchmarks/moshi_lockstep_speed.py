@@ -2,12 +2,16 @@
 
 For each B in `--batch`, the real run step (`stage=run model=moshi_lockstep model.batch_size=B`,
 through `fdeval.bench.common.launch`) records the same cases, and prints session-seconds per
-wall-second, the batched steps it took and how busy its rows were; the bare batched forward
-(Mimi encode, `LMGen.step`, Mimi decode on the same cases' user audio, every row busy, no turn
-managers, VAD, events or recording) runs at the same B just before and just after it, so that both
-are measured side by side (the forward's figure is the mean of the two; their spread shows how
-steady the machine was). The last line printed is `harness/forward at B=8: R`: the harness's speed
-over the forward's.
+wall-second, the batched steps it took and how busy its rows were; the bare batched forward (Mimi
+encode, `LMGen.step`, Mimi decode on the same cases' user audio, every row busy, no turn managers,
+VAD, events or recording, on a second copy of the model with its own streaming state) runs at the
+same B between the harness's own steps: every `--probe-every-s` two forward steps, the second timed
+(the first brings the copy's weights back into the caches, as a loop of forward steps has them; at
+most a sixth of the time goes to it), their time left out of the harness's wall. Both are then
+measured in the same minutes, on a machine whose speed drifts by 10 % and more from one minute to
+the next. The forward also runs alone just before and just after the harness (printed, not used in
+the ratio). The last line printed is `harness/forward at B=8: R`: the harness's speed over the
+interleaved forward's.
 
 Model, random weights, no download: by default the tiny random Moshi (`fdeval/models/moshi_tiny.py`)
 on the CPU; `--moshiko-shapes` builds a model with moshiko's real shapes (Moshi 7B LM, the real
@@ -151,30 +155,87 @@ def full_set_session_s(full_cases: Path | None, out: Path) -> dict[str, Any]:
 
 def bare_forward(rows: Any, batch: int, frames: np.ndarray, steps: int, warmup: int) -> dict[str, Any]:
     """Mimi encode + LMGen.step + Mimi decode at `batch` rows, all busy, as the harness's step does,
-    without its masks, resets, events or anything of the session around it (`rows`: a closed
-    `MoshiRows`, whose modules get a streaming state of `batch` rows here)."""
+    without its masks, resets, events or anything of the session around it, `steps` in a loop after
+    `warmup` (`rows`: a closed `MoshiRows`, whose modules get a streaming state of `batch` rows here)."""
     import torch
 
-    lm_gen, mimi, device = rows.lm_gen, rows.mimi, rows.device
-    n_frames = frames.shape[1]
-    with contextlib.ExitStack() as stack, torch.no_grad():
-        stack.enter_context(lm_gen.streaming(batch))
-        stack.enter_context(mimi.streaming(batch))
-        t0 = 0.0
-        for k in range(warmup + steps):
-            if k == warmup:
-                if device.startswith("cuda"):
-                    torch.cuda.synchronize()
-                t0 = time.perf_counter()
-            x = np.ascontiguousarray(frames[:batch, k % n_frames][:, None, :])
-            codes = mimi.encode(torch.from_numpy(x).to(device))
-            tokens = lm_gen.step(codes[:, :, :1])
-            pcm = mimi.decode(tokens[:, 1:].clamp(min=0)).float().cpu().numpy()
-            tok = tokens[:, :, 0].cpu().numpy()
+    with ForwardProbe(rows, batch, frames, 0.0) as fwd:
+        for _ in range(warmup):
+            fwd.step()
+        if fwd.cuda:
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            fwd.step()
+        if fwd.cuda:
+            torch.cuda.synchronize()
         wall = time.perf_counter() - t0
-    assert pcm.shape[0] == batch and tok.shape[0] == batch
     return {"batch": batch, "steps": steps, "wall_s": wall, "step_ms": 1e3 * wall / steps,
             "speed": batch * steps * FRAME_S / wall}
+
+
+class ForwardProbe:
+    """The bare forward (as `bare_forward`) timed between the harness's steps: `SlotPool.probe`
+    while the harness runs. Every `every_s` (or longer: at most a sixth of the time goes to it) it
+    runs two forward steps on `rows` (the copy's model, streaming state of `batch` rows) and times
+    the second; `spent_s` is all the time it took (the
+    harness's wall less that is the harness's own)."""
+
+    def __init__(self, rows: Any, batch: int, frames: np.ndarray, every_s: float):
+        self.rows, self.batch, self.frames, self.every_s = rows, batch, frames, every_s
+        self.cuda = str(rows.device).startswith("cuda")
+        self.step_s: list[float] = []
+        self.spent_s = 0.0
+        self.k = 0
+        self.next_t = 0.0
+        self.stack = contextlib.ExitStack()
+
+    def __enter__(self) -> "ForwardProbe":
+        self.stack.enter_context(self.rows.lm_gen.streaming(self.batch))
+        self.stack.enter_context(self.rows.mimi.streaming(self.batch))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stack.close()
+
+    def step(self) -> None:
+        """One forward step on the next frames (cycling through them)."""
+        import torch
+
+        n_frames = self.frames.shape[1]
+        x = np.ascontiguousarray(self.frames[:self.batch, self.k % n_frames][:, None, :])
+        self.k += 1
+        with torch.no_grad():
+            codes = self.rows.mimi.encode(torch.from_numpy(x).to(self.rows.device))
+            tokens = self.rows.lm_gen.step(codes[:, :, :1])
+            self.rows.mimi.decode(tokens[:, 1:].clamp(min=0)).float().cpu().numpy()
+            tokens[:, :, 0].cpu().numpy()
+
+    def __call__(self) -> None:
+        import torch
+
+        t0 = time.perf_counter()
+        if t0 < self.next_t:
+            return
+        self.step()
+        if self.cuda:
+            torch.cuda.synchronize()
+        t1 = time.perf_counter()
+        self.step()
+        if self.cuda:
+            torch.cuda.synchronize()
+        t2 = time.perf_counter()
+        self.step_s.append(t2 - t1)
+        self.spent_s += t2 - t0
+        # at least every_s apart, and at most a sixth of the run (a slow step, e.g. moshiko's on a CPU)
+        self.next_t = t2 + max(self.every_s, 5 * (t2 - t0))
+
+    def result(self) -> dict[str, Any]:
+        n = len(self.step_s)
+        wall = sum(self.step_s)
+        return {"batch": self.batch, "steps": n, "wall_s": wall, "step_ms": 1e3 * wall / max(1, n),
+                "speed": self.batch * n * FRAME_S / wall if wall else float("nan"), "spent_s": self.spent_s,
+                "every_s": self.every_s}
 
 
 def case_frames(cases: list[Any], root: Path, rows: int, frame_n: int, sr: int) -> np.ndarray:
@@ -187,12 +248,15 @@ def case_frames(cases: list[Any], root: Path, rows: int, frame_n: int, sr: int) 
     return np.stack([audio[i % len(audio)][: n * frame_n].reshape(n, frame_n) for i in range(rows)])
 
 
-def harness(a: argparse.Namespace, b: int, ids: list[str], common: list[str], stamp: str) -> dict[str, Any]:
-    """The real run step at batch size `b` on the cases `ids`: its speed after the model's load, the
-    batched steps it took, and (CUDA) the GPU memory it added."""
+def harness(a: argparse.Namespace, b: int, ids: list[str], common: list[str], stamp: str,
+            probe: ForwardProbe) -> dict[str, Any]:
+    """The real run step at batch size `b` on the cases `ids`, with `probe` timing the bare forward
+    between its steps: its speed after the model's load and without the probe's time, the batched
+    steps it took, and (CUDA) the GPU memory it added."""
     import torch
 
     from fdeval.bench.common import launch
+    from fdeval.models.lockstep import SlotPool
 
     cuda = a.device.startswith("cuda")
     if cuda:
@@ -200,14 +264,19 @@ def harness(a: argparse.Namespace, b: int, ids: list[str], common: list[str], st
         torch.cuda.reset_peak_memory_stats()
         base = torch.cuda.memory_allocated()
     # a run folder of its own each time: one left by an earlier call would be resumed, measuring nothing
-    run, step_wall = launch(a.out.resolve(), f"run_tag=speed-{stamp}-b{b}", "stage=run", "model=moshi_lockstep",
-                            f"model.batch_size={b}", f"benchmark.cases=[{','.join(ids)}]", *common)
+    SlotPool.probe = probe
+    try:
+        run, step_wall = launch(a.out.resolve(), f"run_tag=speed-{stamp}-b{b}", "stage=run", "model=moshi_lockstep",
+                                f"model.batch_size={b}", f"benchmark.cases=[{','.join(ids)}]", *common)
+    finally:
+        SlotPool.probe = None
     st = run.stats["run"]
     load_s = float(run.model.load_s)
     n = run.model.counters()
-    compute_s = st["wall_s"] - load_s
+    compute_s = st["wall_s"] - load_s - probe.spent_s
     h = {"batch": b, "cases": st["recorded"], "failed": st["failed"], "invalid": st["invalid"],
-         "session_s": st["session_s"], "wall_s": st["wall_s"], "load_s": load_s, "step_wall_s": step_wall,
+         "session_s": st["session_s"], "wall_s": st["wall_s"], "load_s": load_s, "probe_s": probe.spent_s,
+         "step_wall_s": step_wall,
          "speed_with_load": st["speed"], "speed": st["session_s"] / compute_s, "cpu_s": st["cpu_s"],
          "steps": int(n["steps"]), "row_steps": int(n["row_steps"]), "rows_busy": n["row_steps"] / max(1, n["steps"]),
          "step_ms": 1e3 * compute_s / max(1, n["steps"]), "in_model_step": n["step_s"] / compute_s}
@@ -274,15 +343,15 @@ def measure(a: argparse.Namespace, res: dict[str, Any]) -> None:
           f"take-turn timeout {a.turn_timeout_s:g} s, KV cache {rows.kv_capacity} steps), {res['env']['model']}, "
           f"{a.device} ({res['env']['device']}), torch {torch.__version__}, {torch.get_num_threads()} thread(s)", flush=True)
     for b in a.batch:
-        # the forward just before and just after the harness: a machine that is busier during one
-        # part shows as a spread between the two, and the ratio uses their mean
+        # the forward between the harness's steps (the ratio's), and alone just before and after
         before = bare_forward(rows, b, frames, a.forward_steps, a.warmup_steps)
-        h = harness(a, b, res["cases"][:per_b[b]], common, stamp)
+        with ForwardProbe(rows, b, frames, a.probe_every_s) as probe:
+            h = harness(a, b, res["cases"][:per_b[b]], common, stamp, probe)
         after = bare_forward(rows, b, frames, a.forward_steps, a.warmup_steps)
-        f = {"batch": b, "speed": (before["speed"] + after["speed"]) / 2, "before": before, "after": after,
-             "steps": before["steps"], "step_ms": (before["step_ms"] + after["step_ms"]) / 2}
+        f = {**probe.result(), "before": before, "after": after}
         line = (f"harness B={b}: {h['speed']:.2f} session-s per wall-s ({h['session_s']:.1f} session-s of "
-                f"{h['cases']} cases in {h['wall_s'] - h['load_s']:.1f} s after a {h['load_s']:.1f} s load; "
+                f"{h['cases']} cases in {h['wall_s'] - h['load_s'] - h['probe_s']:.1f} s after a {h['load_s']:.1f} s "
+                f"load, less {h['probe_s']:.1f} s of interleaved forward; "
                 f"{h['steps']} steps of {h['step_ms']:.1f} ms, {h['rows_busy']:.2f} rows busy on average, "
                 f"{100 * h['in_model_step']:.1f}% of the time in the model step)")
         if h["invalid"] or h["failed"]:
@@ -293,8 +362,9 @@ def measure(a: argparse.Namespace, res: dict[str, Any]) -> None:
         res["harness"].append(h)
         res["forward"].append(f)
         print(line, flush=True)
-        print(f"forward B={b}: {f['speed']:.2f} session-s per wall-s ({f['step_ms']:.1f} ms per step; "
-              f"{before['speed']:.2f} before the harness, {after['speed']:.2f} after; {f['steps']} steps each)", flush=True)
+        print(f"forward B={b}: {f['speed']:.2f} session-s per wall-s ({f['step_ms']:.1f} ms per step, {f['steps']} steps "
+              f"timed between the harness's; alone {before['speed']:.2f} before the harness, {after['speed']:.2f} after, "
+              f"{before['steps']} steps each)", flush=True)
     if cuda:
         full = full_set_session_s(a.full_cases, out)
         res["full_set"] = full
@@ -330,7 +400,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--turn-timeout-s", type=float, default=4.0)
     p.add_argument("--max-session-s", type=float, default=120.0,
                    help="orchestrator.max_session_s, which also sizes each row's KV cache (model.kv_cache_s)")
-    p.add_argument("--forward-steps", type=int, default=150)
+    p.add_argument("--forward-steps", type=int, default=150, help="steps of the forward alone before and after")
+    p.add_argument("--probe-every-s", type=float, default=0.5,
+                   help="seconds between two timings of the forward inside the harness's run")
     p.add_argument("--warmup-steps", type=int, default=3)
     p.add_argument("--full-cases", type=Path, default=None, help="a generated full Instruct-FD set (for the projection)")
     p.add_argument("--out", type=Path, default=REPO / ".cache" / "moshi_lockstep_speed")

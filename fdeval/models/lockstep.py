@@ -24,7 +24,7 @@ import abc
 import asyncio
 import collections
 import time
-from typing import Any, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 import numpy as np
 
@@ -62,6 +62,11 @@ class Rows(abc.ABC):
 
 class SlotPool:
     """The rows of one `Rows`, lent to sessions, and the barrier that steps them together."""
+
+    # Called after every batched step when set: benchmarks/moshi_lockstep_speed.py times the bare
+    # forward between the harness's steps with it, so both see the machine in the same minutes.
+    # None in runs.
+    probe: ClassVar[Callable[[], None] | None] = None
 
     def __init__(self, rows: Rows):
         self.rows = rows
@@ -182,6 +187,8 @@ class SlotPool:
                 fut = self._prompt_done.pop(row, None)
                 if fut is not None and not fut.done():
                     fut.set_result(None)
+        if SlotPool.probe is not None:
+            SlotPool.probe()
         if any(self.prompt_left):  # prompts go on even while no session hands in a frame
             self._maybe_step()
 

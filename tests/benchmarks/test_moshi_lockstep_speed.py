@@ -25,7 +25,7 @@ def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
 
 def test_speed_script_prints_and_stores_the_figures(tmp_path, moshi_python):
     proc = _run(tmp_path, "--batch", "1,2", "--cases", "2", "--turn-timeout-s", "1", "--forward-steps", "5",
-                "--warmup-steps", "1", "--timeout-s", "160")
+                "--warmup-steps", "1", "--probe-every-s", "0.1", "--timeout-s", "160")
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.strip().splitlines()
     res = json.loads((tmp_path / "speed.json").read_text())
@@ -33,15 +33,19 @@ def test_speed_script_prints_and_stores_the_figures(tmp_path, moshi_python):
     assert [h["batch"] for h in res["harness"]] == [1, 2] == [f["batch"] for f in res["forward"]]
     for h in res["harness"]:
         assert h["cases"] == 2 and h["failed"] == 0 and h["invalid"] == 0 and h["session_s"] > 0
-        assert h["speed"] == pytest.approx(h["session_s"] / (h["wall_s"] - h["load_s"]))
+        # the interleaved forward's time is not the harness's
+        assert 0 < h["probe_s"] < h["wall_s"] - h["load_s"]
+        assert h["speed"] == pytest.approx(h["session_s"] / (h["wall_s"] - h["load_s"] - h["probe_s"]))
         # the pool's own counters: every model frame was one row of one batched step (a session's
         # last frame stays in the 16 -> 24 kHz resampler's delay line: one frame less each)
         assert h["row_steps"] == round(h["session_s"] / 0.08) - h["cases"] and h["steps"] * h["batch"] >= h["row_steps"]
         assert 0 < h["in_model_step"] < 1
-    for f in res["forward"]:  # measured just before and just after the harness, the mean used
-        for side in (f["before"], f["after"]):
+    for f, h in zip(res["forward"], res["harness"]):
+        # timed between the harness's steps (the ratio's figure): two steps every 0.1 s, one timed
+        assert f["spent_s"] == h["probe_s"] and f["steps"] >= 2 and f["every_s"] == 0.1
+        assert f["wall_s"] < f["spent_s"] and f["speed"] == pytest.approx(f["batch"] * f["steps"] * 0.08 / f["wall_s"])
+        for side in (f["before"], f["after"]):  # and alone just before and after it (printed only)
             assert side["steps"] == 5 and side["speed"] == pytest.approx(f["batch"] * 5 * 0.08 / side["wall_s"])
-        assert f["speed"] == pytest.approx((f["before"]["speed"] + f["after"]["speed"]) / 2)
     assert res["env"]["kv_cache_s"] == 120 and 0 < res["env"]["kv_cache_steps"] <= 120 / 0.08 + 8
     # no B=8 here: the largest B is the reference; the last line is the ratio of the stored speeds
     ratio = res["harness"][1]["speed"] / res["forward"][1]["speed"]

@@ -35,7 +35,8 @@ GREEDY = {"temp": 0, "temp_text": 0}
 
 NO_FORK = ("NVIDIA's PersonaPlex fork of moshi (pip name moshi-personaplex, imported as `moshi`) is not on PyPI, "
            "so the real-server tests need a venv you built from a checkout of github.com/NVIDIA/personaplex "
-           "(pip install --no-deps <checkout>/moshi, its runtime dependencies and torch==2.13.0); "
+           "(pip install --no-deps <checkout>/moshi, its runtime dependencies as docs/models.md lists them, "
+           "pyloudnorm included, and torch==2.13.0); "
            "point FDEVAL_PERSONAPLEX_PYTHON at that venv's bin/python")
 
 

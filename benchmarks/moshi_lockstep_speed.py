@@ -9,9 +9,10 @@ same B between the harness's own steps: every `--probe-every-s` two forward step
 (the first brings the copy's weights back into the caches, as a loop of forward steps has them; at
 most a sixth of the time goes to it), their time left out of the harness's wall. Both are then
 measured in the same minutes, on a machine whose speed drifts by 10 % and more from one minute to
-the next. The forward also runs alone just before and just after the harness (printed, not used in
-the ratio). The last line printed is `harness/forward at B=8: R`: the harness's speed over the
-interleaved forward's.
+the next. The forward also runs alone just before and just after the harness (printed; the ratio
+uses their mean only with `--no-probe` or where the GPU cannot hold the copy's streaming state
+beside the harness's). The last line printed is `harness/forward at B=8: R`: the harness's speed
+over the interleaved forward's.
 
 Model, random weights, no download: by default the tiny random Moshi (`fdeval/models/moshi_tiny.py`)
 on the CPU; `--moshiko-shapes` builds a model with moshiko's real shapes (Moshi 7B LM, the real
@@ -64,8 +65,10 @@ FULL_CASES = 1608
 FRAME_S = 0.08
 
 
-class Timeout(Exception):
-    """The script's own --timeout-s ran out (exit 124; the JSON so far is kept)."""
+class Timeout(BaseException):
+    """The script's own --timeout-s ran out (exit 124; the JSON so far is kept). A BaseException, as
+    KeyboardInterrupt is, so that no `except Exception` on the way (a model load, a session) takes it
+    for an error of its own."""
 
 
 def have_moshi() -> bool:
@@ -159,6 +162,11 @@ def bare_forward(rows: Any, batch: int, frames: np.ndarray, steps: int, warmup: 
     `warmup` (`rows`: a closed `MoshiRows`, whose modules get a streaming state of `batch` rows here)."""
     import torch
 
+    cuda = str(rows.device).startswith("cuda")
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
     with ForwardProbe(rows, batch, frames, 0.0) as fwd:
         for _ in range(warmup):
             fwd.step()
@@ -170,8 +178,11 @@ def bare_forward(rows: Any, batch: int, frames: np.ndarray, steps: int, warmup: 
         if fwd.cuda:
             torch.cuda.synchronize()
         wall = time.perf_counter() - t0
-    return {"batch": batch, "steps": steps, "wall_s": wall, "step_ms": 1e3 * wall / steps,
-            "speed": batch * steps * FRAME_S / wall}
+    out = {"batch": batch, "steps": steps, "wall_s": wall, "step_ms": 1e3 * wall / steps,
+           "speed": batch * steps * FRAME_S / wall}
+    if cuda:  # its streaming state and activations: what the interleaved copy will hold beside the harness
+        out["gpu_bytes"] = torch.cuda.max_memory_allocated() - base
+    return out
 
 
 class ForwardProbe:
@@ -181,8 +192,9 @@ class ForwardProbe:
     the second; `spent_s` is all the time it took (the
     harness's wall less that is the harness's own)."""
 
-    def __init__(self, rows: Any, batch: int, frames: np.ndarray, every_s: float):
+    def __init__(self, rows: Any, batch: int, frames: np.ndarray, every_s: float, skip: str | None = None):
         self.rows, self.batch, self.frames, self.every_s = rows, batch, frames, every_s
+        self.skip = skip  # why it does not run (the GPU cannot hold a second streaming state)
         self.cuda = str(rows.device).startswith("cuda")
         self.step_s: list[float] = []
         self.spent_s = 0.0
@@ -191,6 +203,8 @@ class ForwardProbe:
         self.stack = contextlib.ExitStack()
 
     def __enter__(self) -> "ForwardProbe":
+        if self.skip:
+            return self
         self.stack.enter_context(self.rows.lm_gen.streaming(self.batch))
         self.stack.enter_context(self.rows.mimi.streaming(self.batch))
         return self
@@ -215,7 +229,7 @@ class ForwardProbe:
         import torch
 
         t0 = time.perf_counter()
-        if t0 < self.next_t:
+        if self.skip or t0 < self.next_t:
             return
         self.step()
         if self.cuda:
@@ -235,7 +249,23 @@ class ForwardProbe:
         wall = sum(self.step_s)
         return {"batch": self.batch, "steps": n, "wall_s": wall, "step_ms": 1e3 * wall / max(1, n),
                 "speed": self.batch * n * FRAME_S / wall if wall else float("nan"), "spent_s": self.spent_s,
-                "every_s": self.every_s}
+                "every_s": self.every_s, "skipped": self.skip}
+
+
+def probe_skip(before: dict[str, Any], weights_bytes: int) -> str | None:
+    """Why the interleaved forward cannot run beside the harness (None: it can). On CUDA its
+    streaming state stays allocated while the harness loads its own weights and fills its own rows
+    (moshiko at B = 64: two sets of KV caches): it runs only where the GPU has room for both, with
+    a tenth to spare."""
+    if "gpu_bytes" not in before:
+        return None
+    import torch
+
+    free, _ = torch.cuda.mem_get_info()
+    need = int(1.1 * (2 * before["gpu_bytes"] + weights_bytes))
+    if need <= free:
+        return None
+    return f"the GPU has {free / 2**30:.1f} GiB free, the copy's state and the harness need {need / 2**30:.1f} GiB"
 
 
 def case_frames(cases: list[Any], root: Path, rows: int, frame_n: int, sr: int) -> np.ndarray:
@@ -345,10 +375,13 @@ def measure(a: argparse.Namespace, res: dict[str, Any]) -> None:
     for b in a.batch:
         # the forward between the harness's steps (the ratio's), and alone just before and after
         before = bare_forward(rows, b, frames, a.forward_steps, a.warmup_steps)
-        with ForwardProbe(rows, b, frames, a.probe_every_s) as probe:
+        skip = "--no-probe" if a.no_probe else probe_skip(before, res["weights_bytes"])
+        with ForwardProbe(rows, b, frames, a.probe_every_s, skip) as probe:
             h = harness(a, b, res["cases"][:per_b[b]], common, stamp, probe)
         after = bare_forward(rows, b, frames, a.forward_steps, a.warmup_steps)
         f = {**probe.result(), "before": before, "after": after}
+        if probe.skip:  # then the mean of the forward alone before and after the harness
+            f.update(speed=(before["speed"] + after["speed"]) / 2, step_ms=(before["step_ms"] + after["step_ms"]) / 2)
         line = (f"harness B={b}: {h['speed']:.2f} session-s per wall-s ({h['session_s']:.1f} session-s of "
                 f"{h['cases']} cases in {h['wall_s'] - h['load_s'] - h['probe_s']:.1f} s after a {h['load_s']:.1f} s "
                 f"load, less {h['probe_s']:.1f} s of interleaved forward; "
@@ -362,9 +395,10 @@ def measure(a: argparse.Namespace, res: dict[str, Any]) -> None:
         res["harness"].append(h)
         res["forward"].append(f)
         print(line, flush=True)
-        print(f"forward B={b}: {f['speed']:.2f} session-s per wall-s ({f['step_ms']:.1f} ms per step, {f['steps']} steps "
-              f"timed between the harness's; alone {before['speed']:.2f} before the harness, {after['speed']:.2f} after, "
-              f"{before['steps']} steps each)", flush=True)
+        how = (f"the mean of the forward alone, not interleaved: {probe.skip}" if probe.skip else
+               f"{f['steps']} steps timed between the harness's")
+        print(f"forward B={b}: {f['speed']:.2f} session-s per wall-s ({f['step_ms']:.1f} ms per step, {how}; alone "
+              f"{before['speed']:.2f} before the harness, {after['speed']:.2f} after, {before['steps']} steps each)", flush=True)
     if cuda:
         full = full_set_session_s(a.full_cases, out)
         res["full_set"] = full
@@ -403,6 +437,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--forward-steps", type=int, default=150, help="steps of the forward alone before and after")
     p.add_argument("--probe-every-s", type=float, default=0.5,
                    help="seconds between two timings of the forward inside the harness's run")
+    p.add_argument("--no-probe", action="store_true",
+                   help="time the forward only alone before and after the harness (the ratio uses their mean)")
     p.add_argument("--warmup-steps", type=int, default=3)
     p.add_argument("--full-cases", type=Path, default=None, help="a generated full Instruct-FD set (for the projection)")
     p.add_argument("--out", type=Path, default=REPO / ".cache" / "moshi_lockstep_speed")

@@ -54,6 +54,18 @@ def test_speed_script_prints_and_stores_the_figures(tmp_path, moshi_python):
     assert "full_set" not in res  # the GPU-minutes projection is for CUDA only
 
 
+def test_without_the_probe_the_forward_is_the_mean_of_before_and_after(tmp_path, moshi_python):
+    proc = _run(tmp_path, "--batch", "1", "--cases", "1", "--turn-timeout-s", "1", "--forward-steps", "4",
+                "--warmup-steps", "1", "--no-probe", "--timeout-s", "160")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    res = json.loads((tmp_path / "speed.json").read_text())
+    (h,), (f,) = res["harness"], res["forward"]
+    assert h["probe_s"] == 0 and f["steps"] == 0 and f["skipped"] == "--no-probe"
+    assert f["speed"] == pytest.approx((f["before"]["speed"] + f["after"]["speed"]) / 2)
+    assert "not interleaved: --no-probe" in proc.stdout
+    assert res["harness_over_forward"]["ratio"] == pytest.approx(h["speed"] / f["speed"])
+
+
 def test_speed_script_stops_at_its_timeout_and_keeps_the_json(tmp_path, moshi_python):
     proc = _run(tmp_path, "--batch", "1", "--cases", "1", "--timeout-s", "3")
     assert proc.returncode == 124, proc.stderr[-2000:]

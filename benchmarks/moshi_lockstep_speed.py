@@ -58,6 +58,7 @@ if str(REPO) not in sys.path:
 
 import numpy as np  # noqa: E402
 
+from fdeval.models.lockstep import SlotPool  # noqa: E402  (no torch: the pool's probe seam)
 from fdeval.models.moshi_env import build_tiny, default_venv  # noqa: E402
 
 FULL_SET = Path(__file__).with_name("moshi_lockstep_full_set.json")
@@ -286,7 +287,6 @@ def harness(a: argparse.Namespace, b: int, ids: list[str], common: list[str], st
     import torch
 
     from fdeval.bench.common import launch
-    from fdeval.models.lockstep import SlotPool
 
     cuda = a.device.startswith("cuda")
     if cuda:

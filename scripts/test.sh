@@ -1,8 +1,23 @@
 #!/usr/bin/env bash
-# Install (if needed) and run the whole test suite.
+# Install (if needed) and run the whole test suite. The environments the tests share are built
+# first, each as its own timed step (a no-op when current), so no test's time hides a build.
+# FDEVAL_TEST_WORKERS: pytest-xdist workers (default 2; 0 runs in this process, one test at a time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-EXTRAS=${EXTRAS:-test,asr} bash scripts/setup.sh
-bash scripts/install_browser.sh || echo "test: no chromium (needs root and Debian's apt); the browser test will be skipped"
+step() {  # step NAME CMD...: run CMD, then say how long it took
+  local name=$1 t0=$SECONDS
+  shift
+  "$@"
+  echo "test: $name: $((SECONDS - t0)) s"
+}
+step "venv (.venv)" env EXTRAS="${EXTRAS:-test,asr}" bash scripts/setup.sh
+step "browser" bash -c 'bash scripts/install_browser.sh || echo "test: no chromium (needs root and Debian apt); the browser test will be skipped"'
 . .venv/bin/activate
-python -m pytest -q "$@"
+# The moshi venv (kyutai's real server, torch<2.10, so apart from .venv) for the Moshi tests.
+step "moshi venv (.cache/moshi-venv)" bash -c 'python -m fdeval.models.moshi_env --with-fdeval >/dev/null || echo "test: the moshi venv could not be built; the Moshi server tests will be skipped"'
+workers=${FDEVAL_TEST_WORKERS:-2}
+if [ "$workers" = 0 ]; then
+  python -m pytest -q "$@"
+else
+  python -m pytest -q -n "$workers" --dist loadgroup "$@"
+fi

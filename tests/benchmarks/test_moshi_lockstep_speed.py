@@ -11,21 +11,20 @@ from pathlib import Path
 
 import pytest
 
-from helpers import sibling_module
-
-moshi_python = sibling_module("models/conftest_moshi.py").moshi_python  # fixture: builds the venv if needed
-
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "benchmarks" / "moshi_lockstep_speed.py"
 
+
 def _run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    # the tests' --timeout-s 800 (the script's own limit) sits below this one: a loaded machine may
+    # need minutes for what an idle one does in seconds
     return subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path / "out"), "--json",
-                           str(tmp_path / "speed.json"), *args], capture_output=True, text=True, timeout=170, cwd=REPO)
+                           str(tmp_path / "speed.json"), *args], capture_output=True, text=True, timeout=900, cwd=REPO)
 
 
 def test_speed_script_prints_and_stores_the_figures(tmp_path, moshi_python):
     proc = _run(tmp_path, "--batch", "1,2", "--cases", "2", "--turn-timeout-s", "1", "--forward-steps", "5",
-                "--warmup-steps", "1", "--probe-every-s", "0.1", "--timeout-s", "160")
+                "--warmup-steps", "1", "--probe-every-s", "0.1", "--timeout-s", "800")
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.strip().splitlines()
     res = json.loads((tmp_path / "speed.json").read_text())
@@ -56,7 +55,7 @@ def test_speed_script_prints_and_stores_the_figures(tmp_path, moshi_python):
 
 def test_without_the_probe_the_forward_is_the_mean_of_before_and_after(tmp_path, moshi_python):
     proc = _run(tmp_path, "--batch", "1", "--cases", "1", "--turn-timeout-s", "1", "--forward-steps", "4",
-                "--warmup-steps", "1", "--no-probe", "--timeout-s", "160")
+                "--warmup-steps", "1", "--no-probe", "--timeout-s", "800")
     assert proc.returncode == 0, proc.stderr[-3000:]
     res = json.loads((tmp_path / "speed.json").read_text())
     (h,), (f,) = res["harness"], res["forward"]

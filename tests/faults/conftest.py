@@ -191,9 +191,6 @@ def short_cases(tmp_path):
 # -- test_secrets / test_exposure: one watched launch on a Moshi server pool (observe.py) ---------
 from . import observe  # noqa: E402
 
-_moshi = sibling_module("models/conftest_moshi.py")
-moshi_python, tiny_moshi = _moshi.moshi_python, _moshi.tiny_moshi  # the moshi tests' fixtures
-
 
 @pytest.fixture(scope="session")
 def watched_pool_launch(moshi_python, tiny_moshi, tmp_path_factory) -> observe.WatchedLaunch:

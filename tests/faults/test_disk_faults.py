@@ -16,7 +16,9 @@ from pathlib import Path
 import h5py
 import pytest
 
-from test_trust import one_run  # noqa: F401  (fixture)
+from helpers.launching import copy_run
+
+from fdeval.engine.run import step_dir
 
 from .conftest import TWO, TWO_IDS, digests, launch, one_line_error, runs, temps
 
@@ -24,9 +26,9 @@ CASE, OTHER = TWO_IDS
 
 
 @pytest.fixture(scope="module")
-def finished(one_run):
-    """test_trust's finished run of the two cases (this module's own copy: module-scoped)."""
-    return one_run
+def finished(two_case_run, tmp_path_factory):
+    """The suite's finished run of the two cases (tests/conftest.py), this module's own copy."""
+    return copy_run(two_case_run, tmp_path_factory.mktemp("disk-faults"))
 
 
 @pytest.fixture(scope="module")
@@ -46,9 +48,9 @@ def _data(d: Path) -> Path:
 ARTIFACTS = {
     "session_wav": (lambda d: d / "sessions" / f"{CASE}.wav", True),
     "session_h5": (lambda d: d / "sessions" / f"{CASE}.h5", True),
-    "transcript": (lambda d: d / "transcripts" / f"{CASE}.json", False),
-    "verdict": (lambda d: next((d / "verdicts").glob(f"{CASE}@*.json")), False),
-    "score_table": (lambda d: d / "scores" / "ias.csv", False),
+    "transcript": (lambda d: step_dir(d, "transcribe") / f"{CASE}.json", False),
+    "verdict": (lambda d: next(step_dir(d, "judge").glob(f"{CASE}@*.json")), False),
+    "score_table": (lambda d: step_dir(d, "score") / "ias.csv", False),
     "generated_case_audio": (lambda d: _data(d) / "audio" / CASE.split("__")[0] / "turn1.wav", False),
     "generated_case_file": (lambda d: _data(d) / "cases" / f"{CASE}.json", False),
 }
@@ -66,7 +68,7 @@ def test_a_truncated_artifact_is_made_again_and_nothing_else_changes(finished, a
     damaged = digests(out)[rel]
     proc = launch(tmp, TWO)
     after = digests(out)
-    if path.parent.parent == d and path.parent.name != "scores":  # the case steps say what they make again
+    if path.parents[2] == d and path.parents[1].name != "scores":  # the case steps say what they make again
         assert path.name in proc.stdout + proc.stderr, "the relaunch says which file it makes again"
     assert temps(out) == [] and after[rel] != damaged
     if new_session:
@@ -121,7 +123,7 @@ def test_a_read_only_run_folder_is_one_line_and_the_relaunch_completes(tmp_path,
     launch(tmp_path, TWO, cases_dir)
     after = digests(d)
     assert {k: after[k] for k in before} == before
-    assert len(list((d / "verdicts").glob("*.json"))) == 2 and (d / "scores" / "ias.csv").is_file()
+    assert len(list(step_dir(d, "judge").glob("*.json"))) == 2 and (step_dir(d, "score") / "ias.csv").is_file()
 
 
 @pytest.fixture
@@ -159,4 +161,4 @@ def test_a_full_disk_mid_run_is_one_line_keeps_what_was_finished_and_the_relaunc
     launch(tmp_path, TWO, cases_dir, out_root=out)
     after = digests(d)
     assert {k: after[k] for k in before} == before
-    assert len(list((d / "verdicts").glob("*.json"))) == 2 and (d / "scores" / "ias.csv").is_file()
+    assert len(list(step_dir(d, "judge").glob("*.json"))) == 2 and (step_dir(d, "score") / "ias.csv").is_file()

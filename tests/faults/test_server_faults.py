@@ -15,12 +15,12 @@ import json
 import h5py
 import pytest
 
+from fdeval.engine.run import step_dir
+
 from .conftest import digests, sibling_module
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 
-_moshi = sibling_module("models/conftest_moshi.py")  # imported by test_moshi_server, by this name
-moshi_python, tiny_moshi = _moshi.moshi_python, _moshi.tiny_moshi  # fixtures (the tiny build takes seconds)
 server_tests = sibling_module("models/test_moshi_server.py")
 CASE = "conv1__backchannel"  # of conftest's short cases: ~10 s of session
 
@@ -43,7 +43,7 @@ def test_a_server_killed_mid_case_without_retries_is_an_error_record_and_the_rel
     # the server's death, recorded as such: an infrastructure error, not a result of the model
     assert record["case_id"] == CASE and record["stage"] == "run", record
     assert record["error"].startswith("ServerDied: moshi server moshi-0 exited with code -9; session lost"), record
-    assert not (d / "sessions" / f"{CASE}.h5").exists() and not list((d / "verdicts").glob("*.json"))
+    assert not (d / "sessions" / f"{CASE}.h5").exists() and not list(step_dir(d, "judge").glob("*.json"))
     before = digests(tmp_path / "outputs")
 
     again = server_tests.launch(tmp_path, args, cases=[CASE])
@@ -54,4 +54,4 @@ def test_a_server_killed_mid_case_without_retries_is_an_error_record_and_the_rel
     assert gone not in after
     with h5py.File(d / "sessions" / f"{CASE}.h5") as f:
         assert f.attrs["case_id"] == CASE
-    assert len(list((d / "verdicts").glob(f"{CASE}@*.json"))) == 1 and (d / "scores" / "ias.csv").is_file()
+    assert len(list(step_dir(d, "judge").glob(f"{CASE}@*.json"))) == 1 and (step_dir(d, "score") / "ias.csv").is_file()

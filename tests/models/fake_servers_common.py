@@ -199,3 +199,19 @@ def run_realtime_session(app, port: int, model, case, audio, vad, cfg, instructi
 
     return asyncio.run(serve_and_run(app, port, lambda: run_session(
         case, audio, model, cfg, RealtimeClock(), vad, instruction=instruction), ssl_context))
+
+
+async def opus_frames(ws, frame_n: int = 1920):
+    """The 24 kHz frames of the 0x01 Ogg/Opus messages a client sends on `ws` (aiohttp, server side):
+    for the local servers of the Moshi-family protocol tests."""
+    import aiohttp
+    import sphn
+
+    reader, buf = sphn.OpusStreamReader(24000), np.zeros(0, np.float32)
+    async for msg in ws:
+        if msg.type != aiohttp.WSMsgType.BINARY or msg.data[:1] != b"\x01":
+            continue
+        buf = np.concatenate([buf, reader.append_bytes(msg.data[1:])])
+        while len(buf) >= frame_n:
+            frame, buf = buf[:frame_n], buf[frame_n:]
+            yield frame

@@ -3,11 +3,10 @@ tests: made once per test session with `python -m fdeval.launch`, each only when
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers.launching import run_launch, seed_data
 
 IFD = ("benchmark.cases=[fresh_pasta_stop__acknowledge,fresh_pasta_stop__none,bathroom_cleaning_mix__interrupt,"
        "house_savings_plan__backchannel]",)
@@ -17,8 +16,7 @@ TACT = ("benchmark=tact", "benchmark.n_episodes=4", "benchmark.repeats=1", "benc
 
 def launch(tmp: Path, *args: str) -> Path:
     """Run the command; the one run folder it made."""
-    cmd = [sys.executable, "-m", "fdeval.launch", f"out_root={tmp / 'out'}", "progress=false", *args]
-    proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=600)
+    proc = run_launch([f"out_root={seed_data(tmp / 'out')}", "progress=false", *args], cwd=tmp)
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     (run,) = [p.parent for p in (tmp / "out").glob("*/reference/*/run.json")]
     return run

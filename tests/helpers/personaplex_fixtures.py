@@ -1,10 +1,10 @@
-"""Fixtures for the tests that run NVIDIA's real PersonaPlex server (imported by them; not a pytest conftest).
+"""Fixtures for the tests that run NVIDIA's real PersonaPlex server (registered once for the whole suite by tests/conftest.py).
 
 `personaplex_python`: the interpreter named by FDEVAL_PERSONAPLEX_PYTHON, which must have NVIDIA's
 fork of moshi (`moshi-personaplex`, not on PyPI), or a skip saying how to get one.
 `tiny_personaplex`: a tiny random PersonaPlex checkpoint (`fdeval/models/personaplex_tiny.py`,
 built with the kyutai moshi venv, so it builds where PersonaPlex is not installed; a test that uses
-it imports `moshi_python` from conftest_moshi as well), as a dict of
+it uses the `moshi_python` fixture as well), as a dict of
 paths: dir, config, arch, moshi_weight, mimi_weight, tokenizer, voice_prompt_dir, voice_wav, ...
 `tiny_personaplex_pt`: the same dict once the fork has written its `.pt` voice prompt from the
 WAV (`voice_pt`: its file name in voice_prompt_dir); needs `personaplex_python`.

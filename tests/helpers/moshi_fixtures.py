@@ -1,9 +1,8 @@
-"""Fixtures shared by the Moshi tests (imported by them; not a pytest conftest).
+"""Fixtures shared by the Moshi tests (registered once for the whole suite by tests/conftest.py).
 
 `moshi_python`: the moshi venv's interpreter (built once, cached at .cache/moshi-venv or
 FDEVAL_MOSHI_VENV, with fdeval installed --no-deps), or a skip with the reason.
 `tiny_moshi`: a tiny random Moshi checkpoint built inside that venv (paths as a dict).
-`opus_frames`: for the local servers of the protocol tests, the 80 ms frames a client streams;
 `last_session_record`: what such a server wrote about its last streaming session;
 `stream_tone`: a client side that streams a tone at wall time through an open session.
 """
@@ -36,22 +35,6 @@ def tiny_moshi(moshi_python, tmp_path_factory) -> dict:
         return build_tiny(moshi_python, tmp_path_factory.mktemp("tiny-moshi"))
     except MoshiEnvError as e:
         pytest.skip(f"the tiny Moshi cannot be built: {str(e)[:300]}")
-
-
-async def opus_frames(ws, frame_n: int = 1920):
-    """The 24 kHz frames of the 0x01 Ogg/Opus messages a client sends on `ws` (aiohttp, server side)."""
-    import aiohttp
-    import numpy as np
-    import sphn
-
-    reader, buf = sphn.OpusStreamReader(24000), np.zeros(0, np.float32)
-    async for msg in ws:
-        if msg.type != aiohttp.WSMsgType.BINARY or msg.data[:1] != b"\x01":
-            continue
-        buf = np.concatenate([buf, reader.append_bytes(msg.data[1:])])
-        while len(buf) >= frame_n:
-            frame, buf = buf[:frame_n], buf[frame_n:]
-            yield frame
 
 
 def last_session_record(path: Path, timeout_s: float = 10.0) -> dict:

@@ -3,7 +3,8 @@
 Keys come from the environment only and reach only the processes that need them: a model server
 gets the variables its spec names (`fdeval.models.servers.server_environment`), espeak-ng workers
 and realtime client processes get none unless their model declares it reads them
-(`DuplexModel.env_keys`).
+(`DuplexModel.env_keys`), and a Slurm task only the keys of its array's steps
+(`fdeval.cluster.slurm.array_keys`: the model's in the run array, the judge's in the post array).
 """
 
 from __future__ import annotations

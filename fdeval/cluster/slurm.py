@@ -17,6 +17,14 @@ at once). Slurm checks limits every 30 s and sends the `--signal` warning up to 
 warning may come as early as `timeout_min*60 - signal_delay_s - 60` s into a task; `check` refuses
 settings where that leaves under a minute (the warning could arrive before submitit listens for
 it, and SIGUSR2's default action kills the task).
+
+Environment: sbatch's default (`--export=ALL`) would hand every task every key of the submitting
+shell. Each array gets `--export=<names>` instead (names only: the values never enter the
+submission file, the command line or submitit's pickles): every variable that is not a secret by
+`fdeval.secrets.is_secret_name`, plus the keys that array's steps read (`array_keys`) and the
+names in `launcher.export_env`. With named variables sbatch also loads the user's login
+environment on the node (it implies `--get-user-env`), so a task also drops, in Python, every
+secret it was not meant to have before its steps start: its children never see one.
 """
 
 from __future__ import annotations
@@ -24,27 +32,35 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
+import re
 import shutil
 import signal
 import subprocess
 import threading
 import time
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
+from hydra.utils import get_class
 from omegaconf import DictConfig, OmegaConf
 
 from fdeval.errors import ConfigError, FdevalError
 from fdeval.engine.driver import run_steps
 from fdeval.engine.launcher import Launcher, Phase
 from fdeval.files import write_json_atomic
+from fdeval.llm.client import API_KEY_ENV, BACKENDS as LLM_BACKENDS, BASE_URL_ENV, OPENAI_KEY_ENV, protocol_of
+from fdeval.secrets import secrets_withheld, without_secrets
 
 log = logging.getLogger("fdeval")
 
 EARLY_WARNING_S = 60  # Slurm may send the --signal warning this much before signal_delay_s
 MIN_WORK_S = 60       # least work a task must get before the earliest possible warning
+# A name sbatch's comma-separated --export list can carry (env names never hold "=").
+_EXPORTABLE = re.compile(r"[^,=\s]+")
 
 
 @dataclass
@@ -55,10 +71,13 @@ class ShardTask:
     run_dir: str
     steps: tuple[str, ...]
     n_shards: int
+    keys: tuple[str, ...] = ()  # the secrets (names) its steps may read; others are dropped at start
 
     def __call__(self, shard: int) -> dict[str, Any]:
         cfg = OmegaConf.create(self.cfg_yaml)
-        ctx = run_steps(cfg, Path(self.run_dir), list(self.steps), shard=(shard, self.n_shards))
+        # a key the node's login environment brought in (sbatch loads it) reaches no step or child
+        with secrets_withheld(keep=self.keys):
+            ctx = run_steps(cfg, Path(self.run_dir), list(self.steps), shard=(shard, self.n_shards))
         _ignore_late_warning()
         return {"shard": shard, "steps": list(self.steps), "stats": ctx.stats}
 
@@ -95,8 +114,18 @@ def _limits(lc: DictConfig, gpu: bool) -> tuple[str, int, int]:
     return where, values[0], values[1]
 
 
+# sbatch flags that would decide a task's environment behind `array_keys`' back
+_ENV_FLAGS = ("export", "get-user-env", "get_user_env")
+
+
 def check(lc: DictConfig) -> None:
-    """Refuse time limits whose warning could come before a task has done a minute of work."""
+    """Refuse time limits whose warning could come before a task has done a minute of work, and
+    settings that would pass a task other variables than `array_keys` allows."""
+    export_env(lc)
+    flags = sorted(set(_ENV_FLAGS) & set(lc.get("sbatch_extra") or {}))
+    if flags:
+        raise ConfigError(f"launcher.sbatch_extra.{flags[0]}: fdeval sets each array's environment (only the keys "
+                          f"its steps read); add variables with launcher.export_env=[NAME,...]")
     for gpu in (True, False):
         where, minutes, delay = _limits(lc, gpu)
         if minutes * 60 - delay - EARLY_WARNING_S < MIN_WORK_S:
@@ -106,10 +135,88 @@ def check(lc: DictConfig) -> None:
                 f"leave at least {MIN_WORK_S} s (timeout_min*60 >= signal_delay_s + {EARLY_WARNING_S + MIN_WORK_S})")
 
 
-def _executor(folder: Path, lc: DictConfig, gpu: bool, name: str, dependency: str | None):
+def _llm_keys(node: Any) -> set[str]:
+    """The variables the LLM clients configured anywhere under `node` read: each mapping whose
+    `backend` is an `fdeval.llm.client` backend (a judge, an ensemble's members, a benchmark role)."""
+    keys: set[str] = set()
+    if isinstance(node, dict):
+        backend = node.get("backend")
+        if isinstance(backend, str) and backend in LLM_BACKENDS:
+            keys |= {API_KEY_ENV, BASE_URL_ENV} if protocol_of(backend) == "anthropic" else {OPENAI_KEY_ENV}
+        for value in node.values():
+            keys |= _llm_keys(value)
+    elif isinstance(node, list):
+        for value in node:
+            keys |= _llm_keys(value)
+    return keys
+
+
+def _plain(cfg: DictConfig, key: str) -> Any:
+    node = cfg.get(key)
+    return OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else None
+
+
+def export_env(lc: DictConfig) -> tuple[str, ...]:
+    """`launcher.export_env`: names a site adds to every array (a secret too, e.g. HF_TOKEN)."""
+    names = lc.get("export_env") or []
+    if isinstance(names, str) or not all(isinstance(n, str) and _EXPORTABLE.fullmatch(n) for n in names):
+        raise ConfigError(f"launcher.export_env: a list of environment variable names, got {names!r}")
+    return tuple(names)
+
+
+def array_keys(cfg: DictConfig, placement: str) -> tuple[str, ...]:
+    """The secrets (names) an array of `placement` may hold, whether set or not:
+    - the run array (`gpu_array`, sessions): the model's `env_keys` and its `server.pass_env`;
+    - the post array (`cpu_array`, transcribe, judge): the judge's and the ASR's LLM keys;
+    - both: the benchmark's own LLM roles (EchoChain's simulator runs in the loop, its grader
+      after it), less `benchmark.llm`, which writes cases, and generate runs where the command runs;
+    - the score job: none.
+    Plus `launcher.export_env` everywhere."""
+    keys: set[str] = set()
+    if placement in ("gpu_array", "cpu_array"):
+        keys |= _llm_keys({k: v for k, v in (_plain(cfg, "benchmark") or {}).items() if k != "llm"})
+    if placement == "gpu_array":
+        target = cfg.model.get("_target_")
+        try:  # the class, not an instance: the submitting machine may lack the model's client packages
+            keys |= set(getattr(get_class(target), "env_keys", ())) if target else set()
+        except (ImportError, ValueError) as e:
+            raise ConfigError(f"model._target_: cannot import {target!r}: {' '.join(str(e).split())[:300]}") from None
+        keys |= set(OmegaConf.select(cfg, "model.server.pass_env", default=None) or ())
+    elif placement == "cpu_array":
+        keys |= _llm_keys(_plain(cfg, "judge")) | _llm_keys(_plain(cfg, "asr"))
+    return tuple(sorted(keys | set(export_env(cfg.launcher))))
+
+
+def export_names(keys: tuple[str, ...], environ: dict[str, str] | None = None) -> list[str]:
+    """The names for sbatch's --export: every variable of `environ` (default os.environ) but the
+    secrets not in `keys`. SLURM_* go anyway; a name --export cannot carry is left out."""
+    return sorted(k for k in without_secrets(environ, keep=keys)
+                  if _EXPORTABLE.fullmatch(k) and not k.startswith("SLURM_"))
+
+
+@contextmanager
+def _sbatch_env() -> Iterator[None]:
+    """sbatch lets $SBATCH_EXPORT override the script's --export (it would pass everything again):
+    withheld while submitting."""
+    value = os.environ.pop("SBATCH_EXPORT", None)
+    if value is not None:
+        # (its value is not logged: it may set variables, e.g. ALL,TOKEN=...)
+        log.warning("slurm: $SBATCH_EXPORT ignored: each array gets its own --export (launcher.export_env adds "
+                    "variables)")
+    try:
+        yield
+    finally:
+        if value is not None:
+            os.environ["SBATCH_EXPORT"] = value
+
+
+def _executor(folder: Path, lc: DictConfig, gpu: bool, name: str, dependency: str | None,
+              keys: tuple[str, ...] = ()):
     import submitit
 
     _, minutes, delay = _limits(lc, gpu)
+    extra = dict(OmegaConf.to_container(lc.sbatch_extra) or {})
+    extra["export"] = ",".join(export_names(keys)) or "NONE"
     ex = submitit.SlurmExecutor(folder=str(folder / "%j"))
     params: dict[str, Any] = {
         "job_name": name,
@@ -118,8 +225,10 @@ def _executor(folder: Path, lc: DictConfig, gpu: bool, name: str, dependency: st
         "mem": f"{int(lc.mem_gb if gpu else lc.cpu_job.mem_gb)}G",
         "array_parallelism": int(lc.array_parallelism),
         "signal_delay_s": delay,
-        "setup": list(lc.setup or []),
-        "additional_parameters": dict(OmegaConf.to_container(lc.sbatch_extra) or {}),
+        # srun would pass on only the --export names (sbatch sets SLURM_EXPORT_ENV to them): ALL
+        # keeps what `setup` adds (module load, conda activate) for the task
+        "setup": ["export SLURM_EXPORT_ENV=ALL", *list(lc.setup or [])],
+        "additional_parameters": extra,
     }
     for key in ("partition", "account", "qos"):
         value = lc.get(key) if gpu else lc.cpu_job.get(key, lc.get(key))
@@ -194,10 +303,12 @@ def submit(cfg: DictConfig, run_dir: Path, phases: list[Phase]) -> list[dict[str
     records = json.loads(jobs_file.read_text()) if jobs_file.exists() else []
     dependency, submitted, handles = None, [], []
     tag = f"fdeval-{cfg.benchmark.name}-{cfg.model.name}"
-    for ph in phases:
-        ex = _executor(folder, lc, ph.gpu, f"{tag}-{ph.name}", dependency)
-        task = ShardTask(cfg_yaml, str(run_dir), tuple(ph.steps), ph.n_tasks)
-        jobs = ex.map_array(task, list(range(ph.n_tasks)))
+    phase_keys = [array_keys(cfg, ph.placement) for ph in phases]  # a bad model target fails before any submission
+    for ph, keys in zip(phases, phase_keys):
+        ex = _executor(folder, lc, ph.gpu, f"{tag}-{ph.name}", dependency, keys)
+        task = ShardTask(cfg_yaml, str(run_dir), tuple(ph.steps), ph.n_tasks, keys)
+        with _sbatch_env():
+            jobs = ex.map_array(task, list(range(ph.n_tasks)))
         array_id = _array_id(jobs)
         dependency = f"afterok:{array_id}"
         rec = {"phase": ph.name, "steps": list(ph.steps), "job_id": array_id, "n_tasks": ph.n_tasks,

@@ -3,6 +3,8 @@
 Each section is a module with `run(ctx) -> dict` (`ctx`: fdeval.bench.common.Context), listed in
 fdeval.bench.sections:
 
+- launch: CPU and wall seconds of `python -m fdeval.launch` to its first config check and to its
+  first session, beside `python -c pass` (module fdeval.bench.startup)
 - lockstep: the reference agent's lockstep speed on the built-in set and its cost per part
 - realtime: barge-in error, pacing lag, orchestrator overhead and client CPU cost at 1, 8, 32
   sessions at once, in one client process and spread over several

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from fdeval.bench import batched, generation, lockstep, realtime, steps, tact, vad
+from fdeval.bench import batched, generation, lockstep, realtime, startup, steps, tact, vad
 
 SECTIONS = {
+    "launch": startup.run,
     "lockstep": lockstep.run,
     "realtime": realtime.run,
     "vad": vad.run,

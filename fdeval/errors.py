@@ -3,8 +3,22 @@
 from __future__ import annotations
 
 
+# Exit statuses of `python -m fdeval.launch` besides 0 (README, "Exit status").
+EXIT_STOPPED = 2  # a user error, or a step that stopped (e.g. cases its run step could not record)
+EXIT_NOT_SCORED = 3  # every step finished, but some sessions are invalid or failed: not in the scores
+
+
 class FdevalError(Exception):
     """An error caused by user input or configuration (printed as one line, exit code 2)."""
+
+    exit_code = EXIT_STOPPED
+
+
+class SessionsNotScored(FdevalError):
+    """A launch that did all its work, except that some sessions could not be used (invalid or
+    failed): its last line counts them, and the exit status says so (3, not 0)."""
+
+    exit_code = EXIT_NOT_SCORED
 
 
 class FileFieldError(FdevalError):

@@ -3,7 +3,8 @@
 A Hydra app. The command line is checked first, so an unknown key or group option fails at once
 with a one-line message that lists the valid ones; then Hydra composes the config, makes the
 run folder (deterministic: relaunching the same command resumes it) and the stages run there.
-User errors print one line and exit 2, without a traceback.
+User errors print one line and exit 2, without a traceback; a launch whose steps all finished
+but left sessions invalid or failed (not scored) says how many in its last line and exits 3.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from fdeval.engine.identity import NOT_RESULT_PATHS, readable_tag
 from fdeval.engine.launcher import Launcher, LocalLauncher
 from fdeval.engine.run import Run
 from fdeval.engine.status import Status
-from fdeval.errors import ConfigError, FdevalError
+from fdeval.errors import EXIT_NOT_SCORED, ConfigError, FdevalError, SessionsNotScored
 from fdeval.files import WriteError, write_text_atomic
 from fdeval.settings import CONF_DIR, describe  # importing settings registers the schemas the YAML names
 
@@ -44,6 +45,10 @@ _UNTAGGED_KEYS = {"model", "benchmark", "stage", "launcher", "run_tag", "out_roo
 _UNTAGGED_PREFIXES = ("launcher.", "hydra.", "report.", "stage.")
 # Override keys that look like credentials: keys come from the environment only.
 _SECRET_KEY = re.compile(r"(^|[._])(api_?key|key|token|secret|password|passwd|credentials?)$", re.I)
+
+
+# Set by a point of the launch (a sweep has several) that finished with sessions it could not score.
+_not_scored: list[str] = []
 
 
 def _die(msg: str) -> None:
@@ -139,7 +144,13 @@ def run_folder(overrides: list[str]) -> Path:
             cfg = compose("config", overrides=[*overrides, "stage=status"])  # status: builds no model or judge
     finally:
         GlobalHydra.instance().clear()
-    return prepare(cfg, readable_tag(overrides, _UNTAGGED_KEYS, _UNTAGGED_PREFIXES), tool_steps=_tools())[0]
+    return prepare(cfg, _tag(overrides), tool_steps=_tools())[0]
+
+
+def _tag(overrides: list[str]):
+    """The folder's readable tag, made once the config paths later steps own are known (they
+    change no recording, so `judge.<key>=...` names the same folder)."""
+    return lambda owned: readable_tag(overrides, _UNTAGGED_KEYS, _UNTAGGED_PREFIXES, owned)
 
 
 # The launchers a run may use: `launcher.name` picks one (each behind fdeval.engine.launcher.Launcher).
@@ -185,10 +196,13 @@ def _app(cfg: DictConfig) -> None:
         launcher.check()  # e.g. Slurm time limits whose warning could come at once: before generate
         _check_groups(cfg, overrides)
         tools = _tools()
-        run_dir, identity = prepare(cfg, readable_tag(overrides, _UNTAGGED_KEYS, _UNTAGGED_PREFIXES), launcher, tools)
+        run_dir, identity = prepare(cfg, _tag(overrides), launcher, tools)
         handler = _start_folder(run_dir, cfg, overrides)
         print(f"fdeval: run folder {run_dir}", flush=True)
-        run_stages(cfg, run_dir, identity, launcher, tools)
+        run_stages(cfg, run_dir, identity, launcher, tools, strict=True)
+    except SessionsNotScored as e:  # its work is done: a sweep's later points still run, then exit 3
+        print(f"fdeval: error: {e}", file=sys.stderr)
+        _not_scored.append(str(e))
     except FdevalError as e:
         _die(str(e))
     except KeyboardInterrupt:
@@ -217,9 +231,18 @@ def _start_folder(run_dir: Path, cfg: DictConfig, overrides: list[str]) -> loggi
     return handler
 
 
+def flags_last(argv: list[str]) -> list[str]:
+    """Hydra's parser takes no override after `-m`; a user may write `-m` anywhere (`... -m seed=1,2`)."""
+    flags = [a for a in argv if a in ("-m", "--multirun")]
+    return [a for a in argv if a not in flags] + flags
+
+
 def main() -> None:
+    sys.argv[1:] = flags_last(sys.argv[1:])
     check_overrides(sys.argv[1:])
     hydra.main(version_base=None, config_path=str(CONF_DIR), config_name="config")(_app)()
+    if _not_scored:
+        sys.exit(EXIT_NOT_SCORED)
 
 
 if __name__ == "__main__":

@@ -78,7 +78,7 @@ class OrchestratorSettings:
     vad_threshold: float = OrchestratorConfig.vad_threshold
     vad_min_silence_s: float = OrchestratorConfig.vad_min_silence_s
     # Realtime health (HealthBounds says why these values): a session past either bound is recorded
-    # but marked invalid, never scored, and recorded again on relaunch.
+    # but marked invalid, never scored, and recorded again on relaunch (at most invalid_retries times).
     max_pacing_lag_s: float = HealthBounds.max_pacing_lag_s  # latest a user frame may leave after its time
     max_model_lag_s: float = HealthBounds.max_model_lag_s  # furthest a frame-per-frame model's audio may trail
     # Realtime client processes (fdeval.engine.clients): how many processes pace the sessions in
@@ -91,6 +91,11 @@ class OrchestratorSettings:
     client_processes: int = 0
     client_cpu_s_per_session_s: float = 0.05
     client_cpu_share: float = 0.5
+    # How many relaunches record an invalid session again (its log counts them: `recording_attempt`).
+    # A passing stall (another job on the machine) rarely hits one case three times running; a
+    # cause that stays (a model slower than real time, a max_session_s too short) would otherwise
+    # be recorded again on every relaunch. After that the session is kept, invalid, with its reason.
+    invalid_retries: int = 2
 
     def __post_init__(self) -> None:
         if self.clock not in CLOCKS:
@@ -109,6 +114,7 @@ class OrchestratorSettings:
             "client_processes": (lambda x: x >= 0, "must be >= 0 (0 = auto)"),
             "client_cpu_s_per_session_s": (_finite_positive, "must be > 0"),
             "client_cpu_share": (lambda x: 0 < x <= 1, "must be in (0, 1]"),
+            "invalid_retries": (lambda x: x >= 0, "must be >= 0"),
         })
 
     def to_config(self) -> OrchestratorConfig:
@@ -156,6 +162,7 @@ class SlurmLauncherSettings(LauncherSettings):
     signal_delay_s: Any = MISSING
     setup: list[str] = MISSING
     sbatch_extra: dict[str, Any] = MISSING
+    export_env: list[str] = MISSING
     wait: bool = MISSING
     cpu_job: Any = MISSING
     plan: Any = MISSING

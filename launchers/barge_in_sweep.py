@@ -4,7 +4,7 @@
 
 OVERRIDES go to `python -m fdeval.launch` (model=..., launcher=slurm launcher.wait=true, ...).
 Each delay is its own run folder (a Hydra multirun point), so a rerun resumes; the script then
-reads every point's scores/ias.csv and writes ias_vs_delay.csv and ias_vs_delay.png to --out.
+reads every point's ias.csv (scores/<judge>-<key>/, the folder its run.json names) and writes ias_vs_delay.csv and ias_vs_delay.png to --out.
 """
 
 from __future__ import annotations
@@ -27,14 +27,29 @@ def find_runs(overrides: list[str], delays: list[float]) -> dict[float, Path]:
     for d in delays:
         expected = run_folder([f"orchestrator.barge_in_delay_s={d}", *overrides])
         suffix = expected.name.rsplit("-", 1)[-1]
-        matches = sorted(p for p in expected.parent.glob(f"*-{suffix}") if (p / "scores" / "ias.csv").is_file())
+        matches = sorted(p for p in expected.parent.glob(f"*-{suffix}") if ias_csv(p) is not None)
         if matches:
             found[d] = matches[0]
     return found
 
 
+def ias_csv(run: Path) -> Path | None:
+    """The run's ias.csv in the score folder of its last launch (run.json), or None."""
+    from fdeval.engine.run import step_dir
+    from fdeval.errors import FdevalError
+
+    try:
+        f = step_dir(run, "score") / "ias.csv"
+    except FdevalError:
+        return None
+    return f if f.is_file() else None
+
+
 def ias_table(run: Path) -> dict[str, float]:
-    with open(run / "scores" / "ias.csv", newline="") as f:
+    path = ias_csv(run)
+    if path is None:
+        raise FileNotFoundError(f"{run}: no ias.csv; run stage=score there")
+    with open(path, newline="") as f:
         return {r["instruction"]: float(r["ias"]) for r in csv.DictReader(f) if r.get("ias") not in (None, "")}
 
 

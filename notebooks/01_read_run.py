@@ -16,7 +16,9 @@
 #
 # A run folder is `<out_root>/<benchmark>/<model>/<run>/`: `run.json` (the command's config and
 # the identity its hash is made from), `sessions/<case>.wav` (stereo: ch0 user, ch1 model) with
-# `sessions/<case>.h5` (the session log, docs/recording.md), each step's files, and `scores/`.
+# `sessions/<case>.h5` (the session log, docs/recording.md), each step's files in the folder of
+# its settings (`verdicts/<judge>-<key>/`, ...; run.json's `steps` names the last launch's) and
+# `scores/<key>/`.
 # `fdeval.report.runview.open_run` reads it through the engine's own objects, for any benchmark:
 # every case with its session state and each case step's current results.
 #
@@ -42,6 +44,7 @@ view = open_run(RUN)
 print(f"{view.benchmark} / {view.model} ({view.model_id}), run {view.run_id}: {len(view.sessions)} cases")
 print("session states:", dict(Counter(s.state for s in view.sessions)))
 print("steps with per-case results:", ", ".join(view.result_steps))
+print("read from:", view.steps)  # each step's folder: which judge's, which ASR's results these are
 
 # %% [markdown]
 # ## One row per case

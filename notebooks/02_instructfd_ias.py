@@ -28,10 +28,11 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from _runs import run_dir
 
+from fdeval.engine.run import step_dir
 from fdeval.report.runview import open_run
 
 RUN = run_dir("instructfd", "FDEVAL_RUN_INSTRUCTFD")
-scores = RUN / "scores"
+scores = step_dir(RUN, "score")  # scores/<judge>-<key>/: the tables of the last launch's judge
 ias = pd.read_csv(scores / "ias.csv")
 ci = pd.read_csv(scores / "ias_ci.csv")
 delta = pd.read_csv(scores / "delta_ias.csv")

@@ -55,7 +55,7 @@ def without_delay(run: Path) -> str:
 
 
 runs = [r for r in run_folders("FDEVAL_SWEEP_RUNS", out_root() / "instructfd" / "reference")
-        if delay_of(r) is not None and (r / "scores" / "ias.csv").is_file()]
+        if delay_of(r) is not None and sweep.ias_csv(r) is not None]
 groups: dict[str, list[Path]] = {}
 for r in runs:
     groups.setdefault(without_delay(r), []).append(r)

@@ -33,11 +33,13 @@ import pandas as pd
 from _runs import run_dir
 
 from fdeval.benchmarks.tact import CATEGORIES, CATEGORY_WEIGHTS, INTENTS
+from fdeval.engine.run import step_dir
 
 RUN = run_dir("tact", "FDEVAL_RUN_TACT")
-comp = pd.read_csv(RUN / "scores" / "tact_composite.csv")
-episodes = pd.read_csv(RUN / "scores" / "tact_episodes.csv")
-slices = pd.read_csv(RUN / "scores" / "tact_slices.csv")
+SCORES = step_dir(RUN, "score")  # scores/<key>/ of the run's last launch
+comp = pd.read_csv(SCORES / "tact_composite.csv")
+episodes = pd.read_csv(SCORES / "tact_episodes.csv")
+slices = pd.read_csv(SCORES / "tact_slices.csv")
 first = comp.iloc[0]
 print(f"{RUN.name}: data {first.data_id}, model {first.model_id}, posterior {first.posterior_source}, "
       f"{first.repeats} repeat(s) per episode (median kept), {len(episodes)} episodes, "

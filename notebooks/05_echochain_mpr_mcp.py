@@ -34,11 +34,14 @@ import numpy as np
 import pandas as pd
 from _runs import run_dir
 
+from fdeval.engine.run import step_dir
+
 RUN = run_dir("echochain", "FDEVAL_RUN_ECHOCHAIN")
-scores = pd.read_csv(RUN / "scores" / "echochain_scores.csv")
-failures = pd.read_csv(RUN / "scores" / "echochain_failures.csv")
-half = pd.read_csv(RUN / "scores" / "echochain_half_duplex.csv")
-results = pd.read_csv(RUN / "scores" / "echochain_results.csv")
+SCORES = step_dir(RUN, "score")  # scores/<key>/ of the run's last launch
+scores = pd.read_csv(SCORES / "echochain_scores.csv")
+failures = pd.read_csv(SCORES / "echochain_failures.csv")
+half = pd.read_csv(SCORES / "echochain_half_duplex.csv")
+results = pd.read_csv(SCORES / "echochain_results.csv")
 print(f"{RUN.name}: {len(results)} conversations, models {sorted(scores.model)}, "
       f"intervals {scores.ci_level[0]:.0%} BCa over {scores.boot_unit[0]}s, {scores.n_resamples[0]} resamples")
 

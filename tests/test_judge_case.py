@@ -209,10 +209,10 @@ def test_llm_judge_without_key_is_one_line(data, tmp_path, capsys, monkeypatch):
 def test_module_entry_point(data, tmp_path):
     module = "fdeval.benchmarks.instructfd.judge_case"
     good = subprocess.run([sys.executable, "-m", module, "--case", case_file(data, "fresh_pasta_stop__acknowledge"),
-                           "--transcript", write(tmp_path, "t.txt", PASTA_ACK)], capture_output=True, text=True, timeout=60)
+                           "--transcript", write(tmp_path, "t.txt", PASTA_ACK)], capture_output=True, text=True, timeout=300)
     assert good.returncode == 0, good.stderr
     assert json.loads(good.stdout)[0]["verdict"] == "adhere"
     bad = subprocess.run([sys.executable, "-m", module, "--case", str(tmp_path / "nope.json"),
-                          "--transcript", str(tmp_path / "t.txt")], capture_output=True, text=True, timeout=60)
+                          "--transcript", str(tmp_path / "t.txt")], capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "nope.json" in bad.stderr and "Traceback" not in bad.stderr
     assert bad.stdout == ""

@@ -22,6 +22,8 @@ import pytest
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
+from fdeval.engine.run import step_dir
+
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 SWEEP_CASES = "benchmark.cases=[balcony_tomatoes__continue,balcony_tomatoes__none]"
@@ -41,7 +43,7 @@ def start(cwd: Path, *args: str) -> subprocess.Popen:
 
 
 def finish(proc: subprocess.Popen) -> None:
-    out, _ = proc.communicate(timeout=300)
+    out, _ = proc.communicate(timeout=900)
     assert proc.returncode == 0, out[-3000:]
 
 
@@ -73,7 +75,7 @@ def execute(name: str, env: dict[str, str]) -> list[dict]:
     """Run the notebook on a kernel that sees `env` (and no keys); return its outputs in order
     (a cell error raises CellExecutionError)."""
     nb = jupytext.read(NOTEBOOKS / f"{name}.py")
-    client = NotebookClient(nb, kernel_name="python3", timeout=120, resources={"metadata": {"path": str(NOTEBOOKS)}})
+    client = NotebookClient(nb, kernel_name="python3", timeout=600, resources={"metadata": {"path": str(NOTEBOOKS)}})
     client.execute(env=child_env(**env))
     return [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
 
@@ -142,8 +144,9 @@ def test_sweep_plots_one_sweep_and_names_the_others(runs, tmp_path):
     # another sweep: the two real points are plotted, the third is named as left out.
     sweep_runs = sorted((Path(runs["FDEVAL_OUT_ROOT"]) / "instructfd" / "reference").glob("orchestrator.*"))
     other = tmp_path / "other-sweep-point"
-    (other / "scores").mkdir(parents=True)
-    shutil.copy(sweep_runs[0] / "scores" / "ias.csv", other / "scores" / "ias.csv")
+    scores = step_dir(sweep_runs[0], "score").relative_to(sweep_runs[0])  # where run.json says the table is
+    (other / scores).mkdir(parents=True)
+    shutil.copy(sweep_runs[0] / scores / "ias.csv", other / scores / "ias.csv")
     meta = json.loads((sweep_runs[0] / "run.json").read_text())
     meta["identity"]["config"]["orchestrator"]["barge_in_delay_s"] = 2
     meta["identity"]["code"] = {"changed": True}

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 from dataclasses import fields
 
 import pytest
+from helpers.launching import run_launch
 from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
@@ -20,7 +20,7 @@ from fdeval.settings import (CONF_DIR, LauncherSettings, OrchestratorSettings, S
 
 ORCHESTRATOR_KEYS = ("clock, sample_rate, silence_s, trailing_silence_s, yield_after_s, barge_in_delay_s, max_session_s, "
                      "vad_threshold, vad_min_silence_s, max_pacing_lag_s, max_model_lag_s, "
-                     "client_processes, client_cpu_s_per_session_s, client_cpu_share")
+                     "client_processes, client_cpu_s_per_session_s, client_cpu_share, invalid_retries")
 
 
 def compose_cfg(*overrides: str, conf_dir=CONF_DIR):
@@ -53,6 +53,7 @@ def test_orchestrator_defaults_come_from_one_place():
     ("sample_rate=8000", "orchestrator.sample_rate: must be 16000 (the rate Silero VAD runs at), got 8000"),
     ("max_pacing_lag_s=0", "orchestrator.max_pacing_lag_s: must be > 0, got 0"),
     ("max_model_lag_s=nan", "orchestrator.max_model_lag_s: must be > 0, got nan"),
+    ("invalid_retries=-1", "orchestrator.invalid_retries: must be >= 0, got -1"),
     ("clock=wall", "orchestrator.clock: unknown clock 'wall'; valid: auto, lockstep, realtime"),
 ])
 def test_an_orchestrator_value_out_of_range_is_one_line_naming_it(override, message):
@@ -149,7 +150,6 @@ def test_check_overrides_names_the_key(tmp_path, capsys, arg, message):
      "max_parse_retries, max_retries, timeout_s, max_retry_s, max_unreachable, max_failed_requests"),
 ])
 def test_a_wrong_type_or_key_on_the_command_line_exits_2_with_one_line(tmp_path, arg, message):
-    proc = subprocess.run([sys.executable, "-m", "fdeval.launch", f"out_root={tmp_path / 'outputs'}", *arg.split()],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    proc = run_launch([f"out_root={tmp_path / 'outputs'}", *arg.split()], tmp_path, timeout_s=900)
     assert proc.returncode == 2 and proc.stderr == f"fdeval: error: {message}\n", proc.stderr
     assert not (tmp_path / "outputs").exists()  # nothing was made

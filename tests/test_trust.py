@@ -12,23 +12,27 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import h5py
 import pytest
+from helpers import health
+from helpers.launching import TWO_CASES, copy_run, run_launch, seed_data
 
 from fdeval.engine.identity import RunLock
+from fdeval.engine.run import step_dir
 
 ONE = "benchmark.cases=[fresh_pasta_stop__acknowledge]"
-TWO = "benchmark.cases=[fresh_pasta_stop__acknowledge,job_offer_move__listen]"
+TWO = TWO_CASES
 
 
 def launch(tmp: Path, *args: str, check: bool = True, out_root: Path | None = None, env: dict | None = None,
-           timeout: float = 600) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "fdeval.launch", f"out_root={out_root or tmp / 'outputs'}", "progress=false", *args]
-    proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
+           timeout: float = 600, seed: bool = True) -> subprocess.CompletedProcess:
+    """The launch in `tmp`; its default out_root (tmp/outputs) starts with the built-in set generated
+    (`seed=False`: an empty out_root)."""
+    out = out_root or (seed_data(tmp / "outputs") if seed else tmp / "outputs")
+    proc = run_launch([f"out_root={out}", "progress=false", *args], cwd=tmp, timeout_s=timeout,
+                      env={**os.environ, **(env or {})})
     if check and proc.returncode != 0:
         raise AssertionError(f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return proc
@@ -62,11 +66,9 @@ def known_cases(tmp: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def one_run(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("trust")
-    launch(tmp, TWO)
-    (d,) = runs(tmp / "outputs")
-    return tmp, d
+def one_run(two_case_run, tmp_path_factory):
+    """This module's own copy of the suite's finished launch of TWO (tests/conftest.py)."""
+    return copy_run(two_case_run, tmp_path_factory.mktemp("trust"))
 
 
 def test_a_sweep_over_twelve_cases_writes_one_folder_per_point_with_its_own_delays(tmp_path):
@@ -160,10 +162,10 @@ def test_an_edited_case_is_another_runs_recording_until_resume_redo(tmp_path):
 
 def test_a_second_launch_on_a_busy_folder_fails_at_once(one_run):
     tmp, d = one_run
-    with RunLock(d):  # what a running launch holds
-        t0 = time.monotonic()
+    with RunLock(d):  # what a running launch holds, for as long as the launch runs
+        # it ends while the folder is still held, so it did not wait for it (a launch that waited
+        # would run into launch()'s timeout, an AssertionError naming the command)
         err = one_line_error(launch(tmp, TWO, check=False))
-        assert time.monotonic() - t0 < 30
     assert "another fdeval process is using this run folder" in err and str(d) in err
     assert f"pid {os.getpid()}" in err
     launch(tmp, TWO)  # free again: resumes and finishes
@@ -177,7 +179,7 @@ def test_output_files_follow_the_umask(one_run):
 
 def test_a_credential_on_the_command_line_is_refused_before_anything_is_written(tmp_path):
     for arg in ("+judge.api_key=sk-test-123", "+model.server.env.OPENAI_API_KEY=x", "+llm.token=abc"):
-        err = one_line_error(launch(tmp_path, arg, check=False))
+        err = one_line_error(launch(tmp_path, arg, check=False, seed=False))
         assert "refusing a credential on the command line" in err and "sk-test" not in err
     assert not (tmp_path / "outputs").exists()
 
@@ -199,12 +201,13 @@ def test_an_unreachable_judge_stops_the_run_with_one_line_and_keeps_the_sessions
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {"ANTHROPIC_API_KEY": "sk-fake-for-test"}
-    t0 = time.monotonic()
     err = one_line_error(launch(tmp_path, TWO, "judge=llm", f"judge.base_url=http://127.0.0.1:{port}", env=env,
                                 check=False))
-    assert f"127.0.0.1:{port}" in err and time.monotonic() - t0 < 120
+    # it stopped after the client's bound of attempts (not after retrying every verdict), whatever
+    # the machine's speed: the wall-clock bound this replaces measured the launch's start too
+    assert f"127.0.0.1:{port}" in err and "3 consecutive attempts without an answer" in err
     (d,) = runs(tmp_path / "outputs")
-    assert len(list((d / "sessions").glob("*.h5"))) == 2 and not list((d / "verdicts").glob("*.json"))
+    assert len(list((d / "sessions").glob("*.h5"))) == 2 and not list(step_dir(d, "judge").glob("*.json"))
 
 
 def test_a_case_longer_than_max_session_is_an_error_before_any_session(tmp_path):
@@ -215,11 +218,12 @@ def test_a_case_longer_than_max_session_is_an_error_before_any_session(tmp_path)
 
 def test_a_session_cut_at_max_session_is_invalid_not_a_failure(tmp_path):
     # the turns fit, the waits between them do not: the session is cut
-    proc = launch(tmp_path, ONE, "orchestrator.max_session_s=20")
+    proc = launch(tmp_path, ONE, "orchestrator.max_session_s=20", check=False)
+    assert proc.returncode == 3, proc.stderr[-2000:]  # finished, but a session is not scored
     assert "1 session(s) invalid and not scored" in proc.stdout and "max_session_s=20" in proc.stdout
     (d,) = runs(tmp_path / "outputs")
-    assert not list((d / "verdicts").glob("*.json"))
-    ias = (d / "scores" / "ias.csv").read_text()
+    assert not list(step_dir(d, "judge").glob("*.json"))
+    ias = (step_dir(d, "score") / "ias.csv").read_text()
     assert "sessions_invalid" in ias.splitlines()[0]
     status = launch(tmp_path, ONE, "orchestrator.max_session_s=20", "stage=status").stdout
     assert "invalid: 1" in status and "cut at orchestrator.max_session_s=20" in status
@@ -227,21 +231,32 @@ def test_a_session_cut_at_max_session_is_invalid_not_a_failure(tmp_path):
 
 def test_a_model_slower_than_real_time_is_caught_counted_and_not_scored(tmp_path):
     args = (TWO, "orchestrator.clock=realtime", "model.compute_s_per_frame=0.045")
-    proc = launch(tmp_path, *args)
+    proc = launch(tmp_path, *args, check=False)
+    assert proc.returncode == 3, proc.stderr[-2000:]  # finished, but its sessions are not scored
     assert "2 session(s) invalid and not scored" in proc.stdout and "could not keep real time" in proc.stdout
     (d,) = runs(tmp_path / "outputs")
     for cid in ("fresh_pasta_stop__acknowledge", "job_offer_move__listen"):
         with h5py.File(d / "sessions" / f"{cid}.h5") as f:
+            # 45 ms of work per 32 ms frame: 13 ms later each frame, on any machine (load adds to it)
             assert not f.attrs["valid"] and f.attrs["health_pacing_lag_max_s"] > 0.25
             assert f.attrs["end_reason"] == "behind_real_time"  # stopped at once, not run to its end
-    rows = (d / "scores" / "ias.csv").read_text().splitlines()
+            assert json.loads(f.attrs["health_bounds"]) == {"max_pacing_lag_s": 0.25, "max_model_lag_s": 1.0}
+            assert not health.check_verdict(f.attrs)
+    rows = (step_dir(d, "score") / "ias.csv").read_text().splitlines()
     header = rows[0].split(",")
     assert rows[1].split(",")[header.index("sessions_invalid")] == "2"
     status = launch(tmp_path, *args, "stage=status").stdout
     assert "recorded: 0  invalid: 2" in status
-    # the same agent at full speed under the same clock is healthy and scored
-    proc = launch(tmp_path, TWO, "orchestrator.clock=realtime", "stage=run")
+    # The same agent at full speed under the same clock is healthy and scored. Its pacing bound is
+    # far above any lag of a loaded machine, where even a full-speed agent can pass 0.25 s (how
+    # often: `python -m fdeval.bench`, section realtime, "sessions past the bound"); the default
+    # bound is checked above, and a check that failed every realtime session fails here.
+    proc = launch(tmp_path, TWO, "orchestrator.clock=realtime", "orchestrator.max_pacing_lag_s=60", "stage=run")
     assert "invalid" not in proc.stdout
+    (fast,) = [r for r in runs(tmp_path / "outputs") if r != d]
+    for h5 in (fast / "sessions").glob("*.h5"):
+        with h5py.File(h5) as f:
+            assert f.attrs["clock"] == "realtime" and health.check_verdict(f.attrs), f.attrs["invalid_reason"]
 
 
 def _tmpfs(path: Path, size: str, ro: bool = False) -> bool:

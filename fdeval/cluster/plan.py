@@ -1,5 +1,11 @@
 """Sizing for cluster operators (`stage=plan`): what a run will cost, without submitting anything.
 
+A plan needs no audio. Its cases are the data folder's when it holds them (their turns' measured
+durations), else the benchmark's case specs (`Benchmark.case_specs`: the cases generate would
+write, each turn as long as the run's TTS is estimated to take to say it, `tts.estimate_s`); a
+data folder a generate left unfinished is completed with the specs of the cases it lacks. Only
+a benchmark that cannot give specs is generated first. The plan says which it used.
+
 Per case, the expected session length is built from the case itself: every user turn's audio and
 trailing silence, plus the waits the turn manager will make: the initial silence, one expected
 model turn (`launcher.plan.model_turn_s`) plus the completion silence after each user take-turn,
@@ -10,6 +16,10 @@ A realtime model's sessions also cost client CPU (pacing, VAD, recording, the mo
 plan gives the client processes and cores a task needs from the measured cost per session-second,
 `orchestrator.client_cpu_s_per_session_s` or, when `launcher.plan.bench` names the JSON of a
 `python -m fdeval.bench` run, the figure it measured.
+
+A model whose `resources.gpu_mem_gb` is 0 (the CPU reference agent, a hosted API) uses no GPU: its
+parallelism is `launcher.instances_per_task`, its GPU-hours are 0, and GPUs the launcher would
+still request for the run array are reported (and warned about) as requested, not used.
 
 A batched lockstep model (`resources.realtime: false` with a `model.batch_size` B) runs one instance
 of B rows per GPU: its speed is per GPU, not per row. Its speed and memory come from the JSON of
@@ -28,7 +38,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from fdeval.engine.clients import auto_processes
-from fdeval.errors import ConfigError
+from fdeval.engine.shared import Generate
+from fdeval.errors import CaseError, ConfigError
 from fdeval.settings import OrchestratorSettings
 from fdeval.files import write_json_atomic, write_text_atomic
 from fdeval.orchestrator.turns import EXPECTED_MODEL_TURN_S, TurnConfig, effective_turn_config, session_length_s
@@ -92,6 +103,17 @@ class BatchSizing:
 
 
 @dataclass(frozen=True)
+class Durations:
+    """Where the turn durations a plan sizes by come from: `kind` measured (the data folder's
+    audio), estimated (the case specs, no audio) or mixed (a data folder a generate left short)."""
+
+    kind: str
+    cases_measured: int
+    cases_estimated: int
+    detail: str  # the plan table's line
+
+
+@dataclass(frozen=True)
 class Plan:
     benchmark: str
     model: str
@@ -100,8 +122,8 @@ class Plan:
     session_s_worst: float
     model_gpu_mem_gb: float
     gpu_mem_gb: float
-    instances_per_gpu: int
-    gpus_per_task: int
+    instances_per_gpu: int | None  # None: the model uses no GPU
+    gpus_per_task: int  # the GPUs the model uses
     sessions_in_parallel_per_task: int
     session_speed: float  # session-seconds per wall-second of one instance
     cases_per_task: int
@@ -116,10 +138,14 @@ class Plan:
     client_cpu_cores_per_task: float = 0.0
     cpus_per_task: int | None = None
     batched: BatchSizing | None = None  # a batched lockstep model only
+    gpus_requested_per_task: int = 0  # what the launcher asks for the run array (launcher.gpus_per_task)
+    durations: Durations | None = None
 
 
-def make_plan(cases: list[TestCase], cfg: Any, fixed: dict[str, Any] | None = None) -> Plan:
-    """`fixed`: the benchmark's own orchestrator settings (Benchmark.orchestrator_overrides)."""
+def make_plan(cases: list[TestCase], cfg: Any, fixed: dict[str, Any] | None = None,
+              durations: Durations | None = None) -> Plan:
+    """`fixed`: the benchmark's own orchestrator settings (Benchmark.orchestrator_overrides);
+    `durations`: where the cases' turn durations come from (reported as given)."""
     fixed = fixed or {}
     o, lc = cfg.orchestrator, cfg.launcher
     res = cfg.model.get("resources", None) or {}
@@ -165,8 +191,9 @@ def make_plan(cases: list[TestCase], cfg: Any, fixed: dict[str, Any] | None = No
             per_gpu = fit
         instances = per_gpu * gpus
     else:
-        per_gpu = 0
+        per_gpu = 0 if model_mem > 0 else None  # a GPU model on a task without GPUs: none fit
         instances = max(1, int(lc.get("instances_per_task", 1)))
+    used = gpus if model_mem > 0 else 0
     parallel = instances * (batched.batch_size if batched else 1)
     per_task = int(lc.get("cases_per_task", max(1, len(cases))))
     tasks = max(1, math.ceil(len(cases) / per_task)) if cases else 0
@@ -178,7 +205,7 @@ def make_plan(cases: list[TestCase], cfg: Any, fixed: dict[str, Any] | None = No
     # `speed` is per instance: a batched instance's measured speed already counts its B rows
     wall_exp = startup_s + shard_exp / (instances * speed)
     wall_worst = startup_s + shard_worst / (instances * speed)
-    gpu_h = lambda wall: tasks * gpus * wall / 3600.0  # noqa: E731
+    gpu_h = lambda wall: tasks * used * wall / 3600.0  # noqa: E731
     cpus = lc.get("cpus_per_task", None)
     cpus = int(cpus) if cpus is not None else None
     clients: dict[str, Any] = {"cpus_per_task": cpus}
@@ -191,8 +218,8 @@ def make_plan(cases: list[TestCase], cfg: Any, fixed: dict[str, Any] | None = No
         clients.update(client_cpu_s_per_session_s=cost, client_cost_source=source,
                        client_processes_per_task=min(procs, in_flight), client_cpu_cores_per_task=in_flight * cost)
     return Plan(cfg.benchmark.name, cfg.model.name, len(cases), exp_total, worst_total, model_mem, gpu_mem, per_gpu,
-                gpus, parallel, speed, per_task, tasks, wall_exp, wall_worst, gpu_h(wall_exp), gpu_h(wall_worst),
-                **clients, batched=batched)
+                used, parallel, speed, per_task, tasks, wall_exp, wall_worst, gpu_h(wall_exp), gpu_h(wall_worst),
+                **clients, batched=batched, gpus_requested_per_task=gpus, durations=durations)
 
 
 def interpolate(points: dict[int, float], x: int) -> float:
@@ -327,17 +354,15 @@ def render(plan: Plan) -> str:
     rows = [
         ("benchmark / model", f"{plan.benchmark} / {plan.model}"),
         ("cases", f"{plan.cases}"),
+        *([("turn durations", plan.durations.detail)] if plan.durations is not None else []),
         ("session time, expected / worst", f"{plan.session_s_expected / 3600:.2f} h / {plan.session_s_worst / 3600:.2f} h"),
-        ("model GPU memory per instance", f"{plan.model_gpu_mem_gb:g} GB"),
-        ("GPU memory", f"{plan.gpu_mem_gb:g} GB"),
-        ("instances per GPU", f"{plan.instances_per_gpu}"),
-        ("GPUs per task", f"{plan.gpus_per_task}"),
+        *_device_rows(plan),
         ("sessions in parallel per task", f"{plan.sessions_in_parallel_per_task}"),
         ("session-seconds per wall-second per instance", f"{plan.session_speed:g}" + _speed_source(plan.batched)),
         ("cases per task", f"{plan.cases_per_task}"),
         ("array tasks", f"{plan.tasks}"),
         ("wall time per task, expected / worst", f"{plan.wall_s_per_task_expected / 60:.1f} min / {plan.wall_s_per_task_worst / 60:.1f} min"),
-        ("GPU-hours, expected / worst", f"{plan.gpu_hours_expected:.2f} / {plan.gpu_hours_worst:.2f}"),
+        ("GPU-hours, expected / worst", _gpu_hours(plan)),
     ]
     if plan.batched is not None:
         rows += _batched_rows(plan.batched)
@@ -350,6 +375,27 @@ def render(plan: Plan) -> str:
         ]
     w = max(len(k) for k, _ in rows)
     return "\n".join(["| quantity | value |", "|---|---|"] + [f"| {k.ljust(w)} | {v} |" for k, v in rows])
+
+
+def _device_rows(plan: Plan) -> list[tuple[str, str]]:
+    if plan.instances_per_gpu is not None:
+        return [("model GPU memory per instance", f"{plan.model_gpu_mem_gb:g} GB"),
+                ("GPU memory", f"{plan.gpu_mem_gb:g} GB"),
+                ("instances per GPU", f"{plan.instances_per_gpu}"),
+                ("GPUs per task", f"{plan.gpus_per_task}")]
+    asked = plan.gpus_requested_per_task
+    return [("model GPU memory per instance", "none: the model uses no GPU (model.resources.gpu_mem_gb = 0)"),
+            ("instances per task", f"{plan.sessions_in_parallel_per_task} (launcher.instances_per_task)"),
+            ("GPUs per task", "0 used" + (f"; launcher.gpus_per_task={asked} still requests {asked}" if asked else ""))]
+
+
+def _gpu_hours(plan: Plan) -> str:
+    figures = f"{plan.gpu_hours_expected:.2f} / {plan.gpu_hours_worst:.2f}"
+    if plan.gpus_per_task or not plan.gpus_requested_per_task:
+        return figures
+    held = plan.tasks * plan.gpus_requested_per_task / 3600.0
+    return (f"{figures} used; {plan.wall_s_per_task_expected * held:.2f} / {plan.wall_s_per_task_worst * held:.2f} "
+            "requested and idle")
 
 
 def _speed_source(b: BatchSizing | None) -> str:
@@ -376,11 +422,68 @@ def _batched_rows(b: BatchSizing) -> list[tuple[str, str]]:
     ]
 
 
+def _data_cases(ctx) -> list[TestCase] | None:
+    """The cases the data folder holds (their durations measured), or None when it holds none."""
+    if not ctx.case_root.is_dir():
+        return None
+    try:
+        return ctx.benchmark.load(ctx.data_dir) or None
+    except (ConfigError, CaseError) as e:
+        # e.g. a generate stopped before its first case file, or a damaged one (generate would
+        # make it again): what the specs say is nearer what the run will see
+        log.info("plan: no cases to measure in %s (%s)", ctx.case_root, e)
+        return None
+
+
+def _speech_estimate(ctx) -> Callable[[str], float] | None:
+    """How long the run's TTS takes to say a text, estimated without audio (None: it cannot tell)."""
+    if "tts" not in ctx.cfg:
+        return None
+    return getattr(ctx.component("tts"), "estimate_s", None)
+
+
+def plan_cases(ctx) -> tuple[list[TestCase], Durations]:
+    """The cases to size and where their turn durations come from (see the module doc)."""
+    bench = ctx.benchmark
+    have = _data_cases(ctx)
+    specs = bench.case_specs(ctx.data_dir, ctx.seed, _speech_estimate(ctx))
+    if have is None and specs is None:
+        log.info("plan: benchmark %s gives no case specs without audio: generating its data to measure it", bench.name)
+        Generate().execute(ctx)
+        have = ctx.all_cases
+        return have, Durations("measured", len(have), 0,
+                               f"measured: {bench.name} has no case specs, so its data was generated ({ctx.case_root})")
+    if have is None:
+        if not specs:
+            raise ConfigError(f"benchmark {bench.name}: its case specs are empty; nothing to run")
+        return specs, Durations("estimated", 0, len(specs),
+                                "estimated from the case specs (turn texts at the TTS's speaking rate; no audio made)")
+    if specs is None or len(have) >= len(specs):
+        return have, Durations("measured", len(have), 0, f"measured from the audio in {ctx.case_root}")
+    # a generate that stopped: the cases it has not written yet come from the specs
+    known = {c.case_id for c in have}
+    rest = [c for c in specs if c.case_id not in known]
+    cases = sorted([*have, *rest], key=lambda c: c.case_id)
+    return cases, Durations("mixed", len(have), len(rest),
+                            f"mixed: {len(have)} cases measured from the audio in {ctx.case_root}, {len(rest)} not "
+                            "generated yet estimated from their specs")
+
+
 def plan(ctx) -> Plan:
+    cases, durations = plan_cases(ctx)
+    return write_plan(ctx, cases, durations)
+
+
+def write_plan(ctx, cases: list[TestCase], durations: Durations | None = None) -> Plan:
+    """Size `cases`, print the table and write plan.md and plan.json into the run folder."""
     # a benchmark whose user writes turns during the session says what it expects them to be
-    cases = [replace(c, turns=tuple(ctx.benchmark.planned_turns(c))) for c in ctx.all_cases]
-    p = make_plan(cases, ctx.cfg, ctx.benchmark.orchestrator_overrides())
+    cases = [replace(c, turns=tuple(ctx.benchmark.planned_turns(c))) for c in cases]
+    p = make_plan(cases, ctx.cfg, ctx.benchmark.orchestrator_overrides(), durations)
     text = render(p)
+    if p.instances_per_gpu is None and p.gpus_requested_per_task:
+        log.warning("plan: model=%s uses no GPU, but launcher.gpus_per_task=%d requests %d per run task that would "
+                    "stay idle; set launcher.gpus_per_task=0", p.model, p.gpus_requested_per_task,
+                    p.gpus_requested_per_task)
     if p.cpus_per_task and p.client_cpu_cores_per_task > p.cpus_per_task:
         log.warning("plan: the sessions of a task need %.1f client cores but launcher.cpus_per_task=%d: realtime "
                     "sessions would fall behind and be marked invalid", p.client_cpu_cores_per_task, p.cpus_per_task)
@@ -391,6 +494,8 @@ def plan(ctx) -> Plan:
     figures = asdict(p)
     if p.batched is None:
         del figures["batched"]  # a model that is not batched: plan.json as before
+    if p.durations is None:
+        del figures["durations"]
     write_json_atomic(ctx.run_dir / "plan.json", figures)
     print(text, flush=True)
     log.info("plan: written to %s", ctx.run_dir / "plan.md")

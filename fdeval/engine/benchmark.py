@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import abc
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -27,6 +27,7 @@ class Benchmark(abc.ABC):
     name: str
     version: str
     cases_dir: Path | None = None  # a user's own case folder (else the generated data folder)
+    case_ids: list[str] | None = None  # the ids `benchmark.cases` names (None: every case)
     # True when `generate` speaks its cases with the run's `tts`: the data folder then carries the
     # synthesizer's settings too, so data spoken by another voice or backend is never reused.
     data_uses_tts: bool = False
@@ -47,6 +48,11 @@ class Benchmark(abc.ABC):
     def steps(self) -> list[Step]:
         """The evaluation steps after the sessions are recorded, in order."""
 
+    def planned_case_ids(self, seed: int) -> list[str] | None:
+        """The case ids `generate` will write, when they are known without generating (None: not
+        known): an unknown id in `case_ids` then fails before the run folder is made."""
+        return None
+
     def metrics(self) -> list[Metric]:
         """The scores the shared `score` step computes from the steps' files."""
         return []
@@ -65,6 +71,14 @@ class Benchmark(abc.ABC):
         benchmark's user writes more during the session (EchoChain), or records more sessions."""
         return case.turns
 
+    def case_specs(self, data_dir: Path, seed: int, speech_s: Callable[[str], float] | None) -> list[TestCase] | None:
+        """The cases `load` will return once `generate` has written `data_dir`, made without any
+        audio (nothing is written there), for `stage=plan`: the same ids (`benchmark.cases`
+        applied), turns and timeouts, each turn's `duration_s` estimated; `speech_s(text)` is how
+        long the run's TTS takes to say a text (None: that TTS cannot tell). None when the cases
+        cannot be known before generating: the plan then generates them and measures."""
+        return None
+
     def cross_report(self, runs: list[Path], out: Path, settings: Any) -> list[Path] | None:
         """A report over several run folders (models as columns), or None for the generic one
         (each metric's tables of every run side by side)."""
@@ -75,7 +89,12 @@ class Benchmark(abc.ABC):
         if not ids:
             return cases
         by_id = {c.case_id: c for c in cases}
-        unknown = [i for i in ids if i not in by_id]
-        if unknown:
-            raise ConfigError(f"benchmark.cases: unknown case id(s) {unknown}; valid: {sorted(by_id)}")
+        check_case_ids(ids, by_id)
         return [by_id[i] for i in ids]
+
+
+def check_case_ids(ids: list[str], valid) -> None:
+    """An id of `ids` not in `valid` is a one-line error listing the valid ones."""
+    unknown = [i for i in ids if i not in valid]
+    if unknown:
+        raise ConfigError(f"benchmark.cases: unknown case id(s) {unknown}; valid: {sorted(valid)}")

@@ -19,14 +19,15 @@ from typing import Any, Callable
 
 from omegaconf import DictConfig, OmegaConf
 
+from fdeval.engine.benchmark import check_case_ids
 from fdeval.engine.executor import execute_case_step
-from fdeval.engine.identity import RunLock, identity_hash
+from fdeval.engine.identity import STEP_GROUPS, RunLock, identity_hash
 from fdeval.engine.launcher import Launcher, LocalLauncher, phases
-from fdeval.engine.run import Run, RunFolder
+from fdeval.engine.run import Run, RunFolder, owned_paths
 from fdeval.engine.shared import Generate, RecordSessions, Score, versions
 from fdeval.engine.status import Status
 from fdeval.engine.steps import STAGES, CaseStep, Step
-from fdeval.errors import ConfigError
+from fdeval.errors import ConfigError, FdevalError, SessionsNotScored
 from fdeval.files import remove_stale_temps
 from fdeval.settings import check_run_options
 
@@ -55,7 +56,39 @@ def pipeline(benchmark: Any) -> list[Step]:
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise ConfigError(f"benchmark {benchmark.name}: step name(s) {dup} declared twice")
+    for s in steps:  # a step-only group a step reads but does not own would not key its files
+        if bad := [g for g in getattr(s, "uses", ()) if g in STEP_GROUPS and g not in s.owns]:
+            raise ConfigError(f"benchmark {benchmark.name}: step {s.name} uses {bad} without owning it (Step.owns)")
     return steps
+
+
+def keyed(steps: list[Step]) -> list[Step]:
+    """The steps whose files live in a folder keyed by their settings (case steps, aggregates)."""
+    return [s for s in steps if s.keyed and getattr(s, "folder", None)]
+
+
+def describe_steps(run: Run) -> dict[str, dict[str, Any]]:
+    """run.json's record of where this launch's steps keep their files (a step whose settings
+    cannot be built here is left out: it fails with its own line when it runs)."""
+    out = {}
+    for s in keyed(run.pipeline):
+        try:
+            out[s.name] = run.describe_step(s)
+        except Exception as e:  # noqa: BLE001 - a record, not a check: the step itself says what is wrong
+            log.debug("run.json: step %s not described (%s)", s.name, e)
+    return out
+
+
+def check_recorded_steps(run: Run, chosen: list[Step]) -> None:
+    """An array task must write where a launch said its steps write (run.json's step folders):
+    a task that sees other settings (e.g. another judge endpoint in its environment) stops with
+    one line instead of filling a folder no launch named."""
+    recorded, made = RunFolder.recorded_steps(run.run_dir)
+    for s in keyed(chosen):
+        mine = f"{s.folder}/{run.step_key(s)}"
+        if s.name in recorded and mine not in made:
+            raise FdevalError(f"{s.name}: this task's settings make {mine}, the launch recorded {recorded[s.name]} "
+                              "(run.json); does the task see another environment?")
 
 
 def default_tools() -> list[Step]:
@@ -83,6 +116,8 @@ def run_steps(cfg: DictConfig, run_dir: Path, names: list[str], shard: tuple[int
     run = Run(cfg, run_dir, Path(cfg.out_root).expanduser().resolve(), shard=shard, identity=identity)
     run.pipeline = pipeline(run.benchmark)
     chosen = select(names, run.pipeline, tool_steps or default_tools())
+    if shard is not None:
+        check_recorded_steps(run, chosen)
     lock = RunLock(run_dir, f".lock-shard-{shard[0]}-of-{shard[1]}").acquire() if shard is not None else None
     if (run_dir / "sessions").is_dir() and (n := remove_stale_temps(run_dir / "sessions")):
         log.info("removed %d temp file(s) left in sessions by an interrupted run", n)
@@ -106,12 +141,13 @@ def groups_used(steps: list[Step]) -> set[str]:
     return {g for s in steps for g in getattr(s, "uses", ())}
 
 
-def prepare(cfg: DictConfig, tag: str, launcher: Launcher | None = None,
+def prepare(cfg: DictConfig, tag: str | Callable[[tuple[str, ...]], str], launcher: Launcher | None = None,
             tool_steps: list[Step] | None = None) -> tuple[Path, dict[str, Any]]:
     """Check everything that can be checked before any work; the run folder and its identity.
 
     The folder is `<out_root>/<benchmark>/<model>/<tag>-<identity hash>` (`run_tag` replaces
-    the tag made from the command line)."""
+    the tag made from the command line). A callable `tag` is given the config paths later steps
+    own (`owned_paths`), which name no folder since they change no recording."""
     check_run_options(cfg)  # run options, launcher and orchestrator values (fdeval.settings)
     out_root = Path(cfg.out_root).expanduser().resolve()
     run = Run(cfg, Path("."), out_root)
@@ -125,18 +161,34 @@ def prepare(cfg: DictConfig, tag: str, launcher: Launcher | None = None,
         step_check = getattr(step, "preflight", None)
         if step_check is not None:
             step_check(run, names)
+    check_cases(run)
     identity = run.folder.identity
+    if callable(tag):
+        tag = tag(owned_paths(bench))
     name = str(cfg.get("run_tag") or tag)
     if not name or "/" in name or name.startswith("."):
         raise ConfigError(f"run_tag: {name!r} cannot name a folder")
     return out_root / bench.name / str(cfg.model.name) / f"{name}-{identity_hash(identity)}", identity
 
 
+def check_cases(run: Run) -> None:
+    """What can be checked of the case set before the run folder exists: a user's case folder is
+    loaded now (validated, `benchmark.cases` selected); otherwise the ids `benchmark.cases` names
+    are checked against those `generate` will write, where the benchmark knows them in advance
+    (`Benchmark.planned_case_ids`), else when the cases are loaded after generate."""
+    bench = run.benchmark
+    if bench.cases_dir is not None:
+        run.all_cases
+    elif bench.case_ids and (planned := bench.planned_case_ids(run.seed)) is not None:
+        check_case_ids(bench.case_ids, set(planned))
+
+
 def run_stages(cfg: DictConfig, run_dir: Path, identity: dict[str, Any] | None = None,
                launcher: Launcher | None = None,
-               tool_steps: list[Step] | None = None) -> Run | None:
+               tool_steps: list[Step] | None = None, strict: bool = False) -> Run | None:
     """Run the configured steps: local ones here, the rest through `launcher`, holding the
-    folder's lock (a second launch on the same folder fails at once)."""
+    folder's lock (a second launch on the same folder fails at once). `strict` (the command
+    line's): once all of them ran here, invalid or failed sessions raise `SessionsNotScored`."""
     launcher = launcher or LocalLauncher(cfg)
     names = list(cfg.stage.steps)
     probe = Run(cfg, run_dir, Path(cfg.out_root).expanduser().resolve(), identity=identity)
@@ -147,7 +199,7 @@ def run_stages(cfg: DictConfig, run_dir: Path, identity: dict[str, Any] | None =
     with RunLock(run_dir):
         for shard_lock in sorted(run_dir.glob(".lock-shard-*")):  # an array task still working here
             RunLock(run_dir, shard_lock.name).acquire().release()
-        probe.folder.write_run_json(OmegaConf.to_container(cfg, resolve=True), versions())
+        probe.folder.write_run_json(OmegaConf.to_container(cfg, resolve=True), versions(), describe_steps(probe))
         ident = probe.folder.identity
         here = [s.name for s in chosen if s.placement == "local" or isinstance(launcher, LocalLauncher)]
         last = run_steps(cfg, run_dir, here, identity=ident, tool_steps=tool_steps) if here else None
@@ -156,4 +208,21 @@ def run_stages(cfg: DictConfig, run_dir: Path, identity: dict[str, Any] | None =
             n_cases = len((last or run_steps(cfg, run_dir, [], identity=ident)).cases)
             launcher.launch(run_dir, phases(rest, launcher.n_shards(n_cases)),
                             lambda step_names: run_steps(cfg, run_dir, step_names, identity=ident))
+    if strict and last is not None and not rest and any(not isinstance(s, Generate) for s in chosen):
+        check_scored(last)  # (array tasks' sessions are counted by stage=status: the launch did not wait here)
     return last
+
+
+def check_scored(run: Run) -> None:
+    """A launch whose steps all ran here ends with one line, and exit status 3, when sessions of
+    its cases are invalid or failed: none of them is in the scores."""
+    bad: dict[str, list[tuple[str, str]]] = {"invalid": [], "failed": []}
+    for c in run.cases:
+        s = run.session_state(c)
+        if s.state in bad:
+            bad[s.state].append((c.case_id, s.why))
+    n = len(bad["invalid"]) + len(bad["failed"])
+    if n:
+        cid, why = (bad["invalid"] or bad["failed"])[0]
+        raise SessionsNotScored(f"{n} of {len(run.cases)} session(s) not scored: {len(bad['invalid'])} invalid, "
+                                f"{len(bad['failed'])} failed (e.g. {cid}: {why}); stage=status lists them")

@@ -3,9 +3,11 @@
 For every unit of a case step (the run's usable sessions x the step's keys) the executor decides
 whether its file is done (reads back whole, made from the current session by the current step
 settings, and not an error record), makes the missing ones with bounded retries, writes each
-atomically with its provenance, and records a unit that keeps failing as
-`<unit>.error.json` (the step then fails after the others are made; a relaunch tries it again).
-A user error (`FdevalError`) stops the step at once.
+atomically with its provenance into the folder of the step's current settings
+(`Run.step_dir`: `<folder>/<key>/`, so files of other settings are neither read nor touched), and
+records a unit that keeps failing as `<unit>.error.json` (the step then fails after the others
+are made; a relaunch tries it again). A file no run names (`{}`, no provenance) is damaged and
+made again, as a truncated one. A user error (`FdevalError`) stops the step at once.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import time
 import traceback
 from typing import Any
 
-from fdeval.engine.run import Run, short_hash
+from fdeval.engine.run import Run
 from fdeval.engine.steps import CaseStep, Result, Unit
 from fdeval.errors import FdevalError
 from fdeval.files import remove_stale_temps, write_json_atomic
@@ -29,12 +31,12 @@ class StepFailures(FdevalError):
 
 def stamp(run: Run, step: CaseStep) -> dict[str, Any]:
     """What a step writes into each file's provenance: its name, version and settings' hash."""
-    return {"name": step.name, "version": str(step.version), "settings": short_hash(step.identity(run))}
+    return run.stamp(step)
 
 
 def units(run: Run, step: CaseStep) -> tuple[list[Unit], dict[str, list[str]]]:
     """The step's units over this process's usable sessions, and the skipped cases by state."""
-    out = run.run_dir / step.folder
+    out = run.step_dir(step)
     ok, skipped = run.scorable(step.name)
     return [Unit(c, s, k, out / step.filename(c.case_id, k)) for c, s in ok for k in step.keys(c)], skipped
 
@@ -68,7 +70,7 @@ def unit_state(run: Run, step: CaseStep, unit: Unit, mark: dict[str, Any]) -> tu
 
 def execute_case_step(run: Run, step: CaseStep) -> None:
     t0 = time.perf_counter()
-    out = run.run_dir / step.folder
+    out = run.step_dir(step)
     if out.is_dir() and (n := remove_stale_temps(out)):
         log.info("%s: removed %d temp file(s) left by an interrupted run", step.name, n)
     mark = stamp(run, step)
@@ -105,7 +107,7 @@ def execute_case_step(run: Run, step: CaseStep) -> None:
              time.perf_counter() - t0)
     if failed:
         raise StepFailures(f"{step.name}: {len(failed)} unit(s) failed (e.g. {failed[0]}; reasons in "
-                           f"{step.folder}/*.error.json); relaunch the same command to retry them")
+                           f"{out.relative_to(run.run_dir)}/*.error.json); relaunch the same command to retry them")
 
 
 def _make(step: CaseStep, run: Run, u: Unit, failed: list[str]) -> dict[str, Any] | None:
@@ -140,7 +142,7 @@ def _check_needs(run: Run, step: CaseStep, todo: list[Unit]) -> None:
         mark = stamp(run, up)
         for u in todo:
             for k in up.keys(u.case):
-                p = run.run_dir / up.folder / up.filename(u.case_id, k)
+                p = run.step_dir(up) / up.filename(u.case_id, k)
                 if unit_state(run, up, Unit(u.case, u.session, k, p), mark)[0] != "done":
                     raise FdevalError(f"{step.name}: no current {up.name} file for case {u.case_id} "
                                       f"({p.relative_to(run.run_dir)}); run stage={up.stage} first")
@@ -175,7 +177,7 @@ def count_units(run: Run, step: CaseStep, sessions: dict[str, Any]) -> dict[str,
     """{done, error, failed, todo} over the cases with a usable session (for stage=status)."""
     mark = stamp(run, step)
     c = {"done": 0, "error": 0, "failed": 0, "todo": 0}
-    out = run.run_dir / step.folder
+    out = run.step_dir(step)
     for case in run.cases:
         s = sessions.get(case.case_id)
         if s is None or s.state != "done":

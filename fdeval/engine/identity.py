@@ -1,14 +1,17 @@
 """A run folder: its name, its identity, its lock, and whether a finished artifact may be reused.
 
-A run's identity is everything that can change a result: the effective config (after the
+A run's identity is everything that can change a recording: the effective config (after the
 benchmark's and model's own settings are composed), minus the keys that only say where, how or
-how verbosely it runs; the endpoints its judges and generators talk to (resolved from the
-environment where the config leaves them null); the case set; and the code, benchmark and data
-versions. Its hash names the folder (`<tag>-<hash>`, the tag a readable digest of the overrides),
-so two identities never share a folder, and is written into every artifact. On resume an
-artifact is reused only when it opens, validates and carries the current identity; an
-unreadable one is redone, a foreign one stops the run with one line that names the differing
-fields (or is redone under `resume=redo`).
+how verbosely it runs and minus the settings that only a later step reads (the `judge` and `asr`
+groups, and what a benchmark's steps declare as theirs: `Step.owns`); the endpoints its
+generators talk to (resolved from the environment where the config leaves them null); the case
+set; and the code, benchmark and data versions. Its hash names the folder (`<tag>-<hash>`, the
+tag a readable digest of the overrides), so two identities never share a folder, and is written
+into every artifact. The settings a later step owns go into that step's own stamp instead, which
+names the subfolder its files live in (`fdeval.engine.run.Run.step_dir`). On resume an artifact
+is reused only when it opens, validates and carries the current identity; an unreadable one is
+redone, a foreign one stops the run with one line that names the differing fields (or is redone
+under `resume=redo`).
 
 The lock (`<run>/.lock`, an flock held while a process works in the folder) makes a second
 launch on the same folder fail at once; the kernel drops it when its holder dies, so a killed
@@ -28,7 +31,7 @@ import re
 import socket
 import time
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from fdeval.errors import ConfigError, FdevalError
 
@@ -47,8 +50,11 @@ NOT_RESULT_PATHS = (
     "judge.max_retries", "judge.timeout_s", "judge.max_retry_s", "judge.max_unreachable", "judge.max_failed_requests",
     "judge.backoff_s", "judge.max_backoff_s",
     "model.concurrency", "orchestrator.client_processes", "orchestrator.client_cpu_s_per_session_s",
-    "orchestrator.client_cpu_share",
+    "orchestrator.client_cpu_share", "orchestrator.invalid_retries",
 )
+# Config groups that only a benchmark's own steps read (the shared generate and run steps never
+# do), so they never change a recording: outside every run identity; a step that reads one owns it.
+STEP_GROUPS = ("judge", "asr")
 # Keys dropped wherever they appear (ensemble members, nested llm blocks).
 NOT_RESULT_NAMES = ("cache_dir", "log_dir")
 # Where a null base_url goes instead, per SDK (the environment variable the SDK itself reads).
@@ -64,6 +70,22 @@ def _drop(node: Any, path: tuple[str, ...]) -> None:
         node = node[key]
     if isinstance(node, dict):
         node.pop(path[-1], None)
+
+
+def pick(node: Any, path: str) -> Any:
+    """The value at dotted `path` of a plain config (None where it is absent)."""
+    for key in path.split("."):
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+def drop_paths(d: dict[str, Any], paths: Iterable[str]) -> dict[str, Any]:
+    """`d` without the dotted `paths` (in place; returned for convenience)."""
+    for path in paths:
+        _drop(d, tuple(path.split(".")))
+    return d
 
 
 def _walk(node: Any) -> Iterable[dict]:
@@ -154,16 +176,21 @@ def _short(v: Any) -> str:
     return s if len(s) <= 40 else s[:37] + "..."
 
 
-def readable_tag(overrides: list[str], untagged_keys: Iterable[str], untagged_prefixes: tuple[str, ...]) -> str:
-    """A short readable name from the result-changing command-line overrides ('default' if none).
+def readable_tag(overrides: list[str], untagged_keys: Iterable[str], untagged_prefixes: tuple[str, ...],
+                 owned: Iterable[str] = STEP_GROUPS) -> str:
+    """A short readable name from the recording-changing command-line overrides ('default' if none).
 
     Only a reminder for people: the identity hash beside it is what keeps folders apart, so
-    list values are shown by their length and long values are cut."""
+    list values are shown by their length and long values are cut. `owned`: the config paths
+    later steps own (outside the run identity), so `judge=llm` names the same folder."""
     untagged = set(untagged_keys)
+    owned_prefixes = tuple(f"{p}." for p in owned)
+    untagged |= set(owned)
     kept = []
     for item in overrides:
         key, _, value = item.partition("=")
-        if key.lstrip("+~") in untagged or key.lstrip("+~").startswith(untagged_prefixes):
+        bare = key.lstrip("+~")
+        if bare in untagged or bare.startswith(untagged_prefixes) or bare.startswith(owned_prefixes):
             continue
         if value.startswith("[") and value.endswith("]"):
             n = len([v for v in value[1:-1].split(",") if v.strip()])
@@ -203,7 +230,9 @@ class RunLock:
         self.path = Path(folder) / name
         self._fd: int | None = None
 
-    def acquire(self) -> "RunLock":
+    def acquire(self, wait: Callable[[str], None] | None = None) -> "RunLock":
+        """Take the lock. Held by another process: one line, or with `wait`, call `wait(holder)`
+        (the holder's note: pid, host, since when) and block until the holder lets go."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -215,11 +244,19 @@ class RunLock:
             holder = ""
             with contextlib.suppress(OSError):  # who holds it is a courtesy in the message
                 holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip()
-            os.close(fd)
-            if e.errno in (errno.EAGAIN, errno.EACCES):
+            if e.errno not in (errno.EAGAIN, errno.EACCES):
+                os.close(fd)
+                raise FdevalError(f"{self.path}: cannot lock the run folder: {e.strerror or e}") from None
+            if wait is None:
+                os.close(fd)
                 raise FdevalError(f"{self.path.parent}: another fdeval process is using this run folder"
                                   f"{' (' + holder + ')' if holder else ''}; wait for it to finish or stop it") from None
-            raise FdevalError(f"{self.path}: cannot lock the run folder: {e.strerror or e}") from None
+            wait(holder)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except BaseException:  # interrupted while waiting
+                os.close(fd)
+                raise
         info = f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%Y-%m-%d %H:%M:%S')}"
         with contextlib.suppress(OSError):  # the lock holds without its note
             os.ftruncate(fd, 0)

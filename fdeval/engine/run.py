@@ -5,16 +5,24 @@
     <run_dir>/run.json  model.json  fdeval.log  .hydra/  .lock
     <run_dir>/sessions/<case_id>.wav|.h5      stereo recording (ch0 user, ch1 model) + session log
     <run_dir>/sessions/<case_id>.error.json   why a case could not be recorded
-    <run_dir>/<step folder>/<unit>.json        a case step's file (`<unit>.error.json` on failure)
-    <run_dir>/scores/                          the metrics' tables
+    <run_dir>/<step folder>/<key>/<unit>.json  a case step's file (`<unit>.error.json` on failure)
+    <run_dir>/scores/<key>/                    the metrics' tables
 Generated benchmark data is shared by runs: <out_root>/<benchmark>/_data/<data_id>/.
+
+The run folder's identity covers what can change a recording; the settings that only a later
+step reads (the judge, the ASR, what a benchmark's step `owns`) are that step's: its files live in
+`<folder>/<key>/`, the key a readable label (the judge's id, the ASR's name) and a hash of the
+step's stamp and of the keys of the steps it reads, so a second judge's verdicts sit beside the
+first one's and selecting either again redoes nothing. run.json names the folders of the last
+launch's steps (`steps`) and describes every step folder launches have used (`step_folders`).
 
 A file is reused only when it reads back whole and carries the identity it would be written with
 now: a session the run's identity hash, the case's digest and the model's id; a step's file the
-session it was made from and the step's own identity (`provenance`). An unreadable file is made
+session it was made from and the step's own stamp (`provenance`). An unreadable file is made
 again; one of another identity stops the run with one line naming the differing fields, unless
 `resume=redo`. A session whose timing was broken is recorded, marked invalid, never used by a
-later step, and recorded again on relaunch.
+later step, and recorded again on relaunch, at most `orchestrator.invalid_retries` times (the log's
+`recording_attempt` counts its recordings); then it is kept as invalid.
 
 `Run` is what a step sees: the config, the folder, the benchmark, the cases of this process (a
 shard of them in an array task), and the components the config names (built on first use).
@@ -25,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -37,7 +46,8 @@ from tqdm import tqdm
 
 import fdeval
 from fdeval.cases.schema import case_to_dict
-from fdeval.engine.identity import ForeignArtifact, check_resume, data_dir, describe_diff, identity_hash, result_config
+from fdeval.engine.identity import (STEP_GROUPS, ForeignArtifact, check_resume, data_dir, describe_diff, drop_paths,
+                                   identity_hash, pick, result_config)
 from fdeval.errors import ConfigError, FdevalError
 from fdeval.files import file_sha256, write_json_atomic
 from fdeval.orchestrator.recorder import LOG_SCHEMA_VERSION, CorruptSession, check_session
@@ -46,9 +56,11 @@ from fdeval.types import TestCase
 log = logging.getLogger("fdeval")
 
 # What the engine does with a session and a step's files (turn manager, health rules, artifact
-# rules): bumped when a change can alter a recording or what counts as done, so old folders are
-# never resumed.
-ENGINE_VERSION = "3"
+# rules, the folder layout): bumped when a change can alter a recording or what counts as done,
+# so old folders are never resumed. 4: step files in `<folder>/<key>/`, judge and ASR outside
+# the run identity.
+ENGINE_VERSION = "4"
+LABEL_CHARS = 40  # the readable part of a step folder's key
 
 
 def build(node: Any) -> Any:
@@ -68,16 +80,52 @@ def short_hash(obj: Any) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
+def owned_paths(benchmark: Any) -> tuple[str, ...]:
+    """The config paths only later steps read: the step-only groups and what the benchmark's
+    steps and metrics own (`Step.owns`). None of them is in the run identity."""
+    paths = list(STEP_GROUPS)
+    for s in [*benchmark.steps(), *benchmark.metrics()]:
+        paths += [p for p in getattr(s, "owns", ()) if p not in paths]
+    return tuple(paths)
+
+
 def run_identity(cfg: DictConfig, benchmark: Any) -> dict[str, Any]:
-    """Everything that can change a result of this run (see `fdeval.engine.identity`)."""
+    """Everything that can change a recording of this run (see `fdeval.engine.identity`)."""
     plain = OmegaConf.to_container(cfg, resolve=True)
     cases_dir = getattr(benchmark, "cases_dir", None)
     return {
-        "config": result_config(plain),
+        "config": drop_paths(result_config(plain), owned_paths(benchmark)),
         "benchmark": {"name": benchmark.name, "version": str(benchmark.version),
                       "data_id": benchmark.data_id(int(cfg.seed)), "cases_dir": str(cases_dir) if cases_dir else None},
         "code": {"fdeval": fdeval.__version__, "engine": ENGINE_VERSION, "session_log": LOG_SCHEMA_VERSION},
     }
+
+
+def step_dir(run_dir: str | Path, step_name: str) -> Path:
+    """The folder where the last launch on `run_dir` keeps step `step_name`'s files (run.json's
+    `steps`), for scripts and reports that read a run folder without rebuilding its steps, e.g.
+    `step_dir(run, "score") / "ias.csv"` or `step_dir(run, "judge").glob("*@*.json")`."""
+    steps, _ = RunFolder.recorded_steps(Path(run_dir))
+    if not isinstance(steps.get(step_name), str):
+        raise FdevalError(f"{run_dir}: run.json names no folder for step {step_name!r} (not a run folder of this "
+                          f"fdeval, or never launched with that step); relaunch the run")
+    return Path(run_dir) / steps[step_name]
+
+
+def step_description(run_dir: str | Path, folder: str) -> dict[str, Any]:
+    """run.json's description of step folder `folder` (e.g. "verdicts/rules-<hash>": which step,
+    its stamp, the settings it is keyed by); {} when no launch described it."""
+    _, made = RunFolder.recorded_steps(Path(run_dir))
+    d = made.get(folder)
+    return d if isinstance(d, dict) else {}
+
+
+def recording_attempt(attrs: dict[str, Any]) -> int:
+    """Which recording of its case a session log is (logs written before the count was kept: 1)."""
+    try:
+        return max(1, int(attrs.get("recording_attempt", 1)))
+    except (TypeError, ValueError):
+        return 1
 
 
 @dataclass(frozen=True)
@@ -88,6 +136,7 @@ class SessionState:
     state: str
     why: str = ""
     session_id: str = ""
+    attempt: int = 0  # done or invalid: which recording of the case this is (1 = the first)
 
 
 class RunFolder:
@@ -101,10 +150,6 @@ class RunFolder:
     @property
     def sessions(self) -> Path:
         return self.run_dir / "sessions"
-
-    @property
-    def scores(self) -> Path:
-        return self.run_dir / "scores"
 
     def session_paths(self, case_id: str, folder: str = "sessions") -> tuple[Path, Path]:
         d = self.run_dir / folder
@@ -125,9 +170,27 @@ class RunFolder:
         ident = d.get("identity") if isinstance(d, dict) else None
         return ident if isinstance(ident, dict) else None
 
-    def write_run_json(self, command_config: dict[str, Any], versions: dict[str, str]) -> None:
-        write_json_atomic(self.run_dir / "run.json", {"run_id": self.run_id, "identity": self.identity,
-                                                      "command_config": command_config, "versions": versions})
+    @staticmethod
+    def recorded_steps(run_dir: Path) -> tuple[dict[str, str], dict[str, Any]]:
+        """run.json's step folders: {step: folder} of the last launch, {folder: description} of all."""
+        try:
+            d = json.loads((Path(run_dir) / "run.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}, {}
+        steps = d.get("steps") if isinstance(d, dict) else None
+        made = d.get("step_folders") if isinstance(d, dict) else None
+        return (steps if isinstance(steps, dict) else {}), (made if isinstance(made, dict) else {})
+
+    def write_run_json(self, command_config: dict[str, Any], versions: dict[str, str],
+                       steps: dict[str, dict[str, Any]] | None = None) -> None:
+        """`steps`: each step's folder description (`Run.describe_step`) for this launch; the
+        descriptions of earlier launches' folders are kept beside them."""
+        _, made = self.recorded_steps(self.run_dir)
+        steps = steps or {}
+        made.update({d["folder"]: {k: v for k, v in d.items() if k != "folder"} for d in steps.values()})
+        write_json_atomic(self.run_dir / "run.json", {
+            "run_id": self.run_id, "identity": self.identity, "command_config": command_config, "versions": versions,
+            "steps": {name: d["folder"] for name, d in steps.items()}, "step_folders": made})
 
     # -- the model ---------------------------------------------------------------------------
     def recorded_model(self) -> dict[str, Any] | None:
@@ -177,8 +240,9 @@ class RunFolder:
                 why = describe_diff(recorded, current)
             return SessionState(cid, "foreign", why)
         if not attrs.get("valid", True):
-            return SessionState(cid, "invalid", str(attrs.get("invalid_reason", "invalid")), str(attrs.get("session_id", "")))
-        return SessionState(cid, "done", "", str(attrs.get("session_id", "")))
+            return SessionState(cid, "invalid", str(attrs.get("invalid_reason", "invalid")), str(attrs.get("session_id", "")),
+                                recording_attempt(attrs))
+        return SessionState(cid, "done", "", str(attrs.get("session_id", "")), recording_attempt(attrs))
 
     # -- files derived from a session --------------------------------------------------------
     def read_derived(self, path: Path, session: SessionState, stamp: dict[str, Any] | None = None
@@ -193,8 +257,8 @@ class RunFolder:
         except (OSError, UnicodeDecodeError, ValueError, RecursionError):
             return "corrupt", None
         prov = d.get("provenance") if isinstance(d, dict) else None
-        if not isinstance(prov, dict):
-            return ("corrupt" if not isinstance(d, dict) else "foreign"), None
+        if not isinstance(prov, dict) or not isinstance(prov.get("run_id"), str):
+            return "corrupt", None  # no run names it (e.g. `{}`): damaged, not another run's
         if prov.get("run_id") != self.run_id:
             return "foreign", d
         if prov.get("session_id") != session.session_id:
@@ -232,7 +296,61 @@ class Run:
         """Where case step `step_name` keeps its file for (case_id, key): a step reads an earlier
         step's output through this, never by a folder name of its own."""
         (step,) = self.steps_named((step_name,))
-        return self.run_dir / step.folder / step.filename(case_id, key)
+        return self.step_dir(step) / step.filename(case_id, key)
+
+    # -- step folders ----------------------------------------------------------------------------
+    @cached_property
+    def result_config(self) -> dict[str, Any]:
+        """The config as the identities see it (where-and-how keys dropped, endpoints resolved)."""
+        return result_config(OmegaConf.to_container(self.cfg, resolve=True))
+
+    def step_config(self, step: Any) -> dict[str, Any]:
+        """The config paths `step` owns, with their values (None where absent)."""
+        return {p: pick(self.result_config, p) for p in step.owns}
+
+    def stamp(self, step: Any) -> dict[str, Any]:
+        """What a step writes into each file's provenance: its name, version and settings' hash
+        (its `identity` and the config it owns)."""
+        cache = self.__dict__.setdefault("_stamps", {})
+        if step.name not in cache:
+            settings = {"identity": step.identity(self), "config": self.step_config(step)}
+            cache[step.name] = {"name": step.name, "version": str(step.version), "settings": short_hash(settings)}
+        return cache[step.name]
+
+    def upstream(self, step: Any) -> list[Any]:
+        """The steps with keyed folders of their own (case steps, aggregates) that `step` reads."""
+        names = {s.name for s in self.pipeline}
+        missing = [n for n in step.needs if n not in names]
+        if missing:
+            raise RuntimeError(f"step {step.name}: needs {missing}, which this run's pipeline does not hold")
+        return [u for u in self.steps_named(step.needs) if u.keyed]
+
+    def step_label(self, step: Any) -> str:
+        """The readable part of a step folder's key (`Step.label`), made safe for a folder name."""
+        return re.sub(r"[^A-Za-z0-9._+=-]+", "_", step.label(self)).strip("._-")[:LABEL_CHARS]
+
+    def step_key(self, step: Any) -> str:
+        """The subfolder of `step`'s current settings: a readable label, then a hash of the step's
+        stamp and of the keys of the steps it reads, so other settings anywhere upstream (a new
+        judge, a new ASR) get a folder of their own and what the others made stays where it is."""
+        cache = self.__dict__.setdefault("_keys", {})
+        if step.name not in cache:
+            after = {u.name: self.step_key(u) for u in self.upstream(step)}
+            h = short_hash({"stamp": self.stamp(step), "after": after})
+            label = self.step_label(step)
+            cache[step.name] = f"{label}-{h}" if label else h
+        return cache[step.name]
+
+    def step_dir(self, step: Any) -> Path:
+        """Where `step`'s files live under the current settings: `<run>/<folder>/<key>/`."""
+        return self.run_dir / step.folder / self.step_key(step)
+
+    def describe_step(self, step: Any) -> dict[str, Any]:
+        """What run.json says of a step folder: where, which step, its stamp, the settings it was
+        keyed by and the folders of the steps it reads (a report names the judge from it)."""
+        return {"folder": f"{step.folder}/{self.step_key(step)}", "step": step.name, "stamp": self.stamp(step),
+                "label": self.step_label(step), "identity": step.identity(self), "config": self.step_config(step),
+                "after": {u.name: f"{u.folder}/{self.step_key(u)}" for u in self.upstream(step)}}
 
     @property
     def seed(self) -> int:

@@ -31,7 +31,9 @@ import fdeval
 from fdeval.audio.io import read_wav
 from fdeval.audio.resample import resample
 from fdeval.audio.vad import BatchedVAD, SileroVAD
+from fdeval.cases.speech import check_speech
 from fdeval.engine.clients import RunFailures, client_processes, cpu_seconds, serve, spread
+from fdeval.engine.identity import RunLock
 from fdeval.engine.run import Run, SessionState, build
 from fdeval.engine.steps import Aggregate, Metric, Step
 from fdeval.errors import ConfigError, FdevalError
@@ -48,6 +50,7 @@ log = logging.getLogger("fdeval")
 
 # A run whose first this-many cases all fail stops instead of failing every case the same way.
 FAIL_FAST_CASES = 3
+SPEECH_CACHE = ".speech_check.json"  # in the data folder: what the VAD heard of each turn file
 
 
 def case_seed(seed: int, case_id: str) -> int:
@@ -61,19 +64,43 @@ def versions() -> dict[str, str]:
 
 
 class Generate(Step):
-    """Write the benchmark's cases and audio into its data folder (shared by runs)."""
+    """Write the benchmark's cases and audio into its data folder (shared by runs).
+
+    One generate at a time per data folder: it holds `<data folder>/.lock` (an flock), so a
+    second launch that needs the same data (another sweep started at once) waits for the first
+    and then finds its files done (`Benchmark.generate` skips what exists) instead of writing them
+    too. A user's own case folder (`cases_dir`) is only read: nothing to lock."""
 
     name = stage = "generate"
     placement = "local"
 
     def execute(self, run: Run) -> None:
         tts = build(run.cfg.tts)
-        t0 = time.perf_counter()
-        if run.data_dir.is_dir():  # temp files of a generate that was killed
-            for sub in [run.data_dir, *(p for p in run.data_dir.rglob("*") if p.is_dir())]:
-                remove_stale_temps(sub)
-        run.benchmark.generate(run.data_dir, tts, run.seed, run.progress)
-        log.info("generate: %d cases in %s (%.1f s)", len(run.cases), run.data_dir, time.perf_counter() - t0)
+        lock = None if run.benchmark.cases_dir is not None else data_lock(run.data_dir)
+        if lock is not None:
+            lock.acquire(wait=lambda holder: _say_waiting(run.data_dir, holder))
+        try:
+            t0 = time.perf_counter()
+            if run.data_dir.is_dir():  # temp files of a generate that was killed (no live one: the lock is ours)
+                for sub in [run.data_dir, *(p for p in run.data_dir.rglob("*") if p.is_dir())]:
+                    remove_stale_temps(sub)
+            run.benchmark.generate(run.data_dir, tts, run.seed, run.progress)
+            log.info("generate: %d cases in %s (%.1f s)", len(run.cases), run.data_dir, time.perf_counter() - t0)
+        finally:
+            if lock is not None:
+                lock.release()
+
+
+def data_lock(data_dir: Path) -> RunLock:
+    """The lock a generate holds on a data folder (named as a run folder's: `.lock`)."""
+    return RunLock(data_dir)
+
+
+def _say_waiting(data_dir: Path, holder: str) -> None:
+    msg = (f"generate: another fdeval process is generating {data_dir}{' (' + holder + ')' if holder else ''}; "
+           "waiting for it, then using what it wrote")
+    log.info(msg)
+    print(f"fdeval: {msg}", flush=True)
 
 
 def turn_audio(case: TestCase, root: Path, sr: int) -> list[np.ndarray]:
@@ -116,6 +143,12 @@ class RecordSessions(Step):
         """The case's user turns' audio at the session rate."""
         return turn_audio(case, run.case_root, sample_rate)
 
+    def check_audio(self, run: Run, cases: list[TestCase]) -> None:
+        """Before any session: each case file's turn audio holds speech where its words are
+        (`fdeval.cases.speech`), so a file of noise is one line, not the model's failure. What
+        the VAD heard of each file is kept in the data folder (`.speech_check.json`)."""
+        check_speech(cases, run.case_root, run.data_dir / SPEECH_CACHE)
+
     def policy(self, run: Run, case: TestCase, audio: list[np.ndarray]) -> Any:
         """The session's user policy (None: the scripted turns with `audio`)."""
         return run.benchmark.user_policy(case, audio, run)
@@ -140,7 +173,8 @@ class _Recorder:
         if fixed := run.benchmark.orchestrator_overrides():
             self.ocfg = replace(self.ocfg, turns=replace(self.ocfg.turns, **fixed))
         self.failures: list[str] = []
-        self.invalid: list[str] = []
+        self.invalid: dict[str, int] = {}  # case -> which recording of it this launch's invalid session is
+        self.attempts: dict[str, int] = {}  # case -> recordings so far of its invalid session on disk
         self.recorded = 0
         self.sim_s = self.wall_s = 0.0
         self.errors_s: list[float] = []  # |error| of every barge-in recorded
@@ -166,11 +200,23 @@ class _Recorder:
         self.model_id = run.model_id  # records model.json for the later steps
         self.cases = self.step.session_cases(run)
         states = self._states(self.model_id)
-        self.todo = [c for c in self.cases if states[c.case_id].state != "done"]
+        self.attempts = prior_attempts(states)
+        retries = int(self.settings.invalid_retries)
+        kept = [s for s in states.values() if s.state == "invalid" and s.attempt > retries]
+        if kept:  # recorded as often as allowed: kept with its reason instead of redone on every relaunch
+            msg = (f"{self.step.name}: {len(kept)} session(s) stay invalid, not recorded again: each was recorded "
+                   f"{min(s.attempt for s in kept)} time(s) or more (orchestrator.invalid_retries={retries}; e.g. "
+                   f"{kept[0].case_id}: {kept[0].why}); raise orchestrator.invalid_retries to record them again")
+            log.warning(msg)
+            print(f"fdeval: warning: {msg}", flush=True)
+        skip = {s.case_id for s in kept}
+        self.todo = [c for c in self.cases if states[c.case_id].state != "done" and c.case_id not in skip]
         if not self.todo:
-            log.info("%s: all %d cases already recorded", self.step.name, len(self.cases))
+            log.info("%s: all %d cases already recorded%s", self.step.name, len(self.cases),
+                     f" ({len(kept)} of them invalid)" if kept else "")
             return
         check_fits(self.todo, self.ocfg.turns.max_session_s)
+        self.step.check_audio(run, self.todo)
         self.clock_kind = model.clock if self.clock == "auto" else self.clock
         n_parallel = max(1, int(model.concurrency))
         if n_parallel > 1:
@@ -225,7 +271,8 @@ class _Recorder:
         audio = step.audio(run, case, self.ocfg.sample_rate)
         seed = case_seed(run.seed, case.case_id)
         attrs = {**self.base_attrs, "case_seed": seed, "case_version": case.version,
-                 "case_digest": step.digest(run, case), "session_id": uuid.uuid4().hex, "session_step": step.name}
+                 "case_digest": step.digest(run, case), "session_id": uuid.uuid4().hex, "session_step": step.name,
+                 "recording_attempt": self.attempts.get(case.case_id, 0) + 1}
         retries = max(0, int(model.case_retries))
         for i in range(retries + 1):
             policy = step.policy(run, case, audio)  # None: the case's scripted turns
@@ -264,7 +311,8 @@ class _Recorder:
                  h.get("end_reason"), health, f", barge-in error {max(errs) * 1000:.2f} ms" if errs else "")
         if not h["valid"]:
             log.warning("%s: %s: session invalid, not scored: %s", name, case.case_id, h["invalid_reason"])
-        self.tally({"case_id": case.case_id, "failed": False, "session_s": float(result.log.duration_s),
+        self.tally({"case_id": case.case_id, "failed": False, "attempt": int(h["recording_attempt"]),
+                    "session_s": float(result.log.duration_s),
                     "wall_s": float(result.wall_s), "valid": bool(h["valid"]), "barge_in_error_s": [abs(float(e)) for e in errs],
                     "pacing_lag_max_s": float(h.get("health_pacing_lag_max_s", 0.0))})
 
@@ -285,7 +333,7 @@ class _Recorder:
         self.errors_s += outcome["barge_in_error_s"]
         self.pacing_lag_s = max(self.pacing_lag_s, outcome["pacing_lag_max_s"])
         if not outcome["valid"]:
-            self.invalid.append(outcome["case_id"])
+            self.invalid[outcome["case_id"]] = outcome["attempt"]
 
     async def concurrently(self, n: int, todo: Any) -> float:
         """Record with `n` sessions in flight (server instances, rows of a batched in-process model),
@@ -331,12 +379,24 @@ class _Recorder:
             log.info(msg)
             print(msg, flush=True)
         if self.invalid:
-            case = next(c for c in self.cases if c.case_id == self.invalid[0])
-            print(f"fdeval: warning: {name}: {len(self.invalid)} session(s) invalid and not scored (e.g. {self.invalid[0]}: "
-                  f"{self.step.state(run, case).why}); relaunch to record them again", flush=True)
+            first = next(iter(self.invalid))
+            case = next(c for c in self.cases if c.case_id == first)
+            retries = int(self.settings.invalid_retries)
+            last = sum(n > retries for n in self.invalid.values())
+            then = [f"a relaunch records {len(self.invalid) - last} of them again"] if last < len(self.invalid) else []
+            if last:
+                then.append(f"{last} stay invalid: recorded {retries + 1} time(s), orchestrator.invalid_retries={retries}")
+            print(f"fdeval: warning: {name}: {len(self.invalid)} session(s) invalid and not scored (e.g. {first}: "
+                  f"{self.step.state(run, case).why}); {'; '.join(then)}", flush=True)
         if self.failures:
             raise RunFailures(f"{name}: {len(self.failures)} case(s) failed (e.g. {self.failures[0]}; reasons in "
                               f"{self.step.folder}/*.error.json); relaunch the same command to retry them")
+
+
+def prior_attempts(states: dict[str, SessionState]) -> dict[str, int]:
+    """How many times each case whose session is invalid has been recorded (its next recording
+    counts on from there)."""
+    return {cid: s.attempt for cid, s in states.items() if s.state == "invalid"}
 
 
 def client_main(spec: dict[str, Any]) -> None:
@@ -356,6 +416,7 @@ def _client_recorder(spec: dict[str, Any]) -> _Recorder:
     rec.cases = step.session_cases(run)
     by_id = {c.case_id: c for c in rec.cases}
     rec.todo = [by_id[i] for i in spec["todo"]]
+    rec.attempts = prior_attempts({c.case_id: step.state(run, c, rec.model_id) for c in rec.todo})
     run.model.share(spec["index"], spec["count"])
     rec.clock_kind = run.model.clock if rec.clock == "auto" else rec.clock
     rec.processes = spec["count"]
@@ -364,25 +425,33 @@ def _client_recorder(spec: dict[str, Any]) -> _Recorder:
 
 
 class Score(Aggregate):
-    """The shared `score` step: every metric the benchmark declares, written under scores/."""
+    """The shared `score` step: every metric the benchmark declares, written under
+    `scores/<key>/` (keyed by the metrics and the folders of the steps they read, so the tables
+    of two judges' verdicts sit side by side)."""
 
     name = stage = "score"
+    folder = "scores"
 
     def __init__(self, metrics: list[Metric]):
         self.metrics = list(metrics)
         self.needs = tuple(dict.fromkeys(n for m in self.metrics for n in m.needs))
+        self.owns = tuple(dict.fromkeys(p for m in self.metrics for p in m.owns))
+
+    def identity(self, run: Run) -> dict[str, Any]:
+        return {m.name: m.identity() for m in self.metrics}
 
     def execute(self, run: Run) -> None:
         t0 = time.perf_counter()
+        out = run.step_dir(self)
         for m in self.metrics:
-            text = m.compute(run, run.folder.scores)
+            text = m.compute(run, out)
             if text:
                 print(text, flush=True)
         _, skipped = run.scorable("score")
         if skipped["invalid"] or skipped["failed"]:
             print(f"fdeval: warning: {len(skipped['invalid'])} invalid and {len(skipped['failed'])} failed session(s) "
                   "are not in these tables (stage=status lists them)", flush=True)
-        log.info("score: %s (%s) in %.1f s", run.folder.scores, ", ".join(t for m in self.metrics for t in m.tables),
+        log.info("score: %s (%s) in %.1f s", out, ", ".join(t for m in self.metrics for t in m.tables),
                  time.perf_counter() - t0)
         write_reports(run)
 

@@ -2,8 +2,9 @@
 
 Sessions by state (recorded, invalid with reason, failed with reason, unreadable, another run's,
 missing); for every declared case step its files done / expected, error records (judged again on
-relaunch) and failed units; for the score step which of its tables exist; then whatever the
-launcher knows of the run's jobs. Also written to `<run>/status.json`.
+relaunch) and failed units, in the folder of this command's settings (`verdicts/<key>`); for the
+score step which of its tables exist; then whatever the launcher knows of the run's jobs. Also
+written to `<run>/status.json`.
 """
 
 from __future__ import annotations
@@ -31,18 +32,25 @@ def collect(run: Run) -> dict[str, Any]:
     for step in run.pipeline:
         if isinstance(step, CaseStep):
             n = count_units(run, step, sessions)
-            steps.append({"step": step.name, "stage": step.stage, "folder": step.folder, **n,
+            steps.append({"step": step.name, "stage": step.stage, "folder": _rel(run, step), **n,
                           "expected": sum(n.values())})
         elif isinstance(step, Score):
             tables = [t for m in step.metrics for t in m.tables]
-            steps.append({"step": step.name, "stage": step.stage, "folder": "scores", "tables": tables,
-                          "written": [t for t in tables if (run.folder.scores / f"{t}.csv").is_file()]})
+            steps.append({"step": step.name, "stage": step.stage, "folder": _rel(run, step), "tables": tables,
+                          "written": [t for t in tables if (run.step_dir(step) / f"{t}.csv").is_file()]})
     return {
         "run_dir": str(run.run_dir), "run_id": run.run_id, "benchmark": run.benchmark.name, "cases": len(cases),
         "recorded": len(by_state.get("done", {})), "failed": by_state.get("failed", {}),
-        "invalid": by_state.get("invalid", {}), "unreadable": by_state.get("corrupt", {}),
+        "invalid": by_state.get("invalid", {}),
+        "invalid_recordings": {cid: s.attempt for cid, s in sessions.items() if s.state == "invalid"},
+        "unreadable": by_state.get("corrupt", {}),
         "foreign": by_state.get("foreign", {}), "missing": sorted(by_state.get("missing", {})), "steps": steps,
     }
+
+
+def _rel(run: Run, step: Step) -> str:
+    """The step's folder for this command's settings (`verdicts/<key>`), as status prints it."""
+    return str(run.step_dir(step).relative_to(run.run_dir))
 
 
 @dataclass(frozen=True)
@@ -67,12 +75,13 @@ class Status(Step):
                 extra = "".join(f"  {k}: {st[k]}" for k in ("error", "failed") if st[k])
                 lines.append(f"step {st['step']} ({st['stage']}) {st['folder']}: {st['done']}/{st['expected']}{extra}")
             else:
-                lines.append(f"step {st['step']} scores: {len(st['written'])}/{len(st['tables'])} tables"
+                lines.append(f"step {st['step']} {st['folder']}: {len(st['written'])}/{len(st['tables'])} tables"
                              f"  scored: {bool(st['written'])}")
         for key, label in (("invalid", "invalid (not scored)"), ("failed", "failed"), ("unreadable", "unreadable"),
                            ("foreign", "another run's")):
             for cid, why in sorted(s[key].items()):
-                lines.append(f"  {label} {cid}: {why}")
+                times = f" (recorded {s['invalid_recordings'][cid]} time(s))" if key == "invalid" else ""
+                lines.append(f"  {label} {cid}: {why}{times}")
         if s["missing"]:
             shown = ", ".join(s["missing"][:10]) + (" ..." if len(s["missing"]) > 10 else "")
             lines.append(f"  missing: {shown}")

@@ -7,7 +7,11 @@ when it declares metrics, the shared `score` step that computes them. A step say
 * its `name` (what `stage.steps=[...]` may name) and the `stage` it belongs to (`transcribe`,
   `judge` or `score`: `stage=judge` runs every step of that stage, whatever the benchmark);
 * its `version` and `identity` (settings that make its output, e.g. a judge's id and prompt
-  hash): written into every file it makes, so a file made by other settings is never reused;
+  hash) and the config paths it `owns` (e.g. the `judge` group): these make the step's stamp,
+  written into every file it makes, so a file made by other settings is never reused. Owned
+  paths are left out of the run folder's identity (changing the judge records no session
+  again), and a step's files live in a subfolder named by its stamp and those of the steps it
+  reads (`verdicts/<label>-<hash>/`), so the results of two judges sit side by side;
 * what it `needs` (earlier steps whose files for the same case must be done);
 * where it runs under a cluster launcher (`placement`: `gpu_array`, `cpu_array`, `cpu_job`,
   `local`).
@@ -88,10 +92,21 @@ class Step(abc.ABC):
     placement: Placement = "cpu_array"
     # A step that only reads the run folder (status, plan) runs without the folder's lock.
     read_only: bool = False
+    # Its files live in `<folder>/<key>/`, keyed by its settings (case steps and aggregates).
+    keyed: bool = False
+    # Config paths (a group, "judge", or a key, "benchmark.merge_gap_s") that only this step's
+    # output depends on: outside the run identity, inside this step's stamp. A path that a
+    # recording reads must never be owned (sessions would be reused across its values).
+    owns: tuple[str, ...] = ()
 
     def identity(self, run: "Run") -> dict[str, Any]:
         """The settings that make this step's output (beyond the run's identity)."""
         return {}
+
+    def label(self, run: "Run") -> str:
+        """A readable name for the subfolder of these settings (e.g. the judge's id); "" for none
+        (the hash alone; an aggregate takes the label of the first step it reads that has one)."""
+        return ""
 
     def execute(self, run: "Run") -> None:
         """Do the step's work for the run's cases (the shard of them in an array task); case
@@ -100,9 +115,10 @@ class Step(abc.ABC):
 
 
 class CaseStep(Step):
-    """One JSON file per unit, under `<run>/<folder>/`."""
+    """One JSON file per unit, under `<run>/<folder>/<key>/`."""
 
     folder: str
+    keyed = True
     # An infrastructure error of one unit is tried this many more times before it is recorded.
     retries: int = 1
 
@@ -145,21 +161,30 @@ class CaseStep(Step):
 
 
 class Aggregate(Step):
-    """A whole-run step (tables over every case); always recomputed from the case files."""
+    """A whole-run step (tables over every case); always recomputed from the case files, into
+    `<run>/<folder>/<key>/` (the key names the inputs' settings, as a case step's)."""
 
     placement: Placement = "cpu_job"
+    folder: str
+    keyed = True
+
+    def label(self, run: "Run") -> str:
+        """The label of the first step it reads that has one (`scores/<judge>-<hash>`)."""
+        return next((x for u in run.upstream(self) if (x := run.step_label(u))), "")
 
 
 class Metric(abc.ABC):
     """A score a benchmark declares: computed by the shared `score` step from its steps' files.
 
-    `tables` names the files it writes under `<run>/scores/` (`<name>.csv`); `compute` writes
-    them and returns the markdown to print."""
+    `tables` names the files it writes under the score step's folder (`scores/<key>/<name>.csv`);
+    `compute` writes them and returns the markdown to print. `owns`: config paths only this
+    metric reads (as `Step.owns`)."""
 
     name: str
     version: str = "1"
     needs: tuple[str, ...] = ()
     tables: tuple[str, ...] = ()
+    owns: tuple[str, ...] = ()
 
     @abc.abstractmethod
     def compute(self, run: "Run", scores_dir: Path) -> str:

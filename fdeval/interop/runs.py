@@ -20,7 +20,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
-from fdeval.engine.driver import pipeline
+from fdeval.engine.driver import describe_steps, pipeline
 from fdeval.engine.run import Run, short_hash
 from fdeval.engine.shared import Generate, versions
 from fdeval.errors import FdevalError
@@ -55,7 +55,7 @@ def open_import_run(overrides: list[str], source: Path) -> Run:
         raise FdevalError(f"{run_dir / 'model.json'}: this folder holds model {recorded['model_id']}, not the import "
                           f"{model_id} from {source}; pass another run_tag=")
     write_json_atomic(run_dir / "model.json", {"model_id": model_id, "identity": ident})
-    run.folder.write_run_json(OmegaConf.to_container(cfg, resolve=True), versions())
+    run.folder.write_run_json(OmegaConf.to_container(cfg, resolve=True), versions(), describe_steps(run))
     return run
 
 

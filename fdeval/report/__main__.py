@@ -3,9 +3,10 @@
 Any benchmark's runs: the benchmark is read from each folder's run.json (all runs must be of one
 benchmark). A benchmark with its own cross-model report writes it (Instruct-FD: the IAS,
 delta-IAS and scenario tables with models as columns, the figure and judge validation, from
-``scores/verdicts.csv`` checked against ``verdicts/``); for the others, every table of every
-declared metric is written with the runs side by side (a ``run`` column first). Defaults come
-from ``conf/report/default.yaml``. A user error prints one line and exits 2.
+``scores/<key>/verdicts.csv`` checked against ``verdicts/<key>/``, the folders of each run's last
+launch as its run.json names them); for the others, every table of every declared metric is
+written with the runs side by side (``run`` and ``scores`` columns first). Defaults come from
+``conf/report/default.yaml``. A user error prints one line and exits 2.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 from hydra.errors import InstantiationException
 from omegaconf import OmegaConf
 
-from fdeval.engine.run import build
+from fdeval.engine.run import build, step_dir
 from fdeval.errors import FdevalError
 from fdeval.metrics.csvio import write_csv
 from fdeval.benchmarks.instructfd.reporting.build import ReportSettings
@@ -49,17 +50,19 @@ def _benchmark(run_dir: Path):
 
 
 def side_by_side(runs: list[Path], metrics: list, out: Path) -> list[Path]:
-    """Every table of every metric, the runs' rows one after another with a `run` column."""
+    """Every table of every metric, the runs' rows one after another with a `run` column and a
+    `scores` column (the score folder of the run's last launch: which settings the row shows)."""
     paths = []
     for m in metrics:
         for table in m.tables:
             rows = []
             for r in runs:
-                f = r / "scores" / f"{table}.csv"
+                folder = step_dir(r, "score")
+                f = folder / f"{table}.csv"
                 if not f.is_file():
                     raise FdevalError(f"{f}: missing; run stage=score in that run")
                 with f.open(encoding="utf-8", newline="") as fh:
-                    rows += [{"run": r.name, **row} for row in csv.DictReader(fh)]
+                    rows += [{"run": r.name, "scores": str(folder.relative_to(r)), **row} for row in csv.DictReader(fh)]
             write_csv(rows, out / f"{table}.csv")
             paths.append(out / f"{table}.csv")
     return paths

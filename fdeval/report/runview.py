@@ -5,7 +5,9 @@ The view is built from the engine's own objects, not from folder names: run.json
 `<out_root>/<benchmark>/<model>/<run>` tree still opens), `pipeline(run.benchmark)` lists the
 steps, the run folder's session check says which recordings are usable, and each case step's
 files are read back with the executor's own checks (`unit_state`: made from the current session
-by the step's settings). Nothing is written and no model is loaded.
+by the step's settings) from the folder of the settings run.json's config names (the last
+launch's judge, ASR, ...: `RunView.steps` says which folder each step's results come from).
+Nothing is written and no model is loaded.
 
     view = open_run("out/instructfd/reference/default-0b9d0996f28b")
     for s in view.sessions:
@@ -16,14 +18,15 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping
 
 from omegaconf import OmegaConf
 
 from fdeval.engine.driver import pipeline
 from fdeval.engine.executor import stamp, unit_state
-from fdeval.engine.run import Run, RunFolder
+from fdeval.engine.run import Run, RunFolder, step_description
 from fdeval.engine.steps import CaseStep, Result, Unit
 from fdeval.errors import FdevalError
 from fdeval.types import TestCase
@@ -60,6 +63,7 @@ class RunView:
     model_id: str
     run_id: str
     sessions: tuple[SessionView, ...]
+    steps: Mapping[str, str] = field(default_factory=dict)  # step name -> the folder its results are read from
 
     def session(self, case_id: str) -> SessionView:
         for s in self.sessions:
@@ -98,17 +102,28 @@ def reopen(run_dir: str | Path) -> Run:
     return run
 
 
-def _step_results(run: Run, step: CaseStep, case: TestCase, session) -> tuple[list[Result], Path | None]:
-    """The step's results for one usable session, and its first current file."""
+def step_folder(run: Run, step: CaseStep) -> tuple[Path | None, dict | None]:
+    """Where the view reads `step`'s files, and the stamp they must carry: the folder of the
+    config's settings; when those cannot be rebuilt here (e.g. a judge's client missing), the
+    folder run.json recorded, read by session only (None: no folder known)."""
     try:
-        mark = stamp(run, step)
-    except Exception as e:  # the step's settings cannot be rebuilt here (e.g. a judge's client missing)
-        log.debug("runview: %s: settings not rebuilt (%s); reading files by session only", step.name, e)
-        mark = None
+        return run.step_dir(step), stamp(run, step)
+    except Exception as e:  # noqa: BLE001 - any failure to rebuild the settings falls back to the record
+        log.debug("runview: %s: settings not rebuilt (%s); reading run.json's folder by session only", step.name, e)
+    folders, _ = RunFolder.recorded_steps(run.run_dir)
+    return (run.run_dir / folders[step.name] if isinstance(folders.get(step.name), str) else None), None
+
+
+def _step_results(run: Run, step: CaseStep, case: TestCase, session,
+                  where: tuple[Path | None, dict | None]) -> tuple[list[Result], Path | None]:
+    """The step's results for one usable session, and its first current file."""
+    folder, mark = where
     out: list[Result] = []
     first: Path | None = None
+    if folder is None:
+        return out, first
     for key in step.keys(case):
-        path = run.run_dir / step.folder / step.filename(case.case_id, key)
+        path = folder / step.filename(case.case_id, key)
         unit = Unit(case, session, key, path)
         if mark is not None:
             state, d = unit_state(run, step, unit, mark)
@@ -138,6 +153,7 @@ def view_of(run: Run) -> RunView:
     except FdevalError as e:
         raise FdevalError(f"{run.run_dir}: its cases cannot be loaded ({e})") from None
     case_steps = [s for s in run.pipeline if isinstance(s, CaseStep)]
+    where = {s.name: step_folder(run, s) for s in case_steps}
     sessions = []
     for case in cases:
         st = run.session_state(case)
@@ -146,7 +162,7 @@ def view_of(run: Run) -> RunView:
         transcript = None
         if st.state == "done":
             for step in case_steps:
-                res, path = _step_results(run, step, case, st)
+                res, path = _step_results(run, step, case, st, where[step.name])
                 if res:
                     results[step.name] = res
                 if transcript is None and step.stage == "transcribe" and path is not None:
@@ -155,5 +171,18 @@ def view_of(run: Run) -> RunView:
         sessions.append(SessionView(case, wav if wav.exists() else None, h5 if h5.exists() else None,
                                     _STATES.get(st.state, "invalid"), reason, transcript, results))
     recorded = run.folder.recorded_model() or {}
+    shown = {name: str(d.relative_to(run.run_dir)) for name, (d, _) in where.items() if d is not None}
     return RunView(run.run_dir, str(run.benchmark.name), str(run.cfg.model.name),
-                   str(recorded.get("model_id", "")), run.folder.run_id, tuple(sessions))
+                   str(recorded.get("model_id", "")), run.folder.run_id, tuple(sessions), shown)
+
+
+def describe_results(view: RunView) -> str:
+    """Which settings' results a view shows, for a report's header: `judge verdicts/rules-<key>
+    (rules 2 c1427a5f...)` per step (the judge's id, version and prompt hash), from run.json's
+    description of each folder."""
+    parts = []
+    for name, folder in view.steps.items():
+        ident = step_description(view.run_dir, folder).get("identity") or {}
+        who = " ".join(str(v) for v in ident.values() if isinstance(v, (str, int, float)))[:80]
+        parts.append(f"{name} {folder}" + (f" ({who})" if who else ""))
+    return "; ".join(parts)

@@ -34,7 +34,7 @@ from matplotlib.lines import Line2D
 from fdeval.engine.run import Run
 from fdeval.files import file_sha256
 from fdeval.orchestrator.recorder import read_table
-from fdeval.report.runview import RunView, SessionView, view_of
+from fdeval.report.runview import RunView, SessionView, describe_results, view_of
 from fdeval.transcript.io import TranscriptError, transcript_from_dict
 
 log = logging.getLogger("fdeval")
@@ -401,7 +401,9 @@ def run_table(path: Path, title: str, view: RunView, rows: list[tuple[SessionVie
 
 
 def run_line(view: RunView) -> str:
-    return f"{view.benchmark} · model {view.model} ({view.model_id}) · run {view.run_id} · {view.run_dir}"
+    shown = describe_results(view)  # which judge's (ASR's, ...) results the page shows
+    return (f"{view.benchmark} · model {view.model} ({view.model_id}) · run {view.run_id} · {view.run_dir}"
+            + (f" · results: {shown}" if shown else ""))
 
 
 def write_page(path: Path, title: str, parts: list[str]) -> None:

@@ -249,7 +249,8 @@ def filter_rows(rows: list[dict[str, Any]], q: Mapping[str, str]) -> list[dict[s
 def api_runs(app: ReviewApp, req: Request) -> Response:
     return json_response({"reviewer": app.reviewer, "nav": NAV, "runs": [
         {"run": i, "benchmark": v.benchmark, "model": HIDDEN if _blind(v) else v.model,
-         "run_id": HIDDEN if _blind(v) else v.run_id, "n_sessions": len(v.sessions)}
+         "run_id": HIDDEN if _blind(v) else v.run_id, "n_sessions": len(v.sessions),
+         "results_from": dict(v.steps)}  # the step folders (which judge, which ASR) the results come from
         for i, v in enumerate(app.views)]})
 
 

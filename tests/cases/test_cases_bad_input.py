@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,8 @@ import numpy as np
 import pytest
 import soundfile as sf
 from helpers.case_data import CASE_ID, SAMPLE_RATE, valid_case_dict
+from helpers.launching import run_launch
+
 
 from fdeval.benchmarks.instructfd.benchmark import InstructFD
 from fdeval.benchmarks.instructfd.judges.base import VerdictError, load_verdict
@@ -312,9 +313,8 @@ def test_transcript_time_out_of_range(tmp_path: Path) -> None:
 
 # -- end to end: `python -m fdeval.launch benchmark.cases_dir=...` -------------------------------
 def launch(tmp: Path, cases_dir: Path) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "fdeval.launch", f"out_root={tmp / 'outputs'}", "progress=false",
-           f"benchmark.cases_dir={cases_dir}"]
-    return subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=120)
+    return run_launch([f"out_root={tmp / 'outputs'}", "progress=false", f"benchmark.cases_dir={cases_dir}"], tmp,
+                      timeout_s=900)
 
 
 def _bad_json(root: Path) -> str:

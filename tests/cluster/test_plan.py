@@ -10,7 +10,7 @@ import types
 import pytest
 from omegaconf import OmegaConf
 
-from fdeval.cluster.plan import estimate_case, make_plan, plan, render
+from fdeval.cluster.plan import estimate_case, make_plan, render, write_plan
 from fdeval.errors import ConfigError
 from fdeval.types import TestCase, Turn
 
@@ -281,9 +281,9 @@ def test_without_measured_figures_the_configured_guess_is_labelled_and_warned_on
     assert re.search(r"per instance +\| 8 \(a configured guess, not measured\) \|", text)
     assert "python benchmarks/moshi_lockstep_speed.py --moshiko-shapes" in text and "launcher.plan.lockstep_bench=" in text
     bench = types.SimpleNamespace(planned_turns=lambda c: c.turns, orchestrator_overrides=dict)
-    ctx = types.SimpleNamespace(all_cases=cases, cfg=cfg, benchmark=bench, run_dir=tmp_path)
+    ctx = types.SimpleNamespace(cfg=cfg, benchmark=bench, run_dir=tmp_path)
     with caplog.at_level(logging.WARNING, logger="fdeval"):
-        plan(ctx)
+        write_plan(ctx, cases)
     warned = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warned) == 1 and "not measured" in warned[0].getMessage()
     written = json.loads((tmp_path / "plan.json").read_text())["batched"]
@@ -303,9 +303,9 @@ def test_realtime_and_unbatched_models_ignore_the_lockstep_figures(tmp_path):
         p = make_plan(cases, after)
         assert p == make_plan(cases, before) and p.batched is None
         assert render(p) == render(make_plan(cases, before))
-    ctx = types.SimpleNamespace(all_cases=cases, cfg=after, run_dir=tmp_path,
+    ctx = types.SimpleNamespace(cfg=after, run_dir=tmp_path,
                                 benchmark=types.SimpleNamespace(planned_turns=lambda c: c.turns, orchestrator_overrides=dict))
-    plan(ctx)
+    write_plan(ctx, cases)
     assert "batched" not in json.loads((tmp_path / "plan.json").read_text())  # plan.json as before
 
 

@@ -18,6 +18,8 @@ import pytest
 import soundfile as sf
 from helpers.case_data import CASE_ID, SAMPLE_RATE, valid_case_dict, write_turn_audio
 
+from fdeval.engine.run import step_dir
+
 from .conftest import digests, launch, one_line_error, runs, sibling_module
 
 bad = sibling_module("cases/test_cases_bad_input.py")  # its damage helpers and message builders
@@ -137,5 +139,5 @@ def test_with_the_input_put_right_the_relaunch_completes_and_keeps_the_session(r
     tmp, root, d, _, sessions = recorded
     launch(tmp, f"benchmark.cases_dir={root}")
     assert digests(d / "sessions") == sessions  # not recorded again
-    assert (d / "transcripts" / f"{CASE_ID}.json").is_file() and (d / "scores" / "ias.csv").is_file()
-    assert len(list((d / "verdicts").glob(f"{CASE_ID}@*.json"))) == 1
+    assert (step_dir(d, "transcribe") / f"{CASE_ID}.json").is_file() and (step_dir(d, "score") / "ias.csv").is_file()
+    assert len(list(step_dir(d, "judge").glob(f"{CASE_ID}@*.json"))) == 1

@@ -7,7 +7,7 @@ judge step is what is left to do. The stand-in then misbehaves for one launch, a
 that what the judge could not decide is an `error` record (never `not_adhere`, never a model
 failure) or a one-line stop naming the endpoint and the pair being judged, that every finished
 output is byte-identical, and that the same command against the healthy stand-in completes.
-The stand-in stays on one port for the module: the endpoint is part of the run's identity.
+The stand-in stays on one port for the module: the endpoint is part of the judge step's identity.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import pytest
 
 from helpers import fake_messages_server as msg
 from helpers import fake_openai_server as oai
+
+from fdeval.engine.run import step_dir
 
 from .conftest import TWO, assert_kept, digests, launch, one_line_error, run_dirs
 
@@ -68,11 +70,11 @@ ENV = {"ANTHROPIC_API_KEY": msg.DUMMY_KEY}  # the Messages stand-in wants one; a
 
 
 def verdicts(d: Path) -> dict[str, dict]:
-    return {p.stem: json.loads(p.read_text()) for p in sorted((d / "verdicts").glob("*.json"))}
+    return {p.stem: json.loads(p.read_text()) for p in sorted(step_dir(d, "judge").glob("*.json"))}
 
 
 def ias_overall(d: Path) -> dict[str, str]:
-    with open(d / "scores" / "ias.csv", newline="") as f:
+    with open(step_dir(d, "score") / "ias.csv", newline="") as f:
         return next(r for r in csv.DictReader(f) if r["instruction"] == "overall")
 
 
@@ -111,7 +113,7 @@ def test_500s_garbage_and_unreadable_answers_are_error_records_and_the_relaunch_
     assert len(cached) == 3 and all(list((tmp / "outputs/_cache").rglob(f"{k}*.json")) for k in cached)
     row = ias_overall(d)
     assert row["n_error"] == "2" and row["n_pass"] == "0"  # left out of the rate, not model failures
-    assert "not_adhere" not in (d / "scores" / "results.csv").read_text() and "{'error': 2}" in proc.stdout
+    assert "not_adhere" not in (step_dir(d, "score") / "results.csv").read_text() and "{'error': 2}" in proc.stdout
     assert_kept(before, digests(tmp / "outputs"))
     prepared.healthy()
     launch(tmp, *prepared.args, *FAST, env=ENV)
@@ -139,7 +141,7 @@ def test_429s_stop_the_launch_with_one_line_naming_endpoint_and_pair(prepared, t
     # the first pair's failure is its error record; the second got none; the score was not written
     got = verdicts(d)
     assert list(got) == [PAIRS[0]] and got[PAIRS[0]]["verdict"] == "error"
-    assert not (d / "scores" / "ias.csv").exists()
+    assert not (step_dir(d, "score") / "ias.csv").exists()
     assert_kept(before, digests(tmp / "outputs"))
     relaunch_completes(prepared, tmp, d, before)
 

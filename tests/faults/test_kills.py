@@ -16,6 +16,8 @@ import time
 import h5py
 import pytest
 
+from fdeval.engine.run import step_dir
+
 from .conftest import (TWO, TWO_IDS, Stalled, assert_kept, children, digests, launch, one_line_error, parent_pid, runs,
                        temps)
 
@@ -56,9 +58,9 @@ def test_a_launch_killed_mid_write_in_each_step_is_completed_by_the_relaunch(tmp
     for cid in TWO_IDS:
         with h5py.File(d / "sessions" / f"{cid}.h5") as f:
             assert f.attrs["case_id"] == cid
-        assert (d / "transcripts" / f"{cid}.json").is_file()
-    assert len(list((d / "verdicts").glob("*.json"))) == 2 and (d / "scores" / "ias.csv").is_file()
-    assert "session(s) invalid" not in final.stdout
+        assert (step_dir(d, "transcribe") / f"{cid}.json").is_file()
+    assert len(list(step_dir(d, "judge").glob("*.json"))) == 2 and (step_dir(d, "score") / "ias.csv").is_file()
+    assert "session(s) invalid" not in final.stdout  # lockstep sessions (the reference agent): load cannot make them invalid
     # and a launch on the finished folder rewrites nothing
     launch(tmp_path, TWO)
     assert digests(out) == after
@@ -83,8 +85,11 @@ def test_two_launches_on_one_folder_the_second_stops_at_once_and_the_first_finis
 
 
 def test_a_launch_killed_while_its_client_processes_write_takes_them_along(tmp_path, stall_hook, short_cases):
+    # health bounds far above any lag of a loaded machine: this is about the processes, and a session
+    # behind real time would be invalid (the relaunch's exit status and its files then depend on load)
     args = (f"benchmark.cases_dir={short_cases}", "orchestrator.clock=realtime", "model.concurrency=2",
-            "orchestrator.client_processes=2", "stage=run")
+            "orchestrator.client_processes=2", "stage=run", "orchestrator.max_pacing_lag_s=60",
+            "orchestrator.max_model_lag_s=60")
     out = tmp_path / "outputs"
     stalled = Stalled(tmp_path, stall_hook, "*/sessions/*.h5", 1, *args, in_child=True)
     try:
@@ -95,14 +100,20 @@ def test_a_launch_killed_while_its_client_processes_write_takes_them_along(tmp_p
     finally:
         stalled.cleanup()
     assert proc.returncode == -signal.SIGKILL
-    deadline = time.monotonic() + 20
+    # PR_SET_PDEATHSIG ends them at once; the wait is for a loaded machine to get round to it
+    deadline = time.monotonic() + 300
     while [c for c in clients if parent_pid(c) is not None] and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not [c for c in clients if parent_pid(c) is not None], "client processes outlived the launch"
+    assert not [c for c in clients if parent_pid(c) is not None], "client processes outlived the launch by 300 s"
     assert not stalled.target.exists()
     assert_kept(before, digests(out))  # and nothing was written once the launch was gone
     launch(tmp_path, *args)
     (d,) = runs(out)
     assert temps(out) == [] and sorted(p.name for p in (d / "sessions").glob("*.h5")) == [
         "conv1__backchannel.h5", "conv1__listen.h5"]
-    assert_kept(before, digests(out))
+    # the other client process may have been between a session's WAV and its log when the kill
+    # came (the WAV is written first; how often depends on load): such a session was not finished,
+    # and the relaunch records it again; every finished one keeps its bytes
+    finished = {k: v for k, v in before.items()
+                if not (k.endswith(".wav") and "/sessions/" in k and k[:-len(".wav")] + ".h5" not in before)}
+    assert_kept(finished, digests(out))

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import soundfile as sf
+
+from fdeval.audio.tts import EspeakTTS
 
 CASE_ID = "conv1__backchannel"
 SAMPLE_RATE = 16000
@@ -69,11 +72,22 @@ def valid_case_dict() -> dict[str, Any]:
     }
 
 
+@lru_cache(maxsize=None)
+def _spoken(text: str, sample_rate: int) -> np.ndarray:
+    return EspeakTTS(sample_rate=sample_rate).synthesize(text).samples
+
+
 def write_turn_audio(root: Path, d: dict[str, Any], sample_rate: int = SAMPLE_RATE) -> None:
-    """Write a real mono PCM_16 WAV for each turn of case `d` under `root`, lasting its duration_s."""
-    rng = np.random.default_rng(0)
+    """Write a real mono PCM_16 WAV for each turn of case `d` under `root`, lasting its duration_s:
+    espeak-ng saying the turn's text over the span its words cover (repeated if it is shorter),
+    silence around it. A run checks that turn audio is speech where the words are
+    (fdeval.cases.speech), so noise would stop it before any session."""
     for turn in d["turns"]:
         path = root / turn["audio_path"]
         path.parent.mkdir(parents=True, exist_ok=True)
         n = int(round(turn["duration_s"] * sample_rate))
-        sf.write(path, (0.1 * rng.standard_normal(n)).astype(np.float32), sample_rate, subtype="PCM_16")
+        x = np.zeros(n, np.float32)
+        words = turn["words"]
+        a, b = (int(words[0]["start_s"] * sample_rate), int(words[-1]["end_s"] * sample_rate)) if words else (0, n)
+        x[a:b] = np.resize(_spoken(turn["text"], sample_rate), b - a)
+        sf.write(path, x, sample_rate, subtype="PCM_16")

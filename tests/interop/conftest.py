@@ -4,17 +4,16 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import launching
 
 CASES = "benchmark.cases=[fresh_pasta_stop__acknowledge,fresh_pasta_stop__none,bathroom_cleaning_mix__interrupt]"
 
 
 def launch(cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "fdeval.launch", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=600)
+    proc = launching.run_launch(list(args), cwd, timeout_s=900)
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return proc
 

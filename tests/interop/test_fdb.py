@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from fdeval.engine.run import step_dir
 from fdeval.errors import FdevalError
 from fdeval.interop.fdb import export, import_fdb, import_overrides, main
 from fdeval.interop.runs import launch_args
@@ -60,7 +61,7 @@ def read_like_fdb(root: str, task: str) -> list[dict]:
 
 
 def transcript(run: Path, case_id: str) -> dict:
-    return json.loads((run / "transcripts" / f"{case_id}.json").read_text())
+    return json.loads((step_dir(run, "transcribe") / f"{case_id}.json").read_text())
 
 
 def test_export_reads_like_fdb_user_interruption(live_run, tmp_path):

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from fdeval.engine.run import step_dir
 from fdeval.errors import FdevalError
 from fdeval.interop.import_stereo import import_recordings
 from fdeval.interop.recording import find_turn, match, played_until
@@ -54,16 +55,18 @@ def test_imported_recordings_are_transcribed_judged_and_scored(live_run, run_lau
         assert got["attrs"]["model_id"].startswith("imported:")
         for a, b in zip(live["turns"], got["turns"], strict=True):  # every turn found where it was played
             assert (b["start_s"], b["end_s"], b["cut_short"]) == pytest.approx((a["start_s"], a["end_s"], a["cut_short"]), abs=0.033)
-    names = sorted(p.name for p in (run / "transcripts").glob("*.json"))
-    assert names and names == sorted(p.name for p in (imported / "transcripts").glob("*.json"))
+    tr_run, tr_imp = step_dir(run, "transcribe"), step_dir(imported, "transcribe")
+    names = sorted(p.name for p in tr_run.glob("*.json"))
+    assert names and names == sorted(p.name for p in tr_imp.glob("*.json"))
     for n in names:
-        assert strip(json.loads((imported / "transcripts" / n).read_text())) == strip(json.loads((run / "transcripts" / n).read_text()))
-    verdicts = sorted(p.name for p in (run / "verdicts").glob("*.json"))
+        assert strip(json.loads((tr_imp / n).read_text())) == strip(json.loads((tr_run / n).read_text()))
+    v_run, v_imp = step_dir(run, "judge"), step_dir(imported, "judge")
+    verdicts = sorted(p.name for p in v_run.glob("*.json"))
     assert verdicts
     for n in verdicts:
-        assert strip(json.loads((imported / "verdicts" / n).read_text())) == strip(json.loads((run / "verdicts" / n).read_text()))
-    ias = (imported / "scores" / "ias.md").read_text()
-    assert "model_id: imported:" in ias and ias.split("| instruction")[1] == (run / "scores" / "ias.md").read_text().split("| instruction")[1]
+        assert strip(json.loads((v_imp / n).read_text())) == strip(json.loads((v_run / n).read_text()))
+    ias = (step_dir(imported, "score") / "ias.md").read_text()
+    assert "model_id: imported:" in ias and ias.split("| instruction")[1] == (step_dir(run, "score") / "ias.md").read_text().split("| instruction")[1]
 
 
 def one_case(run: Path, tmp: Path, case_id: str) -> tuple[Path, Path, list[str]]:
@@ -120,7 +123,7 @@ def test_cli_error_exit_2_no_traceback(live_run, tmp_path):
     rec, _, sel = one_case(run, tmp_path, CASE)
     rewrite(rec / f"{CASE}.wav", lambda x, sr: (x[:, 1], sr))
     proc = subprocess.run([sys.executable, "-m", "fdeval.interop.import_stereo", "--recordings", str(rec), *overrides, *sel,
-                           tag(tmp_path)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+                           tag(tmp_path)], capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "field 'channels'" in lines[0] and "Traceback" not in proc.stderr

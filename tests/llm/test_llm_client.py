@@ -12,11 +12,11 @@ import logging
 import random
 import socket
 import sys
-import time
 
 import pytest
 
 from helpers.fake_messages_server import DUMMY_KEY, drop, error, fake_api, raw, slow, text  # noqa: F401
+from helpers.llm_time import virtual_time
 
 from fdeval.errors import FdevalError
 from fdeval.llm import LLMClient, LLMConfigError, LLMError, request_hash
@@ -88,9 +88,11 @@ def test_retries_429_and_5xx_then_succeeds(fake_api, tmp_path, caplog):
 
 
 def test_retries_connection_errors_and_timeouts(fake_api, tmp_path, caplog):
-    fake_api.push(drop(), slow(2.0, text("too late")), text("ok"))
+    # a timeout well above a loopback answer on a loaded machine (the third must come within it),
+    # the slow answer far above the timeout
+    fake_api.push(drop(), slow(20.0, text("too late")), text("ok"))
     with caplog.at_level(logging.WARNING, logger="fdeval.llm"):
-        r = client(fake_api, tmp_path, timeout_s=0.3).complete("s", "p")
+        r = client(fake_api, tmp_path, timeout_s=2.0).complete("s", "p")
     assert r.text == "ok"
     assert len(fake_api.message_requests) == 3
     msgs = " | ".join(rec.getMessage() for rec in caplog.records)
@@ -301,20 +303,21 @@ def test_sdk_gets_the_resolved_endpoint_not_its_own_environment(fake_api, tmp_pa
 
 def test_closed_port_raises_unavailable_after_three_attempts_in_seconds(tmp_path, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", DUMMY_KEY)
+    vt = virtual_time(monkeypatch)  # the client's own waits, not the machine's speed
     url = f"http://127.0.0.1:{closed_port()}"
     c = LLMClient(MODEL, 0.0, 16, tmp_path, base_url=url)  # default backoff (1 s), retries and bounds
-    t0 = time.monotonic()
+    vt.timed(c)
     with pytest.raises(LLMUnavailable) as e:
         c.complete("s", "p")
-    took = time.monotonic() - t0
     msg = str(e.value)
     assert "\n" not in msg and msg.startswith(f"llm: endpoint {url} unavailable (3 consecutive attempts")
     assert "connection error" in msg.lower() and DUMMY_KEY not in msg
-    assert 0.4 < took < 5.0, took  # two backoff delays of 0.5-1 s and 1-2 s
-    t0 = time.monotonic()
-    with pytest.raises(LLMUnavailable):  # sticky: no further attempts
+    # 3 attempts, two backoff delays of 0.5-1 s and 1-2 s between them: stopped within 3 s of waiting
+    assert len(vt.timeouts) == 3 and len(vt.sleeps) == 2, (vt.timeouts, vt.sleeps)
+    assert 0.5 <= vt.sleeps[0] < 1.0 and 1.0 <= vt.sleeps[1] < 2.0, vt.sleeps
+    with pytest.raises(LLMUnavailable):  # sticky: no further attempts, no wait
         c.complete("s", "another prompt")
-    assert time.monotonic() - t0 < 0.1
+    assert len(vt.timeouts) == 3 and len(vt.sleeps) == 2
     assert isinstance(e.value, LLMConfigError) and isinstance(e.value, FdevalError)
 
 
@@ -333,11 +336,11 @@ def test_count_of_unanswered_attempts_spans_requests(fake_api, tmp_path):
 
 def test_timeouts_count_as_no_answer(fake_api, tmp_path):
     fake_api.push(slow(3.0, text("late")), slow(3.0, text("late")))
-    t0 = time.monotonic()
     last = r"2 consecutive attempts without an answer; last: no answer within 0\.3 s"
+    # (no bound on the wall time: an attempt not cut at 0.3 s would get the late answer, no raise)
     with pytest.raises(LLMUnavailable, match=last):
         client(fake_api, tmp_path, timeout_s=0.3, max_unreachable=2).complete("s", "p")
-    assert time.monotonic() - t0 < 2.0 and len(fake_api.message_requests) == 2
+    assert len(fake_api.message_requests) == 2
 
 
 def test_any_answer_resets_the_count(fake_api, tmp_path):
@@ -375,25 +378,30 @@ def test_a_success_resets_the_failed_request_count(fake_api, tmp_path):
             assert not isinstance(e.value, LLMUnavailable)
 
 
-def test_retry_window_bounds_one_request(fake_api, tmp_path):
+def test_retry_window_bounds_one_request(fake_api, tmp_path, monkeypatch):
+    vt = virtual_time(monkeypatch)  # the window on the client's own waits, not the machine's speed
     fake_api.responder = lambda body: error(503)
     c = client(fake_api, tmp_path, max_retries=1000, backoff_s=0.05, max_backoff_s=0.05, max_retry_s=0.5,
                max_failed_requests=10)
-    t0 = time.monotonic()
     with pytest.raises(LLMError):
         c.complete("s", "p")
-    took, n = time.monotonic() - t0, len(fake_api.message_requests)
-    assert took < 1.0 and 4 <= n <= 20, (took, n)
+    n = len(fake_api.message_requests)
+    # delays of 0.025-0.05 s inside a 0.5 s window: 10 to 21 attempts, not the 1001 retries allow,
+    # and no retry starts after the window
+    assert sum(vt.sleeps) < 0.5 and 10 <= n <= 21 and n == len(vt.sleeps) + 1, (vt.sleeps, n)
 
 
-def test_retry_timeout_is_cut_to_the_window(fake_api, tmp_path):
+def test_retry_timeout_is_cut_to_the_window(fake_api, tmp_path, monkeypatch):
+    vt = virtual_time(monkeypatch)  # each timed-out attempt is charged its timeout on the client's clock
     fake_api.responder = lambda body: slow(5.0, text("late"))
     c = client(fake_api, tmp_path, timeout_s=1.0, max_retry_s=0.4, max_unreachable=10)
-    t0 = time.monotonic()
+    vt.timed(c)
     with pytest.raises(LLMError, match="timeout"):
         c.complete("s", "p")
-    took = time.monotonic() - t0
-    assert 1.0 <= took < 1.0 + 0.4 + 0.5, took  # first attempt's full timeout, then at most the window
+    # the first attempt's full timeout, then retries whose timeouts and delays fit the 0.4 s window
+    first, *retries = vt.timeouts
+    assert first == 1.0 and retries and all(t < 0.4 for t in retries), vt.timeouts
+    assert sum(retries) + sum(vt.sleeps) <= 0.4 + 1e-9, (vt.timeouts, vt.sleeps)
 
 
 def test_check_ready_needs_key_and_sdk_but_no_request(fake_api, tmp_path, monkeypatch):

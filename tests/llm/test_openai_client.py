@@ -16,6 +16,7 @@ from omegaconf import OmegaConf
 
 from helpers.fake_openai_server import (DUMMY_OPENAI_KEY, FakeOpenAIServer, Reply, drop, error, fake_openai,  # noqa: F401
                                         raw, slow, text)
+from helpers.llm_time import virtual_time
 
 from fdeval.launch import CONF_DIR
 from fdeval.llm import LLMClient, LLMConfigError, LLMError, request_hash
@@ -210,20 +211,25 @@ def test_default_endpoints_and_plain_http_only_to_loopback(tmp_path, monkeypatch
             LLMClient(MODEL, 0.0, 16, tmp_path, **kw)
 
 
-def test_closed_port_stops_in_seconds(tmp_path):
+def test_closed_port_stops_in_seconds(tmp_path, monkeypatch):
+    vt = virtual_time(monkeypatch)  # the client's own waits, not the machine's speed
     c = LLMClient(MODEL, 0.0, 16, tmp_path, backend="vllm", base_url=f"http://127.0.0.1:{closed_port()}/v1",
                   backoff_s=0.01, max_backoff_s=0.02)
-    t0 = time.monotonic()
+    vt.timed(c)
     with pytest.raises(LLMUnavailable) as e:
         c.complete("s", "p")
-    assert time.monotonic() - t0 < 5 and "3 consecutive attempts without an answer" in str(e.value)
+    assert "3 consecutive attempts without an answer" in str(e.value)
+    # three attempts and two short delays: no retry past the third, no long wait
+    assert len(vt.timeouts) == 3 and len(vt.sleeps) == 2 and sum(vt.sleeps) < 0.05, (vt.timeouts, vt.sleeps)
     assert "connection error" in str(e.value)
 
 
 def test_dropped_connection_and_timeout_are_retried(fake_openai, tmp_path, caplog):
-    fake_openai.push(drop(), slow(2.0, text("too late")), text("ok"))
+    # a timeout well above a loopback answer on a loaded machine (the third must come within it),
+    # the slow answer far above the timeout
+    fake_openai.push(drop(), slow(20.0, text("too late")), text("ok"))
     with caplog.at_level(logging.WARNING, logger="fdeval.llm"):
-        assert client(fake_openai, tmp_path, timeout_s=0.3).complete("s", "p").text == "ok"
+        assert client(fake_openai, tmp_path, timeout_s=2.0).complete("s", "p").text == "ok"
     msgs = " | ".join(rec.getMessage() for rec in caplog.records)
     assert "connection error" in msgs and "timeout" in msgs
 

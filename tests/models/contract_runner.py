@@ -1,7 +1,8 @@
 """Run the contract checks (contract_checks.py) on an in-process batched model (moshi_lockstep or
 personaplex_lockstep), inside the moshi venv, on its tiny random checkpoint, greedy (so that it is
-deterministic): `python contract_runner.py MODEL TINY_JSON AUDIO_NPY OUT_JSON`. Writes each
-check's result (what it measured, or its error) to OUT_JSON; test_contract.py reads it.
+deterministic): `python contract_runner.py MODEL TINY_JSON AUDIO_NPY OUT_JSON`. The model comes
+from its stand-in module's `build(tiny)` (tests/models/standins/MODEL.py). Writes each check's
+result (what it measured, or its error) to OUT_JSON; test_contract.py reads it.
 """
 
 from __future__ import annotations
@@ -15,23 +16,11 @@ from pathlib import Path
 import numpy as np
 from contract_checks import (Target, check_cancel, check_chunking, check_close_twice, check_text_before_audio,
                              sessions_in_1_and_37)
-
-from fdeval.models.moshi_lockstep import MoshiLockstep
-from fdeval.models.personaplex_lockstep import PersonaPlexLockstep
-
-
-def model(name: str, tiny: dict):
-    files = {k: tiny[k] for k in ("config", "moshi_weight", "mimi_weight", "tokenizer")}
-    files["config_path"] = files.pop("config")
-    common = dict(batch_size=2, hf_repo=None, device="cpu", dtype="float32", temp=0, temp_text=0, torch_threads=1,
-                  **files)
-    if name == "personaplex_lockstep":
-        return PersonaPlexLockstep(voice_prompt=tiny["voice_wav"], voice_prompt_dir=tiny["voice_prompt_dir"], **common)
-    return MoshiLockstep(**common)
+from standins import discover
 
 
 def main(name: str, tiny: dict, audio: np.ndarray, out: Path) -> None:
-    m = model(name, tiny)
+    m = discover([name])[0][name].build(tiny)
     t = Target(m, audio, has_text=True, held=lambda: sum(o is not None for o in m.pool.owner), quiet_s=0.0)
     results: dict = {}
 

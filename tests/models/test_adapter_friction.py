@@ -29,8 +29,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest_moshi import moshi_python, stream_tone, tiny_moshi  # noqa: F401  (fixtures)
-from conftest_personaplex import tiny_personaplex  # noqa: F401  (fixture)
+from helpers.launching import run_launch
+from helpers.moshi_fixtures import stream_tone
 from fake_servers_common import free_port, model_from_yaml
 
 from fdeval.models.base import NOT_STARTED
@@ -45,11 +45,11 @@ KEYS = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "ANTHROPIC_API_KEY")
 
 def launch(out_root: Path, *args: str, python: str = sys.executable, env: dict | None = None,
            cwd: Path | None = None) -> subprocess.CompletedProcess:
-    cmd = [python, "-m", "fdeval.launch", f"out_root={out_root}", "progress=false", f"benchmark.cases=[{CASE}]", *args]
     env = {**{k: v for k, v in os.environ.items() if k not in KEYS}, **(env or {})}
     if os.environ.get("PYTHONPATH") and env.get("PYTHONPATH") != os.environ["PYTHONPATH"]:
         env["PYTHONPATH"] += os.pathsep + os.environ["PYTHONPATH"]
-    return subprocess.run(cmd, cwd=cwd or out_root.parent, capture_output=True, text=True, timeout=300, env=env)
+    return run_launch([f"out_root={out_root}", "progress=false", f"benchmark.cases=[{CASE}]", *args], cwd or out_root.parent,
+                      timeout_s=900, env=env, python=python)
 
 
 def written(out_root: Path, model: str) -> list[str]:
@@ -265,19 +265,18 @@ def test_server_that_cannot_start_fails_later_sessions_at_once(tmp_path):
         async with m.session(None, 0):
             pass
 
-    errors, times = [], []
+    errors = []
     try:
         for _ in range(3):
-            t0 = time.monotonic()
             with pytest.raises(ServerError) as e:
                 asyncio.run(session())
             errors.append(str(e.value))
-            times.append(time.monotonic() - t0)
     finally:
         m.close()
     assert errors[0] == errors[1] == errors[2] and "did not become healthy" in errors[0]
+    # "at once": the later sessions get the first one's error without starting the server again (a
+    # start would be logged; a wall-clock bound on the failure measured the machine too)
     assert (tmp_path / "moshi-0.log").read_text().count(": start on ") == 1  # started once, not per session
-    assert max(times[1:]) < 0.5
 
 
 # -- 4 and 5. model.port: a server someone else runs -----------------------------------------
@@ -300,7 +299,7 @@ def test_port_alone_means_an_external_server_that_claims_nothing(name):
     assert model_from_yaml(name, checkpoint_label="x").identity()["checkpoint_label"] == "x"
 
 
-def _wait_port(port: int, proc: subprocess.Popen, timeout_s: float = 30.0) -> None:
+def _wait_port(port: int, proc: subprocess.Popen, timeout_s: float = 300.0) -> None:  # returns once it listens
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
@@ -309,7 +308,7 @@ def _wait_port(port: int, proc: subprocess.Popen, timeout_s: float = 30.0) -> No
             return
         except OSError:
             time.sleep(0.05)
-    raise AssertionError(f"no server on 127.0.0.1:{port}")
+    raise AssertionError(f"no server on 127.0.0.1:{port} after {timeout_s:.0f} s")
 
 
 def test_moshi_port_alone_talks_to_the_running_server(tmp_path):

@@ -1,10 +1,11 @@
 """The model contract (tests/models/contract_checks.py), for every adapter in fdeval/conf/model/.
 
-Each adapter runs against its stand-in (tests/models/standins.py: local servers that speak its
+Each adapter runs against its stand-in, `tests/models/standins/<name>.py` for
+`fdeval/conf/model/<name>.yaml` (found by that name, listed nowhere: local servers that speak its
 API with a scripted model, not the real models; the reference agent itself; the real
 `moshi.server` and the in-process batched Moshi on a tiny random checkpoint where the moshi venv
-can be built, else skipped with the reason). A config in fdeval/conf/model/ without a stand-in
-fails here. Checked: the same audio sent in 1 and in 37 pieces gives the same events and the
+can be built, else skipped with the reason). A config without a stand-in fails here, with what
+to add. Checked: the same audio sent in 1 and in 37 pieces gives the same events and the
 stand-in hears the same; a text piece comes before its audio; closing a session twice is safe
 (and never hands back a server another session holds); a session cancelled mid-stream leaves no
 task behind and hands its server back, and the next one works; `model.close()` twice is safe and
@@ -20,15 +21,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest_moshi import moshi_python, tiny_moshi  # noqa: F401  (fixtures)
-from conftest_personaplex import tiny_personaplex  # noqa: F401  (fixture)
 from contract_checks import (check_cancel, check_chunking, check_close_twice, check_text_before_audio,
                              sessions_in_1_and_37)
-from standins import ADAPTERS, EXTRA, HERE, STAND_INS, user_audio
+from standins import ADAPTERS, discover, missing_message
+from standins._common import MODELS, user_audio
 
 from fdeval.models.base import DuplexModel
 
-IN_PROCESS = {"moshi_lockstep": "tiny_moshi", "personaplex_lockstep": "tiny_personaplex"}  # name: its checkpoint
+STAND_INS, MISSING = discover(ADAPTERS)  # name: its stand-in module
+IN_PROCESS = {n: m.CHECKPOINT for n, m in STAND_INS.items() if hasattr(m, "CHECKPOINT")}  # name: its checkpoint
+EXTRA = {k: v for m in STAND_INS.values() for k, v in getattr(m, "EXTRA", {}).items()}
 PARAMS = [pytest.param(n, marks=[pytest.mark.slow, pytest.mark.server]) if n in IN_PROCESS else n
           for n in ADAPTERS] + [pytest.param(n, marks=[pytest.mark.slow, pytest.mark.server]) for n in EXTRA]
 
@@ -46,8 +48,8 @@ class Lockstep:
         py, tiny = request.getfixturevalue("moshi_python"), request.getfixturevalue(IN_PROCESS[name])
         np.save(tmp / "audio.npy", user_audio(tts, 24000))
         out = tmp / "lockstep.json"
-        proc = subprocess.run([str(py), str(HERE / "contract_runner.py"), name, json.dumps(tiny),
-                               str(tmp / "audio.npy"), str(out)], cwd=HERE, capture_output=True, text=True, timeout=600)
+        proc = subprocess.run([str(py), str(MODELS / "contract_runner.py"), name, json.dumps(tiny),
+                               str(tmp / "audio.npy"), str(out)], cwd=MODELS, capture_output=True, text=True, timeout=900)
         assert proc.returncode == 0, proc.stderr[-4000:]
         self.results = json.loads(out.read_text())
 
@@ -62,12 +64,11 @@ def standin(request, tts, tmp_path_factory):
     name = request.param
     tmp = tmp_path_factory.mktemp(name.replace(":", "-"))
     if name not in STAND_INS and name not in EXTRA:
-        pytest.fail(f"model={name} (fdeval/conf/model/{name}.yaml) has no stand-in in tests/models/standins.py: "
-                    "every adapter needs one to pass the model contract")
+        pytest.fail(missing_message(name))
     if name in IN_PROCESS:
         yield name, Lockstep(request, name, tts, tmp)
         return
-    with (STAND_INS.get(name) or EXTRA[name])(tts, tmp, request) as target:
+    with (STAND_INS[name].standin if name in STAND_INS else EXTRA[name])(tts, tmp, request) as target:
         try:
             yield name, target
         finally:
@@ -89,8 +90,15 @@ def runs(target) -> dict:
 
 
 def test_every_config_has_a_stand_in():
-    missing = [n for n in ADAPTERS if n not in STAND_INS]
-    assert not missing, f"no stand-in in tests/models/standins.py for model={missing}"
+    assert not MISSING, "; ".join(missing_message(n) for n in MISSING)
+    bad = [n for n, m in STAND_INS.items() if not hasattr(m, "standin") and not hasattr(m, "build")]
+    assert not bad, f"tests/models/standins/{bad[0]}.py defines neither standin(tts, tmp, request) nor CHECKPOINT and build"
+
+
+def test_a_config_without_a_stand_in_module_is_named_with_what_to_add():
+    found, missing = discover([*ADAPTERS, "no_such_model"])
+    assert sorted(found) == ADAPTERS and missing == ["no_such_model"]
+    assert "add tests/models/standins/no_such_model.py defining standin(tts, tmp, request)" in missing_message("no_such_model")
 
 
 def test_same_events_for_1_and_37_pieces(standin):

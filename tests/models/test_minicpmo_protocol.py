@@ -15,6 +15,7 @@ import pytest
 
 pytest.importorskip("aiohttp")
 
+from helpers import health
 from fake_servers_common import (
     free_port,
     make_reply,
@@ -47,7 +48,9 @@ def test_realtime_session_one_chunk_per_second(tts, vad, replies):
     port = free_port()
     model = MiniCPMO(host="127.0.0.1", port=port, base_prompt="You are a helpful assistant.",
                      config={"length_penalty": 1.05})
-    cfg = OrchestratorConfig(turns=TurnConfig(silence_s=0.8, trailing_silence_s=0.3, max_session_s=14.0))
+    # health bounds no loaded machine reaches: a session behind real time is stopped early
+    cfg = OrchestratorConfig(turns=TurnConfig(silence_s=0.8, trailing_silence_s=0.3, max_session_s=14.0),
+                             health=health.LENIENT)
 
     res = run_realtime_session(fake.app(), port, model, case, audio, vad, cfg, INSTRUCTION)
     log = res.log
@@ -61,9 +64,14 @@ def test_realtime_session_one_chunk_per_second(tts, vad, replies):
     chunks = [m for m in fake.messages if m["type"] == "audio_chunk"]
     assert chunks and all(m["audio_base64"] == 16000 for m in chunks)  # 1 s of float32 at 16 kHz
     assert fake.messages[-1]["type"] == "stop"
-    # pacing: one chunk per second of wall time
+    # pacing: one chunk per second of wall time. A chunk leaves with the frame that completes its
+    # second, at most the session's recorded pacing lag late (load): each gap is 1 s to within twice
+    # that lag and 0.2 s of the event loop's turns (the figure, not a guess at the machine's load).
+    # A client sending as fast as it can has gaps near 0 (while the lag stays small: it never sends
+    # a frame early); one that batches seconds, gaps of 2 s and more.
     gaps = np.diff(fake.chunk_times)
-    assert abs(np.median(gaps) - 1.0) < 0.05 and gaps.min() > 0.8 and gaps.max() < 1.2, gaps
+    lag = health.check_pacing(log)
+    assert abs(np.median(gaps) - 1.0) < 0.05 + 2 * lag and np.abs(gaps - 1.0).max() < 0.2 + 2 * lag, (gaps, lag)
     # the answer lands on the model channel (24 kHz resampled to the session's 16 kHz)
     assert log.model_chunks and all(abs(n - 16000) <= 16 for _, _, n in log.model_chunks[:-1])
     first_play = log.model_chunks[0][1]

@@ -11,7 +11,6 @@ import asyncio
 import hashlib
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -21,8 +20,11 @@ import numpy as np
 if __name__ != "__main__":
     import pytest
 
-    from conftest_moshi import last_session_record, stream_tone
+    from helpers import health
+    from helpers.launching import run_launch
+    from helpers.moshi_fixtures import last_session_record, stream_tone
 
+    from fdeval.engine.run import step_dir
     from fdeval.models.moshi import Moshi
 
 
@@ -32,8 +34,7 @@ def serve(argv: list[str]) -> None:
     import aiohttp
     import sphn
     from aiohttp import web
-    from conftest_moshi import opus_frames
-    from fake_servers_common import Heard
+    from fake_servers_common import Heard, opus_frames
 
     p = argparse.ArgumentParser()
     p.add_argument("--port", type=int)
@@ -46,7 +47,7 @@ def serve(argv: list[str]) -> None:
     async def chat(request):
         ws = web.WebSocketResponse()
         await ws.prepare(request)
-        print("accepted connection", flush=True)
+        print(f"accepted connection at {time.time():.3f}", flush=True)
         early = 0
         t_end = time.monotonic() + a.busy_s  # another session holds the model: 0x00 comes later
         while time.monotonic() < t_end:
@@ -66,6 +67,7 @@ def serve(argv: list[str]) -> None:
             if data:
                 await ws.send_bytes(b"\x01" + data)
             await ws.send_bytes(b"\x02" + f" p{n}".encode())  # the frame's text after its audio
+        print(f"session over at {time.time():.3f}", flush=True)
         if a.record:
             with open(a.record, "a") as f:
                 f.write(json.dumps({"early": early, "frames": n, "query": dict(request.query), "args": rest,
@@ -170,32 +172,41 @@ if __name__ != "__main__":
         import h5py
 
         cases = ["balcony_tomatoes__continue", "bathroom_cleaning_mix__listen"]
-        cmd = [sys.executable, "-m", "fdeval.launch", f"out_root={tmp_path / 'outputs'}", "progress=false",
-               "model=moshi", "model.hf_repo=null", "model.device=cpu", f"model.server.python={sys.executable}",
-               f"model.server.command=['{{python}}','{__file__}',--port,'{{port}}']", "model.server.instances_per_gpu=2",
-               "benchmark.timeout_s=4", "stage.steps=[generate,run]", f"benchmark.cases=[{','.join(cases)}]"]
-        env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
-        t0 = time.monotonic()
-        proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env)
-        wall = time.monotonic() - t0
+        # Health bounds far above any lag of a loaded machine: this is about two instances serving two
+        # sessions at once (a session past a bound ends early; the bounds are tested below and in
+        # tests/test_trust.py); how far behind a server falls under load is no property of the code.
+        args = [f"out_root={tmp_path / 'outputs'}", "progress=false",
+                "model=moshi", "model.hf_repo=null", "model.device=cpu", f"model.server.python={sys.executable}",
+                f"model.server.command=['{{python}}','{__file__}',--port,'{{port}}']", "model.server.instances_per_gpu=2",
+                "benchmark.timeout_s=4", "stage.steps=[generate,run]", f"benchmark.cases=[{','.join(cases)}]",
+                "orchestrator.max_pacing_lag_s=60", "orchestrator.max_model_lag_s=60"]
+        proc = run_launch(args, tmp_path, timeout_s=900, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
         assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
         run = next((tmp_path / "outputs" / "instructfd" / "moshi").iterdir())
-        durations, pacing = [], []
-        for cid in cases:
-            with h5py.File(run / "sessions" / f"{cid}.h5") as f:
-                durations.append(f.attrs["duration_s"])
-                uf = f["user_frames"][()]
-                pacing.extend(uf["t_sent_s"] - uf["t_nominal_s"])
         logs = {p.name: p.read_text() for p in (run / "servers").glob("*.log")}
         assert sorted(logs) == ["moshi-0.log", "moshi-1.log"]
-        assert all("accepted connection" in body for body in logs.values())  # one session on each
-        assert wall < sum(durations) + 25  # the sessions overlapped
-        for cid in cases:  # a server that keeps up is healthy: its lag stays within a few frames
+        # one session on each (after the health check's connections), and they overlapped: each began
+        # before the other ended (the servers' own wall-clock stamps: a launch running them one
+        # after the other fails this however fast the machine)
+        spans = []
+        for body in logs.values():
+            stamps = {w: [float(x.rsplit(" ", 1)[1]) for x in body.splitlines() if x.startswith(w)]
+                      for w in ("accepted connection at", "session over at")}
+            assert len(stamps["accepted connection at"]) == len(stamps["session over at"]) >= 2, body[-2000:]
+            spans.append((stamps["accepted connection at"][-1], stamps["session over at"][-1]))
+        assert max(s for s, _ in spans) < min(e for _, e in spans), spans
+        for cid in cases:
             with h5py.File(run / "sessions" / f"{cid}.h5") as f:
-                assert f.attrs["valid"] and f.attrs["health_model_lag_max_s"] < 0.5, f.attrs["invalid_reason"]
-        assert float(np.percentile(pacing, 99)) <= 0.020
-        print(f"2 instances: {sum(durations):.1f} session-s in {wall:.1f} s wall; "
-              f"pacing p99 {np.percentile(pacing, 99) * 1e3:.2f} ms")
+                assert f.attrs["valid"], f.attrs["invalid_reason"]
+                # the server answered frame per frame (the model lag was measured) and the figures
+                # agree with the frames and the bounds; a server falling behind: the next test
+                assert f.attrs["health_model_audio_s"] > 0 and np.isfinite(f.attrs["health_model_lag_max_s"])
+                health.check_verdict(f.attrs)
+                uf = f["user_frames"][()]
+                late = uf["t_sent_s"] - uf["t_nominal_s"]
+                assert late.min() >= 0 and f.attrs["health_pacing_lag_max_s"] == late.max()
+                print(f"{cid}: {f.attrs['duration_s']:.1f} session-s, pacing lag max {late.max() * 1e3:.2f} ms, "
+                      f"model lag max {f.attrs['health_model_lag_max_s'] * 1e3:.0f} ms")
 
 
     def test_a_server_falling_behind_real_time_makes_the_session_invalid(tmp_path):
@@ -204,22 +215,24 @@ if __name__ != "__main__":
         import h5py
 
         case = "balcony_tomatoes__continue"
+        # The pacing bound far above any lag of a loaded machine: the session must be invalid for the
+        # model's lag (which grows 5/6 of a second per second however fast the machine), not for
+        # the client's pacing, which a busy machine can push past its 0.25 s default.
         args = [f"out_root={tmp_path / 'outputs'}", "progress=false", "model=moshi", "model.hf_repo=null",
                 "model.device=cpu", f"model.server.python={sys.executable}",
                 f"model.server.command=['{{python}}','{__file__}',--port,'{{port}}',--answer-every,'6']",
-                "benchmark.timeout_s=4", f"benchmark.cases=[{case}]"]
+                "benchmark.timeout_s=4", f"benchmark.cases=[{case}]", "orchestrator.max_pacing_lag_s=60"]
         env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
-        proc = subprocess.run([sys.executable, "-m", "fdeval.launch", *args], cwd=tmp_path, capture_output=True,
-                              text=True, timeout=300, env=env)
-        assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+        proc = run_launch(args, tmp_path, timeout_s=900, env=env)
+        assert proc.returncode == 3, (proc.stdout + proc.stderr)[-4000:]  # finished, the session not scored
         assert "1 session(s) invalid and not scored" in proc.stdout and "the model fell behind real time" in proc.stdout
         run = next((tmp_path / "outputs" / "instructfd" / "moshi").iterdir())
         with h5py.File(run / "sessions" / f"{case}.h5") as f:
             assert not f.attrs["valid"] and f.attrs["health_model_lag_max_s"] > 1.0
-            assert f.attrs["end_reason"] == "behind_real_time" and f.attrs["health_pacing_lag_max_s"] < 0.25
-        assert not list((run / "verdicts").glob("*.json"))
-        status = subprocess.run([sys.executable, "-m", "fdeval.launch", *args, "stage=status"], cwd=tmp_path,
-                                capture_output=True, text=True, timeout=120, env=env).stdout
+            assert f.attrs["end_reason"] == "behind_real_time" and "user audio sent" not in f.attrs["invalid_reason"]
+            assert not health.check_verdict(f.attrs)
+        assert not list(step_dir(run, "judge").glob("*.json"))
+        status = run_launch([*args, "stage=status"], tmp_path, timeout_s=900, env=env).stdout
         assert "invalid: 1" in status
 
 

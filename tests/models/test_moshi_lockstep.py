@@ -23,7 +23,7 @@ import numpy as np
 
 if __name__ != "__main__":  # (the moshi venv runs this file as a script, without pytest)
     import pytest
-    from conftest_moshi import moshi_python, run_stage, tiny_moshi  # noqa: F401  (fixtures)
+    from helpers.moshi_fixtures import run_stage
 
     pytestmark = [pytest.mark.server, pytest.mark.slow]
 
@@ -92,7 +92,7 @@ def server_tokens(tiny: dict, py: Path, frames: np.ndarray, tmp: Path) -> list:
             for f in frames:
                 await s.send(f)
                 await asyncio.sleep(0.01)
-            deadline = time.monotonic() + 120
+            deadline = time.monotonic() + 600  # generous: the loop ends as soon as the steps stop growing
             n = -1
             while time.monotonic() < deadline:  # until the server has stepped every frame it decoded
                 await asyncio.sleep(1.0)
@@ -137,7 +137,7 @@ def test_greedy_tokens_equal_server(moshi_python, tiny_moshi, tmp_path, tts):
     np.save(tmp_path / "frames.npy", inp)
     out = tmp_path / "lockstep.json"
     proc = subprocess.run([str(moshi_python), __file__, json.dumps(tiny_moshi), str(tmp_path / "frames.npy"), str(out)],
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
     lock = json.loads(out.read_text())
     n = min(len(server), len(inp))

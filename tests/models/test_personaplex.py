@@ -18,7 +18,7 @@ from pathlib import Path
 if __name__ != "__main__":
     import pytest
 
-    from conftest_moshi import last_session_record, stream_tone
+    from helpers.moshi_fixtures import last_session_record, stream_tone
 
     from fdeval.models.personaplex import PersonaPlex
 
@@ -29,8 +29,7 @@ def serve(argv: list[str]) -> None:
     import aiohttp
     import sphn
     from aiohttp import web
-    from conftest_moshi import opus_frames
-    from fake_servers_common import Heard
+    from fake_servers_common import Heard, opus_frames
 
     p = argparse.ArgumentParser()
     p.add_argument("--port", type=int)

@@ -1,7 +1,7 @@
 """Batched lockstep PersonaPlex (fdeval.models.personaplex_lockstep, kyutai's moshi modules stepped as
 NVIDIA's server steps its fork) on a tiny random PersonaPlex checkpoint.
 
-- Against NVIDIA's real server (needs its fork: FDEVAL_PERSONAPLEX_PYTHON, see conftest_personaplex):
+- Against NVIDIA's real server (needs its fork: FDEVAL_PERSONAPLEX_PYTHON, see tests/helpers/personaplex_fixtures.py):
   with greedy decoding the server's conversation tokens and the lockstep path's are equal for the
   same input, alone (B=1), in a batch of 2 next to a session with another prompt, and once more in
   a row an earlier session used; for an audio voice prompt and for the `.pt` the fork saves from it.
@@ -24,9 +24,8 @@ import numpy as np
 
 if __name__ != "__main__":  # (the moshi venv runs this file as a script, without pytest)
     import pytest
-    from conftest_moshi import moshi_python, run_stage  # noqa: F401  (fixtures)
-    from conftest_personaplex import (personaplex_python, personaplex_server_tokens, tiny_personaplex,  # noqa: F401
-                                      tiny_personaplex_pt)
+    from helpers.moshi_fixtures import run_stage
+    from helpers.personaplex_fixtures import personaplex_server_tokens
 
     pytestmark = [pytest.mark.server, pytest.mark.slow]
 
@@ -168,7 +167,7 @@ if __name__ != "__main__":
     def test_an_instruction_longer_than_the_kv_cache_allows_is_a_config_error(moshi_python, tiny_personaplex, tmp_path):
         out = tmp_path / "out.json"
         proc = subprocess.run([str(moshi_python), __file__, "too-long", json.dumps(tiny_personaplex), str(out)],
-                              capture_output=True, text=True, timeout=600)
+                              capture_output=True, text=True, timeout=900)
         assert proc.returncode == 0, proc.stderr[-3000:]
         res = json.loads(out.read_text())
         assert res["error"].startswith("model.max_text_prompt_tokens: an instruction of ") and res["free"], res

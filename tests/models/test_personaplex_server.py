@@ -1,16 +1,14 @@
 """NVIDIA's real PersonaPlex server (its moshi.server fork, through fdeval/models/personaplex_launch.py)
 on a tiny random checkpoint, on CPU with greedy decoding: the reference side of the PersonaPlex
 token-equality test. Skipped unless FDEVAL_PERSONAPLEX_PYTHON names a venv with NVIDIA's fork
-(not on PyPI; see tests/models/conftest_personaplex.py).
+(not on PyPI; see tests/helpers/personaplex_fixtures.py).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest_moshi import moshi_python  # noqa: F401  (fixtures)
-from conftest_personaplex import (personaplex_python, personaplex_server_tokens, tiny_personaplex,  # noqa: F401
-                                  tiny_personaplex_pt)
+from helpers.personaplex_fixtures import personaplex_server_tokens
 
 pytestmark = [pytest.mark.server, pytest.mark.slow]
 

@@ -13,6 +13,7 @@ import pytest
 
 pytest.importorskip("aiohttp")
 
+from helpers import health
 from fake_servers_common import model_from_yaml, question_and_barge_in
 
 from fdeval.errors import ConfigError
@@ -32,7 +33,9 @@ def test_minicpmo_starts_its_worker_through_the_pool(tts, vad, tmp_path):
     model.pool._gpus = [None]  # one CPU instance, whatever GPUs this machine has
     model.set_run_dir(tmp_path)
     case, audio = question_and_barge_in(tts, "pooled_minicpmo")
-    cfg = OrchestratorConfig(turns=TurnConfig(silence_s=0.8, trailing_silence_s=0.3, max_session_s=10.0))
+    # health bounds no loaded machine reaches: a session behind real time is stopped early
+    cfg = OrchestratorConfig(turns=TurnConfig(silence_s=0.8, trailing_silence_s=0.3, max_session_s=10.0),
+                             health=health.LENIENT)
     try:
         res = asyncio.run(run_session(case, audio, model, cfg, RealtimeClock(), vad, instruction=None))
         [inst] = model.pool.instances

@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 import pytest
+from helpers import health
 
 from fdeval.orchestrator.clock import LockstepClock, RealtimeClock
 from fdeval.orchestrator.recorder import read_session_log, write_session
@@ -64,13 +65,24 @@ def test_acknowledge_instruction_changes_agent_behaviour(responsive_case, agent,
 
 @pytest.mark.slow
 def test_realtime_clock_pacing_and_injection_error(responsive_case, agent, vad):
-    """Wall-clock paced in-process model: frame pacing and barge-in injection errors from the log."""
+    """Wall-clock paced in-process model: frame pacing and barge-in injection errors from the log.
+
+    How late frames leave depends on the machine's load (the bench's `realtime` section measures
+    it: barge-in |error| p99, max pacing lag); what this checks holds under any load: the barge-in
+    lies sample-exact at its scheduled time in the audio, and the log's error and health figures are
+    those of its own frames (the clock's scheduling itself: tests/orchestrator/test_clock.py)."""
     case, audio = responsive_case
-    cfg = OrchestratorConfig(turns=TurnConfig(silence_s=0.8, trailing_silence_s=0.3))
+    # bounds far above any lag of a loaded machine: a session past one ends there, before its barge-in
+    cfg = OrchestratorConfig(turns=TurnConfig(silence_s=0.8, trailing_silence_s=0.3), health=health.LENIENT)
     res = run(case, audio, agent, vad, RealtimeClock(), cfg)
-    late = np.array([sent - nominal for nominal, sent, _, _ in res.log.user_frames])
-    p99 = float(np.percentile(late, 99))
-    err = res.log.turns[1]["error_s"]
-    print(f"realtime: {len(late)} frames, pacing p50 {np.median(late)*1e3:.2f} ms p99 {p99*1e3:.2f} ms; barge-in error {err*1e3:.2f} ms")
-    assert not math.isnan(err) and 0 <= err <= 0.020
-    assert p99 <= 0.020
+    late = health.lateness(res.log)
+    barge = res.log.turns[1]
+    err = barge["error_s"]
+    print(f"realtime: {len(late)} frames, pacing p50 {np.median(late)*1e3:.2f} ms p99 {np.percentile(late, 99)*1e3:.2f} ms; "
+          f"barge-in error {err*1e3:.2f} ms")
+    assert barge["turn_type"] == "barge-in" and barge["wait_reason"] == "onset" and not math.isnan(err)
+    assert barge["start_s"] == barge["scheduled_s"]  # armed ahead of its time: it starts on its scheduled sample
+    health.check_pacing(res.log)
+    # so the error is its frame's lateness (0 when on time), within the recorded pacing lag
+    assert health.check_turn_error(res.log, barge) == pytest.approx(err, abs=1e-9)
+    assert health.check_verdict(res.log.attrs, res.log.clock) and res.log.attrs["end_reason"] == "silence"

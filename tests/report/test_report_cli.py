@@ -17,6 +17,7 @@ from fdeval.benchmarks.instructfd.reporting.runs import load_run, verdict_table
 from fdeval.benchmarks.instructfd.records import InstructFDCase, Verdict
 from fdeval.types import TestCase
 
+VERDICTS, SCORES = "verdicts/rules-0123456789ab", "scores/rules-ba9876543210"  # as run.json's `steps` names them
 PROV = {"benchmark": "instructfd", "benchmark_version": "1.0", "metric_version": "1", "seed": 0, "fdeval_version": "0"}
 
 
@@ -41,13 +42,14 @@ def make_run(root: Path, model: str, passes: dict[str, int], base_passes: dict[s
                                     "", "rules", "1", "h1"))
     model_id = f"{model}:0123456789ab"
     for v in verdicts:
-        f = run / "verdicts" / f"{v.case_id}@{v.policy}.json"
+        f = run / VERDICTS / f"{v.case_id}@{v.policy}.json"
         f.parent.mkdir(parents=True, exist_ok=True)
         f.write_text(json.dumps({**verdict_to_dict(v), "model_id": model_id}))
     ids = {(v.case_id, v.policy): model_id for v in verdicts}
-    write_csv(verdict_table(verdicts, cases, ids, {**PROV, "model_id": model_id}), run / "scores" / "verdicts.csv")
+    write_csv(verdict_table(verdicts, cases, ids, {**PROV, "model_id": model_id}), run / SCORES / "verdicts.csv")
     (run / "run.json").write_text(json.dumps({"command_config": {
-        "model": {"name": model}, "benchmark": {"_target_": "fdeval.benchmarks.instructfd.benchmark.InstructFD"}}}))
+        "model": {"name": model}, "benchmark": {"_target_": "fdeval.benchmarks.instructfd.benchmark.InstructFD"}},
+        "steps": {"judge": VERDICTS, "score": SCORES}}))
     return run
 
 
@@ -119,7 +121,7 @@ def test_png_is_the_same_from_another_process(runs, tmp_path):
     args = [str(a), str(b), "--resamples", "50"]
     assert main([*args, "--out", str(tmp_path / "here")]) == 0
     cmd = [sys.executable, "-m", "fdeval.report", *args, "--out", str(tmp_path / "there")]
-    subprocess.run(cmd, check=True, capture_output=True, timeout=120)
+    subprocess.run(cmd, check=True, capture_output=True, timeout=600)
     for name in ("ias_by_instruction.png", "delta_ias.tex", "ias_ci.csv"):
         assert (tmp_path / "here" / name).read_bytes() == (tmp_path / "there" / name).read_bytes()
 
@@ -138,7 +140,7 @@ def test_same_model_twice_gets_two_columns(runs, tmp_path):
 
 def test_stale_verdict_table_is_an_error(runs, tmp_path, capsys):
     a, _, _ = runs
-    f = a / "verdicts" / "lis0__listen@listen.json"
+    f = a / VERDICTS / "lis0__listen@listen.json"
     d = json.loads(f.read_text())
     f.write_text(json.dumps({**d, "verdict": "not_adhere"}))
     assert main([str(a), "--out", str(tmp_path / "r")]) == 2
@@ -165,7 +167,7 @@ def test_not_a_run_folder(tmp_path, capsys):
 
 def test_bad_verdict_table_row(runs, tmp_path):
     a, _, _ = runs
-    f = a / "scores" / "verdicts.csv"
+    f = a / SCORES / "verdicts.csv"
     lines = f.read_text().splitlines()
     lines[3] = lines[3].replace(",adhere,", ",maybe,", 1) if ",adhere," in lines[3] else lines[3].replace(",not_adhere,", ",maybe,", 1)
     f.write_text("\n".join(lines) + "\n")

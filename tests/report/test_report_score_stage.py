@@ -5,11 +5,12 @@ from __future__ import annotations
 import csv
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers.launching import run_launch, seed_data
 
+from fdeval.engine.run import step_dir
 from fdeval.report.__main__ import main
 
 CASES = "benchmark.cases=[fresh_pasta_stop__acknowledge,fresh_pasta_stop__none]"
@@ -18,8 +19,7 @@ TABLES = ("ias_ci", "delta_ias", "scenario_ias", "judge_validation")
 
 
 def launch(tmp: Path, *args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "fdeval.launch", CASES, f"out_root={tmp / 'outputs'}", "progress=false", *args]
-    proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=300)
+    proc = run_launch([CASES, f"out_root={seed_data(tmp / 'outputs')}", "progress=false", *args], cwd=tmp)
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
     return proc
 
@@ -44,7 +44,7 @@ def rows(path: Path) -> list[dict[str, str]]:
 
 def test_score_writes_every_report_file(scored):
     _, run, proc, _ = scored
-    s = run / "scores"
+    s = step_dir(run, "score")
     expected = {"ias.csv", "ias.md", "ias.tex", "results.csv", "verdicts.csv", "ias_by_instruction.png"}
     expected |= {f"{t}.{ext}" for t in TABLES for ext in ("csv", "md", "tex")}
     assert expected <= {p.name for p in s.iterdir()}
@@ -73,16 +73,16 @@ def test_score_writes_every_report_file(scored):
 
 def test_rescoring_rewrites_nothing(scored):
     tmp, run, _, extra = scored
-    before = {p.name: p.stat().st_mtime_ns for p in (run / "scores").iterdir()}
+    before = {p.name: p.stat().st_mtime_ns for p in step_dir(run, "score").iterdir()}
     launch(tmp, "stage=score", *extra)
-    assert {p.name: p.stat().st_mtime_ns for p in (run / "scores").iterdir()} == before
+    assert {p.name: p.stat().st_mtime_ns for p in step_dir(run, "score").iterdir()} == before
 
 
 def test_report_cli_reads_the_run_with_or_without_its_verdict_table(scored, tmp_path):
     _, run, _, _ = scored
     bare = run.parent / "bare_copy"
     shutil.copytree(run, bare)
-    (bare / "scores" / "verdicts.csv").unlink()  # scored before the table existed: cases via run.json
+    (step_dir(bare, "score") / "verdicts.csv").unlink()  # scored before the table existed: cases via run.json
     assert main([str(run), "--out", str(tmp_path / "a"), "--resamples", "100"]) == 0
     assert main([str(bare), "--out", str(tmp_path / "b"), "--resamples", "100"]) == 0
     keep = ("model", "instruction", "n", "n_pass", "ias", "ias_ci_low", "ias_ci_high", "model_id", "prompt_hash")

@@ -9,6 +9,7 @@ import shutil
 import h5py
 import pytest
 
+from fdeval.engine.run import step_dir
 from fdeval.errors import FdevalError
 from fdeval.report.runview import open_run
 
@@ -24,12 +25,13 @@ def test_instructfd_run_lists_every_case_with_its_verdicts(ifd_run):
     for s in v.sessions:
         assert (s.state, s.reason) == ("usable", "")
         assert s.wav == ifd_run / "sessions" / f"{s.case.case_id}.wav" and s.log.is_file()
-        assert s.transcript == ifd_run / "transcripts" / f"{s.case.case_id}.json"
+        assert s.transcript == step_dir(ifd_run, "transcribe") / f"{s.case.case_id}.json"
         verdicts = s.results["judge"]
         assert [r.key for r in verdicts] == list(s.case.data.judge_policies)
         for r in verdicts:  # the same value the verdict file holds
-            d = json.loads((ifd_run / "verdicts" / f"{s.case.case_id}@{r.key}.json").read_text())
+            d = json.loads((step_dir(ifd_run, "judge") / f"{s.case.case_id}@{r.key}.json").read_text())
             assert r.value == d["verdict"] and r.status == "ok"
+    assert v.steps == {"transcribe": meta["steps"]["transcribe"], "judge": meta["steps"]["judge"]}  # which judge
     assert v.session("fresh_pasta_stop__none").case.system_instruction is None
     with pytest.raises(FdevalError, match="no case 'nope'"):
         v.session("nope")
@@ -40,12 +42,12 @@ def test_echochain_and_tact_runs_read_with_no_benchmark_code(echo_run, tact_run)
     assert e.benchmark == "echochain" and e.sessions
     for s in e.sessions:
         assert s.state == "usable"
-        assert s.transcript == echo_run / "exchanges" / f"{s.case.case_id}.json"
+        assert s.transcript == step_dir(echo_run, "segment") / f"{s.case.case_id}.json"
         assert "grade" in s.results and all(r.case_id == s.case.case_id for r in s.results["grade"])
     t = open_run(tact_run)
     assert t.benchmark == "tact" and len(t.sessions) == 4
     for s in t.sessions:
-        assert s.state == "usable" and s.transcript == tact_run / "measures" / f"{s.case.case_id}.json"
+        assert s.state == "usable" and s.transcript == step_dir(tact_run, "measure") / f"{s.case.case_id}.json"
         assert set(s.results) <= {"measure", "posterior"} and s.results
 
 

@@ -56,6 +56,7 @@ def test_list_play_label_validation(instructfd_run, tmp_path, artifacts):
             browser = p.chromium.launch(executable_path=CHROMIUM, headless=True,
                                         args=["--autoplay-policy=no-user-gesture-required", "--no-sandbox"])
             page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.set_default_timeout(120_000)  # every wait returns once its condition holds: room for a loaded machine
             errors: list[str] = []
             page.on("pageerror", lambda e: errors.append(str(e)))
 
@@ -73,10 +74,11 @@ def test_list_play_label_validation(instructfd_run, tmp_path, artifacts):
             page.wait_for_selector("#audio-stereo")
             page.wait_for_function("document.querySelector('#audio-stereo').readyState >= 1")
             page.evaluate("document.querySelector('#audio-stereo').play()")
-            page.wait_for_function("document.querySelector('#audio-stereo').currentTime > 1.0", timeout=20000)
+            page.wait_for_function("document.querySelector('#audio-stereo').currentTime > 1.0")
             page.evaluate("document.querySelector('#audio-stereo').pause()")
             t = page.evaluate("document.querySelector('#audio-stereo').currentTime")
-            page.wait_for_timeout(100)  # one animation frame after the pause
+            # the playhead moves on animation frames: two after the pause (not a time a loaded machine may miss)
+            page.evaluate("new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
             left = page.evaluate("parseFloat(document.querySelector('#playhead').style.left)")
             if render is not None:  # on the PNG's time axis (the writer's margins)
                 assert page.locator("#timeline img").count() == 1
@@ -87,7 +89,7 @@ def test_list_play_label_validation(instructfd_run, tmp_path, artifacts):
             page.screenshot(path=str(artifacts / "2_session_playing.png"), full_page=True)
             # each channel alone plays too
             page.evaluate("document.querySelector('#audio-model').play()")
-            page.wait_for_function("document.querySelector('#audio-model').currentTime > 0.3", timeout=20000)
+            page.wait_for_function("document.querySelector('#audio-model').currentTime > 0.3")
 
             # a label entered in the browser ...
             form = page.locator(f'form.label[data-key="{key}"]')

@@ -20,6 +20,7 @@ import soundfile as sf
 
 from fdeval.benchmarks.instructfd.metrics.validation import ModelVerdict, validate_judge
 from fdeval.benchmarks.instructfd.records import Verdict
+from fdeval.engine.run import step_dir
 from fdeval.report.runview import open_run
 from fdeval.review import labels as L
 from fdeval.review.server import ROUTES, Response, ReviewApp, json_response, make_server, route
@@ -108,7 +109,7 @@ def test_disagreement_between_two_judges(run_copy, tmp_path):
     other = run_copy.parent / (run_copy.name + "-b")
     shutil.copytree(run_copy, other)
     case = open_run(run_copy).sessions[0]
-    f = next((other / "verdicts").glob(f"{case.case_id}@*.json"))
+    f = next(step_dir(other, "judge").glob(f"{case.case_id}@*.json"))
     d = json.loads(f.read_text())
     d["judge"] = "other-judge"
     d["verdict"] = "not_adhere" if d["verdict"] == "adhere" else "adhere"
@@ -225,7 +226,7 @@ def test_registration_hook(ro_server):
 
 
 def test_cli_bad_folder_is_one_line_exit_2(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "fdeval.review", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    p = subprocess.run([sys.executable, "-m", "fdeval.review", str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "run.json" in p.stderr
 
 

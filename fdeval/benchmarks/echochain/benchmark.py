@@ -31,7 +31,7 @@ import json
 import logging
 import random
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -174,6 +174,13 @@ class EchoChain(Benchmark):
         rng = random.Random(f"{seed}:{conversation_id}:responder")
         return rng.choice(sorted(self.responders))
 
+    def _conversations(self, seed: int) -> list[tuple[str, Any]]:
+        """(case id, scenario seed) of each live conversation `generate` writes."""
+        return [(f"ec{k:03d}-{s.seed_id}", s) for k, s in enumerate(rotate(self._seeds, self.n_conversations, seed))]
+
+    def planned_case_ids(self, seed: int) -> list[str] | None:
+        return [cid for cid, _ in self._conversations(seed)] if self.mode == "live" else None
+
     def generate(self, data_dir: Path, tts: Any, seed: int, progress: bool) -> None:
         if self.mode == "replay":
             generate_replay(self, data_dir, tts, seed)
@@ -182,8 +189,7 @@ class EchoChain(Benchmark):
         cases_dir.mkdir(parents=True, exist_ok=True)
         planner, simulator = self.role("planner"), self.role("simulator")
         made = 0
-        for k, s in enumerate(rotate(self._seeds, self.n_conversations, seed)):
-            cid = f"ec{k:03d}-{s.seed_id}"
+        for cid, s in self._conversations(seed):
             path = cases_dir / f"{cid}.json"
             if path.exists():
                 continue
@@ -203,6 +209,32 @@ class EchoChain(Benchmark):
             write_case(case, path)
             made += 1
         log.info("echochain: %d new conversation(s) in %s", made, data_dir)
+
+    def case_specs(self, data_dir: Path, seed: int, speech_s: Callable[[str], float] | None) -> list[TestCase] | None:
+        """Live conversations as `generate` writes them, without audio: the planner's first
+        blueprint and the simulator's exchange-1 message (text; an LLM role answers from its
+        cache or its API), the message as long as the run's TTS would say it. A replay's cases
+        are cut from other runs' recordings (None: generated)."""
+        if self.mode != "live" or speech_s is None:
+            return None
+        planner, simulator = self.role("planner"), self.role("simulator")
+        cases = []
+        for cid, s in self._conversations(seed):
+            responder = self.responder_for(cid, seed)
+            if self.responders and responder != self.model_name:
+                continue  # another model's conversation (as `load` leaves it out)
+            voice = random.Random(f"{seed}:{cid}:voice").choice(self.voices) if self.voices else ""
+            blueprint = planner.plan(s, (), None, cid)
+            msg = simulator.next_message(s, blueprint, (), 1, cid)
+            turn = Turn(cid, 0, "ex1_message", "take-turn", f"audio/{cid}/ex1_message.wav", msg.text, (),
+                        speech_s(msg.text), self.turn_timeout_s)
+            record = EchoChainCase("live", s, voice, responder, self.max_exchanges, blueprint.text)
+            cases.append(TestCase(cid, cid, "echochain", s.topic, responder_prompt(), (turn,), seed=seed,
+                                  version=self.version, data=record))
+        if not cases:
+            raise ConfigError(f"{data_dir}: no EchoChain conversation for model {self.model_name!r} "
+                              f"(responders: {self.responders})")
+        return self.select(sorted(cases, key=lambda c: c.case_id), self.case_ids)
 
     def load(self, data_dir: Path) -> list[TestCase]:
         cases_dir = data_dir / "cases"

@@ -1,7 +1,8 @@
 """Replay: the flagged exchanges of other runs, played to this run's model (§4.3).
 
 `benchmark.mode=replay benchmark.replay_from=[RUN_DIR, ...]` builds one scripted case per flagged
-conversation of those runs (their `graded/` files say which, the `exchanges/` files what was said):
+conversation of those runs (their `graded/<key>/` files say which, the `exchanges/<key>/` files
+what was said, in the folders their run.json names):
 the user's message and barge-in are cut from the source recording's user channel, so the second
 model hears the identical samples; the barge-in keeps its turn type and the delay it ran with, so
 it is injected under the same rule (that delay after this model's own speech onset); the
@@ -21,7 +22,8 @@ import numpy as np
 
 from fdeval.audio.io import read_wav, write_wav
 from fdeval.cases.schema import write_case
-from fdeval.errors import ConfigError
+from fdeval.engine.run import step_dir
+from fdeval.errors import ConfigError, FdevalError
 from fdeval.orchestrator.recorder import read_session_log
 from fdeval.types import TestCase, Turn, WordTiming
 
@@ -39,21 +41,28 @@ def _json(path: Path) -> Any:
 
 
 def flagged(run_dir: Path) -> list[dict[str, Any]]:
-    """The flagged conversations of a source run: its graded and exchanges files, its model."""
+    """The flagged conversations of a source run: its graded and exchanges files (in the folders
+    of its last launch's settings, run.json's `steps`), its model."""
     ident = _json(run_dir / "run.json").get("identity") or {}
     bench = (ident.get("config") or {}).get("benchmark") or {}
     model = _json(run_dir / "model.json") if (run_dir / "model.json").is_file() else {}
-    if not (run_dir / "graded").is_dir():
-        raise ConfigError(f"benchmark.replay_from: {run_dir} has no graded/ folder; run its stage=judge first")
+    try:
+        graded, exchanges = step_dir(run_dir, "grade"), step_dir(run_dir, "segment")
+    except FdevalError as e:
+        raise ConfigError(f"benchmark.replay_from: {e}") from None
+    if not graded.is_dir():
+        raise ConfigError(f"benchmark.replay_from: {run_dir} has no {graded.relative_to(run_dir)}/ folder; "
+                          "run its stage=judge first")
     out = []
-    for g in sorted((run_dir / "graded").glob("*.json")):
+    for g in sorted(graded.glob("*.json")):
         if g.name.endswith(".error.json"):
             continue
         d = _json(g)
         if not d.get("flagged") or d.get("evaluated") is None:
             continue
-        seg = _json(run_dir / "exchanges" / g.name)
+        seg = _json(exchanges / g.name)
         out.append({"run_dir": run_dir, "run_id": _json(run_dir / "run.json").get("run_id"), "graded": d, "segment": seg,
+                    "graded_dir": str(graded),
                     "model_id": model.get("model_id"), "model_name": str((model.get("identity") or {}).get("name", "")),
                     "benchmark": bench})
     return out
@@ -107,7 +116,7 @@ def _one(bench: Any, data_dir: Path, f: dict[str, Any]) -> None:
                           subtype="interrupt" if barge else None))
     seed_d = d.get("seed")
     if not isinstance(seed_d, dict):
-        raise ConfigError(f"{src}/graded/{cid_src}.json: field seed: missing; grade the source run again")
+        raise ConfigError(f"{f['graded_dir']}/{cid_src}.json: field seed: missing; grade the source run again")
     replay = {"source_run_id": f["run_id"], "source_model_id": f["model_id"], "source_case_id": cid_src,
               "source_session_id": d["provenance"]["session_id"], "exchange": k,
               "history": [e for e in seg["exchanges"] if e["index"] < k], "message": said["message"],

@@ -4,13 +4,13 @@
   conversation's evaluated exchange is played again to the same model: the history before it as
   text in the responder prompt, its message as recorded, then the barge-in's content, the same
   audio, as an ordinary turn once the assistant has finished its answer;
-* `segment` (stage transcribe, `exchanges/<case_id>.json`): the exchanges of the live (or
+* `segment` (stage transcribe, `exchanges/<asr>-<key>/<case_id>.json`): the exchanges of the live (or
   replayed) session and of its control, from the model's text stream (`asr=exact`) or an ASR
   backend, plus each barge-in's scheduled and actual time;
-* `grade` (stage judge, `graded/<case_id>.json`): on the evaluated exchange (the last interrupted
+* `grade` (stage judge, `graded/<key>/<case_id>.json`): on the evaluated exchange (the last interrupted
   one: a flagged conversation stopped at it) the classifier's k votes, the rubric, its grades for
   the interrupted and for the control delivery, and the automatic taxonomy label;
-* the `echochain` metric: `scores/echochain_*.csv|.md` (scoring.py) with human review labels
+* the `echochain` metric: `scores/<key>/echochain_*.csv|.md` (scoring.py) with human review labels
   applied, `echochain_results.csv` (one row per conversation with seeds, role settings, prompt
   hashes and versions) and `echochain_timing.csv` (barge-in offsets).
 """
@@ -177,13 +177,16 @@ class Segment(CaseStep):
     name = "segment"
     stage = "transcribe"
     folder = "exchanges"
-    uses = ("asr",)
+    uses = owns = ("asr",)
 
     def __init__(self, bench: Any):
         self.bench = bench
 
     def identity(self, run: Run) -> dict[str, Any]:
         return {"asr": OmegaConf.to_container(run.cfg.asr, resolve=True)}
+
+    def label(self, run: Run) -> str:
+        return str(run.cfg.asr.get("name") or "asr")
 
     def inputs(self, run: Run, unit: Unit) -> dict[str, Any]:
         return control_inputs(self.bench, run, unit)
@@ -238,6 +241,8 @@ class Grade(CaseStep):
     folder = "graded"
     needs = ("segment",)
     retries = 0  # the roles retry their own requests; what still fails is recorded as an error
+    # read here only (the classifier also runs in the loop, so it stays in the run identity)
+    owns = ("benchmark.drafter", "benchmark.grader")
 
     def __init__(self, bench: Any):
         self.bench = bench
@@ -331,6 +336,7 @@ class Scores(Metric):
     needs = ("grade",)
     tables = ("echochain_scores", "echochain_failures", "echochain_half_duplex", "echochain_results",
               "echochain_timing")
+    owns = ("benchmark.score_on", "benchmark.n_resamples", "benchmark.confidence")
 
     def __init__(self, bench: Any):
         self.bench = bench

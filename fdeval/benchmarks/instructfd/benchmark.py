@@ -20,16 +20,17 @@ import hashlib
 import json
 import logging
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from omegaconf import DictConfig, OmegaConf
 
-from fdeval.benchmarks.instructfd.generate import BENCHMARK_VERSION, generate_builtin
+from fdeval.benchmarks.instructfd.generate import BENCHMARK_VERSION, case_ids, estimated_builtin, generate_builtin
 from fdeval.benchmarks.instructfd.llm_backend import PROMPT_VERSION, make_llm_backend
 from fdeval.benchmarks.instructfd.offline import OFFLINE_VERSION
 from fdeval.benchmarks.instructfd.personas import PersonaFileError, file_digest, load_personas
 from fdeval.benchmarks.instructfd.pipeline import (DATA_VERSION, GENERATION_VERSION, GenerationConfig,
-                                                   OfflineTextBackend, generate_dataset, report_table)
+                                                   OfflineTextBackend, estimated_dataset, generate_dataset,
+                                                   report_table)
 from fdeval.benchmarks.instructfd.records import InstructFDCase
 from fdeval.benchmarks.instructfd.reporting.build import write_cross_report
 from fdeval.benchmarks.instructfd.reporting.runs import load_run
@@ -190,6 +191,22 @@ class InstructFD(Benchmark):
         log.info("instructfd: discards %s; variety: %.1f%% distinct user turns; %.0f s of user audio; %s",
                  r["discards"]["by_reason"] or "none", 100 * (r["variety"]["user_turns_distinct_fraction"] or 0),
                  r["audio"]["user_audio_seconds"], data_dir / "generation_report.json")
+
+    def planned_case_ids(self, seed: int) -> list[str] | None:
+        """The built-in set's ids are fixed; a generated set's are known once its text is written."""
+        return case_ids() if self.size == "small" and self.cases_dir is None else None
+
+    def case_specs(self, data_dir: Path, seed: int, speech_s: Callable[[str], float] | None) -> list[TestCase] | None:
+        """The set's cases from its scripts (built-in) or its written text (generated), each turn
+        as long as the run's TTS would say it; a user's own cases are on disk (measured)."""
+        if self.cases_dir is not None or speech_s is None:
+            return None
+        if self.size == "small":
+            cases = estimated_builtin(speech_s, seed, self.timeout_s, self.barge_in_after_s)
+        else:
+            cases = estimated_dataset(self.generation_config(seed), self.text_backend_for(data_dir), self.personas,
+                                      speech_s)
+        return self.select(cases, self.case_ids)
 
     def steps(self) -> list[Step]:
         return [Transcribe(), Judge()]

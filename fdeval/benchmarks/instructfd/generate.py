@@ -30,7 +30,7 @@ import dataclasses
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Protocol, Sequence
+from typing import Any, Callable, Iterable, Protocol, Sequence
 
 import numpy as np
 from tqdm import tqdm
@@ -227,6 +227,11 @@ def _case_id(conversation_id: str, policy: str) -> str:
     return f"{conversation_id}__{policy}"
 
 
+def case_ids(conversations: Sequence[Conversation] = BUILTIN_CONVERSATIONS) -> list[str]:
+    """The ids of the cases `build_cases` makes of `conversations` (known without audio), sorted."""
+    return sorted(_case_id(c.conversation_id, p) for c in conversations for p in (*c.policies, NO_POLICY))
+
+
 def _audio_rel(conversation_id: str, label: str) -> str:
     return f"audio/{conversation_id}/{label}.wav"
 
@@ -290,6 +295,29 @@ def build_cases(plan: ConversationPlan, audio: Sequence[TurnAudio] | None, seed:
                               system_instruction=texts[policy] if instructed else None, turns=turns, seed=seed,
                               version=BENCHMARK_VERSION, data=data))
     return cases
+
+
+def estimated_turn_s(parsed: ParsedText, speech_s: Callable[[str], float]) -> float:
+    """A turn's length before synthesis: each speech segment as long as `speech_s` says (the
+    run's TTS's estimate), each pause as written."""
+    return sum(seg.seconds if isinstance(seg, Pause) else speech_s(seg.text) for seg in parsed.segments)
+
+
+def estimated_cases(plan: ConversationPlan, speech_s: Callable[[str], float], seed: int, timeout_s: float,
+                    barge_in_after_s: float) -> list[TestCase]:
+    """The conversation's cases as `build_cases` writes them, without audio: every turn's
+    duration estimated (`estimated_turn_s`), no word or trigger times (`stage=plan` needs none)."""
+    lengths = [round(estimated_turn_s(tp.parsed, speech_s), _ROUND) for tp in plan.turns]
+    return [dataclasses.replace(c, turns=tuple(dataclasses.replace(t, duration_s=d) for t, d in zip(c.turns, lengths)))
+            for c in build_cases(plan, None, seed, timeout_s, barge_in_after_s)]
+
+
+def estimated_builtin(speech_s: Callable[[str], float], seed: int = 0, timeout_s: float = DEFAULT_TURN_TIMEOUT_S,
+                      barge_in_after_s: float = DEFAULT_BARGE_IN_AFTER_S) -> list[TestCase]:
+    """The built-in set's cases as `generate_builtin` returns them, without audio (`estimated_cases`)."""
+    cases = [c for conv in BUILTIN_CONVERSATIONS
+             for c in estimated_cases(plan_conversation(conv, seed), speech_s, seed, timeout_s, barge_in_after_s)]
+    return sorted(cases, key=lambda c: c.case_id)
 
 
 def _without_timing(case: TestCase) -> tuple:

@@ -40,7 +40,7 @@ from collections import Counter, deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Protocol, Sequence
+from typing import Any, Callable, Iterable, Protocol, Sequence
 
 import numpy as np
 from tqdm import tqdm
@@ -60,6 +60,7 @@ from fdeval.benchmarks.instructfd.generate import (
     _audio_rel,
     _load_fresh,
     build_cases,
+    estimated_cases,
     pick_voice,
     plan_conversation,
     synthesize_turn,
@@ -323,6 +324,18 @@ def _expected_cases(draft: Draft, cfg: GenerationConfig, plan: ConversationPlan 
     plan = plan or plan_conversation(draft.conversation(), cfg.seed)
     return [dataclasses.replace(c, version=DATA_VERSION)
             for c in build_cases(plan, audio, cfg.seed, cfg.timeout_s, cfg.barge_in_after_s, voice)]
+
+
+def estimated_dataset(cfg: GenerationConfig, backend: TextBackend, personas: Sequence[Persona],
+                      speech_s: Callable[[str], float]) -> list[TestCase]:
+    """The selected conversations' cases, sorted by id, with estimated turn lengths and no audio
+    (`stage=plan`): the text is written (an LLM backend's from its cache), nothing is spoken. A
+    conversation that synthesis would discard is counted in place of the reserve replacing it."""
+    dplan = plan_dataset(cfg, backend, personas)
+    cases = [dataclasses.replace(c, version=DATA_VERSION) for name in dplan.scenarios for d in dplan.selected(name)
+             for c in estimated_cases(plan_conversation(d.conversation(), cfg.seed), speech_s, cfg.seed, cfg.timeout_s,
+                                      cfg.barge_in_after_s)]
+    return sorted(cases, key=lambda c: c.case_id)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -2,11 +2,14 @@
 
 * `transcribe`: both channels' words on the session clock: the user's from the TTS timings, the
   model's from its own text stream (`asr=exact`) or from an ASR backend on the model channel
-  (`asr=whisper|qwen3`) -> `transcripts/<case_id>.json` (+ a `.txt` rendering);
-* `judge`: one verdict per (case, instruction it is judged against) -> `verdicts/<case_id>@<policy>.json`;
-  a judge error is recorded as `error`, never as `not_adhere`, and judged again on relaunch;
-* the IAS metric: `scores/ias.csv|.md`, `results.csv`, `verdicts.csv` and the run report
-  (confidence intervals, delta-IAS, scenario tables, figure).
+  (`asr=whisper|qwen3`) -> `transcripts/<asr>-<key>/<case_id>.json` (+ a `.txt` rendering);
+* `judge`: one verdict per (case, instruction it is judged against) ->
+  `verdicts/<judge>-<key>/<case_id>@<policy>.json`; a judge error is recorded as `error`, never
+  as `not_adhere`, and judged again on relaunch;
+* the IAS metric: `scores/<judge>-<key>/ias.csv|.md`, `results.csv`, `verdicts.csv` and the run
+  report (confidence intervals, delta-IAS, scenario tables, figure).
+The `asr` and `judge` groups belong to these steps, not to the run: another judge or ASR reuses
+the recordings, and its files go to a folder of their own beside the others'.
 """
 
 from __future__ import annotations
@@ -44,16 +47,19 @@ def read_transcript(path: Path):
 class Transcribe(CaseStep):
     name = stage = "transcribe"
     folder = "transcripts"
-    uses = ("asr",)
+    uses = owns = ("asr",)
 
     def identity(self, run: Run) -> dict[str, Any]:
         return {"asr": OmegaConf.to_container(run.cfg.asr, resolve=True)}
+
+    def label(self, run: Run) -> str:
+        return str(run.cfg.asr.get("name") or "asr")
 
     def prepare(self, run: Run, todo: list[Unit]) -> None:
         self.asr = None
         if run.cfg.asr.name != "exact":
             self.asr = build(run.cfg.asr)
-            write_json_atomic(run.run_dir / self.folder / "asr.json", {"identity": self.asr.identity()})
+            write_json_atomic(run.step_dir(self) / "asr.json", {"identity": self.asr.identity()})
 
     def make(self, run: Run, unit: Unit) -> dict[str, Any]:
         h5, wav = run.folder.session_paths(unit.case_id)
@@ -72,7 +78,7 @@ class Transcribe(CaseStep):
     def finish(self, run: Run, made: list[Unit]) -> None:
         asr = getattr(self, "asr", None)
         if asr is not None and getattr(asr, "runtime", None):
-            write_json_atomic(run.run_dir / self.folder / "asr.json", {"identity": asr.identity(), "runtime": asr.runtime})
+            write_json_atomic(run.step_dir(self) / "asr.json", {"identity": asr.identity(), "runtime": asr.runtime})
 
 
 class Judge(CaseStep):
@@ -83,7 +89,7 @@ class Judge(CaseStep):
     folder = "verdicts"
     needs = ("transcribe",)
     retries = 0  # the judges retry their own requests; a failure is an `error` verdict
-    uses = ("judge",)
+    uses = owns = ("judge",)
 
     def preflight(self, run: Run, steps: set[str]) -> None:
         """Judge settings are checked before any session runs; new sessions will need verdicts,
@@ -94,6 +100,9 @@ class Judge(CaseStep):
 
     def identity(self, run: Run) -> dict[str, Any]:
         return run.component("judge").provenance()
+
+    def label(self, run: Run) -> str:
+        return str(run.component("judge").id)
 
     def keys(self, case: TestCase) -> tuple[str, ...]:
         return tuple(case.data.judge_policies)
@@ -136,9 +145,11 @@ class IAS(Metric):
                 model_ids[(unit.case_id, unit.key)] = d["model_id"]
         judge = run.component("judge")
         scored = {c.case_id: c for c, _ in run.scorable("score")[0]}
+        (judge_step,) = run.steps_named(("judge",))
         provenance = {
             "benchmark": run.benchmark.name, "benchmark_version": run.benchmark.version, "model_id": run.model_id,
-            **judge.provenance(), "metric_version": METRIC_VERSION, "seed": run.seed,
+            **judge.provenance(), "verdicts_dir": str(run.step_dir(judge_step).relative_to(run.run_dir)),
+            "metric_version": METRIC_VERSION, "seed": run.seed,
             "fdeval_version": fdeval.__version__, "run_id": run.run_id, "sessions_scored": len(scored),
             "sessions_invalid": len(skipped["invalid"]), "sessions_failed": len(skipped["failed"]),
         }

@@ -9,11 +9,11 @@
   the system instruction; the run stage derives a different seed per case from the case id.
   Sessions end `T_h` = 5 s after the decision point (`orchestrator_overrides`);
 * its evaluation steps (`steps.py`): `measure` (stage transcribe) measures each session: onset,
-  duration and overlaps relative to the decision point (`measure.py`) -> `<run_dir>/measures/<case_id>.json`;
+  duration and overlaps relative to the decision point (`measure.py`) -> `<run_dir>/measures/<key>/<case_id>.json`;
   `posterior` (stage judge): the episode's intent posterior (annotator labels, fused with judge
-  logits where configured) and psi for each overlap -> `<run_dir>/judged/<case_id>.json`;
+  logits where configured) and psi for each overlap -> `<run_dir>/judged/<key>/<case_id>.json`;
 * its metric (`tact_composite`, run by the shared score step): keeps the median-scoring of each episode's runs and writes
-  `scores/tact_composite.csv|.md` (S and the four categories with BCa intervals, population S_T
+  `scores/<key>/tact_composite.csv|.md` (S and the four categories with BCa intervals, population S_T
   and S_L, the human topline from the episodes' own continuations), `scores/tact_episodes.csv`
   and `scores/tact_slices.csv`.
 
@@ -26,22 +26,23 @@ from __future__ import annotations
 import hashlib
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
+from fdeval.audio.tts import EspeakTTS
 from fdeval.engine.benchmark import Benchmark
 from fdeval.engine.steps import Metric, Step
 from fdeval.errors import ConfigError
 from fdeval.types import TestCase, Turn
 
-from .episodes import Episode, load_episodes, render_synopsis
+from .episodes import Episode, ReplayTurn, load_episodes, render_synopsis
 from .importer import IMPORTER_VERSION, import_corpus
 from .laws import T_H_S
 from .posterior import empirical_posterior, fit_temperature, fuse_posterior, label_counts
 from .records import METRIC_VERSION, case_id, score_input_from_judged, split_case_id
 from .steps import Composite, Measure, Posterior
-from .synthetic import GENERATOR_VERSION, generate_synthetic
+from .synthetic import GENERATOR_VERSION, generate_synthetic, plan_episode, planned_replay, synthetic_speakers
 
 log = logging.getLogger("fdeval")
 
@@ -149,22 +150,46 @@ class Tact(Benchmark):
 
     def episode_cases(self, e: Episode) -> list[TestCase]:
         """The `repeats` engine cases of an episode (identical but for their ids, hence their seeds)."""
-        synopsis = render_synopsis(e.profile)
+        said = [" ".join(h.text for h in e.history if h.speaker == "focal" and h.end_s > piece.start_s
+                         and h.start_s < piece.end_s) for piece in e.replay]
+        return self._repeat_cases(e.episode_id, e.category, e.profile, list(zip(e.replay, said)))
+
+    def _repeat_cases(self, episode_id: str, category: str, profile: Any,
+                      pieces: list[tuple[ReplayTurn, str]]) -> list[TestCase]:
+        """The `repeats` cases of an episode from its replay pieces and the focal text of each."""
+        synopsis = render_synopsis(profile)
         out = []
         for r in range(self.repeats):
-            cid = case_id(e.episode_id, r)
+            cid = case_id(episode_id, r)
             turns = []
-            for k, piece in enumerate(e.replay):
-                said = [h.text for h in e.history if h.speaker == "focal" and h.end_s > piece.start_s
-                        and h.start_s < piece.end_s]
+            for k, (piece, said) in enumerate(pieces):
                 barge = piece.kind == "barge-in"
-                turns.append(Turn(cid, k, f"turn{k}", piece.kind, piece.audio_path, " ".join(said) or "(focal channel)",
+                turns.append(Turn(cid, k, f"turn{k}", piece.kind, piece.audio_path, said or "(focal channel)",
                                   (), piece.end_s - piece.start_s, BARGE_IN_TIMEOUT_S if barge else TAKE_TURN_TIMEOUT_S,
                                   barge_in_after_s=piece.barge_in_after_s if barge else None,
                                   barge_in_handling="hold" if barge else None, subtype="interrupt" if barge else None))
-            out.append(TestCase(cid, e.episode_id, "tact", e.category, synopsis, tuple(turns), seed=0,
+            out.append(TestCase(cid, episode_id, "tact", category, synopsis, tuple(turns), seed=0,
                                 version=self.version))
         return out
+
+    def case_specs(self, data_dir: Path, seed: int, speech_s: Callable[[str], float] | None) -> list[TestCase] | None:
+        """Synthetic episodes from their plans, without audio: each line as long as espeak-ng is
+        estimated to say it at its speaker's rate (TACT's own voices, not the run's TTS). An
+        imported corpus is cut from its recordings (None: imported to be measured)."""
+        if self.source != "synthetic":
+            return None
+        voices: dict[tuple[str, int], EspeakTTS] = {}
+
+        def estimate_s(voice: str, rate_wpm: int, text: str) -> float:
+            if (voice, rate_wpm) not in voices:
+                voices[(voice, rate_wpm)] = EspeakTTS(voice=voice, rate_wpm=rate_wpm)
+            return voices[(voice, rate_wpm)].estimate_s(text)
+
+        speakers = synthetic_speakers(seed)
+        plans = [plan_episode(seed, i, speakers) for i in range(self.n_episodes)]  # every synthetic episode is "test"
+        cases = [c for p in sorted(plans, key=lambda p: p.episode_id)
+                 for c in self._repeat_cases(p.episode_id, p.category, p.speaker.profile, list(planned_replay(p, estimate_s)))]
+        return self.select(cases, self.case_ids)
 
     # -- engine hooks -------------------------------------------------------------------------
     def orchestrator_overrides(self) -> dict[str, Any]:

@@ -1,11 +1,13 @@
 """TACT's evaluation: measure -> intent posterior -> composite.
 
 * `measure` (stage transcribe): onset, duration and overlaps of the system's response relative to
-  the decision point (`measure.py`) -> `measures/<case_id>.json`;
+  the decision point (`measure.py`) -> `measures/<key>/<case_id>.json`;
 * `posterior` (stage judge): the episode's intent posterior (annotator labels, fused with judge
-  logits where configured) and psi for each overlap -> `judged/<case_id>.json`;
+  logits where configured) and psi for each overlap -> `judged/<key>/<case_id>.json`;
 * the composite metric: keeps the median-scoring of each episode's runs and writes
-  `scores/tact_composite.csv|.md`, `tact_episodes.csv` and `tact_slices.csv` (`report.py`).
+  `scores/<key>/tact_composite.csv|.md`, `tact_episodes.csv` and `tact_slices.csv` (`report.py`).
+The settings each of them reads (`owns`) are outside the run identity: changing one remakes that
+step's files (in a folder of their own) and never records a session again.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class Measure(CaseStep):
     name = "measure"
     stage = "transcribe"
     folder = "measures"
+    owns = ("benchmark.merge_gap_s", "benchmark.backchannel_max_s")  # read after the sessions only
 
     def __init__(self, bench: Any):
         self.bench = bench
@@ -56,6 +59,7 @@ class Posterior(CaseStep):
     stage = "judge"
     folder = "judged"
     needs = ("measure",)
+    owns = ("benchmark.posterior", "benchmark.judge_weight")
 
     def __init__(self, bench: Any):
         self.bench = bench
@@ -102,6 +106,7 @@ class Composite(Metric):
     version = METRIC_VERSION
     needs = ("posterior",)
     tables = ("tact_composite", "tact_episodes", "tact_slices")
+    owns = ("benchmark.duration_reference", "benchmark.n_resamples", "benchmark.confidence")
 
     def __init__(self, bench: Any):
         self.bench = bench

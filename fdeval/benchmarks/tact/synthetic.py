@@ -45,7 +45,7 @@ import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from tqdm import tqdm
@@ -301,50 +301,82 @@ def _annotations(rng: np.random.Generator, intent: str, context_s: float, comple
     return Annotations(labels, tuple(silence), tuple(windows), tuple(marks))
 
 
+@dataclass(frozen=True)
+class _Layout:
+    """Where an episode's lines go on the context clock (seconds from the context start)."""
+
+    placed: tuple[tuple[str, int, float], ...]  # (speaker, index into _texts(plan), start)
+    replay_spans: tuple[tuple[str, float, float, float | None], ...]  # kind, start, end, barge-in delay
+    complete: tuple[float, ...]  # completion points
+    decision_s: float
+    meta: dict[str, Any]
+
+
+def _layout(plan: EpisodePlan, lengths_s: list[float], rng: np.random.Generator) -> _Layout:
+    """Place the lines of `_texts(plan)`, each `lengths_s[i]` long; draws the timing from `rng`."""
+    sp = plan.speaker.profile
+    placed: list[tuple[str, int, float]] = []
+    complete: list[float] = []
+    meta: dict[str, Any] = {}
+    if plan.category == "user_interruption":
+        prompt, _, cut = lengths_s
+        t = LEAD_S
+        placed.append(("focal", 0, t))
+        prompt_end = t + prompt
+        complete.append(prompt_end)
+        ans_start = prompt_end + 0.3
+        placed.append(("other", 1, ans_start))
+        after = float(rng.uniform(1.2, 2.2))
+        cut_start = ans_start + after
+        placed.append(("focal", 2, cut_start))
+        decision = cut_start + cut
+        replay_spans = [("take-turn", 0.0, min(prompt_end + 0.05, cut_start), None),
+                        ("barge-in", cut_start, decision, after)]
+    else:
+        t = LEAD_S
+        placed.append(("other", 0, t))
+        fto = float(np.clip(rng.normal(sp.fto_median_s, 0.15), 0.05, 1.0))
+        reply_start = t + lengths_s[0] + fto
+        placed.append(("focal", 1, reply_start))
+        reply_end = reply_start + lengths_s[1]
+        complete.append(reply_end)
+        pause = float(np.clip(sp.pause_median_s * math.exp(rng.normal(0.0, 0.3)), 0.15, 1.6))
+        if len(lengths_s) == 4 and pause >= 0.5:  # the other speaker's feedback token in the pause
+            placed.append(("other", 2, reply_end + 0.1))
+        probe_start = reply_end + pause
+        placed.append(("focal", len(lengths_s) - 1, probe_start))
+        decision = probe_start + lengths_s[-1]
+        replay_spans = [("take-turn", 0.0, decision, None)]
+        meta = {"fto_s": round(fto, 4), "pause_s": round(pause, 4)}
+    if plan.intent in COMPLETE_AT_DECISION:
+        complete.append(decision)
+    return _Layout(tuple(placed), tuple(replay_spans), tuple(complete), decision, meta)
+
+
+def planned_replay(plan: EpisodePlan, estimate_s: Callable[[str, int, str], float]) -> tuple[tuple[ReplayTurn, str], ...]:
+    """The episode's replay pieces without audio (`stage=plan`), each line as long as
+    `estimate_s(voice, rate_wpm, text)` says, with the focal text each piece carries; the
+    timing draws are `render_episode`'s."""
+    texts = _texts(plan)
+    lay = _layout(plan, [estimate_s(v, r, t) for v, t, r, _ in texts], np.random.default_rng(plan.rng_seed + [1]))
+    out = []
+    for k, (kind, a, b, after) in enumerate(lay.replay_spans):
+        said = " ".join(texts[i][1] for who, i, start in lay.placed if who == "focal" and a <= start < b)
+        out.append((ReplayTurn(kind, f"audio/{plan.episode_id}.turn{k}.wav", round(a - lay.decision_s, 6),
+                               round(b - lay.decision_s, 6), None if after is None else round(after, 4)), said))
+    return tuple(out)
+
+
 def render_episode(plan: EpisodePlan, synth: _Synth, root: Path, vad=None) -> Episode:
     """Synthesize, place and mix the episode's lines, write its audio, and build the Episode."""
     sr = synth.sample_rate
     rng = np.random.default_rng(plan.rng_seed + [1])
     texts = _texts(plan)
     syn = [synth[(v, r, t)] for v, t, r, _ in texts]
-    sp = plan.speaker.profile
-    placed: list[tuple[str, Any, float]] = []  # (speaker, synthesis, start)
-    replay_spans: list[tuple[str, float, float, float | None]] = []  # kind, start, end, after (context clock)
-    complete: list[float] = []  # completion points on the context clock
-    if plan.category == "user_interruption":
-        prompt, answer, cut = syn
-        t = LEAD_S
-        placed.append(("focal", prompt, t))
-        prompt_end = t + prompt.duration_s
-        complete.append(prompt_end)
-        ans_start = prompt_end + 0.3
-        placed.append(("other", answer, ans_start))
-        after = float(rng.uniform(1.2, 2.2))
-        cut_start = ans_start + after
-        placed.append(("focal", cut, cut_start))
-        decision = cut_start + cut.duration_s
-        replay_spans = [("take-turn", 0.0, min(prompt_end + 0.05, cut_start), None),
-                        ("barge-in", cut_start, decision, after)]
-    else:
-        lead, reply = syn[0], syn[1]
-        t = LEAD_S
-        placed.append(("other", lead, t))
-        fto = float(np.clip(rng.normal(sp.fto_median_s, 0.15), 0.05, 1.0))
-        reply_start = t + lead.duration_s + fto
-        placed.append(("focal", reply, reply_start))
-        reply_end = reply_start + reply.duration_s
-        complete.append(reply_end)
-        pause = float(np.clip(sp.pause_median_s * math.exp(rng.normal(0.0, 0.3)), 0.15, 1.6))
-        if len(syn) == 4 and pause >= 0.5:  # the other speaker's feedback token in the pause
-            placed.append(("other", syn[2], reply_end + 0.1))
-        probe = syn[-1]
-        probe_start = reply_end + pause
-        placed.append(("focal", probe, probe_start))
-        decision = probe_start + probe.duration_s
-        replay_spans = [("take-turn", 0.0, decision, None)]
-        plan.meta.update({"fto_s": round(fto, 4), "pause_s": round(pause, 4)})
-    if plan.intent in COMPLETE_AT_DECISION:
-        complete.append(decision)
+    lay = _layout(plan, [x.duration_s for x in syn], rng)
+    placed = [(who, syn[i], start) for who, i, start in lay.placed]  # (speaker, synthesis, start)
+    replay_spans, complete, decision = lay.replay_spans, list(lay.complete), lay.decision_s
+    plan.meta.update(lay.meta)
     n = int(round(decision * sr))
     decision = n / sr
     chans = {"focal": np.zeros(n, np.float32), "other": np.zeros(n, np.float32)}
@@ -420,4 +452,4 @@ def generate_synthetic(root: str | Path, n_episodes: int, seed: int, sample_rate
 
 
 __all__ = ["CATEGORY_INTENTS", "GENERATOR_VERSION", "LABEL_CONFUSION", "PROBES", "generate_synthetic",
-           "plan_episode", "synthetic_speakers"]
+           "plan_episode", "planned_replay", "synthetic_speakers"]

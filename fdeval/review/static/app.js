@@ -16,6 +16,9 @@ async function header() {
   const d = await api("/api/runs");
   $("#nav").innerHTML = d.nav.map(([t, h]) => `<a href="${esc(h)}">${esc(t)}</a>`).join("");
   $("#who").textContent = `reviewer: ${d.reviewer} · ${d.runs.length} run(s)`;
+  // which step folders (judge, ASR settings) each run's results come from
+  $("#who").title = d.runs.map(r => `run ${r.run}: ` +
+    Object.entries(r.results_from || {}).map(([k, v]) => `${k} ${v}`).join(", ")).join("\n");
 }
 
 function tag(r) {

@@ -21,8 +21,11 @@ import numpy as np
 import pytest
 
 from fdeval.audio.io import read_wav
+from fdeval.engine.run import step_dir
 from fdeval.orchestrator.recorder import read_session_log
+from helpers import health
 from helpers.fake_messages_server import DUMMY_KEY, FakeMessagesServer, text
+from helpers.launching import run_launch
 
 ARGS = ("benchmark=echochain", "benchmark.n_conversations=3", "benchmark.n_resamples=200", "progress=false")
 SLURM = ["launcher=slurm", "launcher.wait=true", "launcher.cases_per_task=2", "launcher.gpus_per_task=1",
@@ -32,8 +35,7 @@ FRAME_S = 0.032  # the reference agent's frame: the orchestrator's tick
 
 
 def launch(tmp: Path, *args: str, check: bool = True, env: dict | None = None) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "fdeval.launch", f"out_root={tmp / 'out'}", *ARGS, *args]
-    proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=900, env={**os.environ, **(env or {})})
+    proc = run_launch([f"out_root={tmp / 'out'}", *ARGS, *args], tmp, timeout_s=900, env={**os.environ, **(env or {})})
     if check and proc.returncode != 0:
         raise AssertionError(f"exit {proc.returncode}\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
     return proc
@@ -45,7 +47,7 @@ def runs(tmp: Path, model: str = "reference") -> list[Path]:
 
 def graded(run: Path) -> dict[str, tuple]:
     out = {}
-    for f in sorted((run / "graded").glob("*.json")):
+    for f in sorted(step_dir(run, "grade").glob("*.json")):
         d = json.loads(f.read_text())
         out[d["case_id"]] = (d["value"], d["flagged"], d["taxonomy"], tuple((g["criterion_id"], g["passed"]) for g in d["grades"]))
     return out
@@ -80,10 +82,10 @@ def test_the_default_command_records_grades_and_scores_every_conversation(defaul
     g = graded(run)
     assert sorted(g) == cases and all(v in ("pass", "fail") for v, *_ in g.values())
     for name in ("echochain_scores", "echochain_failures", "echochain_half_duplex", "echochain_results", "echochain_timing"):
-        assert (run / "scores" / f"{name}.csv").is_file(), name
-    (row,) = [r for r in csv.DictReader((run / "scores" / "echochain_scores.csv").open())]
+        assert (step_dir(run, "score") / f"{name}.csv").is_file(), name
+    (row,) = [r for r in csv.DictReader((step_dir(run, "score") / "echochain_scores.csv").open())]
     assert row["model"] == "reference" and int(row["n_scored"]) == 3
-    results = list(csv.DictReader((run / "scores" / "echochain_results.csv").open()))
+    results = list(csv.DictReader((step_dir(run, "score") / "echochain_results.csv").open()))
     assert {r["case_id"] for r in results} == set(cases)
     for r in results:  # every results row says what made it
         assert r["run_id"] and r["model_id"].startswith("reference:") and r["seed"] == "0" and r["benchmark_version"]
@@ -108,7 +110,7 @@ def test_barge_ins_land_on_the_configured_offset_in_lockstep(default_run):
             assert t["wait_reason"] == "onset" and t["delay_s"] == 3.0
             assert abs(t["actual_s"] - (t["onset_s"] + 3.0)) <= FRAME_S  # within one frame of onset + delay
     assert n >= 3
-    rows = list(csv.DictReader((run / "scores" / "echochain_timing.csv").open()))
+    rows = list(csv.DictReader((step_dir(run, "score") / "echochain_timing.csv").open()))
     assert len(rows) == n and all(abs(float(r["error_ms"])) <= 1000 * FRAME_S for r in rows)
     assert "barge-in offsets" in proc.stdout
 
@@ -116,12 +118,13 @@ def test_barge_ins_land_on_the_configured_offset_in_lockstep(default_run):
 def test_a_relaunch_remakes_nothing_and_status_counts_every_step(default_run):
     tmp, run, _ = default_run
     before = {str(p.relative_to(run)): p.stat().st_mtime_ns for p in run.rglob("*")
-              if p.is_file() and p.parts[-2] in ("sessions", "control", "exchanges", "graded")}
+              if p.is_file() and p.relative_to(run).parts[0] in ("sessions", "control", "exchanges", "graded")}
     launch(tmp)
     after = {k: (run / k).stat().st_mtime_ns for k in before}
     assert after == before
     status = launch(tmp, "stage=status").stdout
-    assert "step segment (transcribe) exchanges: 3/3" in status and "step grade (judge) graded: 3/3" in status
+    exchanges, graded_dir = (step_dir(run, s).relative_to(run) for s in ("segment", "grade"))
+    assert f"step segment (transcribe) {exchanges}: 3/3" in status and f"step grade (judge) {graded_dir}: 3/3" in status
 
 
 def test_review_export_hides_the_model(default_run, tmp_path):
@@ -138,13 +141,16 @@ def test_a_killed_run_completes_on_relaunch_without_rewriting_finished_conversat
     slow = ("benchmark.n_conversations=4", "model.compute_s_per_frame=0.001")  # ~3 s per conversation: time to kill
     cmd = [sys.executable, "-m", "fdeval.launch", f"out_root={tmp_path / 'out'}", *ARGS, *slow]
     p = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.time() + 300
+    deadline, done = time.time() + 900, []
     while time.time() < deadline and p.poll() is None:
         done = [h for h in (tmp_path / "out" / "echochain" / "reference").glob("*/sessions/*.h5") if not h.name.startswith(".")]
         if len(done) >= 2:
             break
         time.sleep(0.05)
     assert p.poll() is None, "the run finished before it could be killed"
+    if len(done) < 2:
+        os.killpg(p.pid, signal.SIGKILL)
+        raise AssertionError(f"the launch had recorded {len(done)} of 4 conversations after 900 s (a loaded machine, or it hangs)")
     os.killpg(p.pid, signal.SIGKILL)
     p.wait()
     (run,) = runs(tmp_path)
@@ -154,7 +160,7 @@ def test_a_killed_run_completes_on_relaunch_without_rewriting_finished_conversat
     assert 2 <= len([k for k in finished if k.endswith(".h5")]) < 4
     launch(tmp_path, *slow)
     assert {k: sha(run / "sessions" / k) for k in finished} == finished  # finished conversations untouched
-    assert len(list((run / "sessions").glob("[!.]*.h5"))) == 4 and len(list((run / "graded").glob("[!.]*.json"))) == 4
+    assert len(list((run / "sessions").glob("[!.]*.h5"))) == 4 and len(list(step_dir(run, "grade").glob("[!.]*.json"))) == 4
     assert not list((run / "sessions").glob(".*tmp*"))
 
 
@@ -189,7 +195,7 @@ def test_replay_gives_a_second_model_the_identical_user_audio_and_timing_rule(de
         assert case["echochain"]["replay"]["source_model_id"].startswith("reference:")
         history = case["echochain"]["replay"]["history"]
         assert len(history) == k - 1 and all(h["message"] in case["system_instruction"] for h in history)  # as text
-    assert (run / "scores" / "echochain_scores.csv").is_file()
+    assert (step_dir(run, "score") / "echochain_scores.csv").is_file()
 
 
 def test_the_llm_classifier_runs_through_a_local_messages_api(tmp_path):
@@ -211,7 +217,7 @@ def test_the_llm_classifier_runs_through_a_local_messages_api(tmp_path):
         n = len(server.message_requests)
         assert n >= 2  # the in-loop and the final classifier asked it
         (run,) = runs(tmp_path)
-        for f in (run / "graded").glob("*.json"):
+        for f in step_dir(run, "grade").glob("*.json"):
             d = json.loads(f.read_text())
             assert d["classifier"]["classifier"]["backend"] == "anthropic" and d["status"] == "ok"
         launch(tmp_path, *args, "resume=redo", env=env)  # answers come from the cache: no new request
@@ -229,16 +235,28 @@ def test_a_bad_seed_file_is_one_line_naming_the_file_seed_and_field(tmp_path):
     assert str(bad) in line and "seed x" in line and "field" in line
 
 
-def test_realtime_barge_in_offsets_are_within_twenty_milliseconds(tmp_path):
+def test_realtime_barge_ins_start_on_their_sample_and_their_error_is_their_frames_lateness(tmp_path):
+    """The policy's barge-ins under the realtime clock: each lies sample-exact at its scheduled time
+    in the audio, and its recorded error is how late the frame it left in was sent. (Before: p99
+    of the errors <= 20 ms, which measures the machine's load; the bench's `realtime` section
+    measures that.) The health bounds are far above any lag of a loaded machine: a session past
+    one ends there, before its barge-ins."""
     launch(tmp_path, "benchmark.n_conversations=1", "benchmark.max_exchanges=2", "orchestrator.clock=realtime",
-           "benchmark.half_duplex=false")
+           "benchmark.half_duplex=false", "orchestrator.max_pacing_lag_s=60", "orchestrator.max_model_lag_s=60")
     (run,) = runs(tmp_path)
     errs = []
     for h5 in (run / "sessions").glob("*.h5"):
         log = read_session_log(h5)
         assert log["attrs"]["clock"] == "realtime" and log["attrs"]["valid"], log["attrs"]["invalid_reason"]
-        errs += [abs(t["error_s"]) for t in log["turns"] if t["turn_type"] == "barge-in"]
-    assert errs and float(np.percentile(errs, 99)) <= 0.020
+        health.check_pacing(log)
+        health.check_verdict(log["attrs"])
+        for t in log["turns"]:
+            if t["turn_type"] == "barge-in":
+                assert t["start_s"] == t["scheduled_s"], t  # timed from the onset to the sample, not to a frame
+                assert health.check_turn_error(log, t) == pytest.approx(t["error_s"], abs=1e-9)
+                errs.append(t["error_s"])
+    assert errs and min(errs) >= 0
+    print(f"{len(errs)} barge-ins, error max {max(errs) * 1e3:.2f} ms (the lateness of their frames)")
 
 
 @pytest.mark.slurm
@@ -270,8 +288,10 @@ def test_a_live_session_recorded_again_brings_its_control_and_grades_up_to_date(
     (run,) = runs(tmp_path)
     cid = sorted(p.stem for p in (run / "sessions").glob("*.h5"))[0]
     other = sorted(p.stem for p in (run / "sessions").glob("*.h5"))[1]
+    folders = {"exchanges": step_dir(run, "segment").relative_to(run), "graded": step_dir(run, "grade").relative_to(run)}
     kept = {f"{d}/{other}{x}": sha(run / d / f"{other}{x}") for d, x in (("sessions", ".h5"), ("control", ".h5"),
-                                                                        ("exchanges", ".json"), ("graded", ".json"))}
+                                                                        (folders["exchanges"], ".json"),
+                                                                        (folders["graded"], ".json"))}
     old_control = read_session_log(run / "control" / f"{cid}.h5")["attrs"]["session_id"]
     for x in (".h5", ".wav"):
         (run / "sessions" / f"{cid}{x}").unlink()  # lost: the relaunch records it again
@@ -279,8 +299,8 @@ def test_a_live_session_recorded_again_brings_its_control_and_grades_up_to_date(
     live = read_session_log(run / "sessions" / f"{cid}.h5")["attrs"]["session_id"]
     control = read_session_log(run / "control" / f"{cid}.h5")["attrs"]
     assert control["session_id"] != old_control  # the control of the new live session, not an error
-    seg = json.loads((run / "exchanges" / f"{cid}.json").read_text())
-    grade = json.loads((run / "graded" / f"{cid}.json").read_text())
+    seg = json.loads((run / folders["exchanges"] / f"{cid}.json").read_text())
+    grade = json.loads((run / folders["graded"] / f"{cid}.json").read_text())
     for d in (seg, grade):
         assert d["provenance"]["session_id"] == live
         assert d["provenance"]["step"]["inputs"]["control_session"] == control["session_id"]

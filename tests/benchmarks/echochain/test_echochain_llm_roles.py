@@ -24,6 +24,7 @@ from test_echochain_launch import launch, runs
 from fdeval.benchmarks.echochain.classifier import system_prompt as classifier_system
 from fdeval.benchmarks.echochain.dialogue import BLUEPRINT_SECTIONS, PLANNER_SYSTEM, SIMULATOR_SYSTEM
 from fdeval.benchmarks.echochain.rubrics import DRAFTER_SYSTEM, GRADER_SYSTEM
+from fdeval.engine.run import step_dir
 from fdeval.orchestrator.recorder import read_session_log
 
 N = 2
@@ -149,7 +150,7 @@ class Roles:
 
 def verdicts(run: Path) -> dict[str, tuple]:
     out = {}
-    for f in sorted((run / "graded").glob("*.json")):
+    for f in sorted(step_dir(run, "grade").glob("*.json")):
         d = json.loads(f.read_text())
         out[d["case_id"]] = (d["value"], d["flagged"], d["classifier"]["samples"], d["rubric"], d["grades"],
                              d["control"]["grades"])
@@ -197,12 +198,12 @@ def test_every_role_on_the_anthropic_backend_runs_end_to_end(tmp_path, fake_api)
     (run,) = runs(tmp_path)
     data = tmp_path / "out" / "echochain" / "_data"
     evidence_taken = {}
-    for f in sorted((run / "graded").glob("*.json")):
+    for f in sorted(step_dir(run, "grade").glob("*.json")):
         d = json.loads(f.read_text())
         cid, topic = d["case_id"], d["topic"]
         assert d["status"] == "ok" and d["rubric"]["source"] == "draft"
         assert d["classifier"]["classifier"]["backend"] == "anthropic"
-        seg = json.loads((run / "exchanges" / f.name).read_text())
+        seg = json.loads((step_dir(run, "segment") / f.name).read_text())
         (ex,) = [e for e in seg["exchanges"] if e["index"] == d["evaluated"]]
         for grades, shown in ((d["grades"], ex), (d["control"]["grades"], seg["control"]["exchanges"][-1])):
             for g, c in zip(grades, d["rubric"]["criteria"], strict=True):  # each grade follows the reply shown
@@ -224,7 +225,7 @@ def test_every_role_on_the_anthropic_backend_runs_end_to_end(tmp_path, fake_api)
     # live, the reference agent takes up the allergy it recognises and not the name it cannot; in the
     # half-duplex control the name arrives as a request of its own, whose words it repeats
     assert evidence_taken == {roles.topics[0]: (True, True), roles.topics[1]: (False, True)}
-    rows = list(csv.DictReader((run / "scores" / "echochain_results.csv").open()))
+    rows = list(csv.DictReader((step_dir(run, "score") / "echochain_results.csv").open()))
     assert len(rows) == N and all(r["rubric_source"] == "draft" for r in rows)
     for r in rows:  # every results row names the backend of each role
         assert {k: v["backend"] for k, v in json.loads(r["roles"]).items()} == dict.fromkeys(ROLE_NAMES, "anthropic")

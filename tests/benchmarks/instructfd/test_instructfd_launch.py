@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
+
+from helpers.launching import run_launch
 
 
 def launch(tmp: Path, *args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "fdeval.launch", f"out_root={tmp / 'outputs'}", "progress=false", *args]
-    return subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=300)
+    return run_launch([f"out_root={tmp / 'outputs'}", "progress=false", *args], tmp, timeout_s=900)
 
 
 def test_generate_stage_writes_a_sample_set(tmp_path: Path) -> None:

@@ -9,6 +9,8 @@ import h5py
 import pytest
 from test_launch import launch, snapshot  # the engine's launch-test helpers (tests/ is on sys.path)
 
+from fdeval.engine.run import step_dir
+
 ARGS = ("benchmark=tact", "benchmark.n_episodes=6", "benchmark.n_resamples=2000")
 
 
@@ -23,7 +25,7 @@ def tiny_run(tmp_path_factory):
 
 def test_writes_the_composite_table_with_intervals(tiny_run):
     tmp, d, proc = tiny_run
-    rows = list(csv.DictReader((d / "scores" / "tact_composite.csv").open()))
+    rows = list(csv.DictReader((step_dir(d, "score") / "tact_composite.csv").open()))
     ref = {r["score"]: r for r in rows if r["system"] == "reference"}
     assert set(ref) >= {"S", "pause_handling", "backchanneling", "smooth_turn_taking", "user_interruption",
                         "S_T (population)", "S_L (population)"}
@@ -33,7 +35,7 @@ def test_writes_the_composite_table_with_intervals(tiny_run):
         assert r["n_resamples"] == "2000" and r["model_id"].startswith("reference:") and r["seed"] == "0"
     assert "# TACT composite" in proc.stdout and "| reference | S |" in proc.stdout
     assert "session-seconds per wall-second (lockstep)" in proc.stdout
-    episodes = list(csv.DictReader((d / "scores" / "tact_episodes.csv").open()))
+    episodes = list(csv.DictReader((step_dir(d, "score") / "tact_episodes.csv").open()))
     assert len(episodes) == 6 and all(r["kept_repeat"] in ("0", "1", "2") for r in episodes)
 
 
@@ -49,9 +51,9 @@ def test_sessions_end_five_seconds_after_the_decision_point(tiny_run):
             assert f.attrs["duration_s"] - turns["end_s"][-1] == pytest.approx(5.0, abs=0.04)
             assert f.attrs["benchmark"] == "tact"
             seeds.add(int(f.attrs["case_seed"]))
-        m = json.loads((d / "measures" / f"{p.stem}.json").read_text())
+        m = json.loads((step_dir(d, "measure") / f"{p.stem}.json").read_text())
         assert m["complete_window"] and m["decision_session_s"] == pytest.approx(turns["end_s"][-1])
-        j = json.loads((d / "judged" / f"{p.stem}.json").read_text())
+        j = json.loads((step_dir(d, "posterior") / f"{p.stem}.json").read_text())
         assert j["onset_s"] == m["onset_s"] and sum(j["posterior"]) == pytest.approx(1.0)
     assert len(seeds) == 18  # every repeat runs with its own seed
 

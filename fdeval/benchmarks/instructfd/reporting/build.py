@@ -156,7 +156,8 @@ def _title(s: str) -> str:
 def _provenance_note(p: Mapping[str, Any]) -> str:
     return (f"model {p.get('model_id', '?')}; judge {p.get('judge', '?')} v{p.get('judge_version', '?')} "
             f"(prompt {p.get('prompt_hash', '?')}); benchmark {p.get('benchmark', '?')} "
-            f"{p.get('benchmark_version', '?')}; seed {p.get('seed', '?')}; metric v{p.get('metric_version', '?')}")
+            f"{p.get('benchmark_version', '?')}; seed {p.get('seed', '?')}; metric v{p.get('metric_version', '?')}"
+            + (f"; verdicts {p['verdicts_dir']}" if p.get("verdicts_dir") else ""))  # which judge's folder
 
 
 def counts_note(run: RunData) -> str:

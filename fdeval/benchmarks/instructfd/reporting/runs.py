@@ -1,16 +1,18 @@
 """A run's verdicts as one table (``scores/verdicts.csv``), and reading run folders back.
 
-``stage=score`` writes ``<run_dir>/scores/verdicts.csv``: one row per verdict with what the
+``stage=score`` writes ``<run_dir>/scores/<key>/verdicts.csv``: one row per verdict with what the
 report needs from its case, so a report can be made from run folders alone:
 
     case_id, policy, verdict, scenario, policy_name, conversation_id, case_seed,
     model_id, judge, judge_version, prompt_hash   (the verdict file's own judge fields)
     + the run's provenance: benchmark, benchmark_version, metric_version, seed, fdeval_version
 
-:func:`load_run` reads a run folder: ``scores/verdicts.csv``, checked against the verdict files
-in ``verdicts/`` when they are there (a table older than the verdicts is an error: rerun
-``stage=score``). A folder without the table (scored before it existed) is read from its verdict
-files and its cases, found through ``run.json``'s config the way the run found them.
+:func:`load_run` reads a run folder's judge and score folders of its last launch (run.json's
+``steps``: ``verdicts/<judge>-<key>/``, ``scores/<judge>-<key>/``): ``verdicts.csv``, checked
+against the verdict files when they are there (a table older than the verdicts is an error:
+rerun ``stage=score``). A folder without the table (scored before it existed) is read from its
+verdict files and its cases, found through ``run.json``'s config the way the run found them. The
+provenance names the verdicts folder (``verdicts_dir``), so a report says which judge it shows.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from fdeval.benchmarks.instructfd.records import InstructFDCase, Verdict
 from fdeval.benchmarks.instructfd.reporting.build import JUDGE_LIMITS, RunData
 from fdeval.cases.jsonfile import read_json_file
 from fdeval.engine.identity import data_dir
+from fdeval.engine.run import step_dir
 from fdeval.errors import FdevalError
 from fdeval.metrics.csvio import CsvError, read_csv_rows
 from fdeval.types import TestCase
@@ -87,9 +90,11 @@ def read_verdict_table(path: str | Path) -> tuple[list[Verdict], dict[str, TestC
     return verdicts, cases, model_ids, prov
 
 
-def _verdict_files(run_dir: Path) -> tuple[list[Verdict], dict[tuple[str, str], str]]:
+def _verdict_files(folder: Path) -> tuple[list[Verdict], dict[tuple[str, str], str]]:
     verdicts, model_ids = [], {}
-    for f in sorted((run_dir / "verdicts").glob("*.json")):
+    for f in sorted(folder.glob("*@*.json")):
+        if f.name.endswith(".error.json"):
+            continue
         d = read_json_file(f, VerdictError)
         v = verdict_from_dict(d, f)
         verdicts.append(v)
@@ -129,20 +134,23 @@ def load_run(run_dir: str | Path):
     if not run_dir.is_dir():
         raise FdevalError(f"{run_dir}: not a folder")
     cfg = _run_config(run_dir)
-    table = run_dir / "scores" / "verdicts.csv"
-    has_files = (run_dir / "verdicts").is_dir()
+    if not (run_dir / "run.json").is_file():
+        raise FdevalError(f"{run_dir}: no run.json; is this a run folder?")
+    judged, scores = step_dir(run_dir, "judge"), step_dir(run_dir, "score")
+    table = scores / "verdicts.csv"
+    has_files = judged.is_dir()
     if table.is_file():
         verdicts, cases, model_ids, prov = read_verdict_table(table)
         if has_files:
-            on_disk, _ = _verdict_files(run_dir)
+            on_disk, _ = _verdict_files(judged)
             mine = {(v.case_id, v.policy): v.verdict for v in verdicts}
             theirs = {(v.case_id, v.policy): v.verdict for v in on_disk}
             if mine != theirs:
                 diff = sorted(set(mine.items()) ^ set(theirs.items()))
-                raise FdevalError(f"{table}: does not match {run_dir / 'verdicts'} ({len(diff)} difference(s), e.g. "
+                raise FdevalError(f"{table}: does not match {judged} ({len(diff)} difference(s), e.g. "
                                   f"{diff[0][0][0]}@{diff[0][0][1]}); rerun stage=score in that run")
     elif has_files:
-        verdicts, model_ids = _verdict_files(run_dir)
+        verdicts, model_ids = _verdict_files(judged)
         cases, prov = _cases_from_config(run_dir, cfg)
         ids = sorted(set(model_ids.values()))
         if ids:
@@ -153,11 +161,13 @@ def load_run(run_dir: str | Path):
         if missing:
             raise FdevalError(f"{run_dir}: verdicts for case(s) not in the run's cases, e.g. {missing[0]}")
     else:
-        raise FdevalError(f"{run_dir}: no scores/verdicts.csv and no verdicts/ folder; is this a run folder?")
+        raise FdevalError(f"{run_dir}: no {table.relative_to(run_dir)} and no {judged.relative_to(run_dir)}/ folder; "
+                          "run stage=judge and stage=score there")
     if not verdicts:
         raise FdevalError(f"{run_dir}: no verdicts")
+    prov["verdicts_dir"] = str(judged.relative_to(run_dir))  # which judge's verdicts these are
     model = cfg.get("model", {}).get("name") if isinstance(cfg.get("model"), dict) else None
     name = str(model or str(prov.get("model_id", run_dir.name)).split(":", 1)[0])
-    limits = run_dir / "scores" / JUDGE_LIMITS
+    limits = scores / JUDGE_LIMITS
     return RunData(name, verdicts, cases, prov, model_ids, str(run_dir),
                    limits.read_text(encoding="utf-8").strip() if limits.is_file() else "")

@@ -27,8 +27,7 @@ from omegaconf.errors import (ConfigAttributeError, ConfigKeyError, MissingManda
 from omegaconf.nodes import BooleanNode, FloatNode, IntegerNode
 
 from fdeval.errors import ConfigError
-from fdeval.orchestrator.session import HealthBounds, OrchestratorConfig
-from fdeval.orchestrator.turns import TurnConfig
+from fdeval.orchestrator.config import HealthBounds, OrchestratorConfig, TurnConfig
 
 CONF_DIR = Path(__file__).resolve().parent / "conf"
 CLOCKS = ("auto", "lockstep", "realtime")

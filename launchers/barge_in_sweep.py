@@ -21,7 +21,7 @@ DEFAULT_DELAYS = "0.5,1,1.5,2,2.5,3,3.5,4"
 def find_runs(overrides: list[str], delays: list[float]) -> dict[float, Path]:
     """This sweep's finished run folders, one per delay: the folder each point's command uses,
     found by its identity hash (the readable part of a name is only a reminder)."""
-    from fdeval.launch import run_folder
+    from fdeval.app import run_folder
 
     found: dict[float, Path] = {}
     for d in delays:

@@ -94,10 +94,10 @@ def responsive_case(tts) -> tuple[TestCase, list[np.ndarray]]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """For `pytest -n 2 --dist loadgroup` (scripts/test.sh): every module is one unit of work, so
+    """For `pytest -n 3 --dist loadgroup` (scripts/test.sh): every module is one unit of work, so
     its module-scoped runs are made once, on one worker; the tests of the one local Slurm
     (`slurm` mark) are one unit, run one after another; and modules with slow tests are handed
-    out first, so the two workers finish close together. The order within a module is kept."""
+    out first, so the workers finish close together. The order within a module is kept."""
     slow = {item.path for item in items if item.get_closest_marker("slow")}
     first_seen = {}
     for i, item in enumerate(items):

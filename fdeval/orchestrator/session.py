@@ -36,35 +36,12 @@ from fdeval.audio.resample import StreamResampler
 from fdeval.audio.vad import SileroVAD
 from fdeval.models.base import DuplexModel, ModelEvent
 from fdeval.orchestrator.clock import Clock
+from fdeval.orchestrator.config import HealthBounds, OrchestratorConfig
 from fdeval.orchestrator.playback import Playback
 from fdeval.orchestrator.policy import Conversation, ModelText, PlayedUserTurn, ScriptedPolicy, UserPolicy, UserTurn
 from fdeval.orchestrator.recorder import SessionLog
-from fdeval.orchestrator.turns import TurnConfig, TurnManager, TurnRecord, effective_turn_config
+from fdeval.orchestrator.turns import TurnManager, TurnRecord, effective_turn_config
 from fdeval.types import TestCase, Turn
-
-
-@dataclass(frozen=True)
-class HealthBounds:
-    """How far a realtime session may fall behind before it is invalid (docs/architecture.md says why).
-
-    `max_pacing_lag_s`: the latest a user frame may leave after its scheduled time; 0.25 s is
-    three 80 ms frames, far above healthy pacing (under 1 ms p99 here) and below the timing
-    windows the judges use (0.5 s and up). `max_model_lag_s`: how far the audio of a
-    frame-per-frame model may trail the session; 1.0 s is several times a healthy server's fixed
-    delay (one to three frames) and a model that far behind answers a second late whatever it
-    decides."""
-
-    max_pacing_lag_s: float = 0.25
-    max_model_lag_s: float = 1.0
-
-
-@dataclass(frozen=True)
-class OrchestratorConfig:
-    sample_rate: int = 16000
-    vad_threshold: float = 0.5
-    vad_min_silence_s: float = 0.1
-    turns: TurnConfig = TurnConfig()
-    health: HealthBounds = HealthBounds()
 
 
 @dataclass

@@ -25,44 +25,10 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from fdeval.orchestrator.config import DEFAULT_BARGE_IN_AFTER_S, TurnConfig
 from fdeval.types import Turn
 
 LogFn = Callable[[float, str, int, str], None]
-
-
-# A barge-in turn that carries no `barge_in_after_s` of its own is injected this long after the
-# model's speech onset (Instruct-FD's 3 s), unless `TurnConfig.barge_in_delay_s` overrides it.
-DEFAULT_BARGE_IN_AFTER_S = 3.0
-
-
-@dataclass(frozen=True)
-class TurnConfig:
-    """The turn settings of one session (the effective ones are written to its log as `turn_config`).
-
-    `silence_s`: model silence that ends a take-turn wait (a model's own `turn_silence_s`
-    replaces it, `effective_turn_config`). `trailing_silence_s`: user silence after every turn
-    before the next wait starts. `yield_after_s`: a `yield` barge-in stops when the model is still
-    speaking this long into it. `max_session_s`: the session is cut (and invalid) here.
-
-    Two settings decide a barge-in's delay after the model's speech onset (`barge_in_delay_s`):
-    - per turn, `Turn.barge_in_after_s`, written into the case when it is generated
-      (`benchmark.barge_in_after_s`, Instruct-FD's 3 s; `DEFAULT_BARGE_IN_AFTER_S` when a turn
-      has none);
-    - `orchestrator.barge_in_delay_s` (this class's `barge_in_delay_s`): None keeps every turn's
-      own delay; a number replaces it for every barge-in of the run (a delay sweep without
-      regenerating the cases).
-    The delay each barge-in ran with is the `delay_s` column of the log's `turns` table.
-
-    `tail_after_last_turn_s`: when set, the closing wait is this long after the last user turn
-    ends, whatever the model does (a fixed observation window, e.g. TACT's [-2, 5] s around the
-    decision point)."""
-
-    silence_s: float = 1.5
-    trailing_silence_s: float = 1.0
-    yield_after_s: float = 2.0
-    barge_in_delay_s: float | None = None
-    max_session_s: float = 300.0
-    tail_after_last_turn_s: float | None = None
 
 
 def barge_in_delay_s(turn: Turn, cfg: TurnConfig) -> float:

@@ -27,9 +27,6 @@ from urllib.parse import quote
 import h5py
 import numpy as np
 import soundfile as sf
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
 
 from fdeval.engine.run import Run
 from fdeval.files import file_sha256
@@ -142,6 +139,10 @@ def summary(s: SessionView, n: int = 3) -> str:
 # -- drawing ---------------------------------------------------------------------------------
 def render(s: SessionView, png: Path) -> Path:
     """Write the session's timeline PNG (a fixed 1440 x 630 px); the path."""
+    # matplotlib (~0.5 CPU-s to import) only when a timeline is drawn: a relaunch that draws none,
+    # and every launch that imports the score hook, does without it
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
     fig = Figure(figsize=SIZE_IN, dpi=DPI)
     FigureCanvasAgg(fig)
@@ -295,6 +296,7 @@ KEY = (({"color": "#2c7d2c", "lw": 1.3}, "turn start"), ({"color": BARGE_C, "ls"
 def _key(fig) -> None:
     """The legend, right-aligned above the plots: one monospace label string and a short line
     per item (a matplotlib legend costs a quarter of the PNG's drawing time)."""
+    from matplotlib.lines import Line2D  # drawn from render(), which imported matplotlib (see there)
 
     char = _mono_char_px(fig) / (SIZE_IN[0] * DPI)  # one column, in figure width
     text = "".join(f"    {label}  " for _, label in KEY)
@@ -401,8 +403,12 @@ def run_table(path: Path, title: str, view: RunView, rows: list[tuple[SessionVie
 
 
 def run_line(view: RunView) -> str:
+    """The run a page shows. Its folder as `<benchmark>/<model>/<run>` (its place under out_root),
+    never the absolute path: a run folder holds no path of its own, so a copied or moved run is
+    the same finished run and relaunching it there rewrites no page."""
     shown = describe_results(view)  # which judge's (ASR's, ...) results the page shows
-    return (f"{view.benchmark} · model {view.model} ({view.model_id}) · run {view.run_id} · {view.run_dir}"
+    where = "/".join(view.run_dir.parts[-3:])
+    return (f"{view.benchmark} · model {view.model} ({view.model_id}) · run {view.run_id} · {where}"
             + (f" · results: {shown}" if shown else ""))
 
 

@@ -132,3 +132,16 @@ def test_redrawn_only_when_what_it_shows_changed(ifd_run, tmp_path):
     write_run(open_run(run))
     after = {p.name: p.stat().st_mtime_ns for p in pngs}
     assert {n for n in after if after[n] != stamp[n]} == {f"{touched.case_id}.png"}
+
+
+def test_a_copied_run_writes_the_same_index(ifd_run, tmp_path):
+    """The index names the run by its place under out_root, not by its absolute path: a copied
+    (or moved) run is the same finished run, and writing its pages there changes no byte (an
+    absolute path made a relaunch of a copied run rewrite index.html)."""
+    root = ifd_run.parents[2]
+    shutil.copytree(root, tmp_path / "out", copy_function=shutil.copy2)
+    run = tmp_path / "out" / ifd_run.relative_to(root)
+    write_run(open_run(run))
+    page = (run / "timelines" / "index.html").read_text(encoding="utf-8")
+    assert page == (ifd_run / "timelines" / "index.html").read_text(encoding="utf-8")
+    assert str(tmp_path) not in page and "/".join(run.parts[-3:]) in page

@@ -106,3 +106,26 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         group = "slurm" if item.get_closest_marker("slurm") else item.path.relative_to(config.rootpath).as_posix()
         item.add_marker(pytest.mark.xdist_group(group))
+
+
+# Wall seconds per test file (setup, call and teardown summed), printed at the end of every run so
+# CI's log always says where the suite's time goes. On the xdist controller the workers' reports
+# arrive here too, each with its own duration.
+_file_wall_s: dict[str, float] = {}
+_file_tests: dict[str, int] = {}
+
+
+def pytest_runtest_logreport(report):
+    path = report.nodeid.split("::", 1)[0]
+    _file_wall_s[path] = _file_wall_s.get(path, 0.0) + report.duration
+    if report.when == "call":
+        _file_tests[path] = _file_tests.get(path, 0) + 1
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _file_wall_s or hasattr(terminalreporter.config, "workerinput"):
+        return
+    top = sorted(_file_wall_s.items(), key=lambda kv: -kv[1])[:15]
+    terminalreporter.write_sep("-", f"slowest {len(top)} test files (wall s, setup+call+teardown summed)")
+    for path, s in top:
+        terminalreporter.write_line(f"{s:8.1f}  {_file_tests.get(path, 0):4d} tests  {path}")

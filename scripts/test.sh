@@ -12,11 +12,19 @@ step() {  # step NAME CMD...: run CMD, then say how long it took
   "$@"
   echo "test: $name: $((SECONDS - t0)) s"
 }
+# The moshi venv (kyutai's real server, torch<2.10, so apart from .venv) for the Moshi tests. It is
+# built beside .venv and the browser (pip waits on unpacking and disk as much as on the CPU), with
+# the python that makes .venv: building it needs nothing of .venv (fdeval.models.moshi_env imports
+# only the standard library and fdeval.errors).
+moshi_log=$(mktemp)
+step "moshi venv (.cache/moshi-venv), beside the next two" bash -c '"${PYTHON:-python3}" -m fdeval.models.moshi_env --with-fdeval >/dev/null || echo "test: the moshi venv could not be built; the Moshi server tests will be skipped"' >"$moshi_log" 2>&1 &
+moshi_pid=$!
 step "venv (.venv)" env EXTRAS="${EXTRAS:-test,asr}" bash scripts/setup.sh
 step "browser" bash -c 'bash scripts/install_browser.sh || echo "test: no chromium (needs root and Debian apt); the browser test will be skipped"'
+wait "$moshi_pid" || true
+cat "$moshi_log"
+rm -f "$moshi_log"
 . .venv/bin/activate
-# The moshi venv (kyutai's real server, torch<2.10, so apart from .venv) for the Moshi tests.
-step "moshi venv (.cache/moshi-venv)" bash -c 'python -m fdeval.models.moshi_env --with-fdeval >/dev/null || echo "test: the moshi venv could not be built; the Moshi server tests will be skipped"'
 workers=${FDEVAL_TEST_WORKERS:-3}
 if [ "$workers" = 0 ]; then
   python -m pytest -q "$@"

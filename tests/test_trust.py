@@ -126,16 +126,15 @@ def test_a_different_checkpoint_at_the_same_path_stops_then_redo_records_again(t
 
 
 @pytest.mark.parametrize("damage", ["truncate_h5", "empty_h5", "truncate_wav", "empty_wav"])
-def test_a_damaged_recording_is_recorded_again_and_nothing_else_is_rewritten(tmp_path, damage):
-    launch(tmp_path, TWO)
-    (d,) = runs(tmp_path / "outputs")
+def test_a_damaged_recording_is_recorded_again_and_nothing_else_is_rewritten(two_case_run, tmp_path, damage):
+    tmp, d = copy_run(two_case_run, tmp_path)  # the finished launch of TWO, each damage on its own copy
     kind, ext = damage.split("_")
     f = d / "sessions" / f"fresh_pasta_stop__acknowledge.{ext}"
     size = f.stat().st_size
     with open(f, "r+b") as fh:
         fh.truncate(0 if kind == "empty" else size // 2)
     before = mtimes(d)
-    proc = launch(tmp_path, TWO)
+    proc = launch(tmp, TWO)
     assert "fresh_pasta_stop__acknowledge.h5 cannot be used" in proc.stdout
     after = mtimes(d)
     redone = {k for k in before if after[k] != before[k]}

@@ -2,8 +2,9 @@
 # Install (if needed) and run the whole test suite. The environments the tests share are built
 # first, each as its own timed step (a no-op when current), so no test's time hides a build.
 # FDEVAL_TEST_WORKERS: pytest-xdist workers (default 3: on 2 cores the third fills the time the others
-# wait on realtime sessions, servers and Slurm; 1,537 s at -n 2, 1,399 s at -n 3 on one clone; 0 runs
-# in this process, one test at a time).
+# wait on realtime sessions, servers and Slurm; 1,537 s at -n 2, 1,399 s at -n 3 on one clone; in
+# another session on a quiet machine, 2,009 s serial beside 1,090-1,158 s at -n 3; 0 runs in this
+# process, one test at a time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 step() {  # step NAME CMD...: run CMD, then say how long it took

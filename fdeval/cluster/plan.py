@@ -114,6 +114,38 @@ class Durations:
 
 
 @dataclass(frozen=True)
+class CostEstimate:
+    """What a hosted API will bill for the run, from the model's price table (`model.prices`)."""
+
+    usd_expected: float
+    usd_worst: float
+    basis: str  # how it was estimated
+    prices: str  # the price table's date and source
+
+
+def estimate_cost(prices: Any, est: list[CaseEstimate]) -> CostEstimate | None:
+    """The run's cost under `prices` (None without a table). Audio sent is the whole session
+    (silence is streamed and billed); audio received is estimated as the session time the user
+    is not speaking. Token prices: OpenAI's audio token rates (`estimate_tokens_per_s`); the
+    context each answer re-reads is cached and not counted, so it is a lower bound."""
+    if not prices:
+        return None
+    where = f"{prices.get('date')}, {prices.get('source')}"
+    def usd(session_s: float, audio_s: float) -> float:
+        sent_s, received_s = session_s, max(0.0, session_s - audio_s)
+        if "usd_per_audio_minute" in prices:
+            return (sent_s + received_s) / 60.0 * float(prices["usd_per_audio_minute"])
+        r, tps = prices["usd_per_1m_tokens"], prices.get("estimate_tokens_per_s") or {"audio_in": 10, "audio_out": 20}
+        return (sent_s * float(tps["audio_in"]) * float(r["audio_in"]) + received_s * float(tps["audio_out"]) * float(r["audio_out"])) / 1e6
+    basis = ("audio minutes sent (the whole session) and received (the session less the user's speech)"
+             if "usd_per_audio_minute" in prices else
+             "audio tokens at the table's rates per second: sent = the whole session, received = the session less the "
+             "user's speech; cached context re-reads not counted (a lower bound)")
+    return CostEstimate(sum(usd(e.expected_s, e.audio_s) for e in est), sum(usd(e.worst_s, e.audio_s) for e in est),
+                        basis, where)
+
+
+@dataclass(frozen=True)
 class Plan:
     benchmark: str
     model: str
@@ -140,6 +172,8 @@ class Plan:
     batched: BatchSizing | None = None  # a batched lockstep model only
     gpus_requested_per_task: int = 0  # what the launcher asks for the run array (launcher.gpus_per_task)
     durations: Durations | None = None
+    cost: CostEstimate | None = None  # a hosted API with a price table (model.prices)
+    instances_source: str = "launcher.instances_per_task"  # a CPU or hosted model's parallelism
 
 
 def make_plan(cases: list[TestCase], cfg: Any, fixed: dict[str, Any] | None = None,
@@ -190,9 +224,14 @@ def make_plan(cases: list[TestCase], cfg: Any, fixed: dict[str, Any] | None = No
         else:
             per_gpu = fit
         instances = per_gpu * gpus
+        clients_source = "launcher.instances_per_task"
     else:
+        clients_source = "launcher.instances_per_task"
         per_gpu = 0 if model_mem > 0 else None  # a GPU model on a task without GPUs: none fit
-        instances = max(1, int(lc.get("instances_per_task", 1)))
+        # a hosted API holds model.concurrency sessions (per key); other CPU models one per instance
+        instances = max(1, int(cfg.model.get("concurrency", 0) or lc.get("instances_per_task", 1)))
+        if cfg.model.get("concurrency", 0):
+            clients_source = "model.concurrency"
     used = gpus if model_mem > 0 else 0
     parallel = instances * (batched.batch_size if batched else 1)
     per_task = int(lc.get("cases_per_task", max(1, len(cases))))
@@ -219,7 +258,8 @@ def make_plan(cases: list[TestCase], cfg: Any, fixed: dict[str, Any] | None = No
                        client_processes_per_task=min(procs, in_flight), client_cpu_cores_per_task=in_flight * cost)
     return Plan(cfg.benchmark.name, cfg.model.name, len(cases), exp_total, worst_total, model_mem, gpu_mem, per_gpu,
                 used, parallel, speed, per_task, tasks, wall_exp, wall_worst, gpu_h(wall_exp), gpu_h(wall_worst),
-                **clients, batched=batched, gpus_requested_per_task=gpus, durations=durations)
+                **clients, batched=batched, gpus_requested_per_task=gpus, durations=durations,
+                cost=estimate_cost(cfg.model.get("prices", None), est), instances_source=clients_source)
 
 
 def interpolate(points: dict[int, float], x: int) -> float:
@@ -373,6 +413,9 @@ def render(plan: Plan) -> str:
             ("client CPU cores per task", cores),
             ("client processes per task", f"{plan.client_processes_per_task}"),
         ]
+    if plan.cost is not None:
+        rows += [("service cost, expected / worst", f"{plan.cost.usd_expected:.2f} / {plan.cost.usd_worst:.2f} USD "
+                  f"({plan.cost.basis}; prices {plan.cost.prices})")]
     w = max(len(k) for k, _ in rows)
     return "\n".join(["| quantity | value |", "|---|---|"] + [f"| {k.ljust(w)} | {v} |" for k, v in rows])
 
@@ -385,7 +428,7 @@ def _device_rows(plan: Plan) -> list[tuple[str, str]]:
                 ("GPUs per task", f"{plan.gpus_per_task}")]
     asked = plan.gpus_requested_per_task
     return [("model GPU memory per instance", "none: the model uses no GPU (model.resources.gpu_mem_gb = 0)"),
-            ("instances per task", f"{plan.sessions_in_parallel_per_task} (launcher.instances_per_task)"),
+            ("instances per task", f"{plan.sessions_in_parallel_per_task} ({plan.instances_source})"),
             ("GPUs per task", "0 used" + (f"; launcher.gpus_per_task={asked} still requests {asked}" if asked else ""))]
 
 

@@ -178,6 +178,7 @@ class _Recorder:
         self.recorded = 0
         self.sim_s = self.wall_s = 0.0
         self.errors_s: list[float] = []  # |error| of every barge-in recorded
+        self.cost_usd: float | None = None  # a hosted API's billed cost, summed over the sessions recorded
         self.pacing_lag_s = 0.0
         self.on_outcome = None  # a client process reports each case to the launching process
 
@@ -314,7 +315,8 @@ class _Recorder:
         self.tally({"case_id": case.case_id, "failed": False, "attempt": int(h["recording_attempt"]),
                     "session_s": float(result.log.duration_s),
                     "wall_s": float(result.wall_s), "valid": bool(h["valid"]), "barge_in_error_s": [abs(float(e)) for e in errs],
-                    "pacing_lag_max_s": float(h.get("health_pacing_lag_max_s", 0.0))})
+                    "pacing_lag_max_s": float(h.get("health_pacing_lag_max_s", 0.0)),
+                    "cost_usd": (h.get("model_report") or {}).get("cost_usd")})
 
     def tally(self, outcome: dict[str, Any]) -> None:
         """Count one case's outcome (this process's own, or one a client process reported)."""
@@ -332,6 +334,8 @@ class _Recorder:
         self.wall_s += outcome["wall_s"]
         self.errors_s += outcome["barge_in_error_s"]
         self.pacing_lag_s = max(self.pacing_lag_s, outcome["pacing_lag_max_s"])
+        if outcome.get("cost_usd") is not None:
+            self.cost_usd = (self.cost_usd or 0.0) + float(outcome["cost_usd"])
         if not outcome["valid"]:
             self.invalid[outcome["case_id"]] = outcome["attempt"]
 
@@ -371,11 +375,13 @@ class _Recorder:
                             "failed": len(self.failures), "session_s": sim_s, "wall_s": wall_s, "clock": self.clock_kind,
                             "speed": sim_s / wall_s if wall_s > 0 and self.recorded else None,
                             "client_processes": self.processes, "cpu_s": self.cpu_s,
-                            "barge_in_error_s": list(self.errors_s), "pacing_lag_max_s": self.pacing_lag_s}
+                            "barge_in_error_s": list(self.errors_s), "pacing_lag_max_s": self.pacing_lag_s,
+                            "cost_usd": self.cost_usd}
         if self.recorded:
             procs = f", {self.processes} client processes" if self.processes > 1 else ""
             msg = (f"{name}: {self.recorded} of {len(self.todo)} cases recorded, {sim_s:.1f} session-s in {wall_s:.1f} "
-                   f"wall-s = {sim_s / wall_s:.1f} session-seconds per wall-second ({self.clock_kind}{procs})")
+                   f"wall-s = {sim_s / wall_s:.1f} session-seconds per wall-second ({self.clock_kind}{procs})"
+                   + ("" if self.cost_usd is None else f"; service cost {self.cost_usd:.4f} USD"))
             log.info(msg)
             print(msg, flush=True)
         if self.invalid:

@@ -29,7 +29,7 @@ import numpy as np
 
 from fdeval.errors import ConfigError
 
-EventKind = Literal["audio", "text", "interrupted"]
+EventKind = Literal["audio", "text", "interrupted", "vendor"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -40,7 +40,14 @@ class ModelEvent:
     text: `text` is a piece of the model's own text stream; it is shown when the audio that
       follows it in the same batch starts playing, plus `offset_s`; `duration_s` says how long
       the word is spoken, where the model knows it.
-    interrupted: the model (or its server) asks the client to drop audio not yet played.
+    interrupted: the model (or its server) asks the client to drop audio not yet played; the
+      orchestrator then tells the session what of each output item was played
+      (`DuplexSession.flushed`).
+    vendor: something the model's service said that the session log keeps (`text` names it,
+      `detail` gives its figures): a hosted API's turn-detection events, response ids and states,
+      truncations. Logged in the events table as `vendor:<text>` at its arrival; nothing else.
+    `item` names the model's output item an audio chunk belongs to (a hosted API's item id; "" for
+    models without items): the play record counts what was played per item.
     `arrival_mono` is the monotonic time the adapter received it (network adapters); when None
     the orchestrator stamps the event when it drains it.
     """
@@ -51,6 +58,8 @@ class ModelEvent:
     offset_s: float = 0.0
     duration_s: float | None = None
     arrival_mono: float | None = None
+    item: str = ""
+    detail: str = ""
 
     @staticmethod
     def audio_chunk(samples: np.ndarray) -> "ModelEvent":
@@ -59,7 +68,7 @@ class ModelEvent:
 
 # -- optional client packages --------------------------------------------------------------
 # pip distribution of an importable module, where the names differ
-DISTRIBUTIONS = {"socketio": "python-socketio", "google.genai": "google-genai"}
+DISTRIBUTIONS = {"socketio": "python-socketio", "google.genai": "google-genai", "websockets.exceptions": "websockets"}
 # what a server fdeval did not start records for what it cannot know (checkpoint, decoding)
 NOT_STARTED = "unknown: not started by fdeval"
 
@@ -102,6 +111,16 @@ def server_identity(ident: dict[str, Any], external: tuple[str, int] | None,
     return {**ident, "checkpoint_label": checkpoint_label} if checkpoint_label is not None else ident
 
 
+@dataclass(frozen=True)
+class PlayedFlush:
+    """A playback flush as the session is told of it: the session time of the flush and, for
+    each output item with audio on the model channel, the seconds of it played before it."""
+
+    t_s: float
+    played_s: dict[str, float]
+    n_dropped: int
+
+
 class ModelUnavailable(Exception):
     """The model's infrastructure lost a session (its server died, dropped or refused it): not
     the model's behaviour. The run retries the case up to `DuplexModel.case_retries` times and
@@ -140,6 +159,19 @@ class DuplexSession(abc.ABC):
     @abc.abstractmethod
     async def receive(self) -> list[ModelEvent]:
         """Everything the model produced since the previous call (may be empty)."""
+
+    async def flushed(self, flush: "PlayedFlush") -> None:
+        """Called after the orchestrator dropped this session's queued audio on its `interrupted`
+        event, before the next frame is sent: `flush` says when, and how much of each output item
+        (`ModelEvent.item`) had been played by then, from the play record (never wall time). A
+        hosted API whose server must be told what the user heard (OpenAI's truncate) sends it
+        here. Nothing by default."""
+
+    def report(self) -> dict[str, Any]:
+        """What the session reports of itself once it ended, kept in the session log's attrs as
+        `model_report` (JSON): a hosted API's usage and its cost (`cost_usd`), events dropped.
+        Empty by default."""
+        return {}
 
     def hear_user_words(self, words: list[tuple[str, float]]) -> None:
         """Oracle text, for models that declare `oracle_user_text`: the user's words (text, session

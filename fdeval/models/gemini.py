@@ -50,7 +50,7 @@ import numpy as np
 from fdeval.audio.resample import StreamResampler
 from fdeval.errors import ConfigError
 from fdeval.models.base import ModelEvent
-from fdeval.models.network import NetworkModel, NetworkSession, ServerConnectionError, plain
+from fdeval.models.network import KeyMask, NetworkModel, NetworkSession, ServerConnectionError, plain
 
 log = logging.getLogger("fdeval")
 
@@ -74,28 +74,9 @@ def _api_key() -> str:
                       "(it is never read from the config)")
 
 
-class _MaskKey(logging.Filter):
-    """Masks the API key in records of the libraries under the SDK: websockets logs the request
-    headers (`x-goog-api-key` among them) at DEBUG."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        msg = record.getMessage()
-        masked = _mask(msg)
-        if masked != msg:
-            record.msg, record.args = masked, ()
-        return True
-
-
-_MASK = _MaskKey()
+_KEYS = KeyMask(KEY_VARIABLES, patterns=(r"([?&]key=)[^&\s]+",))
 _MASKED_LOGGERS = ("websockets.client", "websockets.protocol", "websockets", "google_genai", "google_genai.live",
                    "httpx", "httpcore")
-
-
-def _mask_library_logs() -> None:
-    for name in _MASKED_LOGGERS:
-        logger = logging.getLogger(name)
-        if _MASK not in logger.filters:
-            logger.addFilter(_MASK)
 
 
 class GeminiLive(NetworkModel):
@@ -118,7 +99,7 @@ class GeminiLive(NetworkModel):
         self.name = name
         self.require_clients()
         _api_key()  # fail at once, naming the variable
-        _mask_library_logs()
+        _KEYS.install(_MASKED_LOGGERS)
         self.model = model
         self.voice = voice
         self.base_prompt = base_prompt
@@ -264,12 +245,4 @@ def _rate(mime_type: str) -> int:
 def _clean(e: BaseException) -> str:
     """An error's text with any API key in it masked (the SDK puts keys in headers, not URLs,
     but a proxy's or a library's message might echo one)."""
-    return _mask(str(e))
-
-
-def _mask(text: str) -> str:
-    for var in KEY_VARIABLES:
-        key = os.environ.get(var)
-        if key:
-            text = text.replace(key, "***")
-    return re.sub(r"([?&]key=)[^&\s]+", r"\1***", text)
+    return _KEYS.mask(str(e))

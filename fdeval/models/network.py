@@ -24,6 +24,8 @@ from __future__ import annotations
 import abc
 import asyncio
 import logging
+import os
+import re
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -44,6 +46,39 @@ class ServerConnectionError(ConnectionError):
     """A network model's server (or service) refused, failed or dropped a session: an
     infrastructure error, never a verdict. Each adapter raises its own subclass naming the server.
     With a server from the job's pool the session raises `ServerDied` in its place (retried)."""
+
+
+class KeyMask(logging.Filter):
+    """Keeps a hosted API's keys out of text: the values of the key `variables` (read when
+    masking) and whatever `patterns` match (each regex's first group is kept, the rest becomes
+    ***). As a logging filter on the libraries under an SDK (websockets logs request headers at
+    DEBUG) it masks their records."""
+
+    def __init__(self, variables: Sequence[str], patterns: Sequence[str] = ()):
+        super().__init__()
+        self.variables, self.patterns = tuple(variables), tuple(re.compile(p) for p in patterns)
+
+    def mask(self, text: str) -> str:
+        for var in self.variables:
+            key = os.environ.get(var)
+            if key:
+                text = text.replace(key, "***")
+        for pattern in self.patterns:
+            text = pattern.sub(lambda m: m.group(1) + "***", text)
+        return text
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = record.getMessage()
+        masked = self.mask(msg)
+        if masked != msg:
+            record.msg, record.args = masked, ()
+        return True
+
+    def install(self, loggers: Sequence[str]) -> None:
+        for name in loggers:
+            logger = logging.getLogger(name)
+            if self not in logger.filters:
+                logger.addFilter(self)
 
 
 def plain(node: Any) -> Any:

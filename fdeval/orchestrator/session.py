@@ -34,7 +34,7 @@ import numpy as np
 
 from fdeval.audio.resample import StreamResampler
 from fdeval.audio.vad import SileroVAD
-from fdeval.models.base import DuplexModel, ModelEvent
+from fdeval.models.base import DuplexModel, DuplexSession, ModelEvent, PlayedFlush
 from fdeval.orchestrator.clock import Clock
 from fdeval.orchestrator.config import HealthBounds, OrchestratorConfig
 from fdeval.orchestrator.playback import Playback
@@ -118,9 +118,11 @@ async def run_session(
         tm.add_turns([u.turn for u in turns], [u.audio for u in turns], n)
 
     asking: asyncio.Task | None = None
+    reporter: DuplexSession | None = None
     wall0 = time.perf_counter()
     try:
         async with model.session(instruction, seed) as sess:
+            reporter = sess
             clock.start()
             log.event(0.0, "session_start", -1, clock.kind)
             k = 0
@@ -152,7 +154,11 @@ async def run_session(
                 for f in model_frames.push(to_model.push(frame)):
                     await sess.send(f)
                 events = await sess.receive()
-                health.model_audio_n += _place(events, clock, t0 + frame_n / sr, playback, from_model, log)
+                n_audio, flushes = _place(events, clock, t0 + frame_n / sr, playback, from_model, log)
+                health.model_audio_n += n_audio
+                health.item_stall(playback.item_stall_max_n)
+                for f in flushes:  # the session hears what was played (a hosted API's truncate)
+                    await sess.flushed(f)
                 n_end = n0 + frame_n
                 health.model(n_end)
                 vad_events = await vstream.push_async(playback.render_to(n_end))
@@ -181,6 +187,9 @@ async def run_session(
             with contextlib.suppress(asyncio.CancelledError):
                 await asking
     wall_s = time.perf_counter() - wall0
+    report = reporter.report() if reporter is not None else {}
+    if report:
+        log.attrs["model_report"] = report
     for e in vstream.close():
         log.event(e.t_s, f"vad_{e.kind}", -1, "model channel (end of session)")
     n_total = k * frame_n
@@ -274,6 +283,13 @@ class _Health:
         self.min_lag_s = min(self.min_lag_s, lag)
         self.model_lag_s = max(self.model_lag_s, lag - self.min_lag_s)
 
+    def item_stall(self, stall_n: int) -> None:
+        # A model that sends its answers as items faster than real time (a hosted API) is behind
+        # when an item's audio stalls: its lag is the longest gap inside an item.
+        if stall_n > 0:
+            stall = stall_n / self.sr
+            self.model_lag_s = stall if math.isnan(self.model_lag_s) else max(self.model_lag_s, stall)
+
     def broken(self, bounds: HealthBounds) -> bool:
         return self.realtime and (self.pacing_lag_s > bounds.max_pacing_lag_s or self.model_lag_s > bounds.max_model_lag_s)
 
@@ -298,17 +314,22 @@ class _Health:
 
 
 def _place(events: list[ModelEvent], clock: Clock, nominal_s: float, playback: Playback,
-           from_model: StreamResampler, log: SessionLog) -> int:
+           from_model: StreamResampler, log: SessionLog) -> tuple[int, list[PlayedFlush]]:
     """Put drained model events on the played timeline (chunks, text pieces, flushes); returns
-    the number of model samples (at the session rate) that arrived."""
+    the number of model samples (at the session rate) that arrived, and the flushes the session
+    is to be told of."""
     n = 0
+    flushes: list[PlayedFlush] = []
+    sr = playback.sample_rate
     for ev in events:
         arrival = clock.arrival(nominal_s, ev.arrival_mono)
-        if ev.kind == "audio" and ev.audio is not None:
+        if ev.kind == "vendor":
+            log.event(arrival, f"vendor:{ev.text}", -1, ev.detail)
+        elif ev.kind == "audio" and ev.audio is not None:
             samples = from_model.push(np.asarray(ev.audio, dtype=np.float32))
             n += len(samples)
             if len(samples):
-                chunk = playback.add(samples, arrival)
+                chunk = playback.add(samples, arrival, ev.item)
                 log.model_chunks.append((chunk.arrival_s, chunk.play_start_s, chunk.n_samples))
         elif ev.kind == "text":
             play_s = playback.next_start_s(arrival) + ev.offset_s
@@ -319,5 +340,7 @@ def _place(events: list[ModelEvent], clock: Clock, nominal_s: float, playback: P
             for row in log.model_text:
                 if row[1] >= flush.t_s:
                     row[4] = True  # its audio will never be played
-            log.event(flush.t_s, "playback_flush", -1, f"n_dropped={flush.n_dropped}")
-    return n
+            played = " ".join(f"{item}:{1000 * k / sr:.3f}" for item, k in flush.played_n)
+            log.event(flush.t_s, "playback_flush", -1, f"n_dropped={flush.n_dropped}" + (f" played_ms={played}" if played else ""))
+            flushes.append(PlayedFlush(flush.t_s, {item: k / sr for item, k in flush.played_n}, flush.n_dropped))
+    return n, flushes

@@ -335,3 +335,22 @@ def test_stage_plan_sizes_moshi_lockstep_from_a_speed_json_through_the_cli(tmp_p
     assert "Traceback" not in proc.stderr
     (line,) = [x for x in proc.stderr.splitlines() if "lockstep_bench" in x]
     assert f"{bench}: field 'env.device': measured on 'Test GPU 80GB' but launcher.gpu_name is 'NVIDIA H100 80GB HBM3'" in line
+
+
+def test_a_hosted_model_is_planned_with_its_concurrency_and_its_price_table():
+    cases = [_case(f"c{i}") for i in range(4)]
+    cfg = _cfg(gpus_per_task=0, cases_per_task=4)
+    cfg.model = {"name": "grok_voice", "concurrency": 2, "resources": {"gpu_mem_gb": 0, "realtime": True},
+                 "prices": {"date": "2026-05-25", "source": "the vendor's page", "usd_per_audio_minute": 0.05}}
+    p = make_plan(cases, cfg)
+    e = estimate_case(cases[0], 1.5, 1.0, 8.0, None)
+    assert p.sessions_in_parallel_per_task == 2 and p.instances_source == "model.concurrency"
+    # billed: the whole session sent, the session less the user's speech received
+    assert p.cost.usd_expected == pytest.approx(4 * (2 * e.expected_s - e.audio_s) / 60 * 0.05)
+    assert "service cost" in render(p) and "2026-05-25" in render(p)
+    cfg.model.prices = {"date": "d", "source": "s", "usd_per_1m_tokens": {"audio_in": 32.0, "audio_out": 64.0},
+                        "estimate_tokens_per_s": {"audio_in": 10, "audio_out": 20}}
+    tokens = make_plan(cases, cfg).cost
+    assert tokens.usd_expected == pytest.approx(4 * (e.expected_s * 10 * 32 + (e.expected_s - e.audio_s) * 20 * 64) / 1e6)
+    del cfg.model["prices"]
+    assert make_plan(cases, cfg).cost is None

@@ -168,13 +168,25 @@ def question_and_barge_in(tts, case_id: str, barge_in_after_s: float = 1.0,
     return case, [q.samples, bi.samples]
 
 
-def model_from_yaml(name: str, **overrides):
-    """Instantiate conf/model/<name>.yaml the way the run stage does (minus `resources`)."""
-    from hydra.utils import instantiate
+def model_node(name: str) -> dict:
+    """conf/model/<name>.yaml as a plain dict, a preset's `defaults` (other model configs it
+    builds on) merged first, as Hydra does."""
     from omegaconf import OmegaConf
 
     root = Path(__file__).resolve().parents[2]
     node = OmegaConf.to_container(OmegaConf.load(root / "fdeval" / "conf" / "model" / f"{name}.yaml"), resolve=True)
+    base: dict = {}
+    for parent in node.pop("defaults", None) or ():
+        if parent != "_self_":
+            base = OmegaConf.to_container(OmegaConf.merge(base, model_node(parent)), resolve=True)
+    return OmegaConf.to_container(OmegaConf.merge(base, node), resolve=True) if base else node
+
+
+def model_from_yaml(name: str, **overrides):
+    """Instantiate conf/model/<name>.yaml the way the run stage does (minus `resources`)."""
+    from hydra.utils import instantiate
+
+    node = model_node(name)
     node.pop("resources", None)
     node.update(overrides)
     return instantiate(node)

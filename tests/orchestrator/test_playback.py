@@ -35,3 +35,27 @@ def test_render_is_chunking_independent():
         return np.concatenate([pb.render_to(n) for n in cuts])
 
     assert np.array_equal(rendered([1000]), rendered(list(range(27, 1000, 27)) + [1000]))
+
+
+def test_a_flush_counts_what_each_item_played_from_the_play_record():
+    pb = Playback(1000)
+    pb.add(np.ones(100, np.float32), arrival_s=0.0, item="a")  # plays 0.0-0.1
+    pb.add(np.ones(300, np.float32), arrival_s=0.01, item="b")  # queued: 0.1-0.4
+    pb.add(np.ones(200, np.float32), arrival_s=0.02, item="b")  # 0.4-0.6
+    pb.render_to(250)
+    f = pb.flush(0.25)
+    assert dict(f.played_n) == {"a": 100, "b": 150} and f.n_dropped == 350
+    # what a flush dropped is never counted as played later
+    pb.add(np.ones(50, np.float32), arrival_s=0.3, item="c")
+    pb.render_to(400)
+    assert dict(pb.flush(0.4).played_n) == {"a": 100, "b": 150, "c": 50}
+
+
+def test_an_item_whose_audio_arrives_after_its_queue_ran_dry_is_a_stall():
+    pb = Playback(1000)
+    pb.add(np.ones(100, np.float32), arrival_s=0.0, item="a")
+    pb.add(np.ones(100, np.float32), arrival_s=0.05, item="a")  # queued: no gap
+    assert pb.item_stall_max_n == 0
+    pb.add(np.ones(100, np.float32), arrival_s=0.35, item="a")  # 0.15 s after the queue ended
+    pb.add(np.ones(100, np.float32), arrival_s=0.9, item="b")  # a new item after silence: no stall
+    assert pb.item_stall_max_n == 150

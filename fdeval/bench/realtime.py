@@ -82,7 +82,7 @@ def measure(ctx: Context, cases_dir: Path, n: int, processes: int, *extra: str) 
             "barge_in_p50_ms": percentile_ms(errors, 50), "barge_in_p99_ms": percentile_ms(errors, 99),
             "barge_ins": len(errors), "pacing_lag_max_ms": max(lags) * 1e3 if lags else None,
             "past_pacing_bound": sum(lag > bound for lag in lags), "pacing_bound_ms": bound * 1e3,
-            "client_cpu_s": cpu, "launch_cpu_s": launch_cpu,
+            "client_cpu_s": cpu, "launch_cpu_s": launch_cpu, "run_dir": str(run.run_dir),
             "client_cpu_s_per_session_s": cpu / sum(durations) if durations else None}
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from fdeval.bench import batched, generation, lockstep, realtime, startup, steps, tact, vad
+from fdeval.bench import batched, generation, hosted, lockstep, realtime, startup, steps, tact, vad
 
 SECTIONS = {
     "launch": startup.run,
     "lockstep": lockstep.run,
     "realtime": realtime.run,
+    "hosted": hosted.run,
     "vad": vad.run,
     "generation": generation.run,
     "tact": tact.run,

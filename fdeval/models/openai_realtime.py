@@ -68,6 +68,7 @@ from fdeval.models.network import KeyMask, NetworkModel, NetworkSession, ServerC
 
 log = logging.getLogger("fdeval")
 
+SESSION_TYPES = "openai.types.realtime.realtime_session_create_request"  # where the SDK lists deprecated ids
 PLAY_SLACK_S = 0.2  # playback starts on the frame grid: a chunk may end up to a frame later than it arrived
 WHOLE_TOLERANCE_MS = 2.0
 DEFAULT_TURN_DETECTION = {"type": "server_vad", "threshold": 0.5, "prefix_padding_ms": 300,
@@ -107,14 +108,13 @@ class RealtimeUnavailable(RealtimeServiceError, ModelUnavailable):
     retries the case (`model.case_retries`), then records it as an infrastructure error."""
 
 
-def sdk_deprecations() -> dict[str, str]:
+def sdk_deprecations(module: Any) -> dict[str, str]:
     """Model ids the installed openai package marks deprecated, with their announced shutdown
-    date, read from the docstring of the session's `model` field."""
+    date, read from the docstring of the session's `model` field in `module` (the package's
+    `types.realtime.realtime_session_create_request`)."""
     try:
-        from openai.types.realtime import realtime_session_create_request as mod
-
-        text = inspect.getsource(mod)
-    except (ImportError, OSError, TypeError):
+        text = inspect.getsource(module)
+    except (OSError, TypeError):
         return {}
     out: dict[str, str] = {}
     block = text.partition("Deprecated values:")[2].partition('"""')[0]
@@ -190,7 +190,9 @@ class OpenAIRealtime(NetworkModel):
         self.prices = check_prices(plain(prices), self.dialect.name)
         self.turn_silence_s = turn_silence_s
         self.server = plain(server)  # always null: a hosted API
-        shutdown = sdk_deprecations().get(self.model) if self.dialect.name == "openai" else None
+        shutdown = None
+        if self.dialect.name == "openai":
+            shutdown = sdk_deprecations(self.client_module(SESSION_TYPES)).get(self.model)
         if shutdown:
             log.warning("%s: model id %s is deprecated in the openai package; its announced shutdown date is %s",
                         self.name, self.model, shutdown)
@@ -217,7 +219,9 @@ class OpenAIRealtime(NetworkModel):
 
     def identity(self) -> dict[str, Any]:
         openai = self.client_module("openai")
+        # the endpoint is part of it: a proxy or a stand-in is not the vendor's service
         return {"name": self.name, "adapter": "openai-realtime", "dialect": self.dialect.name, "model": self.model,
+                "endpoint": self.base_url,
                 "voice": self.voice, "base_prompt": self.base_prompt, "turn_detection": self.turn_detection,
                 "input_rate": self.sample_rate, "output_rate": self.output_rate,
                 "input_transcription": self.input_transcription, "reasoning": self.reasoning,

@@ -95,6 +95,13 @@ def write_session(log: SessionLog, user: np.ndarray, model: np.ndarray, wav_path
                 h5.create_dataset("user_policy_record", data=json.dumps(log.policy_record, sort_keys=True), dtype=_STR)
 
 
+def flush_played_ms(detail: str) -> dict[str, float]:
+    """item -> ms of it played, from a `playback_flush` event's detail (`played_ms=<item>:<ms> ...`;
+    empty for a model whose audio has no items)."""
+    part = detail.partition("played_ms=")[2]
+    return {item: float(ms) for item, ms in (x.rsplit(":", 1) for x in part.split())}
+
+
 def _decode(v: Any) -> Any:
     return v.decode("utf-8") if isinstance(v, bytes) else v
 

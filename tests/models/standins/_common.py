@@ -3,14 +3,17 @@ own `ServerPool` as one CPU instance."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
+import ssl
 import sys
+import threading
 from pathlib import Path
 from typing import Callable, Iterator
 
 import numpy as np
-from fake_servers_common import Reply, model_from_yaml, read_records
+from fake_servers_common import Reply, model_from_yaml, read_records, start_app
 
 from fdeval.audio.resample import resample
 from fdeval.models.network import NetworkModel
@@ -95,3 +98,20 @@ def standin_process(name: str, tmp: Path, **overrides) -> tuple[NetworkModel, Pa
         ["{python}", str(MODELS / "standin_server.py"), name, "--host", "{host}", "--port", "{port}",
          "--record", str(record)], tmp), **overrides))
     return m, record
+
+
+class ThreadServer:
+    """An aiohttp app served on 127.0.0.1 from a thread with its own event loop, so that the
+    client's loop holds only the client's tasks."""
+
+    def __init__(self, app, port: int, ssl_context: ssl.SSLContext | None = None):
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.runner = asyncio.run_coroutine_threadsafe(start_app(app, port, ssl_context), self.loop).result(30)
+
+    def close(self) -> None:
+        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(30)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()

@@ -1,0 +1,129 @@
+"""model=gpt_realtime and model=grok_voice through `python -m fdeval.launch` under the realtime
+clock with a dummy key, against local stand-ins of their APIs on 127.0.0.1
+(fake_servers_openai_realtime.py: a scripted model, not OpenAI's or xAI's service): Instruct-FD's
+two built-in cases recorded, valid, transcribed, judged and scored; one EchoChain conversation and
+its half-duplex control; one TACT episode. The six launches run at once (they wait on the real-time
+clock, not on the CPU) against one stand-in per dialect served from this process, so every
+truncate a stand-in received is checked against the played ms in fdeval's session logs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("openai")
+
+from fake_servers_common import free_port, make_reply
+from fake_servers_openai_realtime import FakeRealtime
+from helpers.health import LENIENT_ARGS
+from helpers.launching import TWO_CASES, seed_data
+from standins._common import ThreadServer
+
+from fdeval.orchestrator.recorder import flush_played_ms, read_session_log
+
+pytestmark = pytest.mark.slow
+
+KEYS = {"gpt_realtime": ("OPENAI_API_KEY", "sk-dummy-hosted-runs"), "grok_voice": ("XAI_API_KEY", "xai-dummy-hosted-runs")}
+DIALECT = {"gpt_realtime": "openai", "grok_voice": "xai"}
+BENCHMARKS = {
+    "instructfd": [TWO_CASES, "model.concurrency=2"],
+    "echochain": ["benchmark=echochain", "benchmark.n_conversations=1", "benchmark.n_resamples=200"],
+    "tact": ["benchmark=tact", "benchmark.n_episodes=1", "benchmark.n_resamples=200", "model.concurrency=3"],
+}
+
+
+@pytest.fixture(scope="module")
+def hosted(tmp_path_factory):
+    """{(model, benchmark): (exit code, output, run folders)} and the stand-ins, after all six launches."""
+    replies = [make_reply("Sure. Start with short easy runs, three times a week, and walk when you need to."),
+               make_reply("Okay, I will stop there. Tell me what you would like to change, and we can plan it again.")]
+    fakes, servers, procs = {}, [], {}
+    try:
+        for model, dialect in DIALECT.items():
+            port = free_port()
+            fakes[model] = (FakeRealtime(replies, dialect=dialect, api_key=KEYS[model][1]), port)
+            servers.append(ThreadServer(fakes[model][0].app(), port))
+        for model in DIALECT:
+            var, key = KEYS[model]
+            env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "XAI_API_KEY", "OPENAI_BASE_URL")}
+            env[var] = key
+            for bench, args in BENCHMARKS.items():
+                tmp = tmp_path_factory.mktemp(f"{model}-{bench}")
+                out = seed_data(tmp / "out") if bench == "instructfd" else tmp / "out"
+                cmd = [sys.executable, "-m", "fdeval.launch", f"out_root={out}", "progress=false", f"model={model}",
+                       f"model.base_url=ws://127.0.0.1:{fakes[model][1]}/v1", "orchestrator.clock=realtime",
+                       *LENIENT_ARGS, *args]
+                procs[model, bench] = (subprocess.Popen(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE,
+                                                        stderr=subprocess.STDOUT, text=True), out)
+        done = {}
+        t_end = time.monotonic() + 600
+        for k, (p, out) in procs.items():
+            try:
+                text, _ = p.communicate(timeout=max(1.0, t_end - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                text, _ = p.communicate()
+                raise AssertionError(f"{k}: still running after 600 s:\n{text[-3000:]}") from None
+            runs = sorted(d for d in out.glob("*/*/*") if (d / "sessions").is_dir())
+            done[k] = (p.returncode, text, runs)
+        yield done, {m: f for m, (f, _) in fakes.items()}
+    finally:
+        for p, _ in procs.values():
+            if p.poll() is None:
+                p.kill()
+        for s in servers:
+            s.close()
+
+
+def _logs(runs: list[Path]) -> list[dict]:
+    return [read_session_log(h5) for run in runs for h5 in sorted((run / "sessions").glob("*.h5"))]
+
+
+@pytest.mark.parametrize("model", list(DIALECT))
+@pytest.mark.parametrize("bench", list(BENCHMARKS))
+def test_each_benchmark_runs_end_to_end_on_the_stand_in(hosted, model, bench):
+    done, fakes = hosted
+    rc, text, runs = done[model, bench]
+    assert rc == 0, text[-4000:]
+    logs = _logs(runs)
+    assert logs and all(lg["attrs"]["valid"] for lg in logs), [lg["attrs"]["invalid_reason"] for lg in logs]
+    for lg in logs:
+        report = json.loads(lg["attrs"]["model_report"])
+        assert report["cost_usd"] > 0 and report["prices"]["date"]
+        ident = json.loads(lg["attrs"]["model"])
+        assert ident["dialect"] == DIALECT[model] and ident["endpoint"].startswith("ws://127.0.0.1:")
+    assert "service cost" in text
+    (run,) = [r for r in runs if r.parent.name == model]
+    if bench == "instructfd":
+        assert len(logs) == 2 and list((run / "transcripts").glob("*/*.json")) and list((run / "verdicts").glob("*/*.json"))
+        assert list((run / "scores").glob("*/ias.*"))
+    assert fakes[model].invalid == []  # every event of every launch validated against the SDK's types
+    key = KEYS[model][1]
+    assert key not in text and not any(key in p.read_text(errors="replace") for p in run.rglob("*")
+                                       if p.is_file() and p.suffix in (".json", ".md", ".log", ".yaml", ".jsonl"))
+
+
+def test_every_truncate_the_service_received_is_what_fdeval_played(hosted):
+    """The barge-in table: the stand-in's audio_end_ms against the played ms in fdeval's log."""
+    done, fakes = hosted
+    played: dict[str, float] = {}
+    for rc, _, runs in done.values():
+        for lg in _logs(runs):
+            for e in lg["events"]:
+                if e["kind"] == "playback_flush":
+                    played.update(flush_played_ms(e["detail"]))
+    rows = [(m, t.item_id, t.audio_end_ms, played[t.item_id]) for m, f in fakes.items() for s in f.sessions
+            for t in s.truncates]
+    print("\n| model | item | audio_end_ms (stand-in) | played ms (fdeval log) | difference ms |\n|---|---|---:|---:|---:|")
+    for m, item, end, ms in rows:
+        print(f"| {m} | {item} | {end} | {ms:.3f} | {end - ms:+.3f} |")
+    assert rows and {m for m, *_ in rows} == set(DIALECT)
+    assert max(abs(end - ms) for _, _, end, ms in rows) <= 20.0, rows
+    assert all(t.accepted for f in fakes.values() for s in f.sessions for t in s.truncates)

@@ -36,7 +36,7 @@ import numpy as np
 from helpers import health
 from helpers.fake_messages_server import FakeMessagesServer, text
 
-KEY_NAMES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "HF_TOKEN")
+KEY_NAMES = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "XAI_API_KEY", "HF_TOKEN")
 YES = '{"reasoning": "Step 5: fine.", "adherence": "yes"}'
 LISTEN = "0A"
 

@@ -1,5 +1,5 @@
 """Keys stay where they are needed: planted in the environment (ANTHROPIC_API_KEY, OPENAI_API_KEY,
-GEMINI_API_KEY, HF_TOKEN, each a unique random value), they appear in no output file, log, HDF5
+GEMINI_API_KEY, XAI_API_KEY, HF_TOKEN, each a unique random value), they appear in no output file, log, HDF5
 attribute or string dataset, server log, review-server answer or label file, in no request but the
 judge's own header, and in the environment of no process fdeval starts (read from
 /proc/<pid>/environ while the launch runs: tests/faults/observe.py).
@@ -7,7 +7,8 @@ judge's own header, and in the environment of no process fdeval starts (read fro
 The launch: one case on a Moshi server pool (the official moshi.server on a tiny random
 checkpoint, CPU; skipped with the reason where the moshi venv cannot be built) judged by the LLM
 judge on the local Messages stand-in. The Slurm path is not covered here: it needs the local Slurm
-of slurm/ (tests/cluster).
+of slurm/ (tests/cluster). A hosted model's key (OPENAI_API_KEY, XAI_API_KEY) on its client
+processes and its service: tests/models/test_hosted_runs.py.
 """
 
 from __future__ import annotations

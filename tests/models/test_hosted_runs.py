@@ -4,13 +4,17 @@ clock with a dummy key, against local stand-ins of their APIs on 127.0.0.1
 two built-in cases recorded, valid, transcribed, judged and scored; one EchoChain conversation and
 its half-duplex control; one TACT episode. The six launches run at once (they wait on the real-time
 clock, not on the CPU) against one stand-in per dialect served from this process, so every
-truncate a stand-in received is checked against the played ms in fdeval's session logs.
+truncate a stand-in received is checked against the played ms in fdeval's session logs. Every
+launch has planted keys in its environment (tests/faults/observe.py: unique random values of
+OPENAI_API_KEY, XAI_API_KEY and the others); the gpt_realtime Instruct-FD launch spreads its
+sessions over two client processes and is watched: the model's key reaches those clients and,
+from them, only the service's Authorization header; no other key reaches them; no key is in any
+output.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -22,6 +26,7 @@ pytest.importorskip("openai")
 
 from fake_servers_common import free_port, make_reply
 from fake_servers_openai_realtime import FakeRealtime
+from faults.observe import Watch, keyed_environ, leaks, planted_keys
 from helpers.health import LENIENT_ARGS
 from helpers.launching import TWO_CASES, seed_data
 from standins._common import ThreadServer
@@ -30,10 +35,10 @@ from fdeval.orchestrator.recorder import flush_played_ms, read_session_log
 
 pytestmark = pytest.mark.slow
 
-KEYS = {"gpt_realtime": ("OPENAI_API_KEY", "sk-dummy-hosted-runs"), "grok_voice": ("XAI_API_KEY", "xai-dummy-hosted-runs")}
+KEY_VAR = {"gpt_realtime": "OPENAI_API_KEY", "grok_voice": "XAI_API_KEY"}
 DIALECT = {"gpt_realtime": "openai", "grok_voice": "xai"}
 BENCHMARKS = {
-    "instructfd": [TWO_CASES, "model.concurrency=2"],
+    "instructfd": [TWO_CASES, "model.concurrency=2", "orchestrator.client_processes=2"],
     "echochain": ["benchmark=echochain", "benchmark.n_conversations=1", "benchmark.n_resamples=200"],
     "tact": ["benchmark=tact", "benchmark.n_episodes=1", "benchmark.n_resamples=200", "model.concurrency=3"],
 }
@@ -41,19 +46,19 @@ BENCHMARKS = {
 
 @pytest.fixture(scope="module")
 def hosted(tmp_path_factory):
-    """{(model, benchmark): (exit code, output, run folders)} and the stand-ins, after all six launches."""
+    """{(model, benchmark): (exit code, output, run folders)}, the stand-ins, the planted keys and
+    the watch of the gpt_realtime Instruct-FD launch, after all six launches."""
+    keys = planted_keys()
     replies = [make_reply("Sure. Start with short easy runs, three times a week, and walk when you need to."),
                make_reply("Okay, I will stop there. Tell me what you would like to change, and we can plan it again.")]
     fakes, servers, procs = {}, [], {}
     try:
         for model, dialect in DIALECT.items():
             port = free_port()
-            fakes[model] = (FakeRealtime(replies, dialect=dialect, api_key=KEYS[model][1]), port)
+            fakes[model] = (FakeRealtime(replies, dialect=dialect, api_key=keys[KEY_VAR[model]]), port)
             servers.append(ThreadServer(fakes[model][0].app(), port))
+        env = {k: v for k, v in keyed_environ(keys).items() if k != "OPENAI_BASE_URL"}
         for model in DIALECT:
-            var, key = KEYS[model]
-            env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "XAI_API_KEY", "OPENAI_BASE_URL")}
-            env[var] = key
             for bench, args in BENCHMARKS.items():
                 tmp = tmp_path_factory.mktemp(f"{model}-{bench}")
                 out = seed_data(tmp / "out") if bench == "instructfd" else tmp / "out"
@@ -62,6 +67,7 @@ def hosted(tmp_path_factory):
                        *LENIENT_ARGS, *args]
                 procs[model, bench] = (subprocess.Popen(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE,
                                                         stderr=subprocess.STDOUT, text=True), out)
+        watch = Watch(procs["gpt_realtime", "instructfd"][0].pid)
         done = {}
         t_end = time.monotonic() + 600
         for k, (p, out) in procs.items():
@@ -73,7 +79,8 @@ def hosted(tmp_path_factory):
                 raise AssertionError(f"{k}: still running after 600 s:\n{text[-3000:]}") from None
             runs = sorted(d for d in out.glob("*/*/*") if (d / "sessions").is_dir())
             done[k] = (p.returncode, text, runs)
-        yield done, {m: f for m, (f, _) in fakes.items()}
+        watch.stop()
+        yield done, {m: f for m, (f, _) in fakes.items()}, keys, watch
     finally:
         for p, _ in procs.values():
             if p.poll() is None:
@@ -89,7 +96,7 @@ def _logs(runs: list[Path]) -> list[dict]:
 @pytest.mark.parametrize("model", list(DIALECT))
 @pytest.mark.parametrize("bench", list(BENCHMARKS))
 def test_each_benchmark_runs_end_to_end_on_the_stand_in(hosted, model, bench):
-    done, fakes = hosted
+    done, fakes, keys, _ = hosted
     rc, text, runs = done[model, bench]
     assert rc == 0, text[-4000:]
     logs = _logs(runs)
@@ -105,14 +112,26 @@ def test_each_benchmark_runs_end_to_end_on_the_stand_in(hosted, model, bench):
         assert len(logs) == 2 and list((run / "transcripts").glob("*/*.json")) and list((run / "verdicts").glob("*/*.json"))
         assert list((run / "scores").glob("*/ias.*"))
     assert fakes[model].invalid == []  # every event of every launch validated against the SDK's types
-    key = KEYS[model][1]
-    assert key not in text and not any(key in p.read_text(errors="replace") for p in run.rglob("*")
-                                       if p.is_file() and p.suffix in (".json", ".md", ".log", ".yaml", ".jsonl"))
+    assert leaks(run.parents[2], keys) == [] and not [name for name, v in keys.items() if v in text]
+    for s in fakes[model].sessions:  # the key went in the Authorization header, and nowhere else
+        assert s.authorization == f"Bearer {keys[KEY_VAR[model]]}"
+        sent = json.dumps([{k: v for k, v in s.headers.items() if k.lower() != "authorization"}, s.session_updates,
+                           s.query, s.item_creates])
+        assert not [name for name, v in keys.items() if v in sent]
+
+
+def test_the_client_processes_get_the_models_key_and_no_other(hosted):
+    done, _, keys, watch = hosted
+    assert done["gpt_realtime", "instructfd"][0] == 0
+    clients = [c for c in watch.children() if "spawn_main" in " ".join(c.cmdline)]
+    assert len(clients) == 2, [c.cmdline for c in watch.children()]
+    for c in clients:
+        assert {k for k, v in c.environ.items() if k in keys or v in keys.values()} == {"OPENAI_API_KEY"}
 
 
 def test_every_truncate_the_service_received_is_what_fdeval_played(hosted):
     """The barge-in table: the stand-in's audio_end_ms against the played ms in fdeval's log."""
-    done, fakes = hosted
+    done, fakes, _, _ = hosted
     played: dict[str, float] = {}
     for rc, _, runs in done.values():
         for lg in _logs(runs):

@@ -41,7 +41,7 @@ from fdeval.files import remove_stale_temps, write_json_atomic
 from fdeval.models.base import DuplexModel, ModelUnavailable
 from fdeval.orchestrator.clock import make_clock
 from fdeval.orchestrator.recorder import write_session
-from fdeval.orchestrator.turns import effective_turn_config, session_length_s
+from fdeval.orchestrator.turns import TurnConfig, effective_turn_config, session_length_s
 from fdeval.orchestrator.session import run_session
 from fdeval.settings import OrchestratorSettings, typed
 from fdeval.types import TestCase
@@ -118,6 +118,21 @@ def check_fits(cases: list[TestCase], max_session_s: float) -> None:
         if total >= max_session_s:
             raise ConfigError(f"case {c.case_id!r}: field 'turns': {total:.1f} s of user audio does not fit in "
                               f"orchestrator.max_session_s={max_session_s:g}; raise it or shorten the case")
+
+
+def check_model_limit(cases: list[TestCase], model: DuplexModel, benchmark: Any, turns: TurnConfig) -> None:
+    """A model whose service ends a session after `model.max_session_s`: every case that could
+    last longer (its planned worst-case length, as the orchestrator would cut it at
+    max_session_s) is an error before any session, naming the case and its length."""
+    limit = model.max_session_s
+    if limit is None or turns.max_session_s <= limit:
+        return
+    for c in cases:
+        worst = min(session_length_s(benchmark.planned_turns(c), turns)[1], turns.max_session_s)
+        if worst > limit:
+            raise ConfigError(f"case {c.case_id!r}: planned to last up to {worst:.0f} s, longer than model={model.name} "
+                              f"allows in one session ({limit:g} s); set orchestrator.max_session_s={limit:g} or shorten "
+                              "the case")
 
 
 class RecordSessions(Step):
@@ -217,6 +232,7 @@ class _Recorder:
                      f" ({len(kept)} of them invalid)" if kept else "")
             return
         check_fits(self.todo, self.ocfg.turns.max_session_s)
+        check_model_limit(self.todo, model, run.benchmark, effective_turn_config(self.ocfg.turns, model.turn_silence_s))
         self.step.check_audio(run, self.todo)
         self.clock_kind = model.clock if self.clock == "auto" else self.clock
         n_parallel = max(1, int(model.concurrency))

@@ -217,6 +217,9 @@ class DuplexModel(abc.ABC):
     only secrets a realtime client process that holds its sessions is given."""
     case_retries: int = 0
     """How often the run retries a case whose session raised `ModelUnavailable`."""
+    max_session_s: float | None = None
+    """The longest session the model's service allows (a hosted stream that closes after a fixed
+    time); None: no limit. A run whose cases could last longer is refused before any session."""
     oracle_user_text: bool = False
     """True for a model that is given the user's words as they are played (oracle text, no ASR:
     `DuplexSession.hear_user_words`). Only reference models that stand in for speech

@@ -15,6 +15,7 @@ output.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -146,3 +147,24 @@ def test_every_truncate_the_service_received_is_what_fdeval_played(hosted):
     assert rows and {m for m, *_ in rows} == set(DIALECT)
     assert max(abs(end - ms) for _, _, end, ms in rows) <= 20.0, rows
     assert all(t.accepted for f in fakes.values() for s in f.sessions for t in s.truncates)
+
+
+def test_nova_sonic_runs_the_benchmarks_on_its_stand_in(tmp_path, monkeypatch):
+    """The same three benchmarks with model=nova_sonic against the TLS HTTP/2 stand-in of Bedrock's
+    stream: Python 3.12 only (its SDK), skipped in one line on older interpreters."""
+    from standins.nova_sonic import nova_model
+
+    replies = [make_reply("Sure. Start with short easy runs, three times a week, and walk when you need to."),
+               make_reply("Okay, I will stop there. Tell me what you would like to change, and we can plan it again.")]
+    with nova_model(tmp_path, monkeypatch, replies) as (model, server):
+        env = {**os.environ}
+        for bench, args in BENCHMARKS.items():
+            out = seed_data(tmp_path / bench / "out") if bench == "instructfd" else tmp_path / bench / "out"
+            cmd = [sys.executable, "-m", "fdeval.launch", f"out_root={out}", "progress=false", "model=nova_sonic",
+                   f"model.endpoint={model.endpoint}", f"model.ca_file={model.ca_file}", "orchestrator.clock=realtime",
+                   *LENIENT_ARGS, *[a for a in args if not a.startswith("orchestrator.client_processes")]]
+            proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+            assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+            logs = _logs(sorted(d for d in out.glob("*/*/*") if (d / "sessions").is_dir()))
+            assert logs and all(lg["attrs"]["valid"] for lg in logs)
+        assert server.barge_ins >= 1

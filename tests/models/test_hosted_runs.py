@@ -1,8 +1,8 @@
 """model=gpt_realtime and model=grok_voice through `python -m fdeval.launch` under the realtime
 clock with a dummy key, against local stand-ins of their APIs on 127.0.0.1
 (fake_servers_openai_realtime.py: a scripted model, not OpenAI's or xAI's service): Instruct-FD's
-two built-in cases recorded, valid, transcribed, judged and scored; one EchoChain conversation and
-its half-duplex control; one TACT episode. The six launches run at once (they wait on the real-time
+two built-in cases recorded, valid, transcribed, judged and scored; one TACT episode (gpt_realtime);
+one EchoChain conversation (grok_voice). The three launches run at once (they wait on the real-time
 clock, not on the CPU) against one stand-in per dialect served from this process, so every
 truncate a stand-in received is checked against the played ms in fdeval's session logs. Every
 launch has planted keys in its environment (tests/faults/observe.py: unique random values of
@@ -40,15 +40,19 @@ KEY_VAR = {"gpt_realtime": "OPENAI_API_KEY", "grok_voice": "XAI_API_KEY"}
 DIALECT = {"gpt_realtime": "openai", "grok_voice": "xai"}
 BENCHMARKS = {
     "instructfd": [TWO_CASES, "model.concurrency=2", "orchestrator.client_processes=2"],
-    "echochain": ["benchmark=echochain", "benchmark.n_conversations=1", "benchmark.n_resamples=200"],
+    "echochain": ["benchmark=echochain", "benchmark.n_conversations=1", "benchmark.n_resamples=200",
+                  "benchmark.half_duplex=false"],
     "tact": ["benchmark=tact", "benchmark.n_episodes=1", "benchmark.n_resamples=200", "model.concurrency=3"],
 }
+# Each benchmark once, each dialect at least once (the other three pairs, and the EchoChain
+# control, are the same code paths: run by hand for the closing note of issue 25, not in CI's time)
+LAUNCHES = (("gpt_realtime", "instructfd"), ("gpt_realtime", "tact"), ("grok_voice", "echochain"))
 
 
 @pytest.fixture(scope="module")
 def hosted(tmp_path_factory):
     """{(model, benchmark): (exit code, output, run folders)}, the stand-ins, the planted keys and
-    the watch of the gpt_realtime Instruct-FD launch, after all six launches."""
+    the watch of the gpt_realtime Instruct-FD launch, after all the launches."""
     keys = planted_keys()
     replies = [make_reply("Sure. Start with short easy runs, three times a week, and walk when you need to."),
                make_reply("Okay, I will stop there. Tell me what you would like to change, and we can plan it again.")]
@@ -59,15 +63,14 @@ def hosted(tmp_path_factory):
             fakes[model] = (FakeRealtime(replies, dialect=dialect, api_key=keys[KEY_VAR[model]]), port)
             servers.append(ThreadServer(fakes[model][0].app(), port))
         env = {k: v for k, v in keyed_environ(keys).items() if k != "OPENAI_BASE_URL"}
-        for model in DIALECT:
-            for bench, args in BENCHMARKS.items():
-                tmp = tmp_path_factory.mktemp(f"{model}-{bench}")
-                out = seed_data(tmp / "out") if bench == "instructfd" else tmp / "out"
-                cmd = [sys.executable, "-m", "fdeval.launch", f"out_root={out}", "progress=false", f"model={model}",
-                       f"model.base_url=ws://127.0.0.1:{fakes[model][1]}/v1", "orchestrator.clock=realtime",
-                       *LENIENT_ARGS, *args]
-                procs[model, bench] = (subprocess.Popen(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE,
-                                                        stderr=subprocess.STDOUT, text=True), out)
+        for model, bench in LAUNCHES:
+            tmp = tmp_path_factory.mktemp(f"{model}-{bench}")
+            out = seed_data(tmp / "out") if bench == "instructfd" else tmp / "out"
+            cmd = [sys.executable, "-m", "fdeval.launch", f"out_root={out}", "progress=false", f"model={model}",
+                   f"model.base_url=ws://127.0.0.1:{fakes[model][1]}/v1", "orchestrator.clock=realtime",
+                   *LENIENT_ARGS, *BENCHMARKS[bench]]
+            procs[model, bench] = (subprocess.Popen(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE,
+                                                    stderr=subprocess.STDOUT, text=True), out)
         watch = Watch(procs["gpt_realtime", "instructfd"][0].pid)
         done = {}
         t_end = time.monotonic() + 600
@@ -94,8 +97,7 @@ def _logs(runs: list[Path]) -> list[dict]:
     return [read_session_log(h5) for run in runs for h5 in sorted((run / "sessions").glob("*.h5"))]
 
 
-@pytest.mark.parametrize("model", list(DIALECT))
-@pytest.mark.parametrize("bench", list(BENCHMARKS))
+@pytest.mark.parametrize("model,bench", LAUNCHES)
 def test_each_benchmark_runs_end_to_end_on_the_stand_in(hosted, model, bench):
     done, fakes, keys, _ = hosted
     rc, text, runs = done[model, bench]

@@ -302,7 +302,7 @@ def test_request_and_protocol_are_right(run):
         assert m.headers == CHUNK_HEADERS
 
 
-def test_answer_text_and_audio_arrive_faster_than_real_time(run, replies):
+def test_answer_text_and_audio_arrive_in_chunks(run, replies):
     client, events = run["client"], run["model_events"]
     texts = [e.text for e in events if e.kind == "text"]
     assert texts[:2] == [" ".join(w for w, _ in r.words) for r in replies]
@@ -311,9 +311,8 @@ def test_answer_text_and_audio_arrive_faster_than_real_time(run, replies):
     first = run["server"].sessions[0]["answers"][0]
     audio1 = [(t, e) for t, e in client.events if name(e) == "audioOutput" and body(e)["contentId"] == first["audio_content_id"]]
     assert len(audio1) >= 4
-    seconds = sum(n_samples(body(e)) for _, e in audio1) / OUTPUT_RATE
-    span = audio1[-1][0] - audio1[0][0]
-    assert seconds > 2.0 * span, (seconds, span)  # the stand-in sends 4x real time
+    # faster than real time by construction (chunk_s of audio every interval_s); a test never bounds wall time
+    assert {n_samples(body(e)) for _, e in audio1[:-1]} == {int(round(0.2 * OUTPUT_RATE))}
     audio_s = sum(len(e.audio) for e in events if e.kind == "audio") / 16000
     assert audio_s > 1.0
 

@@ -58,7 +58,9 @@ def _barge_in_rows(fake: FakeRealtime, log) -> list[tuple[str, int, float]]:
 def test_a_barge_in_truncates_the_item_to_exactly_what_was_played(tts, vad, replies, keys, caplog):
     caplog.set_level(logging.DEBUG)
     case, audio = question_and_barge_in(tts, "openai_protocol")
-    fake, port = FakeRealtime(replies, api_key=KEY), free_port()
+    # 2x real time (not 4x): the barge-in 1 s into the answer finds the server still sending it, with
+    # room to spare on a loaded machine, so the server cancels it
+    fake, port = FakeRealtime(replies, api_key=KEY, send_every_s=0.1), free_port()
     model = OpenAIRealtime(base_url=f"ws://127.0.0.1:{port}/v1", prices=PRICES)
     res = run_realtime_session(fake.app(), port, model, case, audio, vad, CFG, INSTRUCTION)
     log = res.log
@@ -127,7 +129,7 @@ def test_manual_turns_commit_create_and_cancel(tts, vad, replies, keys):
     """turn_detection null: fdeval commits the user's turn and asks for the answer; a barge-in
     cancels the answer and truncates it."""
     case, audio = question_and_barge_in(tts, "manual_protocol")
-    fake, port = FakeRealtime(replies), free_port()
+    fake, port = FakeRealtime(replies, send_every_s=0.1), free_port()
     model = OpenAIRealtime(base_url=f"ws://127.0.0.1:{port}/v1", turn_detection=None)
     res = run_realtime_session(fake.app(), port, model, case, audio, vad, CFG, INSTRUCTION)
     assert fake.invalid == []

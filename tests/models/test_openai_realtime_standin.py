@@ -185,9 +185,7 @@ def test_openai_dialect_turn_barge_in_truncate(replies, speech):
             ev.task.cancel()
             return ev, done1, done2, deltas1, sent_ms, mic.sent
 
-    t0 = time.monotonic()
     ev, done1, done2, deltas1, sent_ms, n_sent = asyncio.run(serve_and_run(fake.app(), port, run))
-    assert time.monotonic() - t0 < 8
     assert fake.invalid == []
     types = [e["type"] for _, e in ev.items]
     assert types[0] == "session.created"
@@ -200,10 +198,9 @@ def test_openai_dialect_turn_barge_in_truncate(replies, speech):
         "input_audio_buffer.speech_started", "input_audio_buffer.speech_stopped", "input_audio_buffer.committed",
         "conversation.item.added", "conversation.item.done", "response.created", "response.output_item.added",
         "conversation.item.added", "response.content_part.added"]
-    # Faster than real time: 4 x by default.
-    times = [t for t, e in ev.items if e["type"] == "response.output_audio.delta"
-             and e["response_id"] == done1["response"]["id"]]
-    assert audio_s(deltas1, 24000) > 2 * (times[-1] - times[0] + 0.05)
+    # Faster than real time by construction (chunk_s of audio every send_every_s), not measured here:
+    # a test never bounds a wall time. Each delta holds one chunk.
+    assert {round(audio_s([d], 24000), 3) for d in deltas1[:-1]} == {fake.chunk_s}
     # The barge-in cancelled the first answer; nothing of it came after.
     r1 = done1["response"]
     assert r1["status"] == "cancelled" and r1["status_details"] == {"type": "cancelled", "reason": "turn_detected"}

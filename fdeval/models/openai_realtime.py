@@ -535,6 +535,17 @@ class RealtimeSession(NetworkSession):
 
     # -- the play record ---------------------------------------------------------------------------
     async def flushed(self, flush: PlayedFlush) -> None:
+        self._check()
+        try:
+            await self._tell_played(flush)
+        except ServerConnectionError:
+            raise
+        except self.send_errors as e:  # the connection went while telling it: the session's error
+            raise await self._send_failed(e) from None
+
+    async def _tell_played(self, flush: PlayedFlush) -> None:
+        """Truncate (or delete) each item of the interrupted answer to what the play record says
+        was played; cancel the answer when the server does not."""
         items, self._pending_truncate = self._pending_truncate, set()
         for item in [i for i in self._item_order if i in items]:
             info = self._items[item]

@@ -180,6 +180,8 @@ def test_openai_dialect_turn_barge_in_truncate(replies, speech):
             await conn.response.cancel()  # the server already cancelled: a benign error
             # The barge-in ends: the second (short) answer, in full.
             done2 = await ev.wait("response.done", 2)
+            # Each response.done is followed by its rate_limits.updated: wait for the second too.
+            await ev.wait("rate_limits.updated", 2)
             await mic.stop()
             await ev.wait("error", 2)
             ev.task.cancel()

@@ -52,7 +52,7 @@ from fdeval.errors import ConfigError, FdevalError
 from fdeval.engine.driver import run_steps
 from fdeval.engine.launcher import Launcher, Phase
 from fdeval.files import write_json_atomic
-from fdeval.llm.client import API_KEY_ENV, BACKENDS as LLM_BACKENDS, BASE_URL_ENV, OPENAI_KEY_ENV, protocol_of
+from fdeval.llm.client import BACKENDS as LLM_BACKENDS, key_variables
 from fdeval.secrets import secrets_withheld, without_secrets
 
 log = logging.getLogger("fdeval")
@@ -142,7 +142,7 @@ def _llm_keys(node: Any) -> set[str]:
     if isinstance(node, dict):
         backend = node.get("backend")
         if isinstance(backend, str) and backend in LLM_BACKENDS:
-            keys |= {API_KEY_ENV, BASE_URL_ENV} if protocol_of(backend) == "anthropic" else {OPENAI_KEY_ENV}
+            keys |= set(key_variables(backend))
         for value in node.values():
             keys |= _llm_keys(value)
     elif isinstance(node, list):

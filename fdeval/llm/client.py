@@ -8,6 +8,13 @@ message under a system prompt and returns the answer as an :class:`LLMResponse`.
   ``POST {base_url}/chat/completions`` over the standard library (:mod:`fdeval.llm.openai_chat`),
   differing only in the default ``base_url`` (:data:`OPENAI_DEFAULT_URLS`). Callers see the same
   interface, retries, cache and run-stopping rules either way.
+* **Gemini** (``backend=gemini``): ``POST {base_url}/models/{model}:generateContent``, also over the
+  standard library (:mod:`fdeval.llm.gemini_text`), key in ``GEMINI_API_KEY`` or ``GOOGLE_API_KEY``
+  (optional for a loopback endpoint), default endpoint
+  ``https://generativelanguage.googleapis.com/v1beta``.
+* **OpenAI reasoning models**: ``max_tokens_param="max_completion_tokens"`` sends the output bound
+  under that name (GPT-5.x refuse ``max_tokens``) and ``reasoning_effort`` is sent when set; both
+  key the cache when not at their default.
 * **Key**: read from the environment only -- ``ANTHROPIC_API_KEY``, or ``OPENAI_API_KEY`` for the
   OpenAI protocol, where it is optional for a loopback endpoint (a local vLLM started without
   ``--api-key``) -- when a request actually has to go out (a fully cached rerun needs no key). It
@@ -74,6 +81,7 @@ from urllib.parse import urlsplit
 
 from fdeval.errors import FdevalError
 from fdeval.files import write_json_atomic
+from fdeval.llm import gemini_text
 from fdeval.llm.openai_chat import AttemptFailed, ChatAnswer, opener, post_chat
 
 log = logging.getLogger("fdeval.llm")
@@ -85,7 +93,9 @@ OPENAI_KEY_ENV = "OPENAI_API_KEY"
 # backend -> default endpoint of the OpenAI chat-completions protocol (vllm serve / sglang.launch_server ports)
 OPENAI_DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "vllm": "http://127.0.0.1:8000/v1",
                        "sglang": "http://127.0.0.1:30000/v1"}
-BACKENDS = ("anthropic", *OPENAI_DEFAULT_URLS)
+BACKENDS = ("anthropic", *OPENAI_DEFAULT_URLS, "gemini")
+# OpenAI's reasoning models (GPT-5.x) take the output bound as max_completion_tokens, not max_tokens
+MAX_TOKENS_PARAMS = ("max_tokens", "max_completion_tokens")
 CACHE_FORMAT = "fdeval.llm_cache"
 CACHE_FORMAT_VERSION = 2  # 2: the endpoint is part of the key
 RETRY_STATUS = frozenset({408, 409, 429})  # plus every 5xx
@@ -128,18 +138,28 @@ class LLMResponse:
 
 
 def protocol_of(backend: str) -> str:
-    """``anthropic`` or ``openai`` (the wire protocol of `backend`)."""
-    return "anthropic" if backend == "anthropic" else "openai"
+    """``anthropic``, ``gemini`` or ``openai`` (the wire protocol of `backend`)."""
+    return backend if backend in ("anthropic", "gemini") else "openai"
+
+
+def key_variables(backend: str) -> tuple[str, ...]:
+    """The environment variables a client of `backend` reads (its key; Anthropic's base URL too)."""
+    protocol = protocol_of(backend)
+    if protocol == "anthropic":
+        return (API_KEY_ENV, BASE_URL_ENV)
+    return gemini_text.KEY_VARIABLES if protocol == "gemini" else (OPENAI_KEY_ENV,)
 
 
 def request_hash(model: str, temperature: float | None, max_tokens: int, system: str, prompt: str,
                  seed: int | None, attempt: int = 0, *, endpoint: str, protocol: str = "anthropic",
-                 top_p: float | None = None) -> str:
+                 top_p: float | None = None, options: dict[str, Any] | None = None) -> str:
     """The content hash (sha256, hex) that names a request's cache file.
 
     `endpoint` is the resolved API URL (:func:`resolve_endpoint`). `attempt` > 0 (a re-ask after
     an unusable answer) gets its own entry; 0 adds nothing to the key, nor do the ``anthropic``
-    protocol and ``top_p=None`` (keys of caches written before they existed stay valid).
+    protocol, ``top_p=None`` and empty `options` (keys of caches written before they existed stay
+    valid). `options`: the protocol's request settings that are not at their default
+    (``max_tokens_param``, ``reasoning_effort``).
     """
     payload: dict[str, Any] = {
         "model": model, "temperature": None if temperature is None else float(temperature),
@@ -151,6 +171,8 @@ def request_hash(model: str, temperature: float | None, max_tokens: int, system:
         payload["protocol"] = protocol
     if top_p is not None:
         payload["top_p"] = float(top_p)
+    if options:
+        payload["options"] = dict(options)
     blob = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -178,7 +200,9 @@ def resolve_endpoint(base_url: str | None, field: str = "llm.base_url", backend:
     variable) for a URL that is not http(s) with a host, or a plain-http one to a non-loopback
     host, where the key would travel in clear text."""
     source = field
-    if base_url is None and backend != "anthropic":
+    if base_url is None and backend == "gemini":
+        base_url = gemini_text.DEFAULT_URL
+    elif base_url is None and backend != "anthropic":
         base_url = OPENAI_DEFAULT_URLS[backend]
     if base_url is None:
         env = os.environ.get(BASE_URL_ENV, "").strip()
@@ -218,7 +242,8 @@ class LLMClient:
                  seed: int | None = None, base_url: str | None = None, max_retries: int = 5,
                  timeout_s: float = 60.0, *, backoff_s: float = 1.0, max_backoff_s: float = 30.0,
                  max_retry_s: float = 60.0, max_unreachable: int = 3, max_failed_requests: int = 3,
-                 name: str = "llm", backend: str = "anthropic", top_p: float | None = None):
+                 name: str = "llm", backend: str = "anthropic", top_p: float | None = None,
+                 max_tokens_param: str = "max_tokens", reasoning_effort: str | None = None):
         # Every setting is checked here, without I/O, so a caller can report a bad one before work.
         def bad(field: str, want: str, value: Any) -> LLMConfigError:
             return LLMConfigError(f"{name}.{field}: must be {want}, got {_one_line(repr(value), 80)}")
@@ -252,6 +277,13 @@ class LLMClient:
             raise bad("timeout_s", "a finite number > 0", timeout_s)
         if base_url is not None and (not isinstance(base_url, str) or not base_url.strip()):
             raise bad("base_url", "a URL or null", base_url)
+        if max_tokens_param not in MAX_TOKENS_PARAMS:
+            raise bad("max_tokens_param", f"one of {list(MAX_TOKENS_PARAMS)}", max_tokens_param)
+        if reasoning_effort is not None and (not isinstance(reasoning_effort, str) or not reasoning_effort.isidentifier()):
+            raise bad("reasoning_effort", "a word such as none, low, medium or high, or null", reasoning_effort)
+        if protocol_of(backend) != "openai" and (max_tokens_param != "max_tokens" or reasoning_effort is not None):
+            raise LLMConfigError(f"{name}: max_tokens_param and reasoning_effort are settings of the OpenAI protocol "
+                                 f"(backend openai, vllm or sglang), not of {backend}")
         if not isinstance(cache_dir, (str, os.PathLike)) or str(cache_dir).strip() == "" or "\0" in str(cache_dir):
             raise bad("cache_dir", "a folder path", cache_dir)
         self.name = name
@@ -261,6 +293,8 @@ class LLMClient:
         self.temperature = None if temperature is None else float(temperature)
         self.top_p = None if top_p is None else float(top_p)
         self.max_tokens = max_tokens
+        self.max_tokens_param = max_tokens_param
+        self.reasoning_effort = reasoning_effort
         self.cache_dir = Path(cache_dir).expanduser()
         self.seed = seed
         self.base_url = base_url
@@ -295,6 +329,9 @@ class LLMClient:
         if self.protocol == "openai":
             self._openai_key()
             return
+        if self.protocol == "gemini":
+            self._gemini_key()
+            return
         if importlib.util.find_spec("anthropic") is None:
             raise LLMConfigError(f"{self.name}: the 'anthropic' package is not installed; pip install anthropic")
         if not os.environ.get(API_KEY_ENV, "").strip():
@@ -304,7 +341,17 @@ class LLMClient:
     # ----------------------------------------------------------------------------------------
     def request_hash(self, system: str, prompt: str, attempt: int = 0) -> str:
         return request_hash(self.model, self.temperature, self.max_tokens, system, prompt, self.seed, attempt,
-                            endpoint=self.endpoint, protocol=self.protocol, top_p=self.top_p)
+                            endpoint=self.endpoint, protocol=self.protocol, top_p=self.top_p, options=self.options)
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The protocol settings not at their default (they key the cache, see :func:`request_hash`)."""
+        out: dict[str, Any] = {}
+        if self.max_tokens_param != "max_tokens":
+            out["max_tokens_param"] = self.max_tokens_param
+        if self.reasoning_effort is not None:
+            out["reasoning_effort"] = self.reasoning_effort
+        return out
 
     def cache_path(self, key: str) -> Path:
         return self.cache_dir / key[:2] / f"{key}.json"
@@ -327,11 +374,12 @@ class LLMClient:
         answer = self._create(system, prompt, key)
         served = answer.model or self.model
         openai = self.protocol == "openai"
+        direct = self.protocol != "anthropic"  # every set sampling value is sent (the SDK path checks)
         # one stop vocabulary for callers: the OpenAI protocol's "length" is a cut at max_tokens
         stop = "max_tokens" if openai and answer.finish_reason == "length" else answer.finish_reason
-        sent = {"temperature": self.temperature is not None and (openai or bool(self._sends_temperature)),
-                "top_p": self.top_p is not None and (openai or bool(self._sends_top_p)),
-                "seed": openai and self.seed is not None}
+        sent = {"temperature": self.temperature is not None and (direct or bool(self._sends_temperature)),
+                "top_p": self.top_p is not None and (direct or bool(self._sends_top_p)),
+                "seed": direct and self.seed is not None}
         response = {"id": answer.id, "model": served, "stop_reason": stop, "usage": answer.usage, "text": answer.text}
         if openai:
             response["finish_reason"] = answer.finish_reason
@@ -340,10 +388,10 @@ class LLMClient:
             "request": {"backend": self.protocol, "endpoint": self.endpoint, "model": self.model,
                         "temperature": self.temperature, "temperature_sent": sent["temperature"],
                         "top_p": self.top_p, "top_p_sent": sent["top_p"], "max_tokens": self.max_tokens,
-                        "seed": self.seed, "seed_sent": sent["seed"], "attempt": attempt,
+                        "seed": self.seed, "seed_sent": sent["seed"], "attempt": attempt, **self.options,
                         "system": system, "prompt": prompt},
             "response": response,
-            "sdk": {"http": "urllib"} if openai else {"anthropic": self._sdk_version()},
+            "sdk": {"http": "urllib"} if direct else {"anthropic": self._sdk_version()},
         }
         write_json_atomic(path, entry)
         return LLMResponse(answer.text, served, False, key, answer.usage, stop)
@@ -411,6 +459,15 @@ class LLMClient:
                                 self._sdk_version(), what, what, value)
         return self._sdk_client
 
+    def _gemini_key(self) -> str | None:
+        """``$GEMINI_API_KEY`` (else ``$GOOGLE_API_KEY``), or None at a loopback endpoint without
+        one; else LLMConfigError."""
+        key = next((v for v in (os.environ.get(n, "").strip() for n in gemini_text.KEY_VARIABLES) if v), None)
+        if key is None and not self.loopback:
+            raise LLMConfigError(f"{self.name}: no API key: set the environment variable GEMINI_API_KEY (or "
+                                 f"GOOGLE_API_KEY) to call {self.model} at {self.endpoint} (a loopback server needs none)")
+        return key
+
     def _openai_key(self) -> str | None:
         """``$OPENAI_API_KEY``, or None at a loopback endpoint without one; else LLMConfigError."""
         key = os.environ.get(OPENAI_KEY_ENV, "").strip() or None
@@ -451,7 +508,8 @@ class LLMClient:
         """One request through the backend's sender, with the retry loop of the module docstring."""
         if self._unavailable is not None:
             raise self._unavailable
-        send = self._openai_sender(system, prompt) if self.protocol == "openai" else self._anthropic_sender(system, prompt)
+        send = {"openai": self._openai_sender, "gemini": self._gemini_sender,
+                "anthropic": self._anthropic_sender}[self.protocol](system, prompt)
         rng = random.Random(f"{self.seed}:{key}")
         why = ""
         deadline: float | None = None  # end of the retry window, set when the first attempt fails
@@ -523,11 +581,23 @@ class LLMClient:
         if self._opener is None:
             self._opener = opener(self.loopback)
         messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
-        body: dict[str, Any] = {"model": self.model, "messages": messages, "max_tokens": self.max_tokens, "stream": False}
-        for name, value in (("temperature", self.temperature), ("top_p", self.top_p), ("seed", self.seed)):
+        body: dict[str, Any] = {"model": self.model, "messages": messages, self.max_tokens_param: self.max_tokens,
+                                "stream": False}
+        for name, value in (("temperature", self.temperature), ("top_p", self.top_p), ("seed", self.seed),
+                            ("reasoning_effort", self.reasoning_effort)):
             if value is not None:
                 body[name] = value
         return lambda timeout: post_chat(self.endpoint, body, key, timeout, open_=self._opener)
+
+    def _gemini_sender(self, system: str, prompt: str) -> Callable[[float], ChatAnswer]:
+        key = self._gemini_key()
+        self._key = key
+        if self._opener is None:
+            self._opener = opener(self.loopback)
+        body = gemini_text.generate_body(system, prompt, temperature=self.temperature, max_tokens=self.max_tokens,
+                                         seed=self.seed, top_p=self.top_p)
+        return lambda timeout: gemini_text.post_generate(self.endpoint, self.model, body, key, timeout,
+                                                         open_=self._opener)
 
     @staticmethod
     def _status_text(e: Any, status: int) -> str:

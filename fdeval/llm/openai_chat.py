@@ -63,8 +63,8 @@ def _retry_after(headers: Any) -> float | None:
 
 
 def _error_text(status: int, raw: bytes) -> str:
-    """``HTTP 429 rate_limit: message`` from an OpenAI-style (``{"error": {...}}``) or vLLM-style
-    (``{"object": "error", "message": ...}``) body, else the start of the body."""
+    """``HTTP 429 rate_limit: message`` from an OpenAI- or Google-style (``{"error": {...}}``) or
+    vLLM-style (``{"object": "error", "message": ...}``) body, else the start of the body."""
     try:
         body = json.loads(raw)
     except ValueError:
@@ -73,7 +73,7 @@ def _error_text(status: int, raw: bytes) -> str:
     if not isinstance(err, dict) and isinstance(body, dict) and "message" in body:
         err = body
     if isinstance(err, dict):
-        kind = err.get("type") or err.get("code") or ""
+        kind = err.get("type") or err.get("status") or err.get("code") or ""  # Google's: status
         return f"HTTP {status} {kind}: {err.get('message') or ''}"
     snippet = raw[:120].decode("utf-8", "replace")
     return f"HTTP {status}: {snippet or http.client.responses.get(status, '')}"
@@ -115,18 +115,18 @@ def parse_completion(raw: bytes) -> ChatAnswer:
                       finish if isinstance(finish, str) else None, usage, rid if isinstance(rid, str) else None)
 
 
-def post_chat(endpoint: str, body: dict, key: str | None, timeout: float, *,
-              open_: urllib.request.OpenerDirector) -> ChatAnswer:
-    """Send one chat-completions request; see the module docstring. Error texts never hold `key`
-    (the caller scrubs them too)."""
-    headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": USER_AGENT}
-    if key:
-        headers["Authorization"] = f"Bearer {key}"
+def post_json(url: str, body: dict, headers: dict[str, str], timeout: float, *,
+              open_: urllib.request.OpenerDirector) -> bytes:
+    """POST `body` as JSON to `url` and return the 2xx answer's raw body, or raise
+    :class:`AttemptFailed` (see the module docstring). Shared by every HTTP protocol of
+    :mod:`fdeval.llm` (chat completions here, Gemini's generateContent in
+    :mod:`fdeval.llm.gemini_text`). Error texts never hold a key (the caller scrubs them too)."""
+    headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": USER_AGENT, **headers}
     data = json.dumps(body, ensure_ascii=False).encode("utf-8")
-    req = urllib.request.Request(f"{endpoint}/chat/completions", data=data, headers=headers, method="POST")
+    req = urllib.request.Request(url, data=data, headers=headers, method="POST")
     try:
         with open_.open(req, timeout=timeout) as resp:
-            raw = resp.read()
+            return resp.read()
     except urllib.error.HTTPError as e:
         try:
             raw = e.read()
@@ -146,4 +146,10 @@ def post_chat(endpoint: str, body: dict, key: str | None, timeout: float, *,
         raise AttemptFailed(f"no answer within {timeout:g} s (timeout)", unanswered=True) from None
     except (ConnectionError, http.client.HTTPException, OSError) as e:
         raise AttemptFailed(f"connection error: {type(e).__name__}: {e}", unanswered=True) from None
-    return parse_completion(raw)
+
+
+def post_chat(endpoint: str, body: dict, key: str | None, timeout: float, *,
+              open_: urllib.request.OpenerDirector) -> ChatAnswer:
+    """Send one chat-completions request; see the module docstring."""
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return parse_completion(post_json(f"{endpoint}/chat/completions", body, headers, timeout, open_=open_))

@@ -116,6 +116,13 @@ class FakeMessagesServer:
             return self.responder(body)
         return error(400, "invalid_request_error", "unscripted request")
 
+    # A subclass that needs the request's path or headers overrides these two.
+    def _reply_to(self, rec: Recorded) -> Reply:
+        return self._next(rec.body)
+
+    def _message_to(self, reply: Reply, rec: Recorded) -> bytes:
+        return self._message(reply, rec.body)
+
     def _message(self, reply: Reply, body: Any) -> bytes:
         with self._lock:
             self._count += 1
@@ -145,16 +152,16 @@ class FakeMessagesServer:
                     body = json.loads(data) if data else None
                 except ValueError:
                     body = data.decode("utf-8", "replace")
+                rec = Recorded(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
                 with server._lock:
-                    server.requests.append(Recorded(self.command, self.path,
-                                                    {k.lower(): v for k, v in self.headers.items()}, body))
-                reply = server._next(body)
+                    server.requests.append(rec)
+                reply = server._reply_to(rec)
                 if reply.delay_s and server._stop.wait(reply.delay_s):
                     return
                 if reply.drop:
                     self.close_connection = True
                     return
-                payload = reply.body if reply.body is not None else server._message(reply, body)
+                payload = reply.body if reply.body is not None else server._message_to(reply, rec)
                 try:
                     self.send_response(reply.status)
                     headers = {"content-type": "application/json", "request-id": "req_fake", **reply.headers}

@@ -258,3 +258,18 @@ def test_presets_pin_settings_hold_no_key_and_build_a_client(preset, backend, ur
     c = LLMClient(cfg["model"] or MODEL, cfg["temperature"], cfg["max_tokens"], tmp_path, seed=cfg["seed"],
                   backend=cfg["backend"], base_url=cfg["base_url"])
     assert c.endpoint == url and c.protocol == "openai"
+
+
+def test_reasoning_model_settings_are_sent_and_key_the_cache(fake_openai, tmp_path):
+    """GPT-5.x take the output bound as max_completion_tokens and a reasoning_effort."""
+    fake_openai.push(text("plain"), text("reasoned"))
+    plain = client(fake_openai, tmp_path).complete("s", "p")
+    c = client(fake_openai, tmp_path, max_tokens_param="max_completion_tokens", reasoning_effort="none")
+    reasoned = c.complete("s", "p")
+    assert (plain.text, reasoned.text) == ("plain", "reasoned") and plain.prompt_hash != reasoned.prompt_hash
+    body = fake_openai.chat_requests[1].body
+    assert body["max_completion_tokens"] == 256 and "max_tokens" not in body and body["reasoning_effort"] == "none"
+    entry = json.loads(c.cache_path(reasoned.prompt_hash).read_text())
+    assert (entry["request"]["max_tokens_param"], entry["request"]["reasoning_effort"]) == ("max_completion_tokens", "none")
+    with pytest.raises(LLMConfigError, match="max_tokens_param"):
+        client(fake_openai, tmp_path, max_tokens_param="max_output_tokens")

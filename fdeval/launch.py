@@ -104,6 +104,10 @@ def check_overrides(args: list[str]) -> None:
             _die(describe(cause) if cause is not None else str(e).strip().splitlines()[0])
         finally:
             GlobalHydra.instance().clear()
+    roles = [o for o in parsed if o.key_or_group == "echochain_roles" and not o.is_delete()]
+    if roles and str(cfg.benchmark.get("name")) != "echochain":
+        _die(f"{roles[0].input_line}: a preset of EchoChain's roles; it needs benchmark=echochain "
+             f"(this launch runs benchmark {cfg.benchmark.get('name')})")
     _check_writable(Path(str(cfg.out_root)).expanduser())
 
 

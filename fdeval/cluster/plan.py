@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
+from fdeval.engine.benchmark import PlannedRequests
 from fdeval.engine.clients import auto_processes
 from fdeval.engine.shared import Generate
 from fdeval.errors import CaseError, ConfigError
@@ -174,6 +175,7 @@ class Plan:
     durations: Durations | None = None
     cost: CostEstimate | None = None  # a hosted API with a price table (model.prices)
     instances_source: str = "launcher.instances_per_task"  # a CPU or hosted model's parallelism
+    llm_requests: tuple[PlannedRequests, ...] = ()  # the benchmark's language-model roles
 
 
 def make_plan(cases: list[TestCase], cfg: Any, fixed: dict[str, Any] | None = None,
@@ -413,6 +415,9 @@ def render(plan: Plan) -> str:
             ("client CPU cores per task", cores),
             ("client processes per task", f"{plan.client_processes_per_task}"),
         ]
+    for r in plan.llm_requests:
+        rows += [(f"LLM requests, {r.role}", f"at most {r.at_most} ({r.backend} {r.model}; before the cache)"
+                  + (f"; deviation: {r.note}" if r.note else ""))]
     if plan.cost is not None:
         rows += [("service cost, expected / worst", f"{plan.cost.usd_expected:.2f} / {plan.cost.usd_worst:.2f} USD "
                   f"({plan.cost.basis}; prices {plan.cost.prices})")]
@@ -521,7 +526,8 @@ def write_plan(ctx, cases: list[TestCase], durations: Durations | None = None) -
     """Size `cases`, print the table and write plan.md and plan.json into the run folder."""
     # a benchmark whose user writes turns during the session says what it expects them to be
     cases = [replace(c, turns=tuple(ctx.benchmark.planned_turns(c))) for c in cases]
-    p = make_plan(cases, ctx.cfg, ctx.benchmark.orchestrator_overrides(), durations)
+    p = replace(make_plan(cases, ctx.cfg, ctx.benchmark.orchestrator_overrides(), durations),
+                llm_requests=tuple(ctx.benchmark.planned_requests(cases)))
     text = render(p)
     if p.instances_per_gpu is None and p.gpus_requested_per_task:
         log.warning("plan: model=%s uses no GPU, but launcher.gpus_per_task=%d requests %d per run task that would "
@@ -539,6 +545,8 @@ def write_plan(ctx, cases: list[TestCase], durations: Durations | None = None) -
         del figures["batched"]  # a model that is not batched: plan.json as before
     if p.durations is None:
         del figures["durations"]
+    if not p.llm_requests:
+        del figures["llm_requests"]  # a benchmark without language-model roles: plan.json as before
     write_json_atomic(ctx.run_dir / "plan.json", figures)
     print(text, flush=True)
     log.info("plan: written to %s", ctx.run_dir / "plan.md")

@@ -10,6 +10,7 @@ policy (the scripted turns unless the benchmark says otherwise), then runs the b
 from __future__ import annotations
 
 import abc
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -21,6 +22,19 @@ from fdeval.types import TestCase, Turn
 
 if TYPE_CHECKING:
     from fdeval.engine.run import Run
+
+
+@dataclass(frozen=True)
+class PlannedRequests:
+    """The language-model requests one of a benchmark's roles will make in a run (``stage=plan``):
+    `at_most` before the cache (answers already cached are not sent), re-asks after an unusable
+    answer not counted. `note`: how the role differs from the paper's set-up ('' when it does not)."""
+
+    role: str
+    backend: str
+    model: str
+    at_most: int
+    note: str = ""
 
 
 class Benchmark(abc.ABC):
@@ -78,6 +92,10 @@ class Benchmark(abc.ABC):
         long the run's TTS takes to say a text (None: that TTS cannot tell). None when the cases
         cannot be known before generating: the plan then generates them and measures."""
         return None
+
+    def planned_requests(self, cases: list[TestCase]) -> list[PlannedRequests]:
+        """The language-model requests the run of `cases` will make, per role (none by default)."""
+        return []
 
     def cross_report(self, runs: list[Path], out: Path, settings: Any) -> list[Path] | None:
         """A report over several run folders (models as columns), or None for the generic one

@@ -31,6 +31,7 @@ shard of them in an array task), and the components the config names (built on f
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import logging
 import re
@@ -40,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from hydra.errors import InstantiationException
-from hydra.utils import instantiate
+from hydra.utils import get_class, instantiate
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
@@ -64,7 +65,8 @@ LABEL_CHARS = 40  # the readable part of a step folder's key
 
 
 def build(node: Any) -> Any:
-    """hydra's instantiate, but a constructor's user error stays a one-line FdevalError."""
+    """hydra's instantiate, but a constructor's user error stays a one-line FdevalError, and a key
+    the constructor does not take is a ConfigError naming it and listing the valid ones."""
     try:
         return instantiate(node)
     except InstantiationException as e:
@@ -73,6 +75,16 @@ def build(node: Any) -> Any:
             cause = cause.__cause__
         if cause is not None:
             raise cause from None
+        unknown = re.search(r"unexpected keyword argument '(\w+)'", str(e.__cause__ or ""))
+        if isinstance(e.__cause__, TypeError) and unknown and isinstance(node, DictConfig):
+            target = str(node.get("_target_"))
+            where = node._get_full_key(None) or "config"
+            try:
+                params = inspect.signature(get_class(target)).parameters
+                valid = ", ".join(sorted(n for n, p in params.items() if p.kind is not p.VAR_KEYWORD and n != "self"))
+            except (ValueError, TypeError, ImportError):
+                valid = "?"
+            raise ConfigError(f"{where}.{unknown.group(1)}: unknown key for {target}; valid: [{valid}]") from None
         raise
 
 

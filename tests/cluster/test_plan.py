@@ -280,7 +280,7 @@ def test_without_measured_figures_the_configured_guess_is_labelled_and_warned_on
     text = render(p)
     assert re.search(r"per instance +\| 8 \(a configured guess, not measured\) \|", text)
     assert "python benchmarks/moshi_lockstep_speed.py --moshiko-shapes" in text and "launcher.plan.lockstep_bench=" in text
-    bench = types.SimpleNamespace(planned_turns=lambda c: c.turns, orchestrator_overrides=dict)
+    bench = types.SimpleNamespace(planned_turns=lambda c: c.turns, orchestrator_overrides=dict, planned_requests=lambda c: [])
     ctx = types.SimpleNamespace(cfg=cfg, benchmark=bench, run_dir=tmp_path)
     with caplog.at_level(logging.WARNING, logger="fdeval"):
         write_plan(ctx, cases)
@@ -304,7 +304,7 @@ def test_realtime_and_unbatched_models_ignore_the_lockstep_figures(tmp_path):
         assert p == make_plan(cases, before) and p.batched is None
         assert render(p) == render(make_plan(cases, before))
     ctx = types.SimpleNamespace(cfg=after, run_dir=tmp_path,
-                                benchmark=types.SimpleNamespace(planned_turns=lambda c: c.turns, orchestrator_overrides=dict))
+                                benchmark=types.SimpleNamespace(planned_turns=lambda c: c.turns, orchestrator_overrides=dict, planned_requests=lambda c: []))
     write_plan(ctx, cases)
     assert "batched" not in json.loads((tmp_path / "plan.json").read_text())  # plan.json as before
 

@@ -37,7 +37,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from fdeval.audio.io import write_wav
 from fdeval.cases.schema import load_cases, write_case
-from fdeval.engine.benchmark import Benchmark
+from fdeval.engine.benchmark import Benchmark, PlannedRequests
 from fdeval.engine.steps import Metric, Step
 from fdeval.errors import ConfigError
 from fdeval.settings import OrchestratorSettings, typed
@@ -48,7 +48,7 @@ from .dialogue import make_planner, make_simulator, responder_prompt
 from .policy import EchoChainUser
 from .records import EchoChainCase
 from .replay import generate_replay, replay_data_id
-from .roles import check_role
+from .roles import check_role, deviation
 from .rubrics import make_drafter, make_grader
 from .seeds import SHIPPED, load_pool, pool_hash, rotate
 from .steps import Grade, HalfDuplexControl, Scores, Segment
@@ -157,6 +157,11 @@ class EchoChain(Benchmark):
     def role_identities(self) -> dict[str, Any]:
         return {r: self.role(r).identity() for r in ROLES}
 
+    def role_deviations(self) -> dict[str, str]:
+        """Role -> how it differs from the paper's set-up (roles.PAPER_ROLES); a role on the
+        paper's model is not listed."""
+        return {r: d for r, ident in self.role_identities().items() if (d := deviation(r, ident))}
+
     # -- data -------------------------------------------------------------------------------------
     def data_id(self, seed: int) -> str:
         if self.mode == "replay":
@@ -212,12 +217,17 @@ class EchoChain(Benchmark):
 
     def case_specs(self, data_dir: Path, seed: int, speech_s: Callable[[str], float] | None) -> list[TestCase] | None:
         """Live conversations as `generate` writes them, without audio: the planner's first
-        blueprint and the simulator's exchange-1 message (text; an LLM role answers from its
-        cache or its API), the message as long as the run's TTS would say it. A replay's cases
-        are cut from other runs' recordings (None: generated)."""
+        blueprint and the simulator's exchange-1 message, the message as long as the run's TTS
+        would say it. With LLM roles the seed's scripted exchange-1 message stands in for the one
+        the simulator will write (its length is what is sized), so a plan sends no request and
+        needs no key. A replay's cases are cut from other runs' recordings (None: generated)."""
         if self.mode != "live" or speech_s is None:
             return None
-        planner, simulator = self.role("planner"), self.role("simulator")
+        if self.roles["simulator"]["backend"] == "offline" and self.roles["planner"]["backend"] == "offline":
+            planner, simulator = self.role("planner"), self.role("simulator")
+        else:
+            planner, simulator = make_planner({"backend": "offline"}, self.cache_dir), \
+                make_simulator({"backend": "offline"}, self.cache_dir)
         cases = []
         for cid, s in self._conversations(seed):
             responder = self.responder_for(cid, seed)
@@ -273,6 +283,25 @@ class EchoChain(Benchmark):
         if self.half_duplex:
             turns += [replace(first, index=len(turns)), replace(first, index=len(turns) + 1, duration_s=first.duration_s / 2)]
         return tuple(turns)
+
+    def planned_requests(self, cases: list[TestCase]) -> list[PlannedRequests]:
+        """Per role, the most requests the run makes (docs/echochain.md, "Roles"): a conversation
+        that is never flagged runs all `max_exchanges` exchanges, each with a planner update and a
+        simulator turn (a flagged one stops sooner); each interrupted exchange is classified with
+        `votes` samples; the evaluated exchange gets one rubric, graded once per delivery (live,
+        and the half-duplex control). A replayed exchange has no planner or simulator and is
+        classified once."""
+        live = sum(1 for c in cases if c.data.mode == "live")
+        replayed = len(cases) - live
+        e, k, deliveries = self.max_exchanges, int(self.role("classifier").votes), 1 + int(self.half_duplex)
+        per = {"planner": (e, 0), "simulator": (e, 0), "classifier": (k * (e - 1), k), "drafter": (1, 1),
+               "grader": (deliveries, deliveries)}
+        out = []
+        for r, ident in self.role_identities().items():
+            n = 0 if ident["backend"] == "offline" else live * per[r][0] + replayed * per[r][1]
+            out.append(PlannedRequests(r, ident["backend"], ident.get("model") or "rules", n,
+                                       deviation(r, ident) or ""))
+        return out
 
     def steps(self) -> list[Step]:
         return [*([HalfDuplexControl(self)] if self.half_duplex else []), Segment(self), Grade(self)]

@@ -5,10 +5,14 @@ Every role is configured on its own under ``benchmark.<role>`` (the paper gives 
 of another vendor). A role node holds the keys of :data:`ROLE_KEYS`; :func:`check_role` validates
 it and fills the defaults of :data:`ROLE_DEFAULTS` (the classifier's node has keys of its own and
 is checked by ``classifier.make_classifier``). ``backend: offline`` needs no network (scripted
-from the seeds, or a deterministic rule); ``backend: anthropic`` goes through
+from the seeds, or a deterministic rule); every other backend (``anthropic``, ``openai``,
+``vllm``, ``sglang``, ``gemini``: :data:`fdeval.llm.client.BACKENDS`) goes through
 :class:`fdeval.llm.client.LLMClient`, so its answers are pinned (model, temperature,
 max_tokens, seed and endpoint key the cache), cached under ``<cache_dir>/<role>`` and reused by a
 rerun without a request, and its key comes from the environment only.
+
+:data:`PAPER_ROLES` says which model the paper ran each role on; :func:`deviation` names how a
+configured role differs from it (recorded in every results row and listed by ``stage=plan``).
 
 :func:`ask_valid` is the one re-ask loop of every LLM role: it asks, hands the answer to the role's
 strict parser, and on a parse error asks again (``attempt=n``: its own cache entry) with the reason
@@ -21,24 +25,63 @@ import hashlib
 import json
 import math
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, TypeVar
 
 from fdeval.errors import ConfigError
-from fdeval.llm.client import LLMClient, LLMConfigError, LLMError, resolve_endpoint
+from fdeval.llm.client import BACKENDS as LLM_BACKENDS, MAX_TOKENS_PARAMS, LLMClient, LLMConfigError, LLMError, \
+    protocol_of, resolve_endpoint
 
 T = TypeVar("T")
 
-BACKENDS = ("offline", "anthropic")
+BACKENDS = ("offline", *LLM_BACKENDS)
 ROLES = ("planner", "simulator", "drafter", "grader")
+ALL_ROLES = ("planner", "simulator", "classifier", "drafter", "grader")
 # timeout_s and max_retries only decide whether a request succeeds, never what it answers, so
-# they are not part of a role's identity.
+# they are not part of a role's identity. model null: the backend's default model (DEFAULT_MODELS),
+# which only Anthropic has; every other backend needs the model named.
 ROLE_DEFAULTS: dict[str, Any] = {
-    "backend": "offline", "model": "claude-sonnet-4-6", "temperature": 0.0, "max_tokens": 2048, "seed": 0,
+    "backend": "offline", "model": None, "temperature": 0.0, "max_tokens": 2048, "seed": 0,
     "base_url": None, "max_attempts": 3, "timeout_s": 60.0, "max_retries": 5,
+    "max_tokens_param": "max_tokens", "reasoning_effort": None,
 }
 ROLE_KEYS = frozenset(ROLE_DEFAULTS)
+DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6"}
+OPENAI_ONLY = ("max_tokens_param", "reasoning_effort")  # settings of the OpenAI protocol alone
 MAX_ATTEMPTS_LIMIT = 20
+
+
+@dataclass(frozen=True)
+class PaperRole:
+    """The model the paper ran a role on (None: people did the role)."""
+
+    role: str
+    backend: str | None  # the fdeval backend that reaches that model
+    model_prefix: str | None  # a model id starting with this is that model (a dated snapshot included)
+    described: str
+
+
+PAPER_ROLES = {
+    "planner": PaperRole("planner", "openai", "gpt-5.2", "GPT-5.2 (§4.1)"),
+    "simulator": PaperRole("simulator", "gemini", "gemini-3-pro", "Gemini 3 Pro (§4.1)"),
+    "classifier": PaperRole("classifier", "openai", "gpt-5.2", "GPT-5.2 (§4.3)"),
+    "drafter": PaperRole("drafter", None, None, "human annotators writing each rubric (§5)"),
+    "grader": PaperRole("grader", None, None, "human annotators grading with the rubric (§5)"),
+}
+
+
+def deviation(role: str, identity: Mapping[str, Any]) -> str | None:
+    """How role `role`, as its `identity` (:func:`role_identity`) says it runs, differs from the
+    paper (:data:`PAPER_ROLES`): one line, or None when it runs on the paper's model."""
+    paper = PAPER_ROLES[role]
+    backend, model = identity.get("backend"), identity.get("model")
+    used = "the offline rules" if backend == "offline" else f"{model} ({backend})"
+    if paper.model_prefix is None:
+        return f"{used} instead of {paper.described}"
+    if backend == paper.backend and isinstance(model, str) and model.startswith(paper.model_prefix):
+        return None
+    return f"{used} instead of {paper.described}"
 
 
 def _is_int(v: Any) -> bool:
@@ -54,8 +97,8 @@ def _check_value(key: str, v: Any) -> str | None:
     if key == "backend":
         return None if v in BACKENDS else f"unknown backend {v!r}; valid: {list(BACKENDS)}"
     if key == "model":
-        ok = isinstance(v, str) and v.strip() != "" and not any(c.isspace() or not c.isprintable() for c in v)
-        return None if ok else f"must be a model id without spaces, got {v!r}"
+        ok = v is None or isinstance(v, str) and v.strip() != "" and not any(c.isspace() or not c.isprintable() for c in v)
+        return None if ok else f"must be a model id without spaces, or null (the backend's default), got {v!r}"
     if key == "temperature":
         return None if v is None or (_is_number(v) and 0 <= v <= 2) else f"must be a number in [0, 2] or null, got {v!r}"
     if key == "max_tokens":
@@ -71,6 +114,11 @@ def _check_value(key: str, v: Any) -> str | None:
         return None if _is_number(v) and v > 0 else f"must be a number > 0, got {v!r}"
     if key == "max_retries":
         return None if _is_int(v) and 0 <= v <= 1000 else f"must be an integer in [0, 1000], got {v!r}"
+    if key == "max_tokens_param":
+        return None if v in MAX_TOKENS_PARAMS else f"must be one of {list(MAX_TOKENS_PARAMS)}, got {v!r}"
+    if key == "reasoning_effort":
+        ok = v is None or (isinstance(v, str) and v.isidentifier())
+        return None if ok else f"must be a word such as none, low, medium or high, or null, got {v!r}"
     raise AssertionError(key)  # every key of ROLE_KEYS has a check above
 
 
@@ -92,6 +140,16 @@ def check_role(name: str, settings: Mapping) -> dict:
         out[str(key)] = value
     if out["temperature"] is not None:
         out["temperature"] = float(out["temperature"])
+    backend = out["backend"]
+    if backend != "offline" and out["model"] is None:
+        if backend not in DEFAULT_MODELS:
+            raise ConfigError(f"benchmark.{name}.model: required for backend {backend} (the model id the endpoint "
+                              f"serves; the paper's models are the preset echochain_roles=paper)")
+        out["model"] = DEFAULT_MODELS[backend]
+    for key in OPENAI_ONLY:
+        if out[key] != ROLE_DEFAULTS[key] and protocol_of(backend) != "openai":
+            raise ConfigError(f"benchmark.{name}.{key}: a setting of the OpenAI protocol (backend openai, vllm or "
+                              f"sglang), not of {backend}")
     return out
 
 
@@ -113,7 +171,8 @@ def role_client(name: str, settings: Mapping, cache_dir: Path, case_id: str | No
     try:
         return LLMClient(s["model"], s["temperature"], s["max_tokens"], Path(cache_dir) / name,
                          seed=case_seed(s["seed"], case_id), base_url=s["base_url"], max_retries=s["max_retries"],
-                         timeout_s=float(s["timeout_s"]), name=f"benchmark.{name}")
+                         timeout_s=float(s["timeout_s"]), name=f"benchmark.{name}", backend=s["backend"],
+                         max_tokens_param=s["max_tokens_param"], reasoning_effort=s["reasoning_effort"])
     except LLMConfigError as e:
         raise ConfigError(str(e)) from None
 
@@ -143,7 +202,7 @@ class OfflineRole:
 
 
 class LLMRole:
-    """Base of a role on the ``anthropic`` backend: its checked settings and its clients (one per
+    """Base of a role on an LLM backend (any but ``offline``): its checked settings and its clients (one per
     conversation where :attr:`per_case`, else one). Builds a first client at once, so a bad
     setting is reported before any work."""
 
@@ -172,15 +231,18 @@ class LLMRole:
 
 def role_identity(name: str, settings: Mapping, prompt_hash: str) -> dict:
     """What can change the role's output, JSON-ready, recorded in every results row: backend,
-    model, temperature, max_tokens, seed, max_attempts, endpoint and the prompt hash. An offline
-    role calls no model: its model fields are None and its prompt hash covers its own templates."""
+    model, temperature, max_tokens, seed, max_attempts, endpoint, the OpenAI protocol's settings
+    where not at their default, and the prompt hash. An offline role calls no model: its model
+    fields are None and its prompt hash covers its own templates."""
     s = check_role(name, settings)
     out: dict[str, Any] = {"role": name, "backend": s["backend"], "prompt_hash": prompt_hash}
     if s["backend"] == "offline":
         out.update(model=None, temperature=None, max_tokens=None, seed=None, max_attempts=None, endpoint=None)
     else:
         out.update(model=s["model"], temperature=s["temperature"], max_tokens=s["max_tokens"], seed=s["seed"],
-                   max_attempts=s["max_attempts"], endpoint=resolve_endpoint(s["base_url"], f"benchmark.{name}.base_url"))
+                   max_attempts=s["max_attempts"],
+                   endpoint=resolve_endpoint(s["base_url"], f"benchmark.{name}.base_url", s["backend"]))
+        out.update({k: s[k] for k in OPENAI_ONLY if s[k] != ROLE_DEFAULTS[k]})
     return out
 
 

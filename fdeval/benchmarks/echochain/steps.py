@@ -413,6 +413,7 @@ class Scores(Metric):
                 "taxonomy": c.taxonomy, "taxonomy_source": c.taxonomy_source, "screened_out": c.screened_out,
                 "rubric_source": (d.get("rubric") or {}).get("source"), "classifier_error": c.classifier_error,
                 "classifier": json.dumps((cl.get("classifier") or {}), sort_keys=True),
-                "roles": json.dumps(self.bench.role_identities(), sort_keys=True), "seed": run.seed,
+                "roles": json.dumps(self.bench.role_identities(), sort_keys=True),
+                "deviations": json.dumps(self.bench.role_deviations(), sort_keys=True), "seed": run.seed,
                 "case_seed": u.case.seed, "barge_in_after_s": self.bench.barge_in_after_s, "run_id": run.run_id,
                 "benchmark_version": self.bench.version, "fdeval": fdeval.__version__}

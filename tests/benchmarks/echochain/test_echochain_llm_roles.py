@@ -1,8 +1,12 @@
-"""`python -m fdeval.launch benchmark=echochain` with every LLM role on the anthropic backend.
+"""`python -m fdeval.launch benchmark=echochain` with every role on a language model, on each protocol.
 
-Planner, simulator, classifier, drafter and grader all talk to one local stand-in of the Messages
-API (tests/helpers/fake_messages_server.py: a real HTTP server on 127.0.0.1; the hosted API cannot
-be reached here). The stand-in plays each role: it tells them apart by their system prompts and
+Three launches: all five roles (planner, simulator, classifier, drafter, grader) on a local
+stand-in of the Messages API (tests/helpers/fake_messages_server.py), all five on one of the
+OpenAI chat-completions API (fake_openai_server.py, as vLLM, SGLang or OpenAI serve it), and the
+paper's preset `echochain_roles=paper` (planner, classifier, drafter, grader on chat completions,
+the simulator on Gemini's generateContent: fake_gemini_text_server.py, checked against the
+google-genai types). Each stand-in is a real HTTP server on 127.0.0.1; the hosted APIs cannot be
+reached here. The stand-ins play each role: they tell them apart by their system prompts and
 answers in that role's exact format, from what the request shows (topic, exchange number, the
 barge-in, the assistant's continuation), so the verdicts and grades follow the reference agent's
 real replies. One conversation's barge-in brings a constraint the reference agent recognises
@@ -18,7 +22,10 @@ import shutil
 import threading
 from pathlib import Path
 
-from helpers.fake_messages_server import DUMMY_KEY, Reply, error, fake_api, text  # noqa: F401 (fixture)
+import pytest
+from helpers import fake_gemini_text_server as gemini_api
+from helpers import fake_openai_server as openai_api
+from helpers.fake_messages_server import DUMMY_KEY, FakeMessagesServer, Reply, error, text
 from test_echochain_launch import launch, runs
 
 from fdeval.benchmarks.echochain.classifier import system_prompt as classifier_system
@@ -62,17 +69,38 @@ class Roles:
         self.systems = {PLANNER_SYSTEM: "planner", SIMULATOR_SYSTEM: "simulator", classifier_system(): "classifier",
                         DRAFTER_SYSTEM: "drafter", GRADER_SYSTEM: "grader"}
 
-    def __call__(self, body: dict) -> Reply:
-        # a request the stand-in cannot read is answered 400 (not retried), so the run fails fast
-        # and the test names the problem, instead of a client waiting on a crashed handler
+    def answer(self, system: str, prompt: str) -> str:
+        role = self.systems[system]
+        with self.lock:
+            self.counts[role] += 1
+        return getattr(self, role)(prompt)
+
+    # One responder per protocol. A request the stand-in cannot read is answered 400 (not
+    # retried), so the run fails fast and the test names the problem, instead of a client
+    # waiting on a crashed handler.
+    def messages(self, body: dict) -> Reply:
         try:
-            role = self.systems[body["system"]]
-            with self.lock:
-                self.counts[role] += 1
-            return text(getattr(self, role)(body["messages"][-1]["content"]))
+            return text(self.answer(body["system"], body["messages"][-1]["content"]))
         except Exception as e:  # noqa: BLE001 (reported by the test)
             self.problems.append(f"{type(e).__name__}: {e}")
             return error(400, "invalid_request_error", f"the stand-in could not answer: {e}")
+
+    def chat(self, body: dict) -> Reply:
+        try:
+            (system,), user = [m["content"] for m in body["messages"] if m["role"] == "system"], body["messages"][-1]
+            return openai_api.text(self.answer(system, user["content"]))
+        except Exception as e:  # noqa: BLE001
+            self.problems.append(f"{type(e).__name__}: {e}")
+            return openai_api.error(400, "invalid_request_error", f"the stand-in could not answer: {e}")
+
+    def generate(self, body: dict) -> Reply:
+        try:
+            system = body["systemInstruction"]["parts"][0]["text"]
+            return gemini_api.text(self.answer(system, body["contents"][-1]["parts"][0]["text"]),
+                                   thought="planning the next user turn")
+        except Exception as e:  # noqa: BLE001
+            self.problems.append(f"{type(e).__name__}: {e}")
+            return gemini_api.error(400, f"the stand-in could not answer: {e}")
 
     def planner(self, prompt: str) -> str:
         topic = field(prompt, r"^- Topic: (.*?) \|")
@@ -171,29 +199,83 @@ def table_row(out: str, header: str, model: str) -> dict[str, str]:
     raise AssertionError(f"no row {model!r} under {header!r}")
 
 
+KEYS = (DUMMY_KEY, openai_api.DUMMY_OPENAI_KEY, gemini_api.DUMMY_GEMINI_KEY)
+
+
 def assert_no_key(root: Path) -> None:
-    """The key reaches no file: outputs, logs, the answer cache, audio and HDF5 alike."""
-    leaked = [p for p in root.rglob("*") if p.is_file() and DUMMY_KEY.encode() in p.read_bytes()]
+    """No key reaches a file: outputs, logs, the answer cache, audio and HDF5 alike."""
+    leaked = [p for p in root.rglob("*") if p.is_file() and any(k.encode() in p.read_bytes() for k in KEYS)]
     assert not leaked, leaked
 
 
-def test_every_role_on_the_anthropic_backend_runs_end_to_end(tmp_path, fake_api):
-    """fake_api: the stand-in, with a dummy key in the environment the launch inherits."""
+# protocol -> (stand-in class, the role each protocol serves, the Roles responder)
+SETUPS = {
+    "anthropic": {r: "anthropic" for r in ROLE_NAMES},
+    "openai": {r: "openai" for r in ROLE_NAMES},
+    "paper": {**{r: "openai" for r in ROLE_NAMES}, "simulator": "gemini"},
+}
+SERVERS = {"anthropic": (FakeMessagesServer, "messages"), "openai": (openai_api.FakeOpenAIServer, "chat"),
+           "gemini": (gemini_api.FakeGeminiServer, "generate")}
+
+
+@pytest.mark.parametrize("setup", list(SETUPS))
+def test_every_role_on_a_language_model_runs_end_to_end_and_reruns_from_the_cache(tmp_path, monkeypatch, setup):
+    """anthropic / openai: every role on that backend; paper: the preset, as the paper ran its
+    roles. Each stand-in gets a dummy key from the environment the launch inherits."""
+    for var in ("ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "GOOGLE_API_KEY", "HTTP_PROXY", "http_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", DUMMY_KEY)
+    monkeypatch.setenv("OPENAI_API_KEY", openai_api.DUMMY_OPENAI_KEY)
+    monkeypatch.setenv("GEMINI_API_KEY", gemini_api.DUMMY_GEMINI_KEY)
     roles = Roles()
-    server = fake_api
-    server.responder = roles
+    servers = {}
+    for protocol in sorted(set(SETUPS[setup].values())):
+        cls, responder = SERVERS[protocol]
+        servers[protocol] = cls().start()
+        servers[protocol].responder = getattr(roles, responder)
+    try:
+        _run_and_rerun(tmp_path, setup, roles, servers)
+    finally:
+        for server in servers.values():
+            server.stop()
+
+
+def _run_and_rerun(tmp_path: Path, setup: str, roles: Roles, servers: dict) -> None:
     args = [f"benchmark.n_conversations={N}", "benchmark.max_exchanges=2", "benchmark.classifier.votes=1"]
-    for r in ROLE_NAMES:
-        args += [f"benchmark.{r}.backend=anthropic", f"benchmark.{r}.base_url={server.base_url}"]
+    if setup == "paper":
+        args.append("echochain_roles=paper")
+    for r, protocol in SETUPS[setup].items():
+        if setup != "paper":
+            args.append(f"benchmark.{r}.backend={protocol}")
+        if protocol == "openai":
+            args.append(f"benchmark.{r}.model=Qwen/Qwen3-8B" if setup != "paper" else f"benchmark.{r}.model=gpt-5.2-2025-12-11")
+        args.append(f"benchmark.{r}.base_url={servers[protocol].base_url}")
     proc = launch(tmp_path, *args)
     assert roles.problems == []
-    n = len(server.message_requests)
+    requests = {p: list(s.message_requests) for p, s in servers.items()}
+    n = sum(len(v) for v in requests.values())
     assert n == sum(roles.counts.values())  # every request was one of the five roles
     # per conversation: the first blueprint and one update, two user turns, one classifier
     # request (the grade step segments the log as the loop did, so its request is the loop's,
     # read from the cache), one rubric, and grades for two deliveries (live and half-duplex)
     assert roles.counts == {"planner": 2 * N, "simulator": 2 * N, "classifier": N, "drafter": N, "grader": 2 * N}
     assert len(roles.topics) == N
+    # each protocol's requests carry its key in its own header (the anthropic SDK's, whichever it uses)
+    for protocol, reqs in requests.items():
+        key, headers = {"anthropic": (DUMMY_KEY, ("x-api-key", "authorization")),
+                        "openai": (openai_api.DUMMY_OPENAI_KEY, ("authorization",)),
+                        "gemini": (gemini_api.DUMMY_GEMINI_KEY, ("x-goog-api-key",))}[protocol]
+        assert all(any(key in r.headers.get(h, "") for h in headers) for r in reqs), protocol
+    if setup == "paper":  # GPT-5.2 takes max_completion_tokens and a reasoning effort
+        assert all(r.body["model"] == "gpt-5.2-2025-12-11" and "max_tokens" not in r.body
+                   and r.body["reasoning_effort"] == "none" for r in requests["openai"])
+        assert {r.path for r in requests["gemini"]} == {"/v1beta/models/gemini-3-pro-preview:generateContent"}
+        assert servers["gemini"].invalid == []
+    # the plan of the same command counts what the run asked for (at most; nothing is sent)
+    plan = launch(tmp_path, *args, "stage=plan").stdout
+    for r in ROLE_NAMES:
+        assert re.search(rf"\| LLM requests, {r} +\| at most {roles.counts[r]} \(", plan), (r, plan)
+    assert sum(len(s.message_requests) for s in servers.values()) == n
 
     (run,) = runs(tmp_path)
     data = tmp_path / "out" / "echochain" / "_data"
@@ -202,7 +284,7 @@ def test_every_role_on_the_anthropic_backend_runs_end_to_end(tmp_path, fake_api)
         d = json.loads(f.read_text())
         cid, topic = d["case_id"], d["topic"]
         assert d["status"] == "ok" and d["rubric"]["source"] == "draft"
-        assert d["classifier"]["classifier"]["backend"] == "anthropic"
+        assert d["classifier"]["classifier"]["backend"] == SETUPS[setup]["classifier"]
         seg = json.loads((step_dir(run, "segment") / f.name).read_text())
         (ex,) = [e for e in seg["exchanges"] if e["index"] == d["evaluated"]]
         for grades, shown in ((d["grades"], ex), (d["control"]["grades"], seg["control"]["exchanges"][-1])):
@@ -221,14 +303,16 @@ def test_every_role_on_the_anthropic_backend_runs_end_to_end(tmp_path, fake_api)
         assert {k: rec["said"]["2"][k] for k in ("message", "barge_in", "barge_in_label")} == \
             {"message": roles.said[(topic, 2)]["message"], "barge_in": roles.said[(topic, 2)]["barge_in"],
              "barge_in_label": roles.said[(topic, 2)]["label"]}
-        assert all(rec["roles"][r]["backend"] == "anthropic" for r in ("planner", "simulator", "classifier"))
+        assert all(rec["roles"][r]["backend"] == SETUPS[setup][r] for r in ("planner", "simulator", "classifier"))
     # live, the reference agent takes up the allergy it recognises and not the name it cannot; in the
     # half-duplex control the name arrives as a request of its own, whose words it repeats
     assert evidence_taken == {roles.topics[0]: (True, True), roles.topics[1]: (False, True)}
     rows = list(csv.DictReader((step_dir(run, "score") / "echochain_results.csv").open()))
     assert len(rows) == N and all(r["rubric_source"] == "draft" for r in rows)
-    for r in rows:  # every results row names the backend of each role
-        assert {k: v["backend"] for k, v in json.loads(r["roles"]).items()} == dict.fromkeys(ROLE_NAMES, "anthropic")
+    for r in rows:  # every results row names the backend of each role, and how each differs from the paper
+        assert {k: v["backend"] for k, v in json.loads(r["roles"]).items()} == SETUPS[setup]
+        deviating = {"drafter", "grader"} if setup == "paper" else set(ROLE_NAMES)
+        assert set(json.loads(r["deviations"])) == deviating
     # the tables on stdout: one of two conversations passes every criterion, three of four pass;
     # the one interrupted failure is gone in the half-duplex control
     scores = table_row(proc.stdout, "| Model | Conversations | Scored | MPR |", "reference")
@@ -244,5 +328,5 @@ def test_every_role_on_the_anthropic_backend_runs_end_to_end(tmp_path, fake_api)
         if p.name != "_cache":
             shutil.rmtree(p)
     launch(tmp_path, *args, "resume=redo")
-    assert len(server.message_requests) == n and verdicts(run) == before
+    assert sum(len(s.message_requests) for s in servers.values()) == n and verdicts(run) == before
     assert_no_key(tmp_path / "out")

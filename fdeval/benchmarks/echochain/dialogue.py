@@ -435,12 +435,23 @@ def _with_case(m: UserMessage, case_id: str) -> UserMessage:
     return UserMessage(case_id, m.exchange, m.text, m.barge_in_label, m.barge_in)
 
 
+def assistant_said(history: tuple[Exchange, ...]) -> str:
+    """Everything the assistant said in `history` (each exchange's answer before and after its
+    barge-in): what a scripted wording may presuppose."""
+    return "\n".join(f"{ex.answer_before} {ex.continuation}" for ex in history)
+
+
 class OfflineSimulator(OfflineRole, Simulator):
     """The seed's script (``Seed.exchanges[exchange - 1]``), put through the same checks as an LLM's
-    output, so a user seed file cannot slip in what the LLM simulator would be refused."""
+    output, so a user seed file cannot slip in what the LLM simulator would be refused.
+
+    A scripted wording that presupposes earlier advice is spoken only when the assistant's text of
+    the earlier exchanges mentions one of its words, else its fallback
+    (:meth:`~fdeval.benchmarks.echochain.seeds.ExchangeScript.wording`). The current exchange's
+    reply plays no part: its barge-in is fixed before the reply exists (section 4.1)."""
 
     role = "simulator"
-    TEMPLATES = ("offline-simulator-1", json.dumps(FORBIDDEN_REQUESTS))
+    TEMPLATES = ("offline-simulator-2", json.dumps(FORBIDDEN_REQUESTS))
 
     def next_message(self, seed: Seed, blueprint: Blueprint, history: tuple[Exchange, ...], exchange: int,
                      case_id: str) -> UserMessage:
@@ -449,8 +460,9 @@ class OfflineSimulator(OfflineRole, Simulator):
             raise SimulatorError(f"simulator: case {case_id}: seed {seed.seed_id} scripts {len(seed.exchanges)} "
                                  f"exchange(s), not {exchange}", case_id, exchange)
         step = seed.exchanges[exchange - 1]
+        message, barge_in = step.wording(assistant_said(history))
         try:
-            m = validate_user_turn(step.message, exchange, step.barge_in_label, step.barge_in,
+            m = validate_user_turn(message, exchange, step.barge_in_label, barge_in,
                                    tuple(ex.message for ex in history))
         except ValueError as e:
             raise SimulatorError(f"simulator: case {case_id}: seed {seed.seed_id} exchange {exchange}: {e}",

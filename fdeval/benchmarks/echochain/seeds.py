@@ -7,13 +7,22 @@ up (``evidence``), the words that show the replaced assumption is still in use (
 hand-written rubric (``criteria``, keyword checks an offline grader can run). ``task_keywords``
 are words showing that the original task is still being served.
 
+A scripted message or barge-in may lean on advice the assistant gave earlier ("I can't turn location
+off"). Such a wording names what it presupposes (``message_presupposes`` / ``barge_in_presupposes``:
+words, any one of which must occur in the assistant's text of the earlier exchanges) and comes with a
+fallback that presupposes nothing (``message_fallback`` / ``barge_in_fallback``);
+:meth:`ExchangeScript.wording` picks one from what the assistant actually said. The barge-in of an
+exchange is still chosen before that exchange's reply exists (section 4.1), so only the earlier
+exchanges count.
+
 File format (``docs/echochain.md`` has the full reference): JSON -- ``{"version": 1, "seeds":
 [...]}`` or a bare list of seed objects -- or JSONL, one seed object per line. Reading is strict:
 unknown keys, bad ids, unknown labels, digits in user text (numbers are spelled out for speech),
 too many sentences, a barge-in that repeats its message, evidence words the user already said
 (they could not show uptake), stale or forbidden words the barge-in itself says (a correct reply
-may echo them) and duplicate ids are all rejected with a one-line :class:`SeedFileError` (a
-``ConfigError``) ``<file>: seed <id>: field <path>: <why>``.
+may echo them), a presupposition without its fallback (or the reverse), presupposed words the user
+said first (an assistant echoing them shows no advice) and duplicate ids are all rejected with a
+one-line :class:`SeedFileError` (a ``ConfigError``) ``<file>: seed <id>: field <path>: <why>``.
 Field paths are JSON paths with list positions counted from zero (``exchanges[1]`` is exchange 2).
 """
 
@@ -24,6 +33,7 @@ import hashlib
 import json
 import random
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,7 +64,8 @@ _ABBREVIATIONS = frozenset({"mr", "mrs", "ms", "dr", "st", "vs", "jr", "sr", "mt
                             "u.s", "approx"})
 _SEED_KEYS = ("seed_id", "topic", "subtopic", "topic_description", "persona", "axis", "task_keywords",
               "exchanges")
-_EXCHANGE_KEYS = ("index", "message", "barge_in_label", "barge_in", "evidence", "stale", "criteria")
+_EXCHANGE_KEYS = ("index", "message", "message_presupposes", "message_fallback", "barge_in_label", "barge_in",
+                  "barge_in_presupposes", "barge_in_fallback", "evidence", "stale", "criteria")
 _CRITERION_KEYS = ("criterion_id", "text", "require_any", "forbid", "scope")
 
 
@@ -100,11 +111,34 @@ class ExchangeScript:
     evidence: tuple[str, ...] = ()
     stale: tuple[str, ...] = ()
     criteria: tuple[Criterion, ...] = ()
+    # A wording that leans on earlier advice: spoken only when the earlier assistant text mentions one
+    # of the words; otherwise the fallback, which presupposes nothing (both set or neither).
+    message_presupposes: tuple[str, ...] = ()
+    message_fallback: str | None = None
+    barge_in_presupposes: tuple[str, ...] = ()
+    barge_in_fallback: str | None = None
+
+    def wording(self, assistant_text: str) -> tuple[str, str | None]:
+        """(message, barge-in) for a conversation whose earlier exchanges had the assistant say
+        `assistant_text`: a presupposing wording when one of its words was said, else its fallback.
+        The same text always gives the same choice."""
+        def holds(words: tuple[str, ...]) -> bool:
+            return not words or bool(mentions(assistant_text, words))
+        return (self.message if holds(self.message_presupposes) else self.message_fallback or self.message,
+                self.barge_in if holds(self.barge_in_presupposes) else self.barge_in_fallback or self.barge_in)
+
+    def variants(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """Every wording the exchange can have: (messages, barge-ins)."""
+        return (tuple(t for t in (self.message, self.message_fallback) if t),
+                tuple(t for t in (self.barge_in, self.barge_in_fallback) if t))
 
     def to_dict(self) -> dict:
-        return _compact({"index": self.index, "message": self.message, "barge_in_label": self.barge_in_label,
-                         "barge_in": self.barge_in, "evidence": list(self.evidence), "stale": list(self.stale),
-                         "criteria": [c.to_dict() for c in self.criteria]})
+        return _compact({"index": self.index, "message": self.message,
+                         "message_presupposes": list(self.message_presupposes),
+                         "message_fallback": self.message_fallback, "barge_in_label": self.barge_in_label,
+                         "barge_in": self.barge_in, "barge_in_presupposes": list(self.barge_in_presupposes),
+                         "barge_in_fallback": self.barge_in_fallback, "evidence": list(self.evidence),
+                         "stale": list(self.stale), "criteria": [c.to_dict() for c in self.criteria]})
 
 
 @dataclass(frozen=True)
@@ -196,6 +230,26 @@ def _bare(text: str) -> str:
     return " ".join(re.findall(r"\w+", _normal(text)))
 
 
+# Hesitation sounds say nothing about how a turn opens, so the opener is the first word after them.
+OPENER_FILLERS = frozenset({"um", "uh", "uhm", "er", "erm", "hm", "hmm"})
+MAX_OPENER_SHARE = 0.30  # no opener may begin more than this share of the pool's messages (or barge-ins)
+_OPENER_WORD = re.compile(r"[^\W\d_]+(?:['-][^\W\d_]+)*")
+
+
+def opener(text: str) -> str:
+    """How a user turn opens: its first word, lower-cased, without punctuation (an inner apostrophe
+    or hyphen stays: "mm-hmm", "that's"), skipping the fillers of :data:`OPENER_FILLERS` ("Um, so
+    ..." opens with "so"); "" when there is no such word."""
+    return next((w for w in _OPENER_WORD.findall(_normal(text)) if w not in OPENER_FILLERS), "")
+
+
+def opener_shares(texts: Iterable[str]) -> dict[str, float]:
+    """Each opener's share of `texts`, the most frequent first (ties by name)."""
+    counts = Counter(opener(t) for t in texts)
+    total = sum(counts.values())
+    return {w: n / total for w, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))}
+
+
 # ------------------------------------------------------------------------------------------------
 # Validation
 
@@ -274,6 +328,24 @@ def _parse_criterion(c: _Check, d: Any, path: str) -> Criterion:
     return Criterion(cid, c.text(d["text"], f"{path}.text"), require_any, forbid, scope)
 
 
+def _presupposing(c: _Check, d: Mapping, key: str, path: str, max_sentences: int,
+                  text: str) -> tuple[tuple[str, ...], str | None]:
+    """The words `text` (field `key`) presupposes and its fallback wording: both or neither."""
+    words = c.words(d.get(f"{key}_presupposes"), f"{path}.{key}_presupposes")
+    if d.get(f"{key}_fallback") is None:
+        if words:
+            c.fail(f"{path}.{key}_fallback", f"missing (a {key} that presupposes earlier advice needs a wording "
+                                             f"that does not)")
+        return (), None
+    if not words:
+        c.fail(f"{path}.{key}_presupposes", f"missing (a fallback stands in for a {key} that presupposes "
+                                            f"something: name the words it needs the assistant to have said)")
+    fallback = c.spoken(d[f"{key}_fallback"], f"{path}.{key}_fallback", max_sentences)
+    if _bare(fallback) == _bare(text):
+        c.fail(f"{path}.{key}_fallback", f"the same as the {key}; the fallback must drop the presupposition")
+    return words, fallback
+
+
 def _parse_exchange(c: _Check, d: Any, path: str, position: int) -> ExchangeScript:
     c.keys(d, _EXCHANGE_KEYS, ("index", "message"), path)
     index = d["index"]
@@ -288,11 +360,14 @@ def _parse_exchange(c: _Check, d: Any, path: str, position: int) -> ExchangeScri
     criteria = tuple(_parse_criterion(c, x, f"{path}.criteria[{i}]") for i, x in enumerate(raw_criteria))
     label, barge_in = d.get("barge_in_label"), d.get("barge_in")
     if position == 1:
-        for key, value in (("barge_in_label", label), ("barge_in", barge_in), ("evidence", evidence),
-                           ("stale", stale)):
-            if value:
+        for key in ("barge_in_label", "barge_in", "barge_in_presupposes", "barge_in_fallback", "evidence", "stale"):
+            if d.get(key):
                 c.fail(f"{path}.{key}", "exchange one sets the context and has no barge-in")
+        for key in ("message_presupposes", "message_fallback"):
+            if d.get(key) is not None:
+                c.fail(f"{path}.{key}", "exchange one has no earlier assistant text to presuppose")
         return ExchangeScript(index, message, criteria=criteria)
+    m_words, m_fallback = _presupposing(c, d, "message", path, MAX_MESSAGE_SENTENCES, message)
     if label is None:
         c.fail(f"{path}.barge_in_label", "missing (every exchange after the first has a barge-in)")
     if label not in BARGE_IN_LABELS:
@@ -300,19 +375,27 @@ def _parse_exchange(c: _Check, d: Any, path: str, position: int) -> ExchangeScri
     if barge_in is None:
         c.fail(f"{path}.barge_in", "missing (every exchange after the first has a barge-in)")
     barge_in = c.spoken(barge_in, f"{path}.barge_in", MAX_BARGE_IN_SENTENCES)
-    if _bare(barge_in) in _bare(message):
-        c.fail(f"{path}.barge_in", "repeats the message; a barge-in must bring new information")
+    b_words, b_fallback = _presupposing(c, d, "barge_in", path, MAX_BARGE_IN_SENTENCES, barge_in)
+    # Any barge-in wording may follow any message wording, so every pair is checked.
+    cuts = [("barge_in", barge_in, "the barge-in itself")]
+    if b_fallback is not None:
+        cuts.append(("barge_in_fallback", b_fallback, "the barge-in's fallback"))
+    for field, cut, _ in cuts:
+        if any(_bare(cut) in _bare(m) for m in (message, m_fallback) if m is not None):
+            c.fail(f"{path}.{field}", "repeats the message; a barge-in must bring new information")
     if not evidence:
         c.fail(f"{path}.evidence", "missing (the words that show the new information was taken up)")
     c.disjoint(evidence, stale, f"{path}.stale", "evidence and stale")
     # A correct continuation may echo the barge-in's own words, so those cannot mark a stale reply.
     for key, words in [("stale", stale)] + [(f"criteria[{j}].forbid", k.forbid) for j, k in enumerate(criteria)]:
-        echoed = mentions(barge_in, words)
-        if echoed:
-            c.fail(f"{path}.{key}", f"{echoed[0]!r} is said in the barge-in itself")
+        for _, cut, where in cuts:
+            echoed = mentions(cut, words)
+            if echoed:
+                c.fail(f"{path}.{key}", f"{echoed[0]!r} is said in {where}")
     if len(criteria) < MIN_CRITERIA:
         c.fail(f"{path}.criteria", f"{len(criteria)} criteria; an interrupted exchange needs at least {MIN_CRITERIA}")
-    return ExchangeScript(index, message, label, barge_in, evidence, stale, criteria)
+    return ExchangeScript(index, message, label, barge_in, evidence, stale, criteria, m_words, m_fallback, b_words,
+                          b_fallback)
 
 
 def _parse_seed(d: Any, source: str, fallback: str) -> Seed:
@@ -331,13 +414,22 @@ def _parse_seed(d: Any, source: str, fallback: str) -> Seed:
     if len(raw) < MIN_EXCHANGES:
         c.fail("exchanges", f"{len(raw)} exchanges; a seed needs at least {MIN_EXCHANGES}")
     exchanges = tuple(_parse_exchange(c, x, f"exchanges[{i}]", i + 1) for i, x in enumerate(raw))
-    heard = ""  # the user's words up to each message: evidence must be new there, or it proves nothing
+    # The user's words (every wording) up to each exchange: an assistant that echoes them shows no
+    # advice, so a presupposition cannot rest on them; and evidence must be new, or it proves nothing.
+    heard = ""
     for i, ex in enumerate(exchanges):
-        heard += " " + ex.message
+        for key, words in (("message_presupposes", ex.message_presupposes),
+                           ("barge_in_presupposes", ex.barge_in_presupposes)):
+            for j, w in enumerate(words):
+                if mentions(heard, (w,)):
+                    c.fail(f"exchanges[{i}].{key}[{j}]", f"{w!r} is in the user's earlier words; an assistant "
+                                                         f"repeating it shows no advice")
+        messages, cuts = ex.variants()
+        heard += " " + " ".join(messages)
         for j, w in enumerate(ex.evidence):
             if mentions(heard, (w,)):
                 c.fail(f"exchanges[{i}].evidence[{j}]", f"{w!r} is already in the user's earlier words")
-        heard += " " + (ex.barge_in or "")
+        heard += " " + " ".join(cuts)
     seen: dict[str, str] = {}
     for i, ex in enumerate(exchanges):
         for j, crit in enumerate(ex.criteria):

@@ -20,7 +20,7 @@ from fdeval.benchmarks.echochain.dialogue import (BLUEPRINT_SECTIONS, RESPONDER_
                                                    LLMPlanner, LLMSimulator, OfflinePlanner, OfflineSimulator,
                                                    PlannerError, SimulatorError, make_planner, make_simulator,
                                                    parse_blueprint, parse_simulator_output, responder_prompt)
-from fdeval.benchmarks.echochain.seeds import load_seeds
+from fdeval.benchmarks.echochain.seeds import MAX_OPENER_SHARE, load_seeds, mentions, opener_shares
 from fdeval.benchmarks.echochain.taxonomy import BARGE_IN_LABELS
 from fdeval.errors import ConfigError, FdevalError
 from fdeval.llm.client import LLMConfigError
@@ -61,14 +61,21 @@ def test_check_role_fills_defaults_and_keeps_values():
 
 @pytest.mark.parametrize("settings, expected", [
     ({"tempo": 1}, "benchmark.simulator.tempo: unknown key; valid: [backend, base_url, max_attempts, max_retries, "
-                   "max_tokens, model, seed, temperature, timeout_s]"),
-    ({"backend": "openai"}, "benchmark.simulator.backend: unknown backend 'openai'; valid: ['offline', 'anthropic']"),
+                   "max_tokens, max_tokens_param, model, reasoning_effort, seed, temperature, timeout_s]"),
+    ({"backend": "bedrock"}, "benchmark.simulator.backend: unknown backend 'bedrock'; valid: ['offline', 'anthropic', "
+                             "'openai', 'vllm', 'sglang', 'gemini']"),
+    ({"backend": "vllm"}, "benchmark.simulator.model: required for backend vllm (the model id the endpoint serves; "
+                          "the paper's models are the preset echochain_roles=paper)"),
+    ({"backend": "gemini", "model": "gemini-3-pro-preview", "reasoning_effort": "low"},
+     "benchmark.simulator.reasoning_effort: a setting of the OpenAI protocol (backend openai, vllm or sglang), not of "
+     "gemini"),
     ({"temperature": "hot"}, "benchmark.simulator.temperature: must be a number in [0, 2] or null, got 'hot'"),
     ({"temperature": 3}, "benchmark.simulator.temperature: must be a number in [0, 2] or null, got 3"),
     ({"max_attempts": 0}, "benchmark.simulator.max_attempts: must be an integer in [1, 20], got 0"),
     ({"max_tokens": True}, "benchmark.simulator.max_tokens: must be an integer in [1, 1000000], got True"),
     ({"seed": 1.5}, "benchmark.simulator.seed: must be an integer, got 1.5"),
-    ({"model": "claude sonnet"}, "benchmark.simulator.model: must be a model id without spaces, got 'claude sonnet'"),
+    ({"model": "claude sonnet"}, "benchmark.simulator.model: must be a model id without spaces, or null (the "
+                                 "backend's default), got 'claude sonnet'"),
 ])
 def test_check_role_errors_name_role_key_and_valid_values(settings, expected):
     with pytest.raises(ConfigError) as e:
@@ -145,17 +152,68 @@ def test_offline_blueprint_is_a_strategy_that_follows_the_conversation():
     assert ignored.version == taken.version == 3
 
 
-def test_every_shipped_seed_passes_the_simulator_checks():
-    seeds = load_seeds()
+def test_a_presupposing_barge_in_follows_the_earlier_replies_never_the_current_one():
+    seed = next(s for s in load_seeds() if s.seed_id == "support-phone-battery")
+    step, sim, bp = seed.exchanges[1], OfflineSimulator(), Blueprint(CASE, 1, "unused")
+    assert step.barge_in_presupposes and step.barge_in_fallback
+    silent = (Exchange(CASE, 1, seed.exchanges[0].message, "", None, None, "Screen brightness is the usual culprit."),)
+    told = (Exchange(CASE, 1, seed.exchanges[0].message, "", None, None, "Background GPS use drains it fast."),)
+    assert sim.next_message(seed, bp, silent, 2, CASE).barge_in == step.barge_in_fallback
+    assert sim.next_message(seed, bp, told, 2, CASE).barge_in == step.barge_in
+    assert sim.next_message(seed, bp, told, 2, "case-2").barge_in == step.barge_in  # the history decides, nothing else
+
+
+def _play(seed, advice: bool) -> list:
+    """One offline conversation over `seed`: (script step, user turn, the assistant text the turn was
+    written after) per exchange. With `advice` every reply mentions every word the seed's wordings
+    presuppose (before its barge-in), without it none does."""
     sim, bp = OfflineSimulator(), Blueprint(CASE, 1, "unused")
-    for seed in seeds:
-        history: tuple = ()
-        for step in seed.exchanges:
-            m = sim.next_message(seed, bp, history, step.index, CASE)
-            assert (m.text, m.barge_in_label, m.barge_in) == (step.message, step.barge_in_label, step.barge_in)
-            history += (Exchange(CASE, step.index, step.message, "", step.barge_in, step.barge_in_label, "ok"),)
-            parse_blueprint(OfflinePlanner().plan(seed, history, None, CASE).text)
-    assert len(seeds) >= 40
+    words = sorted({w for s in seed.exchanges for w in s.message_presupposes + s.barge_in_presupposes})
+    said = "Here is one way to go about it." + (f" Think about {', '.join(words)}." if advice and words else "")
+    assert not mentions(said, words) or advice
+    history: tuple = ()
+    turns = []
+    for step in seed.exchanges:
+        m = sim.next_message(seed, bp, history, step.index, CASE)
+        turns.append((step, m, dialogue.assistant_said(history)))
+        cut = m.barge_in is not None
+        history += (Exchange(CASE, step.index, m.text, said if cut else "", m.barge_in, m.barge_in_label,
+                             "That should settle it." if cut else said),)
+        parse_blueprint(OfflinePlanner().plan(seed, history, None, CASE).text)
+    return turns
+
+
+def test_scan_of_the_shipped_pool_presuppositions_and_openers():
+    """The offline simulator over every exchange of every shipped seed, once after replies that gave
+    every piece of advice a scripted wording presupposes and once after replies that gave none: a
+    presupposing wording is spoken only in the first run (its fallback in the second), and no opener
+    (``seeds.opener``) begins more than MAX_OPENER_SHARE of the later messages, of all messages or
+    of the barge-ins in either run. No model, no audio: it runs in well under a second."""
+    seeds = load_seeds()
+    assert len(seeds) == 48
+    for advice in (True, False):
+        spoken: dict[str, list[str]] = {"later messages": [], "messages": [], "barge-ins": []}
+        leaning = 0
+        for seed in seeds:
+            turns = _play(seed, advice)
+            assert turns == _play(seed, advice)  # same history, same words
+            for step, m, said in turns:
+                assert (m.text, m.barge_in) == step.wording(said) and m.barge_in_label == step.barge_in_label
+                for text, wording, words, fallback in (
+                        (m.text, step.message, step.message_presupposes, step.message_fallback),
+                        (m.barge_in, step.barge_in, step.barge_in_presupposes, step.barge_in_fallback)):
+                    if words:
+                        assert text == (wording if advice else fallback), (seed.seed_id, step.index, advice)
+                        assert text != wording or mentions(said, words), (seed.seed_id, step.index)
+                        leaning += text == wording
+                spoken["messages"].append(m.text)
+                if step.index > 1:
+                    spoken["later messages"].append(m.text)
+                    spoken["barge-ins"].append(m.barge_in)
+        assert leaning == (13 if advice else 0)  # the shipped pool's presupposing barge-ins (docs/echochain.md)
+        for kind, texts in spoken.items():
+            top, share = next(iter(opener_shares(texts).items()))
+            assert share <= MAX_OPENER_SHARE, (advice, kind, top, share)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -124,6 +124,37 @@ def test_mentions_and_criterion_check():
     assert not c.holds("A chocolate tart.")
 
 
+def test_a_presupposing_wording_is_spoken_only_after_the_advice_it_leans_on():
+    step = S.ExchangeScript(2, "Okay, so which settings first?", "Denial and Discontent",
+                            "No, no, I can't turn location off.", ("four years",),
+                            message_presupposes=("dim the screen",), message_fallback="So which settings first?",
+                            barge_in_presupposes=("location", "gps"),
+                            barge_in_fallback="Wait, whatever I change, location has to stay on.")
+    assert step.wording("") == ("So which settings first?", "Wait, whatever I change, location has to stay on.")
+    assert step.wording("Turn off GPS and dim the  screen.") == ("Okay, so which settings first?",
+                                                                 "No, no, I can't turn location off.")
+    assert step.wording("Relocation is costly.")[1] == step.barge_in_fallback  # whole words only
+    assert step.wording("Dim the screen.") == step.wording("dim the screen") == (step.message, step.barge_in_fallback)
+    assert step.variants() == ((step.message, step.message_fallback), (step.barge_in, step.barge_in_fallback))
+    plain = S.ExchangeScript(2, "And then?", "Further Inquiry", "Wait, what if it rains?", ("rain",))
+    assert plain.wording("") == plain.wording("anything") == ("And then?", "Wait, what if it rains?")
+    assert plain.to_dict().keys() == {"index", "message", "barge_in_label", "barge_in", "evidence"}
+
+
+@pytest.mark.parametrize("text, first", [
+    ("Okay, and then?", "okay"), ("Um, uh... so what now?", "so"), ("Mm-hmm, right.", "mm-hmm"),
+    ("Hmm, hang on...", "hang"), ("Got it -- and the price?", "got"), ("\u201cThat\u2019s fair.\u201d", "that's"),
+    ("...", ""),
+])
+def test_opener_is_the_first_word_after_fillers(text, first):
+    assert S.opener(text) == first
+
+
+def test_opener_shares():
+    shares = S.opener_shares(["Okay.", "Um, okay then.", "So?", "Right."])
+    assert shares == {"okay": 0.5, "right": 0.25, "so": 0.25}
+
+
 # ------------------------------------------------------------------------------------------------
 # Rotation
 
@@ -203,13 +234,37 @@ def _mutations(pool):
             d["exchanges"][1]["barge_in"].split()[-1].strip(".?!"))), sid, "exchanges[1].stale", "barge-in itself"),
         ("bad seed id", m(lambda d: d.update(seed_id="Bad Id")), "#1", "seed_id", "not an id"),
         ("duplicate seed ids", [dup, copy.deepcopy(dup)], sid, "seed_id", "duplicate id (also seed #1)"),
+        # presupposing wordings (the base seed's exchange 3 barge-in presupposes a cable was mentioned)
+        ("presupposition without a fallback", m(lambda d: d["exchanges"][2].pop("barge_in_fallback")), sid,
+         "exchanges[2].barge_in_fallback", "missing (a barge_in that presupposes"),
+        ("fallback without a presupposition", m(lambda d: d["exchanges"][1].update(
+            message_fallback="Right. So where do I start?")), sid, "exchanges[1].message_presupposes", "missing"),
+        ("presupposition in exchange one", m(lambda d: d["exchanges"][0].update(
+            message_presupposes=["router"], message_fallback="Hi, my wifi keeps dropping.")), sid,
+         "exchanges[0].message_presupposes", "no earlier assistant text"),
+        ("fallback equal to the wording", m(lambda d: d["exchanges"][2].update(
+            barge_in_fallback=d["exchanges"][2]["barge_in"].upper())), sid, "exchanges[2].barge_in_fallback",
+         "the same as the barge_in"),
+        ("fallback inside the message", m(lambda d: d["exchanges"][2].update(
+            barge_in_fallback="Is there anything I can do so my video calls stop freezing?")), sid,
+         "exchanges[2].barge_in_fallback", "repeats the message"),
+        ("stale word in the fallback", m(lambda d: d["exchanges"][2].update(
+            barge_in_fallback="Sure, but no network cable for me, the landlord says no.")), sid, "exchanges[2].stale",
+         "'network cable' is said in the barge-in's fallback"),
+        ("presupposed word the user said first", m(lambda d: d["exchanges"][2]["barge_in_presupposes"].append("wifi")),
+         sid, "exchanges[2].barge_in_presupposes[3]", "'wifi' is in the user's earlier words"),
+        ("evidence in a fallback message", m(lambda d: d["exchanges"][1].update(
+            message_presupposes=["modem"], message_fallback="Right. Should I talk to the landlord first?")), sid,
+         "exchanges[1].evidence[0]", "'landlord' is already in the user's earlier words"),
     ]
 
 
 CASES = ("unknown key", "nested unknown key", "digit in a message", "four sentences", "three-sentence barge-in",
          "bad label", "exchange one with a barge-in", "later exchange without one", "barge-in inside the message",
          "one criterion", "duplicate criterion id", "evidence already said", "stale word echoed by the barge-in",
-         "bad seed id", "duplicate seed ids")
+         "bad seed id", "duplicate seed ids", "presupposition without a fallback", "fallback without a presupposition",
+         "presupposition in exchange one", "fallback equal to the wording", "fallback inside the message",
+         "stale word in the fallback", "presupposed word the user said first", "evidence in a fallback message")
 
 
 def test_every_mutation_is_run(pool):

@@ -29,7 +29,11 @@ from typing import Sequence
 
 import numpy as np
 
+from fdeval.orchestrator.config import TurnConfig
+from fdeval.orchestrator.turns import model_speaking_at
 from fdeval.types import Turn
+
+DEFAULT_SILENCE_S = TurnConfig.silence_s  # one source: the turn manager's default
 
 
 @dataclass(frozen=True, eq=False)  # eq=False: field-wise == on an ndarray has no single truth value
@@ -72,6 +76,14 @@ class Conversation:
     user: tuple[PlayedUserTurn, ...]
     model: tuple[ModelText, ...]
     text_stream: str = "words"  # how the model's pieces join (docs/judging.md): words | pieces
+    # the played model channel's speech (VAD segments, start_s, end_s; one still open ends at
+    # now_s) and the silence that ends its answer (orchestrator.silence_s): see model_speaking_at
+    model_speech: tuple[tuple[float, float], ...] = ()
+    silence_s: float = DEFAULT_SILENCE_S
+
+    def model_speaking_at(self, t_s: float) -> bool:
+        """Whether the model's answer was under way at `t_s` (:func:`turns.model_speaking_at`)."""
+        return model_speaking_at(self.model_speech, t_s, self.silence_s)
 
     @property
     def next_index(self) -> int:

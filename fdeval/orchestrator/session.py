@@ -93,7 +93,7 @@ async def run_session(
     log = SessionLog(case.case_id, sr, frame_n / sr, clock.kind, attrs=dict(attrs or {}))
     turn_cfg = effective_turn_config(cfg.turns, model.turn_silence_s)
     text_stream = model.text_stream
-    asks = _Asks(policy, case.case_id, text_stream, sr)
+    asks = _Asks(policy, case.case_id, text_stream, sr, turn_cfg.silence_s)
     first = await asks.ask(0.0)
     if not first:
         raise ValueError(f"case {case.case_id!r}: the user policy {policy.name!r} gave no first turn")
@@ -173,7 +173,8 @@ async def run_session(
                     tm.end_reason = "behind_real_time"
                     break
                 if tm.state == "ask" and asking is None:
-                    asking = asyncio.ensure_future(asks.ask(n_end / sr, tm.turns, tm.records, log.model_text))
+                    speech = (*vstream.segments, *([(vstream.last_onset_s, n_end / sr)] if vstream.is_speaking else []))
+                    asking = asyncio.ensure_future(asks.ask(n_end / sr, tm.turns, tm.records, log.model_text, speech))
                     if clock.kind == "lockstep":
                         await asyncio.wait([asking])  # the session clock stands still while the policy thinks
                     else:
@@ -234,17 +235,20 @@ def _words_in(turn: Turn, start_n: int, n0: int, frame_n: int, sr: int) -> list[
 class _Asks:
     """The session's questions to its user policy: the conversation it is shown, and think times."""
 
-    def __init__(self, policy: UserPolicy, case_id: str, text_stream: str, sample_rate: int):
+    def __init__(self, policy: UserPolicy, case_id: str, text_stream: str, sample_rate: int, silence_s: float):
         self.policy, self.case_id, self.text_stream, self.sr = policy, case_id, text_stream, sample_rate
+        self.silence_s = silence_s
         self.n, self.asked_s, self.think_s, self.think_max_s = 0, 0.0, 0.0, 0.0
 
     async def ask(self, now_s: float, turns: Sequence[Turn] = (), records: Sequence[TurnRecord] = (),
-                  model_text: Sequence[list[Any]] = ()) -> tuple[UserTurn, ...]:
+                  model_text: Sequence[list[Any]] = (),
+                  model_speech: Sequence[tuple[float, float]] = ()) -> tuple[UserTurn, ...]:
         user = tuple(PlayedUserTurn(r.index, r.label, r.turn_type, t.text, r.start_n / self.sr, r.end_n / self.sr, r.cut_short)
                      for t, r in zip(turns, records) if r.end_n >= 0)
         # what the user has heard: pieces whose audio has started playing and was not dropped
         model = tuple(ModelText(row[3], row[1], row[2]) for row in model_text if not row[4] and row[1] <= now_s + 1e-9)
-        conv = Conversation(self.case_id, now_s, user, model, self.text_stream)
+        conv = Conversation(self.case_id, now_s, user, model, self.text_stream,
+                            tuple((float(a), float(b)) for a, b in model_speech), self.silence_s)
         self.n += 1
         self.asked_s = now_s
         t0 = time.perf_counter()

@@ -31,6 +31,15 @@ from fdeval.types import Turn
 LogFn = Callable[[float, str, int, str], None]
 
 
+def model_speaking_at(segments: Sequence[tuple[float, float]], t_s: float, silence_s: float) -> bool:
+    """Whether the model's answer was under way at `t_s` by the turn manager's own rule: inside a
+    speech segment of the played model channel, or less than `silence_s` after one ended (a pause
+    the take-turn wait would not yet call the end of the answer). A barge-in injected when this
+    is False lands after the answer: benchmarks that score interruptions say what they do with
+    it (EchoChain: docs/echochain.md, "A barge-in after the answer")."""
+    return any(a - 1e-9 <= t_s < b + silence_s - 1e-9 for a, b in segments)
+
+
 def barge_in_delay_s(turn: Turn, cfg: TurnConfig) -> float:
     """The delay after the model's speech onset at which barge-in `turn` is injected."""
     if cfg.barge_in_delay_s is not None:

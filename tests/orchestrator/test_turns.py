@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from fdeval.orchestrator.turns import TurnConfig, TurnManager
+from fdeval.orchestrator.turns import TurnConfig, TurnManager, model_speaking_at
 from fdeval.types import Turn
 
 SR = 1000
@@ -102,3 +102,14 @@ def test_fixed_tail_ends_the_session_regardless_of_the_model():
     user = drive(tm, lambda t: t > 1.7)  # the model talks on and on
     assert tm.end_reason == "tail"
     assert tm.records[0].end_n == 1600 and len(user) == 1600 + 5000
+
+
+@pytest.mark.parametrize("t_s, speaking", [
+    (0.9, False), (1.0, True), (2.5, True),  # before, at and inside the first stretch of speech
+    (3.0 + 1.5 - 0.01, True),  # a pause shorter than silence_s: the answer is still under way
+    (3.0 + 1.5, False),  # silence_s after it ended: the answer is over (the take-turn rule)
+    (6.0, True), (20.0, False),
+])
+def test_model_speaking_at_uses_the_take_turn_silence(t_s, speaking):
+    assert model_speaking_at([(1.0, 3.0), (5.0, 7.0)], t_s, 1.5) is speaking
+    assert model_speaking_at([], t_s, 1.5) is False  # a model that never spoke

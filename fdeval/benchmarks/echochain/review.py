@@ -382,7 +382,8 @@ def apply_human(conv: GradedConversation, label: Mapping[str, Any]) -> GradedCon
     if grades and all(g.passed for g in grades):
         taxonomy = None
     return dataclasses.replace(conv, grades=grades, taxonomy=taxonomy, taxonomy_source=source,
-                               screened_out=not label["screening"]["accepted"])
+                               screened_out=not label["screening"]["accepted"],
+                               auto_grades=conv.graded_like_control)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -65,6 +65,14 @@ class GradedConversation:
     taxonomy: str | None            # a TAXONOMY key; None when it passed
     taxonomy_source: str            # auto | human
     screened_out: bool = False      # rejected by human screening (left out of every metric)
+    # the grader's own grades of the interrupted delivery, kept when a reviewer's replace them in
+    # `grades`: the half-duplex comparison pairs them with the control's, one grader on both sides
+    auto_grades: tuple[Grade, ...] | None = None
+
+    @property
+    def graded_like_control(self) -> tuple[Grade, ...]:
+        """The interrupted delivery's grades by the grader that graded the control."""
+        return self.grades if self.auto_grades is None else self.auto_grades
 
     @property
     def scored(self) -> bool:
@@ -185,7 +193,7 @@ def _half_duplex_row(model: str, cs: list[GradedConversation], kw: dict[str, Any
         if not c.scored or not c.control_grades:
             continue
         control = {g.criterion_id: g.passed for g in c.control_grades}
-        paired = [(g.passed, control[g.criterion_id]) for g in c.grades if g.criterion_id in control]
+        paired = [(g.passed, control[g.criterion_id]) for g in c.graded_like_control if g.criterion_id in control]
         if not paired:
             continue
         f_int = sum(not a for a, _ in paired)
@@ -264,7 +272,9 @@ def score_tables(convs: list[GradedConversation], *, n_resamples: int, confidenc
     ], hrows, notes=[
         "A failure is a failed (conversation, criterion) pair, counted on the criteria graded in both deliveries "
         "of scored conversations with a control; net reduction = (F_interrupted - F_half-duplex) / F_interrupted.",
-        "The control grades are automatic (human review grades the interrupted delivery only).",
+        "Both deliveries are compared on the rubric grader's own grades: where a reviewer's grades replace them "
+        "in the scores above, this table still pairs the grader's (human review grades the interrupted delivery "
+        "only, so a human grade is never set against an automatic one).",
     ], label=_LABEL_PREFIX + "half_duplex")
     return [scores, failures, half]
 

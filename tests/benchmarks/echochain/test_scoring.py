@@ -8,6 +8,7 @@ import math
 
 import pytest
 
+from fdeval.benchmarks.echochain.review import apply_human
 from fdeval.benchmarks.echochain.rubrics import Grade
 from fdeval.benchmarks.echochain.scoring import (
     POOLED, GradedConversation, conversation_passed, net_reduction, score_tables, write_tables,
@@ -138,6 +139,22 @@ def test_half_duplex_table_per_model_and_pooled():
     assert pooled["net_reduction"][0] == pytest.approx(0.6)
     assert pooled["failed_conversations_interrupted"] == 3 and pooled["failed_conversations_control"] == 2
     assert pooled["net_reduction_conversations"] == pytest.approx(1 / 3)
+
+
+def test_a_reviewers_grades_score_the_conversation_but_the_control_is_compared_with_the_graders():
+    """Human grades replace the grader's in MPR / MCP; the half-duplex table pairs the control
+    (graded automatically) with the grader's grades of the interrupted delivery, never a human's."""
+    auto = conv("a", grades(False, False), control=grades(True, False))
+    label = {"case_id": "a", "reviewer": "r1", "time": "t", "grades": {"c0": "pass", "c1": "pass"},
+             "screening": {"accepted": True}, "taxonomy": None}
+    reviewed = apply_human(auto, label)
+    assert [g.source for g in reviewed.grades] == ["human", "human"] and reviewed.graded_like_control == auto.grades
+    scores, _, half = score_tables([reviewed], **KW)
+    assert row(scores, "m")["n_failed"] == 0  # the reviewer passed both criteria
+    h = row(half, "m")  # the grader failed both, the control one
+    assert (h["failures_interrupted"], h["failures_control"], h["fixed_by_control"]) == (2, 1, 1)
+    assert any("never set against an automatic one" in n for n in half.notes)
+    assert apply_human(reviewed, label).graded_like_control == auto.grades  # a second import keeps the grader's
 
 
 def test_write_tables_writes_one_csv_per_table_and_the_markdown(tmp_path):

@@ -20,7 +20,12 @@ Labels file (JSON list; one object per reviewed conversation)::
      "screening": {"coherent": true, "naturalistic": true, "audio_quality": true, "accepted": true, "note": ""},
      "rubric": [{"criterion_id": "h1", "text": "..."}],   # optional: the reviewer's own instance rubric
      "grades": {"h1": "pass"},                            # criterion id -> pass | fail
-     "taxonomy": "contextual_inertia"}                    # a TAXONOMY key, or null (keep the automatic one)
+     "taxonomy": "contextual_inertia",                    # a TAXONOMY key, or null (keep the automatic one)
+     "audit": {"auditor": "name", "time": "...", "verdict": "confirmed", "note": ""}}  # optional (§5's expert audit)
+
+The audit is a second person's check of the whole label (screening, rubric, grades, taxonomy):
+``confirmed`` it as the reviewer left it, or ``corrected`` it (the label then holds the corrected
+values). The auditor must not be the reviewer. Audited labels are counted in the scores' notes.
 
 Imported labels are stored per case under ``<run_dir>/review/labels/<case_id>.json``; a later import
 of the same conversation replaces the earlier label.
@@ -58,7 +63,9 @@ HIDDEN = "[hidden]"
 # keys dropped from exported dicts: they name the model or lead back to the case
 HIDDEN_KEYS = frozenset({"model", "model_id", "model_name", "responder", "case_id", "conversation_id", "run_id"})
 INPUT_KEYS = frozenset({"case_id", "transcript_text", "exchanges", "rubric", "wav_path", "model", "conversation_id"})
-LABEL_KEYS = ("blind_id", "reviewer", "time", "screening", "rubric", "grades", "taxonomy")
+LABEL_KEYS = ("blind_id", "reviewer", "time", "screening", "rubric", "grades", "taxonomy", "audit")
+AUDIT_KEYS = ("auditor", "time", "verdict", "note")
+AUDIT_VERDICTS = ("confirmed", "corrected")
 SCREENING_CHECKS = ("coherent", "naturalistic", "audio_quality")
 SCREENING_KEYS = (*SCREENING_CHECKS, "accepted", "note")
 GRADE_VALUES = ("pass", "fail")
@@ -320,9 +327,29 @@ def _validate_label(item: Any, i: int, file: Path, known: Mapping[str, dict[str,
     tax = item.get("taxonomy")
     if tax is not None and tax not in TAXONOMY:
         raise bad("taxonomy", f"expected one of {', '.join(TAXONOMY)} or null, got {tax!r}")
+    audit = item.get("audit")
+    if audit is not None:
+        if not isinstance(audit, dict):
+            raise bad("audit", "expected an object (or leave it out)")
+        for k in audit:
+            if k not in AUDIT_KEYS:
+                raise bad(f"audit.{k}", f"unknown; valid: {', '.join(AUDIT_KEYS)}")
+        if not isinstance(audit.get("auditor"), str) or not audit["auditor"].strip():
+            raise bad("audit.auditor", "expected a non-empty name")
+        if audit["auditor"].strip() == item["reviewer"].strip():
+            raise bad("audit.auditor", "the reviewer cannot audit their own label")
+        try:
+            datetime.fromisoformat(audit.get("time"))
+        except (TypeError, ValueError):
+            raise bad("audit.time", f"expected an ISO 8601 time, got {audit.get('time')!r}") from None
+        if audit.get("verdict") not in AUDIT_VERDICTS:
+            raise bad("audit.verdict", f"expected one of {', '.join(AUDIT_VERDICTS)}, got {audit.get('verdict')!r}")
+        if not isinstance(audit.get("note", ""), str):
+            raise bad("audit.note", "expected a string")
+        audit = {**audit, "auditor": audit["auditor"].strip(), "note": audit.get("note", "")}
     return {"blind_id": bid, "case_id": known[bid]["case_id"], "reviewer": item["reviewer"].strip(),
             "time": item["time"], "screening": {**s, "note": s.get("note", "")},
-            "rubric": rubric, "grades": dict(grades), "taxonomy": tax, "imported_from": str(file)}
+            "rubric": rubric, "grades": dict(grades), "taxonomy": tax, "audit": audit, "imported_from": str(file)}
 
 
 def import_labels(run_dir: str | Path, file: str | Path) -> list[str]:
@@ -383,7 +410,8 @@ def apply_human(conv: GradedConversation, label: Mapping[str, Any]) -> GradedCon
         taxonomy = None
     return dataclasses.replace(conv, grades=grades, taxonomy=taxonomy, taxonomy_source=source,
                                screened_out=not label["screening"]["accepted"],
-                               auto_grades=conv.graded_like_control)
+                               auto_grades=conv.graded_like_control, reviewed=True,
+                               audited=label.get("audit") is not None)
 
 
 # ---------------------------------------------------------------------------------------------

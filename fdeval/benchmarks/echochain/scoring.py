@@ -68,6 +68,8 @@ class GradedConversation:
     # the grader's own grades of the interrupted delivery, kept when a reviewer's replace them in
     # `grades`: the half-duplex comparison pairs them with the control's, one grader on both sides
     auto_grades: tuple[Grade, ...] | None = None
+    reviewed: bool = False          # a reviewer's label was applied
+    audited: bool = False           # ... and a second person audited it (§5's expert audit)
 
     @property
     def graded_like_control(self) -> tuple[Grade, ...]:
@@ -222,6 +224,8 @@ def score_tables(convs: list[GradedConversation], *, n_resamples: int, confidenc
     recipe = {"ci_level": confidence, "n_resamples": n_resamples, "boot_seed": seed, "boot_unit": "conversation"}
     grades = [g for c in convs if c.scored for g in c.grades]
     n_human = sum(g.source == "human" for g in grades)
+    n_reviewed = sum(c.reviewed for c in convs)
+    n_audited = sum(c.audited for c in convs)
     labels = Counter(c.taxonomy_source for c in convs if c.scored and c.n_failed and c.taxonomy in TAXONOMY)
 
     rows = [{**_scores_row(m, cs, kw), **recipe} for m, cs in groups.items()]
@@ -238,7 +242,8 @@ def score_tables(convs: list[GradedConversation], *, n_resamples: int, confidenc
         "MPR: share of scored conversations passing every criterion. MCP (pooled): criteria passed / "
         "criteria graded. MCP (per-conversation mean): each conversation's share of criteria passed, averaged.",
         "Scored: not screened out and graded. Grades are automatic (rubric grader) except where a reviewer's "
-        f"imported grade overrides a criterion: {n_human} of {len(grades)} graded criteria are human.",
+        f"imported grade overrides a criterion: {n_human} of {len(grades)} graded criteria are human"
+        + (f"; {n_audited} of {n_reviewed} reviewed conversations audited by a second person." if n_reviewed else "."),
         "Classifier flag rate and errors are over all of a model's conversations with a verdict; a classifier "
         "error is never a failure (the grades decide pass or fail). Screened out: rejected by human screening.",
         f"Intervals: BCa, {level}, {n_resamples} resamples of whole conversations, seed {seed}; "

@@ -146,6 +146,10 @@ def test_import_maps_blind_ids_back_to_cases(exported, tmp_path):
     (lambda lab: lab.update(taxonomy="amnesia"), r"field taxonomy: expected one of"),
     (lambda lab: lab.update(extra=1), r"field extra: unknown"),
     (lambda lab: lab.update(rubric=[{"criterion_id": "h1", "text": "t"}], grades={}), r"field grades: .*ungraded.*h1"),
+    (lambda lab: lab.update(audit={"auditor": lab["reviewer"], "time": lab["time"], "verdict": "confirmed"}),
+     r"field audit.auditor: the reviewer cannot audit their own label"),
+    (lambda lab: lab.update(audit={"auditor": "expert", "time": lab["time"], "verdict": "ok"}),
+     r"field audit.verdict: expected one of confirmed, corrected"),
 ])
 def test_bad_labels_are_one_line_errors_naming_file_item_and_field(exported, tmp_path, change, message):
     run_dir, _, _, ids = exported
@@ -205,6 +209,21 @@ def test_human_labels_override_grades_taxonomy_and_screening(exported, tmp_path)
     assert [(g.criterion_id, g.source) for g in review.apply_human(before, own).grades] == [("h1", "human")]
     with pytest.raises(ValueError):
         review.apply_human(_auto("someone-else"), labels[case0])
+
+
+def test_an_audited_label_is_kept_with_its_audit_and_counted(exported, tmp_path):
+    """§5: an expert audits each reviewer's annotations; the audit travels with the label."""
+    run_dir, _, _, ids = exported
+    case0 = review.load_key(run_dir)["exports"][0]["cases"][ids[0]]["case_id"]
+    audited = _label(ids[0], audit={"auditor": " expert ", "time": "2025-02-01T09:00:00+00:00", "verdict": "corrected"})
+    review.import_labels(run_dir, _write(tmp_path, [audited, _label(ids[1])]))
+    label = review.human_labels(run_dir)[case0]
+    assert label["audit"] == {"auditor": "expert", "time": "2025-02-01T09:00:00+00:00", "verdict": "corrected",
+                              "note": ""}
+    conv = review.apply_human(_auto(case0), label)
+    assert conv.reviewed and conv.audited
+    notes = score_tables([conv], n_resamples=200, confidence=0.9, seed=0)[0].notes
+    assert any("1 of 1 reviewed conversations audited by a second person" in n for n in notes)
 
 
 def test_cli_export_import_and_one_line_errors(tmp_path):

@@ -348,8 +348,11 @@ def session_detail(app: ReviewApp, i: int, v: RunView, s: SessionView) -> dict[s
     for step, rs in s.results.items():
         for r in rs:
             expl = _hide(r.explanation, v) if blind else r.explanation
+            # the result's scalar metadata (e.g. an automatic label the reviewer's may replace)
+            meta = {k: (_hide(x, v) if blind and isinstance(x, str) else x) for k, x in (r.metadata or {}).items()
+                    if x is None or isinstance(x, (str, int, float, bool))}
             results.append({"step": step, "key": r.key or L.NO_KEY, "value": r.value, "status": r.status,
-                            "explanation": expl, "judge": _judge_of(r)})
+                            "explanation": expl, "judge": _judge_of(r), "metadata": meta})
     keys = list(dict.fromkeys(r["key"] for r in results)) or [L.NO_KEY if kind != "echochain" else "review"]
     if kind == "echochain":
         keys = ["review"]

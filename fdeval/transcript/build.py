@@ -69,16 +69,22 @@ def build_transcript(case: TestCase, log_path: Path, model_words: list[Word] | N
     if model_words is not None:
         words.extend(w for w in model_words if w.start_s < duration_s)
     else:
-        rule = log["attrs"].get("text_stream", "words")
-        if rule == "words":
-            words.extend(_words_rule(case.case_id, log["model_text"], duration_s))
-        elif rule == "pieces":
-            words.extend(_pieces_rule(case.case_id, log, duration_s))
-        else:
-            raise FileFieldError(str(log_path), case.case_id, "attrs.text_stream",
-                                 f"unknown text rule {rule!r} (expected one of {', '.join(TEXT_STREAMS)})")
+        words.extend(log_model_words(case.case_id, log, str(log_path)))
     words.sort(key=lambda w: (w.start_s, w.speaker))
     return Transcript(case.case_id, tuple(words), tuple(played), duration_s)
+
+
+def log_model_words(case_id: str, log: dict[str, Any], where: str = "session log") -> list[Word]:
+    """The model's words in a read session log (`read_session_log`), timed when their audio
+    played, by the log's `text_stream` rule (see the module doc)."""
+    duration_s = float(log["attrs"]["duration_s"])
+    rule = log["attrs"].get("text_stream", "words")
+    if rule == "words":
+        return _words_rule(case_id, log["model_text"], duration_s)
+    if rule == "pieces":
+        return _pieces_rule(case_id, log, duration_s)
+    raise FileFieldError(where, case_id, "attrs.text_stream",
+                         f"unknown text rule {rule!r} (expected one of {', '.join(TEXT_STREAMS)})")
 
 
 def _piece_ends(pieces: list[dict[str, Any]], duration_s: float) -> list[float]:

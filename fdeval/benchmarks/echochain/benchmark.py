@@ -51,7 +51,7 @@ from .replay import generate_replay, replay_data_id
 from .roles import check_role, deviation
 from .rubrics import make_drafter, make_grader
 from .seeds import SHIPPED, load_pool, pool_hash, rotate
-from .steps import Grade, HalfDuplexControl, Scores, Segment
+from .steps import CONTROL_HISTORIES, Grade, HalfDuplexControl, Scores, Segment
 
 log = logging.getLogger("fdeval")
 
@@ -87,7 +87,7 @@ class EchoChain(Benchmark):
     def __init__(self, name: str = "echochain", mode: str = "live", n_conversations: int = 6,
                  seed_files: list[str] | None = None, max_exchanges: int = 3, barge_in_after_s: float = 3.0,
                  turn_timeout_s: float = 60.0, voices: list[str] | None = None, responders: list[str] | None = None,
-                 model_name: str = "", half_duplex: bool = True, score_on: str = "all",
+                 model_name: str = "", half_duplex: bool = True, control_history: str = "text", score_on: str = "all",
                  replay_from: list[str] | None = None, n_resamples: int = 2000, confidence: float = 0.95,
                  cases: list[str] | None = None, cache_dir: str | None = None, **roles: Any):
         def bad(key: str, why: str, value: Any) -> ConfigError:
@@ -121,6 +121,9 @@ class EchoChain(Benchmark):
         if self.responders and self.model_name and self.model_name not in self.responders and mode == "live":
             raise bad("responders", f"this run's model {self.model_name!r} is not among them", self.responders)
         self.half_duplex, self.score_on = bool(half_duplex), score_on
+        if control_history not in CONTROL_HISTORIES:
+            raise bad("control_history", f"expected one of {list(CONTROL_HISTORIES)}", control_history)
+        self.control_history = control_history
         self.replay_from = [Path(p).expanduser().resolve() for p in (replay_from or [])]
         if mode == "replay" and not self.replay_from:
             raise bad("replay_from", "mode=replay needs the run folders whose flagged exchanges it replays", replay_from)

@@ -20,8 +20,10 @@ Decisions (docs/echochain.md, "Failure classifier", has the reasons):
   error quoted; a sample that never parses, or whose request fails after the client's retries, is
   an entry in ``errors``. When no sample parses the verdict's status is ``error``: a classifier
   error, never a model failure. ``LLMConfigError`` / ``LLMUnavailable`` propagate (the run stops).
-* The offline classifier (:class:`OfflineClassifier`) is a deterministic word check against the
-  seed's script for the exchange; it writes an A.4 answer and parses it back. Its k samples are
+* The offline classifier (:class:`OfflineClassifier`) is a deterministic check of the continuation
+  against the seed's script for the exchange and the earlier ones (evidence and stale words, read
+  so that what a reply names as replaced does not count) and against the task set before the
+  barge-in (:func:`serves_task`); it writes an A.4 answer and parses it back. Its k samples are
   identical, so its votes are unanimous.
 """
 
@@ -29,20 +31,21 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from fdeval.benchmarks.echochain.roles import (MAX_ATTEMPTS_LIMIT, REASK_NOTE, ROLE_KEYS, ask_valid, check_role,
                                                prompt_hash, role_client, role_identity)
-from fdeval.benchmarks.echochain.seeds import ExchangeScript, Seed, mentions
+from fdeval.benchmarks.echochain.seeds import ExchangeScript, Seed
 from fdeval.benchmarks.echochain.taxonomy import CONFIDENCE, DSR, FAILURE_TYPES, INTEGRATION
 from fdeval.errors import ConfigError
 
 # Bump when the prompt templates, the inputs given to them or the reading of answers change.
-CLASSIFIER_VERSION = "1"
+CLASSIFIER_VERSION = "2"
 DECISION_RULES = ("paper", "strict")
 
 
@@ -59,10 +62,13 @@ class Exchange:
     barge_in: str | None  # the barge-in text (None: the exchange was not interrupted)
     barge_in_label: str | None
     continuation: str  # assistant text from the barge-in on (uninterrupted: the whole answer)
+    # the barge-in came after the assistant's answer had ended (orchestrator.turns.model_speaking_at
+    # was False at its first sample): said, but no interruption (docs/echochain.md)
+    late: bool = False
 
     @property
     def interrupted(self) -> bool:
-        return self.barge_in is not None
+        return self.barge_in is not None and not self.late
 
 
 @dataclass(frozen=True)
@@ -328,30 +334,277 @@ def _check_votes_rule(votes: Any, rule: Any, where: str) -> None:
         raise ConfigError(f"{where}.decision_rule: must be one of {', '.join(DECISION_RULES)}, got {rule!r}")
 
 
-# Words too common to show that a continuation serves the task (content words of the message).
+# ------------------------------------------------------------------------------------------------
+# Offline text analysis (shared with the offline grader, rubrics.keyword_grade)
+#
+# Words are compared after normalising numbers (seven == 7, seventy thousand == 70,000 == 70k) and a
+# final plural (pistachio == pistachios), inside clauses, so that a word named only as what is
+# replaced or ruled out ("swap the plain flour for ...", "no need to restart the router") is not
+# counted as still in use.
+
+_UNITS = {w: i for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve thirteen "
+                                     "fourteen fifteen sixteen seventeen eighteen nineteen".split())}
+_TENS = {w: 10 * i for i, w in enumerate("_ _ twenty thirty forty fifty sixty seventy eighty ninety".split())
+         if w != "_"}
+_SCALES = {"hundred": 100, "thousand": 1000, "million": 1000000}
+_NUMBER_WORDS = frozenset(_UNITS) | frozenset(_TENS) | frozenset(_SCALES)
+# A clause ends at punctuation, a dash or "but": a negation never reaches past it.
+_CLAUSE_BREAK = re.compile(r"[,;:.!?()\"\u2014\u2013]+|\s-+\s|\bbut\b")
+_TOKEN = re.compile(r"[a-z0-9]+(?:['\-][a-z0-9]+)*")
+# Words before a phrase (same clause, at most _CUE_GAP words between) that rule it out, and words
+# right after it that do. "n't" words negate too; "don't forget X" is no negation.
+_CUES_BEFORE = frozenset("""no not never without nor skip skipping avoid avoiding drop dropping ditch ditching forget
+forgetting swap swapping replace replacing scrap lose cannot""".split())
+_CUE_PAIRS_BEFORE = frozenset({("instead", "of"), ("rather", "than"), ("cut", "out"), ("leave", "out"),
+                               ("place", "of"), ("no", "more"), ("move", "away")})
+_UNDOING = frozenset({"forget", "forgetting", "skip", "skipping", "drop", "dropping", "lose"})
+# "swap X for Y" / "replace X with Y": only X is ruled out, Y is what the reply now uses.
+_SWAPS, _SWAP_TO = frozenset({"swap", "swapping", "replace", "replacing"}), frozenset({"for", "with", "by"})
+# Set phrases in which a negation word negates nothing that follows ("no problem, ...", "not only X").
+_IDLE_AFTER = {"no": frozenset({"problem", "problems", "worries", "worry", "doubt", "rush", "question"}),
+               "not": frozenset({"only", "just", "sure"})}
+_CUES_AFTER = frozenset({"swapped", "replaced", "dropped", "removed", "scrapped"})
+_STATE_AFTER = frozenset({"out", "off", "gone"})
+_CUE_GAP = 4
+# Words too common to show that a reply serves one particular request.
 _STOPWORDS = frozenset("""
-about above after again against also always another anything around because been before being below
-between both cannot could does doing down during each either else even ever every from further have
-having here hers herself himself into itself just know like look make many maybe might more most much
-must myself need needs never next only other ought ours ourselves over really right same should since
-some something still such sure than that thats their theirs them themselves then there these they
-thing things think this those though through under until upon very want wants what when where which
-while will with would your yours yourself yourselves please thanks thank help tell give going okay
-actually could wait well good great today tomorrow tonight little enough first second third
+a about above after again against all also always am an and another any anything anyway are around as at away back
+be because been before being below best better between big bit both but by can cannot could couldn't did didn't do
+does doesn't doing don't done down during each either else enough even ever every everything few first for from
+get gets getting give go goes going gonna good got great had has have having he her here hers him his how i i'd i'll
+i'm i've if in into is isn't it it's its just keep kind kinda know let let's like little look looking lot lots make
+makes making many maybe me mean might more most much must my need needs never new next nice no not now of off oh ok
+okay on once one only or other our out over perfect please pretty put quite rather really right said same say says
+see she should so some something sort sorta sound sounds still stuff such sure take than thank thanks that that's
+the their them then there these they thing things think this those though through to too try um uh under until up
+upon us use very wait want wanna was way we well were what when where which while who why will with won't would
+wouldn't yeah yes yet you you'd you'll you're you've your yours
+actually alright basically definitely honestly just literally probably simply totally hmm mm hmm mm-hmm ooh
+tell told help start work works working
 """.split())
 _ACKNOWLEDGEMENTS = ("that changes", "in that case", "given that", "got it", "understood", "noted", "good point",
                      "i see", "thanks for", "thank you for", "okay", "ok", "sure", "of course", "let me adjust",
-                     "let me change", "let me update", "no problem", "fair enough", "makes sense")
+                     "let me change", "let me update", "no problem", "fair enough", "makes sense", "good to know",
+                     "good catch", "i hear you")
+_ACK_MAX_WORDS = 2  # content words besides the acknowledgement: more, and the sentence carries content
 _QUOTE_CHARS = 300
 
 
-def content_words(text: str) -> list[str]:
-    """Words of `text` that carry its topic: letters only, five or more, not common words; unique, in order."""
-    seen: dict[str, None] = {}
-    for w in re.findall(r"[a-z]+(?:'[a-z]+)?", text.lower()):
-        if len(w) >= 5 and w not in _STOPWORDS and "'" not in w:
-            seen.setdefault(w, None)
-    return list(seen)
+def _joins(prev: str, w: str) -> bool:
+    """Whether number word `w` continues the number that `prev` is part of (twenty-one, two hundred,
+    seventy thousand); otherwise it starts a new number (six eight, two twenty-five)."""
+    if w in _UNITS:
+        return prev in _SCALES or (prev in _TENS and _UNITS[w] < 10)
+    if w in _TENS:
+        return prev in _SCALES
+    return prev in _UNITS or prev in _TENS or (prev in _SCALES and _SCALES[w] > _SCALES[prev])
+
+
+def _number_value(words: list[str]) -> int:
+    """The value of one number said in words ("seventy thousand", "two hundred twenty")."""
+    total, current = 0, 0
+    for w in words:
+        if w in _SCALES and _SCALES[w] == 100:
+            current = max(current, 1) * 100
+        elif w in _SCALES:
+            total, current = total + max(current, 1) * _SCALES[w], 0
+        else:
+            current += _UNITS.get(w, 0) + _TENS.get(w, 0)
+    return total + current
+
+
+def _spell_numbers(text: str) -> str:
+    """Numbers said in words as digits ("twenty-one" -> 21, "two hundred and twenty" -> 220, "six
+    and eight" -> 6 and 8); "and" joins only after hundred or thousand."""
+    word = "(?:" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + ")"
+
+    def run(m: re.Match) -> str:
+        parts = re.split(r"(\s+and\s+|[\s\-]+)", m.group(0))  # words at even positions, separators between
+        out, group = [], []
+        for i in range(0, len(parts), 2):
+            w, sep = parts[i], parts[i - 1] if i else ""
+            if group and _joins(group[-1], w) and ("and" not in sep or group[-1] in _SCALES):
+                group.append(w)
+                continue
+            if group:
+                out += [str(_number_value(group)), sep]
+            group = [w]
+        return "".join(out + [str(_number_value(group))])
+
+    return re.sub(rf"\b{word}(?:(?:\s+and\s+|[\s\-]+){word})*\b", run, text)
+
+
+def normalise(text: str) -> str:
+    """Case, quotes and numbers made comparable: every number as plain digits."""
+    t = text.replace("\u2019", "'").replace("\u2018", "'").casefold()
+    t = re.sub(r"(?<=\d),(?=\d{3}\b)", "", t)  # 70,000
+    t = re.sub(r"\b(\d+)k\b", lambda m: str(int(m.group(1)) * 1000), t)  # 70k
+    t = t.replace("%", " percent")
+    return _spell_numbers(t)
+
+
+def _clauses(text: str) -> list[list[str]]:
+    return [toks for part in _CLAUSE_BREAK.split(normalise(text)) if (toks := _TOKEN.findall(part))]
+
+
+def _singular(token: str) -> str:
+    """A token with a final plural ending removed (buses -> bus, pistachios -> pistachio)."""
+    if len(token) > 4 and re.search(r"(?:ss|sh|ch|x|s)es$", token):
+        return token[:-2]
+    if len(token) > 3 and token.endswith("s") and not token.endswith(("ss", "us", "is")):
+        return token[:-1]
+    return token
+
+
+def stem(word: str) -> str:
+    """A rough stem for comparing content words (games / game, evenings / evening, calmly / calm)."""
+    w = _singular(word.split("'")[0])
+    for suffix in ("ing", "ed", "ly"):
+        if len(w) > len(suffix) + 3 and w.endswith(suffix):
+            w = w[: -len(suffix)]
+            break
+    return w[:-1] if len(w) > 3 and w.endswith("e") else w
+
+
+@functools.lru_cache(maxsize=8192)
+def _phrase_tokens(phrase: str) -> tuple[str, ...]:
+    return tuple(_TOKEN.findall(normalise(phrase)))
+
+
+@dataclass(frozen=True)
+class Occurrence:
+    """One place a phrase is said, and whether it is only named as ruled out there."""
+
+    phrase: str
+    clause: int
+    start: int
+    end: int
+    ruled_out: bool
+
+
+def _negator(w: str) -> bool:
+    return w.endswith("n't") or w in ("not", "never")
+
+
+def _ruled_out(tokens: list[str], start: int, end: int) -> bool:
+    lo = max(0, start - _CUE_GAP - 2)
+    for i in range(lo, start):
+        w, nxt = tokens[i], tokens[i + 1] if i + 1 < len(tokens) else ""
+        gap = start - i - 1  # words between the cue and the phrase
+        # "don't forget the X" / "never skip the X" keep X: neither word rules it out
+        if _negator(w) and nxt in _UNDOING or w in _UNDOING and i and _negator(tokens[i - 1]):
+            continue
+        if nxt in _IDLE_AFTER.get(w, ()) or w in _SWAPS and _SWAP_TO & set(tokens[i + 1:start]):
+            continue
+        if (w, nxt) in _CUE_PAIRS_BEFORE and gap - 1 <= _CUE_GAP:
+            return True
+        if (w in _CUES_BEFORE or _negator(w)) and gap <= _CUE_GAP:
+            return True
+    after = tokens[end:end + 3]
+    if after and after[0] in _CUES_AFTER:
+        return True
+    if len(after) >= 2 and (after[0] in ("is", "are", "was", "goes") or after[0].endswith("'s")) and \
+            after[1] in _STATE_AFTER:
+        return True
+    return len(after) >= 3 and after[:2] == ["off", "the"] and after[2] in ("list", "table", "menu")
+
+
+def occurrences(text: str, phrases: Iterable[str]) -> list[Occurrence]:
+    """Where each phrase occurs in `text`: whole words, numbers normalised, a plural on its last word."""
+    clauses = _clauses(text)
+    found = []
+    for p in phrases:
+        want = _phrase_tokens(p)
+        if not want:
+            continue
+        n = len(want)
+        for ci, toks in enumerate(clauses):
+            for i in range(len(toks) - n + 1):
+                got = toks[i:i + n]
+                if got[:-1] == list(want[:-1]) and _singular(got[-1]) == _singular(want[-1]):
+                    found.append(Occurrence(p, ci, i, i + n, _ruled_out(toks, i, i + n)))
+    return found
+
+
+def said(text: str, phrases: Iterable[str]) -> list[str]:
+    """The phrases that occur in `text` at all (see :func:`occurrences`), in the given order."""
+    hits = {o.phrase for o in occurrences(text, phrases)}
+    return [p for p in dict.fromkeys(phrases) if p in hits]
+
+
+def still_used(text: str, phrases: Iterable[str]) -> list[str]:
+    """The phrases that occur in `text` other than as something ruled out or replaced."""
+    hits = {o.phrase for o in occurrences(text, phrases) if not o.ruled_out}
+    return [p for p in dict.fromkeys(phrases) if p in hits]
+
+
+def _content_stems(text: str) -> dict[str, str]:
+    """stem -> first word, for the words of `text` that can carry a request (no digits, no stopwords)."""
+    out: dict[str, str] = {}
+    for toks in _clauses(text):
+        for w in toks:
+            if len(w) >= 3 and not w[0].isdigit() and w not in _STOPWORDS:
+                out.setdefault(stem(w), w)
+    return out
+
+
+def _request(message: str) -> str:
+    """The request of a user message: its questions, or the whole message when they say too little."""
+    questions = " ".join(s for s in re.findall(r"[^.!?]*\?", message))
+    return questions if len(_content_stems(questions)) >= 2 else message
+
+
+def _ack_free(text: str) -> str:
+    """`text` without its acknowledgements: the sentences that acknowledge ("okay, got it, thanks
+    for telling me") and carry at most _ACK_MAX_WORDS content words besides (no change in content)."""
+    sentences = re.split(r"(?<=[.!?])\s+", text)
+    return " ".join(s for s in sentences
+                    if not said(s, _ACKNOWLEDGEMENTS) or len(_content_stems(s)) > _ACK_MAX_WORDS)
+
+
+@dataclass(frozen=True)
+class TaskCheck:
+    """Whether a continuation still serves the request of its exchange (see :func:`serves_task`)."""
+
+    served: bool
+    anchors: tuple[str, ...]  # the words that stand for the request
+    found: tuple[str, ...]  # those the continuation says
+
+
+def serves_task(history: Sequence[Exchange], exchange: Exchange) -> TaskCheck:
+    """Does the continuation still serve the task the user set before the barge-in?
+
+    The task is what the message asks (the content words of its questions) and the plan the
+    assistant had started on (the content words of its answer before the barge-in). From the plan,
+    words that cannot tell serving the task from answering the barge-in alone are left out: the
+    barge-in's words, and the standing topic of the conversation (words of the user's earlier
+    messages), which any on-topic reply repeats. The request's own words stay, even when the
+    barge-in repeats them: then the barge-in is about the request itself. The task is served when
+    the continuation says one of these words (compared by stem).
+    """
+    barge = set(_content_stems(exchange.barge_in or ""))
+    topic: set[str] = set()
+    for h in history:
+        topic |= set(_content_stems(h.message))
+    request = _content_stems(_request(exchange.message))
+    plan = {s: w for s, w in _content_stems(exchange.answer_before).items()
+            if s not in barge and s not in topic and s not in request}
+    anchors = {**request, **plan}
+    said_stems = _content_stems(exchange.continuation)
+    found = tuple(w for s, w in anchors.items() if s in said_stems)
+    return TaskCheck(bool(found), tuple(anchors.values()), found)
+
+
+def echoes_barge_in(history: Sequence[Exchange], exchange: Exchange) -> tuple[str, ...]:
+    """Content words of the barge-in that the continuation uses outside its acknowledgements, other
+    than words the user had already said (the message, earlier messages): the barge-in taken up
+    in the content, in its own words rather than the script's."""
+    known = set(_content_stems(exchange.message))
+    for h in history:
+        known |= set(_content_stems(h.message)) | set(_content_stems(h.barge_in or ""))
+    new = {s: w for s, w in _content_stems(exchange.barge_in or "").items() if s not in known}
+    used = _content_stems(_ack_free(exchange.continuation))
+    return tuple(w for s, w in new.items() if s in used)
 
 
 def _one_line_quote(text: str | None) -> str:
@@ -359,25 +612,28 @@ def _one_line_quote(text: str | None) -> str:
     return text if len(text) <= _QUOTE_CHARS else text[: _QUOTE_CHARS - 3] + "..."
 
 
-def _listed(words: list[str]) -> str:
+def _listed(words: Iterable[str]) -> str:
     return ", ".join(f"'{w}'" for w in words)
 
 
 class OfflineClassifier(Classifier):
-    """A deterministic classifier for offline (scripted) conversations: word checks on the
-    continuation against the seed's :class:`ExchangeScript` for the exchange.
+    """A deterministic classifier for offline (scripted) conversations: the continuation checked
+    against the seed's :class:`ExchangeScript` for the exchange and the earlier ones.
 
-    * memory: a task keyword of the seed, or a content word of the exchange's message, occurs;
-    * evidence: a word of the script's ``evidence`` occurs (required only for an interrupted
-      exchange whose script lists evidence words);
-    * stale: a word of the script's ``stale``, or of an earlier exchange's ``stale`` that is not
-      evidence now, occurs;
-    * integration: NONE when required evidence is missing (an acknowledgement alone is NONE:
-      contextual inertia), else PARTIAL when a stale word occurs, else GOOD;
-    * fail code: evidence missing -> dsr_f1_ignores; evidence with this exchange's stale words ->
-      dsr_f3_contradictory; an earlier exchange's stale words (or this one's where the script lists
-      no evidence) -> dsr_f2_stale_later; memory NO alone -> dsr_f1_ignores (the task dropped).
-      dsr_f4_double_count needs meaning, not words: never given offline.
+    * memory (the plan before the barge-in survives): the task is served (:func:`serves_task`, or
+      a replaced assumption is still in use: the old plan goes on) and no constraint set by an
+      earlier barge-in is dropped (an earlier script's ``stale`` word, not evidence now, in use);
+    * evidence: a word of the script's ``evidence`` is said;
+    * stale: a word of the script's ``stale`` is still in use (:func:`still_used`: not named only
+      as what is replaced or ruled out);
+    * integration: NONE when the content keeps something the update ruled out (a stale word, with
+      or without evidence: A.4 counts a contradictory conclusion as a failure and its decision rule
+      flags only NONE or no memory) or when it shows no uptake at all (an acknowledgement alone is
+      NONE); GOOD when evidence is said and nothing stale; PARTIAL when the barge-in is taken up in
+      its own words (:func:`echoes_barge_in`) but none of the script's evidence words;
+    * fail code: an earlier constraint dropped -> dsr_f2_stale_later; a stale word with evidence
+      -> dsr_f3_contradictory; integration NONE otherwise -> dsr_f1_ignores; the task dropped
+      alone -> dsr_f1_ignores. dsr_f4_double_count needs meaning, not words: never given offline.
 
     The answer is written as A.4 text and parsed back; the k samples are that one answer k times.
     A script that lacks the exchange makes an ``error`` verdict (the conversation was not scripted
@@ -403,62 +659,75 @@ class OfflineClassifier(Classifier):
                         errors=(f"offline classifier: seed {seed.seed_id!r} has no script for exchange "
                                 f"{exchange.index}",))
         earlier = [s for i, s in sorted(scripts.items()) if i < exchange.index]
-        text = format_output(self.answer(seed, script, earlier, exchange))
+        text = format_output(self.answer(script, earlier, history, exchange))
         sample = parse_output(text)  # the parser is on the path of every answer
         return vote(case_id, exchange.index, (sample,) * self.votes, rule=self.rule, k=self.votes, errors=(),
                     classifier=self.identity())
 
     @staticmethod
-    def answer(seed: Seed, script: ExchangeScript, earlier: list[ExchangeScript],
+    def answer(script: ExchangeScript, earlier: Sequence[ExchangeScript], history: Sequence[Exchange],
                exchange: Exchange) -> ClassifierOutput:
         """The offline judgement of one exchange (see the class docstring)."""
         text = exchange.continuation
-        memory_words = list(mentions(text, list(seed.task_keywords) + content_words(exchange.message)))
-        memory = bool(memory_words)
-        need_evidence = exchange.interrupted and bool(script.evidence)
-        evidence = list(mentions(text, script.evidence)) if exchange.interrupted else []
-        stale_now = list(mentions(text, script.stale)) if exchange.interrupted else []
-        current_evidence = {w.lower() for w in script.evidence}
-        old = [w for s in earlier for w in s.stale if w.lower() not in current_evidence]
-        stale_old = [w for w in dict.fromkeys(mentions(text, old)) if w not in stale_now]
-        acknowledged = list(mentions(text, _ACKNOWLEDGEMENTS)) if exchange.interrupted else []
+        task = serves_task(history, exchange)
+        # the update is to be taken up whether it cut in or came just after the answer ended (late)
+        cut = exchange.barge_in is not None
+        evidence = said(text, script.evidence) if cut else []
+        stale_now = still_used(text, script.stale) if cut else []
+        current_evidence = {normalise(w) for w in script.evidence}
+        old = [w for s in earlier for w in s.stale if normalise(w) not in current_evidence]
+        dropped = [w for w in still_used(text, old) if w not in stale_now]
+        acknowledged = said(text, _ACKNOWLEDGEMENTS) if cut else []
+        echoed = echoes_barge_in(history, exchange) if cut and not evidence else ()
+        # A replaced assumption still in use is the plan from before the barge-in going on: the task
+        # is remembered (contextual inertia), whatever words the plan is put in.
+        task_served = task.served or bool(stale_now)
+        memory = task_served and not dropped
 
-        notes = [f"memory {'YES' if memory else 'NO'}" + (f" (task words {_listed(memory_words[:5])})"
-                                                          if memory else " (no task word in the continuation)")]
-        if need_evidence and not evidence:
-            integration, ftype = "NONE", "dsr_f1_ignores"
+        notes = [f"task {'served' if task_served else 'dropped'} ("
+                 + (f"says {_listed(task.found[:4])}" if task.served else
+                    f"the old plan goes on: {_listed(stale_now[:3])}" if task_served else
+                    f"none of {_listed(task.anchors[:6])}" if task.anchors else "no word stands for the request")
+                 + ")"]
+        if dropped:
+            notes.append(f"an earlier barge-in's constraint is dropped ({_listed(dropped[:4])} back in use)")
+        if not cut:
+            integration = "GOOD"
+            notes.append("no barge-in: no new evidence to take up")
+        elif stale_now:
+            integration = "NONE"
+            notes.append(f"the content keeps what the update ruled out ({_listed(stale_now[:4])})"
+                         + (f" next to the update ({_listed(evidence[:3])})" if evidence else ""))
+        elif evidence:
+            integration = "GOOD"
+            notes.append(f"evidence taken up ({_listed(evidence[:4])})")
+        elif echoed:
+            integration = "PARTIAL"
+            notes.append(f"the barge-in taken up in its own words ({_listed(echoed[:4])}), none of the "
+                         f"script's evidence words")
+        else:
+            integration = "NONE"
             notes.append("none of the barge-in's evidence words (" + _listed(list(script.evidence)[:5]) + ")"
                          + (f"; it acknowledges ({_listed(acknowledged[:2])}) but the content does not change"
                             if acknowledged else ""))
+        if dropped:
+            ftype: str | None = "dsr_f2_stale_later"
+        elif stale_now and evidence:
+            ftype = "dsr_f3_contradictory"
+        elif integration == "NONE" or not memory:
+            ftype = "dsr_f1_ignores"
         else:
-            integration = "PARTIAL" if stale_now or stale_old else "GOOD"
-            if evidence and stale_now:
-                ftype = "dsr_f3_contradictory"
-            elif stale_now or stale_old:
-                ftype = "dsr_f2_stale_later"
-            else:
-                ftype = None if memory else "dsr_f1_ignores"
-            if evidence:
-                notes.append(f"evidence taken up ({_listed(evidence[:5])})")
-            elif not exchange.interrupted:
-                notes.append("not interrupted: no new evidence to take up")
-            else:
-                notes.append("the script lists no evidence words for this barge-in")
-        if stale_now:
-            notes.append(f"old assumption still stated ({_listed(stale_now[:5])})")
-        if stale_old:
-            notes.append(f"an earlier exchange's invalid assumption returns ({_listed(stale_old[:5])})")
-        # HIGH when words were found that decide the case, MEDIUM when it rests on words being absent
+            ftype = None
+        # HIGH when words that were found decide the case, MEDIUM when it rests on words being absent
         # (a paraphrase would escape the check)
-        confidence = "HIGH" if (integration == "GOOD" and memory) or stale_now or stale_old else "MEDIUM"
+        confidence = "HIGH" if (integration == "GOOD" and memory) or stale_now or dropped else "MEDIUM"
         return ClassifierOutput(
             failure=ftype is not None, failure_turn=exchange.index if ftype else None, failure_type=ftype,
             evidence_injection=_one_line_quote(exchange.barge_in) or "N/A",
             said_before=_one_line_quote(exchange.answer_before), said_after=_one_line_quote(text),
             memory_demonstrated=memory, integration=integration,
-            reason=f"Exchange {exchange.index}, offline word check: " + "; ".join(notes) + ".",
+            reason=f"Exchange {exchange.index}, offline check: " + "; ".join(notes) + ".",
             confidence=confidence)
-
 
 # ------------------------------------------------------------------------------------------------
 # The LLM classifier: prompts in fdeval's own words, following A.4's structure
@@ -500,8 +769,9 @@ assistant the benefit of the doubt when the text shows the failure.
 - MEMORY_DEMONSTRATED is YES when the continuation still addresses the user's task and NO when it \
 drops it (for example by answering only the barge-in).
 - INTEGRATION_QUALITY is GOOD when the new information is applied correctly and completely, \
-PARTIAL when it is applied only in part or side by side with the assumption it replaced, and NONE \
-when the content does not change with it (an acknowledgement alone is NONE).
+PARTIAL when it is applied only in part, and NONE when the content does not change with it (an \
+acknowledgement alone is NONE) or keeps recommending what the new information ruled out next to \
+the update (a contradictory conclusion is NONE).
 - FAILURE_DETECTED is YES whenever a failure criterion holds; then FAILURE_TURN is the number of \
 the exchange where it occurs and FAILURE_TYPE its code. Grade MEMORY_DEMONSTRATED and \
 INTEGRATION_QUALITY on their own terms: they are read separately from the YES or NO.
@@ -544,6 +814,11 @@ def render_exchange(e: Exchange, evaluated: bool = False) -> str:
         lines += [f"ASSISTANT (before the barge-in): {e.answer_before.strip() or SILENT}",
                   f"USER (barge-in{label}): {(e.barge_in or '').strip() or SILENT}",
                   f"ASSISTANT (continuation, from the barge-in on): {e.continuation.strip() or SILENT}"]
+    elif e.barge_in is not None:  # late: the answer had ended, the barge-in is a follow-up
+        label = f", {e.barge_in_label}" if e.barge_in_label else ""
+        lines += [f"ASSISTANT (whole answer, not interrupted): {e.answer_before.strip() or SILENT}",
+                  f"USER (follow-up after the answer ended{label}): {e.barge_in.strip() or SILENT}",
+                  f"ASSISTANT (reply to the follow-up): {e.continuation.strip() or SILENT}"]
     else:
         lines.append(f"ASSISTANT (whole answer, not interrupted): {e.continuation.strip() or SILENT}")
     return "\n".join(lines)

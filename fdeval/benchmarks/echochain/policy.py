@@ -3,7 +3,8 @@
 Exchange 1 is the case's scripted message (written and synthesized at generate). Each time the
 assistant has answered and gone quiet, the policy:
 
-1. cuts the exchange that just ended out of what the user heard (`segment.py`);
+1. cuts the exchange that just ended out of what the user heard (`segment.py`), a barge-in that
+   came after the answer had ended marked late (not an interruption);
 2. when it was interrupted, asks the in-loop classifier (k votes); a flagged conversation stops
    here (it goes to control, replay and review); a classifier error is recorded, not a verdict;
 3. stops after `max_exchanges`;
@@ -53,7 +54,8 @@ class EchoChainUser(UserPolicy):
         seed, cid = self.rec.seed, self.case.case_id
         rows = [{"label": u.label, "start_s": u.start_s, "end_s": u.end_s} for u in conversation.user]
         pieces = [(m.play_s, m.text) for m in conversation.model]
-        exs = exchanges(cid, spans(rows, conversation.now_s), self.said, pieces, conversation.text_stream)
+        exs = exchanges(cid, spans(rows, conversation.now_s, conversation.model_speech, conversation.silence_s),
+                        self.said, pieces, conversation.text_stream)
         k = len(self.done) + 1
         ex = exs[-1]
         self.done.append(ex)

@@ -29,7 +29,7 @@ from fdeval.types import TestCase, Turn, WordTiming
 
 from .dialogue import history_text, responder_prompt
 from .records import EchoChainCase
-from .segment import barge_in_label, exchange_from_dict, message_label, spans
+from .segment import barge_in_label, exchange_from_dict, log_spans, message_label
 from .seeds import Seed
 
 
@@ -95,7 +95,7 @@ def _one(bench: Any, data_dir: Path, f: dict[str, Any]) -> None:
     said = rec.get("said", {}).get(str(k))
     if said is None:
         raise ConfigError(f"{src}/sessions/{cid_src}.h5: no record of exchange {k}; it cannot be replayed")
-    sp = next(s for s in spans(log["turns"], float(log["attrs"]["duration_s"])) if s.index == k)
+    sp = next(s for s in log_spans(log) if s.index == k)
     x, sr = read_wav(src / "sessions" / f"{cid_src}.wav", mono=False)
     user = x[:, 0] if np.ndim(x) == 2 else x
     delay = next(float(t["delay_s"]) for t in log["turns"] if t["label"] == barge_in_label(k))

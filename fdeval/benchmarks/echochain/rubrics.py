@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from fdeval.benchmarks.echochain.classifier import Exchange, render_exchange
+from fdeval.benchmarks.echochain.classifier import Exchange, render_exchange, said, serves_task, still_used
 from fdeval.benchmarks.echochain.dialogue import history_text
 from fdeval.benchmarks.echochain.roles import LLMRole, OfflineRole, RoleError, ask_valid, make_role, \
     parse_json_object
-from fdeval.benchmarks.echochain.seeds import MAX_WORD_CHARS, SCOPES, Criterion, Seed, mentions
+from fdeval.benchmarks.echochain.seeds import MAX_WORD_CHARS, SCOPES, Criterion, Seed
 
 RUBRIC_SOURCES = ("seed", "draft", "human")
 GRADE_SOURCES = ("auto", "human")
@@ -226,18 +226,44 @@ def _check_pair(rubric: Rubric, exchange: Exchange) -> None:
         raise ValueError(f"rubric of exchange {rubric.exchange} applied to exchange {exchange.index}")
 
 
-def keyword_grade(criterion: Criterion, exchange: Exchange) -> Grade:
-    """The offline verdict of one criterion: its keyword checks on the text its scope names."""
+def keyword_grade(criterion: Criterion, exchange: Exchange, history: tuple[Exchange, ...] = (),
+                  conflicts: tuple[str, ...] = ()) -> Grade:
+    """The offline verdict of one criterion: its keyword checks on the text its scope names.
+
+    Words compare as the offline classifier compares them (:func:`classifier.occurrences`: numbers
+    normalised, a final plural, whole words). A ``forbid`` word counts only where it is still in
+    use, not where it is named as what is replaced or ruled out ("swap the plain flour for ...").
+    A ``require_any`` check on the continuation also needs the continuation to still serve the
+    exchange's task (:func:`classifier.serves_task`): a reply that answers only the barge-in
+    recommends nothing for the request, whatever words of the update it says. And a
+    ``require_any`` check fails when the same text still uses one of `conflicts` (what the rubric
+    forbids in the same scope): naming the update next to what it ruled out is a contradictory
+    conclusion (A.4 DSR-F3), not the update applied.
+    """
     text = answer_text(exchange, criterion.scope)
     where = "the continuation" if criterion.scope == "continuation" else "the answer"
-    said = mentions(text, criterion.require_any)
-    banned = mentions(text, criterion.forbid)
+    said_words = said(text, criterion.require_any)
+    banned = still_used(text, criterion.forbid)
     if banned:
         return Grade(criterion.criterion_id, False, f"{where} says {', '.join(map(repr, banned))} (forbidden)", "auto")
-    if criterion.require_any and not said:
+    if criterion.require_any and not said_words:
         return Grade(criterion.criterion_id, False,
                      f"{where} says none of {', '.join(map(repr, criterion.require_any))}", "auto")
-    why = f"{where} says {', '.join(map(repr, said))}" if said else f"{where} says none of the forbidden words"
+    clash = still_used(text, conflicts) if criterion.require_any else []
+    if clash:
+        return Grade(criterion.criterion_id, False,
+                     f"{where} says {', '.join(map(repr, said_words))} but also keeps "
+                     f"{', '.join(map(repr, clash))}, which the rubric rules out", "auto")
+    if criterion.require_any and criterion.scope == "continuation":
+        task = serves_task(history, exchange)
+        if not task.served:
+            return Grade(criterion.criterion_id, False,
+                         f"{where} says {', '.join(map(repr, said_words))} but no longer serves the request "
+                         f"(none of {', '.join(map(repr, task.anchors[:6]))})", "auto")
+    ruled_out = [w for w in said(text, criterion.forbid)]
+    why = f"{where} says {', '.join(map(repr, said_words))}" if said_words else f"{where} says none of the forbidden words"
+    if ruled_out:
+        why += f" (names {', '.join(map(repr, ruled_out))} only as replaced or ruled out)"
     return Grade(criterion.criterion_id, True, why, "auto")
 
 
@@ -245,11 +271,13 @@ class OfflineGrader(OfflineRole, Grader):
     """Each criterion's keyword checks (see :func:`keyword_grade`)."""
 
     role = "grader"
-    TEMPLATES = ("offline-grader-1",)
+    TEMPLATES = ("offline-grader-2",)
 
     def grade(self, rubric: Rubric, history: tuple[Exchange, ...], exchange: Exchange) -> tuple[Grade, ...]:
         _check_pair(rubric, exchange)
-        return tuple(keyword_grade(c, exchange) for c in rubric.criteria)
+        ruled_out = {scope: tuple(dict.fromkeys(w for c in rubric.criteria if c.scope == scope for w in c.forbid))
+                     for scope in SCOPES}
+        return tuple(keyword_grade(c, exchange, tuple(history), ruled_out[c.scope]) for c in rubric.criteria)
 
 
 GRADER_SYSTEM = ("You grade replies of voice assistants against a rubric, one criterion at a time. You judge what "

@@ -5,7 +5,7 @@ the challenge axis, plus fdeval's offline script -- per exchange the user's mess
 second exchange on, a barge-in with its label, the words that show its new information was taken
 up (``evidence``), the words that show the replaced assumption is still in use (``stale``) and a
 hand-written rubric (``criteria``, keyword checks an offline grader can run). ``task_keywords``
-are words showing that the original task is still being served.
+name the conversation's task (the offline planner's note on whether a reply still serves it).
 
 A scripted message or barge-in may lean on advice the assistant gave earlier ("I can't turn location
 off"). Such a wording names what it presupposes (``message_presupposes`` / ``barge_in_presupposes``:

@@ -7,14 +7,23 @@ words are split at the barge-in's first sample: before it, `answer_before`; from
 `continuation`. An exchange without a barge-in has its whole answer as `continuation`. The same
 rule runs in the live loop (on the model's text pieces as the user heard them) and after the
 session (on the transcript's words), so both see the same segments.
+
+A barge-in whose first sample found the assistant's answer already over
+(:func:`fdeval.orchestrator.turns.model_speaking_at` False on the played model channel's speech)
+is *late*: the exchange keeps its words but is not interrupted (docs/echochain.md, "A barge-in
+after the answer"). The loop and the segment step decide it from the same VAD segments.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
+
+from fdeval.orchestrator.policy import DEFAULT_SILENCE_S
+from fdeval.orchestrator.turns import model_speaking_at
 
 from .classifier import Exchange
 
@@ -39,15 +48,23 @@ class Span:
     barge_in_start_s: float = math.nan
     barge_in_end_s: float = math.nan
     end_s: float = math.inf
+    barge_in_late: bool = False  # the answer had ended when the barge-in started
 
     @property
     def interrupted(self) -> bool:
+        return not math.isnan(self.barge_in_start_s) and not self.barge_in_late
+
+    @property
+    def barge_in_played(self) -> bool:
         return not math.isnan(self.barge_in_start_s)
 
 
-def spans(turns: Iterable[Mapping], duration_s: float) -> list[Span]:
+def spans(turns: Iterable[Mapping], duration_s: float, model_speech: Sequence[tuple[float, float]] | None = None,
+          silence_s: float = math.nan) -> list[Span]:
     """Exchange spans from user turn rows (`label`, `start_s`, `end_s`); turns that never
-    started are left out."""
+    started are left out. With `model_speech` (the played model channel's VAD segments) and
+    `silence_s` (the session's answer-ending silence), a barge-in that started after the answer
+    had ended is marked late."""
     parts: dict[int, dict[str, tuple[float, float]]] = {}
     for t in turns:
         m = _LABEL.match(str(t["label"]))
@@ -61,8 +78,18 @@ def spans(turns: Iterable[Mapping], duration_s: float) -> list[Span]:
         ms, me = parts[k]["message"]
         bs, be = parts[k].get("barge_in", (math.nan, math.nan))
         end = parts[ks[i + 1]]["message"][0] if i + 1 < len(ks) else duration_s
-        out.append(Span(k, ms, me, bs, be, end))
+        late = model_speech is not None and not math.isnan(bs) and not model_speaking_at(model_speech, bs, silence_s)
+        out.append(Span(k, ms, me, bs, be, end, late))
     return out
+
+
+def log_spans(log: Mapping) -> list[Span]:
+    """:func:`spans` of a recorded session (`read_session_log`): its turns, its duration, its
+    model channel's VAD segments and the answer-ending silence it ran with."""
+    cfg = log["attrs"].get("turn_config") or {}
+    cfg = json.loads(cfg) if isinstance(cfg, str) else cfg
+    speech = [(float(s["start_s"]), float(s["end_s"])) for s in log.get("vad_segments") or []]
+    return spans(log["turns"], float(log["attrs"]["duration_s"]), speech, float(cfg.get("silence_s", DEFAULT_SILENCE_S)))
 
 
 def join(pieces: Sequence[tuple[float, str]], a_s: float, b_s: float, text_stream: str = "words") -> str:
@@ -80,11 +107,11 @@ def exchanges(case_id: str, span_list: Sequence[Span], said: Mapping[int, Mappin
     out = []
     for sp in span_list:
         s = said.get(sp.index, {})
-        if sp.interrupted:
+        if sp.barge_in_played:
             before = join(pieces, sp.message_start_s, sp.barge_in_start_s, text_stream)
             cont = join(pieces, sp.barge_in_start_s, sp.end_s, text_stream)
             out.append(Exchange(case_id, sp.index, str(s.get("message") or ""), before, s.get("barge_in"),
-                                s.get("barge_in_label"), cont))
+                                s.get("barge_in_label"), cont, sp.barge_in_late))
         else:
             out.append(Exchange(case_id, sp.index, str(s.get("message") or ""), "", None, None,
                                 join(pieces, sp.message_start_s, sp.end_s, text_stream)))
@@ -93,9 +120,9 @@ def exchanges(case_id: str, span_list: Sequence[Span], said: Mapping[int, Mappin
 
 def exchange_to_dict(e: Exchange) -> dict:
     return {"index": e.index, "message": e.message, "answer_before": e.answer_before, "barge_in": e.barge_in,
-            "barge_in_label": e.barge_in_label, "continuation": e.continuation}
+            "barge_in_label": e.barge_in_label, "continuation": e.continuation, "late": e.late}
 
 
 def exchange_from_dict(case_id: str, d: Mapping) -> Exchange:
     return Exchange(case_id, int(d["index"]), str(d["message"]), str(d["answer_before"]), d.get("barge_in"),
-                    d.get("barge_in_label"), str(d["continuation"]))
+                    d.get("barge_in_label"), str(d["continuation"]), bool(d.get("late", False)))

@@ -20,6 +20,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
+from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -37,6 +39,7 @@ from fdeval.errors import FdevalError
 from fdeval.files import write_json_atomic
 from fdeval.metrics.csvio import write_csv
 from fdeval.orchestrator.recorder import read_session_log
+from fdeval.transcript.build import log_model_words
 from fdeval.types import TestCase, Turn, WordTiming
 
 from .classifier import Exchange
@@ -44,7 +47,8 @@ from .dialogue import history_text, responder_prompt
 from .review import apply_human, human_labels, save_review_input
 from .rubrics import Grade as RubricGrade
 from .scoring import GradedConversation, score_tables, write_tables
-from .segment import barge_in_label, exchange_from_dict, exchange_to_dict, exchanges, message_label, spans
+from .segment import barge_in_label, exchange_from_dict, exchange_to_dict, exchanges, log_spans, message_label
+from .taxonomy import TAXONOMY, category
 
 CONTROL_FOLDER = "control"
 
@@ -82,17 +86,52 @@ def history_of(case: TestCase, exs: tuple[Exchange, ...], k: int) -> tuple[Excha
     return tuple(e for e in exs if e.index < k)
 
 
+def _user_words(log: Mapping[str, Any], said: Mapping[int, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The user's words on the session clock: each played turn's TTS word times (`said`, relative to
+    the turn) moved to where the turn started, those past a cut-short turn's end left out."""
+    out = []
+    for t in log["turns"]:
+        m = re.match(r"^ex([0-9]+)_(message|barge_in)$", str(t["label"]))
+        start, end = float(t["start_s"]), float(t["end_s"])
+        if m is None or math.isnan(start):
+            continue
+        for text, a, b in (said.get(int(m.group(1))) or {}).get(f"{m.group(2)}_words") or []:
+            if start + float(a) < end:
+                out.append({"speaker": "user", "text": str(text), "start_s": round(start + float(a), 4),
+                            "end_s": round(min(start + float(b), end), 4)})
+    return out
+
+
+def _span_times(sp: Any) -> dict[str, float | None]:
+    """An exchange's times on the session clock (seconds; None: that turn never played), kept with
+    the segmented exchange so the review export and the review page can cue the audio."""
+    def t(x: float) -> float | None:
+        return None if math.isnan(x) or math.isinf(x) else round(float(x), 4)
+
+    return {"message_start_s": t(sp.message_start_s), "message_end_s": t(sp.message_end_s),
+            "barge_in_start_s": t(sp.barge_in_start_s), "barge_in_end_s": t(sp.barge_in_end_s), "end_s": t(sp.end_s)}
+
+
 def _words(raw: Any) -> tuple[WordTiming, ...]:
     return tuple(WordTiming(str(t), float(a), float(b)) for t, a, b in (raw or []))
 
 
+CONTROL_HISTORIES = ("text", "audio")
+
+
 class HalfDuplexControl(RecordSessions):
-    """The half-duplex control sessions (see the module doc)."""
+    """The half-duplex control sessions (see the module doc). `benchmark.control_history` says how
+    the earlier exchanges reach the model: ``text`` (the responder prompt holds them, as the
+    paper's replay gives a flagged exchange to other models) or ``audio`` (the live session's own
+    user turns of those exchanges are played again, barge-ins at their offset after the model's
+    new onset; the model answers them anew), so the control hears its history in the live arm's
+    modality and differs from it only in the evaluated exchange's interruption."""
 
     name = "control"
     stage = "run"
     folder = CONTROL_FOLDER
     needs = ("run",)
+    owns = ("benchmark.control_history",)  # in the control's digest (the derived case), not the run's identity
 
     def __init__(self, bench: Any):
         self.bench = bench
@@ -112,24 +151,41 @@ class HalfDuplexControl(RecordSessions):
     def _derive(self, run: Run, case: TestCase, session_id: str) -> TestCase | None:
         log = read_session_log(run.folder.session_paths(case.case_id)[0])
         said = said_of(case, log)
-        sps = spans(log["turns"], float(log["attrs"]["duration_s"]))
+        sps = log_spans(log)
         exs = exchanges(case.case_id, sps, said, model_pieces(log, None), log["attrs"].get("text_stream", "words"))
         k = evaluated_index(exs)
         if k is None:
             return None
         sp = next(x for x in sps if x.index == k)
-        s = said[k]
-        history = history_of(case, exs, k)
         timeout = self.bench.turn_timeout_s
-        msg = Turn(case.case_id, 0, message_label(k), "take-turn", "", str(s["message"]), _words(s.get("message_words")),
-                   sp.message_end_s - sp.message_start_s, timeout)
-        content = Turn(case.case_id, 1, barge_in_label(k), "take-turn", "", str(s["barge_in"]),
-                       _words(s.get("barge_in_words")), sp.barge_in_end_s - sp.barge_in_start_s, timeout)
-        derived = TestCase(case.case_id, case.conversation_id, case.benchmark, case.scenario,
-                           responder_prompt(history_text(history, labels=False), None, k), (msg, content), case.seed,
-                           case.version, case.data)
-        self._derived[case.case_id] = (derived, session_id, [(sp.message_start_s, sp.message_end_s),
-                                                             (sp.barge_in_start_s, sp.barge_in_end_s)])
+        turns: list[Turn] = []
+        cuts: list[tuple[float, float]] = []
+
+        def add(label: str, kind: str, text: str, words: Any, a: float, b: float, barge: bool = False) -> None:
+            turns.append(Turn(case.case_id, len(turns), label, kind, "", text, _words(words), b - a, timeout,
+                              barge_in_after_s=self.bench.barge_in_after_s if barge else None,
+                              barge_in_handling="hold" if barge else None, subtype="interrupt" if barge else None))
+            cuts.append((a, b))
+
+        audio_history = self.bench.control_history == "audio"
+        for h in (x for x in sps if x.index < k) if audio_history else ():
+            said_h = said[h.index]
+            add(message_label(h.index), "take-turn", str(said_h["message"]), said_h.get("message_words"),
+                h.message_start_s, h.message_end_s)
+            if h.barge_in_played:  # as in the live arm: a barge-in timed from the model's onset
+                add(barge_in_label(h.index), "barge-in", str(said_h["barge_in"]), said_h.get("barge_in_words"),
+                    h.barge_in_start_s, h.barge_in_end_s, barge=True)
+        s = said[k]
+        add(message_label(k), "take-turn", str(s["message"]), s.get("message_words"), sp.message_start_s,
+            sp.message_end_s)
+        # the barge-in's content as an ordinary turn, once the answer is complete
+        add(barge_in_label(k), "take-turn", str(s["barge_in"]), s.get("barge_in_words"), sp.barge_in_start_s,
+            sp.barge_in_end_s)
+        prompt = responder_prompt() if audio_history else \
+            responder_prompt(history_text(history_of(case, exs, k), labels=False), None, k)
+        derived = TestCase(case.case_id, case.conversation_id, case.benchmark, case.scenario, prompt, tuple(turns),
+                           case.seed, case.version, case.data)
+        self._derived[case.case_id] = (derived, session_id, cuts)
         return derived
 
     def digest(self, run: Run, case: TestCase) -> str:
@@ -182,6 +238,9 @@ class Segment(CaseStep):
     def __init__(self, bench: Any):
         self.bench = bench
 
+    # 2: a barge-in after the answer had ended is late (segment.py), not an interruption
+    version = "2"
+
     def identity(self, run: Run) -> dict[str, Any]:
         return {"asr": OmegaConf.to_container(run.cfg.asr, resolve=True)}
 
@@ -194,26 +253,41 @@ class Segment(CaseStep):
     def prepare(self, run: Run, todo: list[Unit]) -> None:
         self.asr = None if run.cfg.asr.name == "exact" else build(run.cfg.asr)
 
-    def _exchanges(self, run: Run, case: TestCase, folder: str) -> tuple[tuple[Exchange, ...], dict, list]:
+    def _exchanges(self, run: Run, case: TestCase, folder: str) -> tuple[tuple[Exchange, ...], dict, dict, list | None]:
         h5, wav = run.folder.session_paths(case.case_id, folder)
         log = read_session_log(h5)
         words = None if self.asr is None else self.asr.transcribe_channel(wav, 1, case.case_id, "model")
         # the control's texts are the live exchange's (make() puts them back in)
         said = said_of(case, log) if folder == "sessions" else {}
-        exs = exchanges(case.case_id, spans(log["turns"], float(log["attrs"]["duration_s"])), said,
+        exs = exchanges(case.case_id, log_spans(log), said,
                         model_pieces(log, words), log["attrs"].get("text_stream", "words"))
-        return exs, log, said
+        return exs, log, said, words
 
     def make(self, run: Run, unit: Unit) -> dict[str, Any]:
         case = unit.case
-        exs, log, said = self._exchanges(run, case, "sessions")
+        exs, log, said, asr_words = self._exchanges(run, case, "sessions")
         k = evaluated_index(exs)
-        timing = [{"exchange": int(str(t["label"])[2:str(t["label"]).index("_")]), "scheduled_s": t["scheduled_s"],
-                   "actual_s": t["actual_s"], "onset_s": t["onset_s"], "delay_s": t["delay_s"],
-                   "error_s": t["error_s"], "wait_reason": t["wait_reason"]}
-                  for t in log["turns"] if t["turn_type"] == "barge-in"]
+        late = {e.index: e.late for e in exs if e.barge_in is not None}
+        timing = []
+        for t in log["turns"]:
+            if t["turn_type"] != "barge-in":
+                continue
+            ex = int(str(t["label"])[2:str(t["label"]).index("_")])
+            played = t["start_s"] == t["start_s"]  # not NaN
+            timing.append({"exchange": ex, "scheduled_s": t["scheduled_s"], "actual_s": t["actual_s"],
+                           "onset_s": t["onset_s"], "delay_s": t["delay_s"], "error_s": t["error_s"],
+                           "wait_reason": t["wait_reason"],
+                           "model_speaking": (not late.get(ex, False)) if played else None})
+        times = {sp.index: _span_times(sp) for sp in log_spans(log)}
+        words = _user_words(log, said) + [
+            {"speaker": "model", "text": w.text, "start_s": round(w.start_s, 4), "end_s": round(w.end_s, 4)}
+            for w in (asr_words if asr_words is not None else log_model_words(case.case_id, log))]
+        words.sort(key=lambda w: (w["start_s"], w["speaker"]))
         out: dict[str, Any] = {
-            "case_id": case.case_id, "exchanges": [exchange_to_dict(e) for e in exs], "evaluated": k,
+            # a word-timed transcript, as a transcribe-stage file has one (the review page follows the playhead)
+            "words": words, "duration_s": float(log["attrs"]["duration_s"]),
+            "case_id": case.case_id, "exchanges": [{**exchange_to_dict(e), **times.get(e.index, {})} for e in exs],
+            "evaluated": k,
             "said": {str(i): {kk: v for kk, v in s.items() if not kk.endswith("_words")} for i, s in said.items()},
             "record": {kk: v for kk, v in (log.get("user_policy_record") or {}).items() if kk != "said"},
             "barge_ins": timing, "clock": log["attrs"].get("clock"), "frame_s": log["attrs"].get("frame_s"),
@@ -221,10 +295,12 @@ class Segment(CaseStep):
         }
         h5c = run.folder.session_paths(case.case_id, CONTROL_FOLDER)[0]
         if self.bench.half_duplex and k is not None and h5c.exists():
-            cexs, clog, _ = self._exchanges(run, case, CONTROL_FOLDER)
+            cexs, clog, _, _ = self._exchanges(run, case, CONTROL_FOLDER)
             # the control's "barge-in" turn is the same content as an ordinary turn after the answer
+            # (with control_history=audio the earlier exchanges come first: only exchange k is graded)
             fixed = [Exchange(e.case_id, e.index, exs[[x.index for x in exs].index(k)].message, e.answer_before,
-                              said[k]["barge_in"], said[k]["barge_in_label"], e.continuation) for e in cexs]
+                              said[k]["barge_in"], said[k]["barge_in_label"], e.continuation)
+                     for e in cexs if e.index == k]
             out["control"] = {"session_id": clog["attrs"].get("session_id"), "valid": bool(clog["attrs"].get("valid", True)),
                               "exchanges": [exchange_to_dict(e) for e in fixed]}
         return out
@@ -271,7 +347,8 @@ class Grade(CaseStep):
                 "topic": case.data.seed.topic, "responder": case.data.responder, "mode": case.data.mode}
         if k is None:
             return {**base, "value": None, "status": "ok", "evaluated": None, "flagged": False,
-                    "explanation": "no interrupted exchange (the session ended before exchange two)", "metadata": {}}
+                    "explanation": "no interrupted exchange (the session ended before exchange two, or every "
+                                   "barge-in came after the answer had ended)", "metadata": {}}
         ex = next(e for e in exs if e.index == k)
         history = history_of(case, exs, k)
         verdict = b.role("classifier").classify(case.data.seed, history, ex, case.case_id)
@@ -285,8 +362,7 @@ class Grade(CaseStep):
         passed = all(g.passed for g in grades)
         taxonomy = None if passed else propose_taxonomy(verdict)
         status = "ok" if verdict.status == "ok" else "error"
-        why = (f"{sum(g.passed for g in grades)}/{len(grades)} criteria passed on exchange {k}; classifier "
-               f"{'flagged' if verdict.flagged else 'did not flag'} ({verdict.votes})")
+        why = explain(k, verdict, rubric, grades, taxonomy)
         if status == "error":
             why = f"classifier error: {'; '.join(verdict.errors)[:300]}"
         loop = (seg.get("record") or {}).get("loop_verdicts") or []
@@ -308,24 +384,42 @@ class Grade(CaseStep):
                 raise ValueError(f"missing {key!r}")
 
 
+def explain(k: int, verdict: Any, rubric: Any, grades: tuple[RubricGrade, ...], taxonomy: str | None) -> str:
+    """The grade's explanation, as the review page shows it: the criteria, then each classifier
+    vote with its fields and reason, then the automatic taxonomy label."""
+    yes = sum(verdict.votes)
+    lines = [f"{sum(g.passed for g in grades)}/{len(grades)} criteria passed on exchange {k}; the classifier "
+             f"{'flagged' if verdict.flagged else 'did not flag'} it: {yes} of {len(verdict.votes)} vote(s) for a "
+             f"failure ({verdict.rule} rule{', a tie flags' if verdict.tie else ''})"]
+    text = {c.criterion_id: c.text for c in rubric.criteria}
+    for g in grades:
+        lines.append(f"  {'PASS' if g.passed else 'FAIL'} {g.criterion_id}: {text.get(g.criterion_id, '')} -- {g.reason}")
+    for i, (s, v) in enumerate(zip(verdict.samples, verdict.votes), start=1):
+        lines.append(f"  vote {i}: {'failure' if v else 'no failure'} (type {s.failure_type or 'none'}, memory "
+                     f"{'YES' if s.memory_demonstrated else 'NO'}, integration {s.integration}, confidence "
+                     f"{s.confidence}): {s.reason}")
+    lines.append(f"taxonomy (automatic): {taxonomy}" if taxonomy else
+                 "taxonomy (automatic): none" + ("" if verdict.flagged else " (only a flagged conversation gets one)"))
+    return "\n".join(lines)
+
+
 def _grade_dict(g: RubricGrade) -> dict[str, Any]:
     return {"criterion_id": g.criterion_id, "passed": bool(g.passed), "reason": g.reason, "source": g.source}
 
 
-def propose_taxonomy(verdict: Any) -> str:
-    """The automatic taxonomy label of a failed conversation, from the classifier's majority sample
-    (docs/echochain.md): no memory of the task -> objective displacement; old assumptions back
-    later -> interruption amnesia; the update ignored, misapplied or mixed with the old ->
-    contextual inertia; a rubric failure the classifier saw nothing in -> other."""
-    flagging = [s for s, v in zip(verdict.samples, verdict.votes) if v]
-    if not flagging:
-        return "other"
-    s = flagging[0]
-    if not s.memory_demonstrated:
-        return "objective_displacement"
-    if s.failure_type == "dsr_f2_stale_later":
-        return "interruption_amnesia"
-    return "contextual_inertia"
+def propose_taxonomy(verdict: Any) -> str | None:
+    """The automatic taxonomy label of a conversation: only a flagged verdict has one (paper
+    section 5: flagged conversations are the ones categorised); an unflagged one, a rubric failure
+    included, gets None. The label is :func:`taxonomy.category` of the flagging samples, the most
+    common one (ties: TAXONOMY order)."""
+    if not getattr(verdict, "flagged", False):
+        return None
+    counts = Counter(category(s.memory_demonstrated, s.integration, s.failure_type)
+                     for s, v in zip(verdict.samples, verdict.votes) if v)
+    if not counts:
+        return None
+    top = max(counts.values())
+    return next(t for t in TAXONOMY if counts.get(t) == top)
 
 
 class Scores(Metric):
@@ -378,6 +472,13 @@ class Scores(Metric):
         first_exchange = [t for t in timing if t["exchange"] == 1]
         if first_exchange:
             raise FdevalError(f"echochain: a barge-in in exchange 1 of {first_exchange[0]['case_id']} (never allowed)")
+        landed = [t for t in timing if t.get("model_speaking") is not None]
+        if landed:  # docs/echochain.md, "A barge-in after the answer"
+            after = sum(1 for t in landed if not t["model_speaking"])
+            unscored = sum(1 for _, d in done if d.get("evaluated") is None)
+            text += (f"\nbarge-ins after the answer had ended (not interruptions, left out of the metrics): {after} of "
+                     f"{len(landed)} ({100.0 * after / len(landed):.1f} %); conversations without an interruption: "
+                     f"{unscored} of {len(done)}")
         if errs:
             text += (f"\nbarge-in offsets ({len(errs)}): |actual - scheduled| p50 {1000 * float(np.percentile(errs, 50)):.2f} ms, "
                      f"p99 {1000 * float(np.percentile(errs, 99)):.2f} ms, max {1000 * max(errs):.2f} ms")

@@ -137,3 +137,28 @@ TAXONOMY: dict[str, str] = {
 
 INTEGRATION = ("GOOD", "PARTIAL", "NONE")
 CONFIDENCE = ("HIGH", "MEDIUM", "LOW")
+
+
+def category(memory_demonstrated: bool, integration: str, failure_type: str | None) -> str:
+    """The TAXONOMY category of one flagging classifier answer, from its A.4 fields.
+
+    The one statement of the mapping (docs/echochain.md, "Taxonomy of failed conversations"):
+
+    * ``dsr_f2_stale_later`` -> interruption_amnesia: something taken up earlier (an earlier
+      barge-in's constraint, or the update itself) is overwritten later (section 2);
+    * memory NO with the update taken up (integration GOOD or PARTIAL) -> objective_displacement:
+      the reply answered the barge-in and dropped the task it added to;
+    * memory NO with integration NONE -> other: the reply serves neither the task nor the
+      update (a reply to the wrong request, an error unrelated to the interruption);
+    * memory YES otherwise (F1, F3, F4, or integration NONE / PARTIAL) -> contextual_inertia: the
+      task goes on but the update is ignored, misapplied, or kept side by side with the old.
+    """
+    if integration not in INTEGRATION:
+        raise ValueError(f"integration {integration!r}; valid: {', '.join(INTEGRATION)}")
+    if failure_type is not None and failure_type not in FAILURE_TYPES:
+        raise ValueError(f"failure type {failure_type!r}; valid: {', '.join(FAILURE_TYPES)}")
+    if failure_type == "dsr_f2_stale_later":
+        return "interruption_amnesia"
+    if not memory_demonstrated:
+        return "objective_displacement" if integration != "NONE" else "other"
+    return "contextual_inertia"

@@ -93,11 +93,16 @@ function labelForm(s, key) {
       <button type="button" class="mark">mark at playhead</button></fieldset>`;
   } else if (s.kind === "echochain") {
     const sc = rec.screening || {};
+    // the automatic label, beside the reviewer's choice (only a flagged conversation gets one)
+    const meta = (s.results.find(r => r.metadata && "taxonomy" in r.metadata) || {}).metadata;
+    const auto = !meta ? "no automatic result" : meta.taxonomy ? "automatic: " + meta.taxonomy
+      : meta.flagged ? "automatic: none" : "automatic: none (not flagged)";
     body = `<fieldset>screening: ${ch.screening.concat(["accepted"]).map(k =>
       `<label><input type="checkbox" name="sc_${k}" ${sc[k] ? "checked" : ""}> ${k}</label>`).join(" ")}</fieldset>` +
       s.criteria.map(c => `<fieldset>${esc(c.criterion_id)} <i>${esc(c.text)}</i>: ${radios("g_" + c.criterion_id, ["pass", "fail"], (rec.grades || {})[c.criterion_id])}</fieldset>`).join("") +
       `<fieldset>taxonomy: <select name="taxonomy"><option value="">(keep automatic)</option>${ch.taxonomy.map(t =>
-        `<option ${rec.taxonomy === t ? "selected" : ""}>${esc(t)}</option>`).join("")}</select></fieldset>`;
+        `<option ${rec.taxonomy === t ? "selected" : ""}>${esc(t)}</option>`).join("")}</select>
+        <span class="auto" id="auto-taxonomy">${esc(auto)}</span></fieldset>`;
   }
   const note = s.kind === "echochain" ? (rec.screening || {}).note : rec.note;
   const saved = rec.reviewer ? `saved by ${esc(rec.reviewer)} at ${esc(rec.time)}` : "not labelled yet";

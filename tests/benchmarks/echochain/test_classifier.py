@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import socket
 
 import pytest
@@ -245,8 +246,8 @@ def test_offline_good_continuation_passes():
     assert (v.flagged, o.failure, o.memory_demonstrated, o.integration, o.confidence) == \
         (False, False, True, "GOOD", "HIGH")
     assert o.evidence_injection == SEED.exchanges[1].barge_in and o.said_before.endswith("roasted beef")
-    assert "'lentil'" in o.reason and "'vegan'" in o.reason
-    v_strict, _ = offline(ex2("Okay, since one guest is VEGAN, a lentil pie for the dinner."), rule="strict")
+    assert "'lentil'" in o.reason and "'vegan'" in o.reason and "'main'" in o.reason
+    v_strict, _ = offline(ex2("Okay, since one guest is VEGAN, a lentil pie as the MAIN."), rule="strict")
     assert v_strict.flagged is False  # case-insensitive match
 
 
@@ -259,11 +260,12 @@ def test_offline_ignoring_the_evidence_is_f1_and_flagged():
 
 
 def test_offline_stale_with_evidence_is_contradictory():
+    # A.4 counts a contradictory conclusion (F3) as a failure and its decision rule flags only
+    # integration NONE or no memory: keeping what the update ruled out is integration NONE.
     c = "For the vegan guest a lentil stew, and a beef roast as the dinner main for the others."
     v, o = offline(ex2(c))
-    assert (o.failure_type, o.integration, o.memory_demonstrated) == ("dsr_f3_contradictory", "PARTIAL", True)
-    assert v.flagged is False  # the paper's rule: memory shown, integration not NONE
-    assert offline(ex2(c), rule="strict")[0].flagged is True
+    assert (o.failure_type, o.integration, o.memory_demonstrated) == ("dsr_f3_contradictory", "NONE", True)
+    assert v.flagged is True and offline(ex2(c), rule="strict")[0].flagged is True
 
 
 def test_offline_no_memory_is_flagged():
@@ -273,15 +275,16 @@ def test_offline_no_memory_is_flagged():
 
 
 def test_offline_earlier_stale_assumption_returning_is_f2():
-    v, o = offline(ex3("Then sparkling water for everyone, and it goes well with the beef for the dinner."),
-                   history=(EX1, ex2("a lentil pie for the dinner")))
-    assert (o.failure_type, o.integration) == ("dsr_f2_stale_later", "PARTIAL")
-    assert "earlier exchange" in o.reason
+    # the update of exchange 3 is applied, but exchange 2's constraint is dropped: memory NO
+    v, o = offline(ex3("Then sparkling water for everyone to drink, and it goes well with the beef."),
+                   history=(EX1, ex2("a lentil pie as the main")))
+    assert (o.failure_type, o.integration, o.memory_demonstrated) == ("dsr_f2_stale_later", "GOOD", False)
+    assert v.flagged is True and "earlier barge-in's constraint is dropped ('beef'" in o.reason
 
 
 def test_offline_matches_whole_words_only():
     # "lambda" is not "lamb", "beefy" is not "beef"; a phrase matches across line breaks
-    v, o = offline(ex3("For the dinner, sparkling\nwater with a beefy lemon flavour."), history=(EX1,))
+    v, o = offline(ex3("To drink, sparkling\nwater with a beefy lemon flavour."), history=(EX1,))
     assert (v.flagged, o.integration, o.failure) == (False, "GOOD", False)
     v, o = offline(ex2("The dinner main: a lambda of vegetables, fully vegan."))
     assert (o.integration, o.failure) == ("GOOD", False)
@@ -305,8 +308,10 @@ def test_offline_without_a_script_for_the_exchange_is_an_error_not_a_flag():
 
 
 def test_offline_classifier_reads_every_shipped_seed_script():
-    # For each barge-in of the shipped pool: a continuation that says the first evidence word and a
-    # task word passes under both rules; one that keeps the first stale word instead is flagged.
+    # For each barge-in of the shipped pool: a continuation that says the first evidence word and
+    # takes up the message's request passes under both rules; one that keeps the first stale word
+    # instead is flagged. (A topic word alone, e.g. the seed's first task keyword, is no longer
+    # enough to show the request was served: an answer to the barge-in alone says it too.)
     clf = {rule: OfflineClassifier(decision_rule=rule) for rule in ("paper", "strict")}
     checked = 0
     for seed in load_seeds():
@@ -316,8 +321,11 @@ def test_offline_classifier_reads_every_shipped_seed_script():
             if s.barge_in is None:
                 history.append(Exchange("c", s.index, s.message, "", None, None, f"Here is a first plan for the {task}."))
                 continue
+            request = s.message  # the message's words, less any stale phrase it says itself
+            for phrase in s.stale:
+                request = re.sub(re.escape(phrase), "", request, flags=re.IGNORECASE)
             good = Exchange("c", s.index, s.message, "So first", s.barge_in, s.barge_in_label,
-                            f"Okay, with {s.evidence[0]} in mind, the {task} changes.")
+                            f"Okay, with {s.evidence[0]} in mind, about your question, {request}")
             for rule, c in clf.items():
                 v = c.classify(seed, tuple(history), good, "c")
                 assert v.flagged is False and v.samples[0].integration == "GOOD", (seed.seed_id, s.index, rule)
@@ -327,6 +335,70 @@ def test_offline_classifier_reads_every_shipped_seed_script():
             history.append(good)
             checked += 1
     assert checked >= 80  # >= 40 seeds, each with at least two barge-ins
+
+
+# ------------------------------------------------------------------------------------------------
+# The offline text analysis (shared with the offline grader)
+
+
+@pytest.mark.parametrize("text, want", [
+    ("Seven kids", "7 kids"), ("70,000 or seventy thousand or 70k", "70000 or 70000 or 70000"),
+    ("twenty-one, two hundred and twenty", "21, 220"), ("six and eight", "6 and 8"),
+    ("a three-way split, ten-minute", "a 3-way split, 10-minute"), ("two thousand two hundred", "2200"),
+    ("0%", "0 percent"), ("someone often", "someone often"),
+])
+def test_numbers_are_read_in_words_or_digits(text, want):
+    assert C.normalise(text) == want
+
+
+@pytest.mark.parametrize("text, phrase, in_use", [
+    ("Swap the plain flour for a gluten-free blend.", "plain flour", False),
+    ("Swap the rice for plain flour.", "plain flour", True),  # the replacement is in use
+    ("Replace the beef with lentils.", "beef", False),
+    ("Replace the lentils with beef.", "beef", True),
+    ("Lentils instead of beef.", "beef", False),
+    ("Instead, roast the beef.", "beef", True),  # "instead" alone introduces the new thing
+    ("No more beef for the main.", "beef", False),
+    ("Skip the beef.", "beef", False),
+    ("Don't forget the beef.", "beef", True),
+    ("Beans rather than beef.", "beef", False),
+    ("The beef is out.", "beef", False),
+    ("No need to restart the router yourself.", "restart the router", False),
+    ("No problem, restart the router.", "restart the router", True),
+    ("no problem i would restart the router", "restart the router", True),  # unpunctuated speech
+    ("No, I'd still restart the router.", "restart the router", True),  # the clause ends at the comma
+    ("It can take all seven kids.", "7 kids", True),
+    ("Crushed pistachios on top.", "pistachio", True),
+    ("A beefy tomato.", "beef", False),
+])
+def test_what_a_reply_names_as_replaced_is_not_in_use(text, phrase, in_use):
+    assert bool(C.still_used(text, [phrase])) is in_use
+    if in_use:
+        assert C.said(text, [phrase]) == [phrase]
+
+
+def test_a_phrase_named_as_replaced_is_still_said():
+    assert C.said("Lentils instead of beef.", ["beef"]) == ["beef"] and C.still_used("Lentils instead of beef.", ["beef"]) == []
+
+
+def test_serves_task_reads_the_request_and_the_plan_not_the_topic():
+    def task(text: str) -> C.TaskCheck:
+        return C.serves_task((EX1,), ex2(text, before="For the main I would go with a slow roasted beef"))
+
+    assert task("A lentil pie as the main course.").served  # the request's words
+    assert task("Keep it slow: a lentil pie.").served  # the plan's words
+    # the standing topic (earlier messages: "dinner", "menu", "friends") and the barge-in's own words
+    # ("vegan") say nothing about this request
+    assert not task("Vegan dinners are great and your friends will love the menu.").served
+    assert "main" in task("x").anchors and "dinner" not in task("x").anchors and "vegan" not in task("x").anchors
+
+
+def test_offline_contextual_inertia_in_other_words_and_a_short_reply_that_serves_the_task():
+    # the old plan goes on (a stale word in use) although no request word is said: memory YES
+    v, o = offline(ex2("Sure, noted. Roast the beef low and slow for four hours."))
+    assert (v.flagged, o.memory_demonstrated, o.integration, o.failure_type) == (True, True, "NONE", "dsr_f1_ignores")
+    v, o = offline(ex2("Then a lentil main."))
+    assert (v.flagged, o.memory_demonstrated, o.integration) == (False, True, "GOOD")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -352,7 +424,8 @@ def test_the_benchmark_config_node_builds_both_backends(tmp_path):
     assert isinstance(make_classifier(node, tmp_path), OfflineClassifier)
     llm_node = OmegaConf.merge(node, {"backend": "anthropic"})
     ident = make_classifier(llm_node, tmp_path).identity()
-    assert (ident["votes"], ident["rule"], ident["model"]) == (node.votes, node.decision_rule, node.model)
+    # model null: the backend's default
+    assert (ident["votes"], ident["rule"], ident["model"]) == (node.votes, node.decision_rule, "claude-sonnet-4-6")
 
 
 @pytest.mark.parametrize("settings,field", [

@@ -23,6 +23,7 @@ import pytest
 from fdeval.audio.io import read_wav
 from fdeval.engine.run import step_dir
 from fdeval.orchestrator.recorder import read_session_log
+from fdeval.review.server import ReviewApp, session_detail
 from helpers import health
 from helpers.fake_messages_server import DUMMY_KEY, FakeMessagesServer, text
 from helpers.launching import run_launch
@@ -113,6 +114,28 @@ def test_barge_ins_land_on_the_configured_offset_in_lockstep(default_run):
     rows = list(csv.DictReader((step_dir(run, "score") / "echochain_timing.csv").open()))
     assert len(rows) == n and all(abs(float(r["error_ms"])) <= 1000 * FRAME_S for r in rows)
     assert "barge-in offsets" in proc.stdout
+    # the reference agent is still answering 3 s after its onset: every barge-in interrupts it
+    assert {r["model_speaking"] for r in rows} == {"True"}
+    assert f"not interruptions, left out of the metrics): 0 of {n} (0.0 %)" in proc.stdout
+
+
+def test_a_barge_in_after_the_answer_is_said_but_is_no_interruption(tmp_path):
+    """45 s after its onset the reference agent's answer is long over: each barge-in is late. The
+    conversation goes on (said, not classified), and none has an exchange to score."""
+    proc = launch(tmp_path, "benchmark.barge_in_after_s=45", "benchmark.n_conversations=2", "benchmark.half_duplex=false")
+    (run,) = runs(tmp_path)
+    rows = list(csv.DictReader((step_dir(run, "score") / "echochain_timing.csv").open()))
+    assert len(rows) == 4 and {r["model_speaking"] for r in rows} == {"False"}
+    assert all(float(r["actual_s"]) - float(r["onset_s"]) == pytest.approx(45.0, abs=FRAME_S) for r in rows)
+    assert "left out of the metrics): 4 of 4 (100.0 %); conversations without an interruption: 2 of 2" in proc.stdout
+    for h5 in (run / "sessions").glob("*.h5"):
+        rec = read_session_log(h5)["user_policy_record"]
+        assert rec["loop_verdicts"] == [] and rec["stop_reason"] == "max_exchanges"  # never classified
+        seg = json.loads((step_dir(run, "segment") / f"{h5.stem}.json").read_text())
+        assert [(e["barge_in"] is not None, e["late"]) for e in seg["exchanges"]] == [(False, False), (True, True),
+                                                                                    (True, True)]
+        assert seg["evaluated"] is None
+        assert json.loads((step_dir(run, "grade") / f"{h5.stem}.json").read_text())["evaluated"] is None
 
 
 def test_a_relaunch_remakes_nothing_and_status_counts_every_step(default_run):
@@ -135,6 +158,33 @@ def test_review_export_hides_the_model(default_run, tmp_path):
     assert proc.returncode == 0, proc.stderr
     blob = b"".join(p.read_bytes() for p in out.rglob("*") if p.is_file() and p.suffix != ".wav")
     assert b"reference" not in blob.lower() and len([p for p in out.iterdir() if p.is_dir()]) == 3
+    for f in out.glob("*/exchanges.json"):  # each exchange with its times on the session clock
+        exs = json.loads(f.read_text())["exchanges"]
+        assert all(0 <= e["message_start_s"] < e["message_end_s"] <= e["end_s"] for e in exs)
+        cut = [e for e in exs if e["barge_in"] is not None]
+        assert cut and all(e["message_end_s"] < e["barge_in_start_s"] < e["barge_in_end_s"] for e in cut)
+
+
+def test_the_review_page_gets_a_word_timed_transcript_of_each_conversation(default_run):
+    """The review app highlights words with the playhead from a transcribe-stage file's words:
+    EchoChain's segment file holds both speakers' words on the recording's clock."""
+    tmp, run, _ = default_run
+    app = ReviewApp([run], "tester")
+    for s in app.views[0].sessions:
+        d = session_detail(app, 0, app.views[0], s)
+        words = d["words"]
+        assert {w["speaker"] for w in words} == {"user", "model"}
+        assert all(0 <= w["start_s"] <= w["end_s"] <= d["duration_s"] + 1e-6 for w in words)
+        assert [w["start_s"] for w in words] == sorted(w["start_s"] for w in words)
+        seg = json.loads((step_dir(run, "segment") / f"{s.case_id}.json").read_text())
+        first = seg["exchanges"][0]  # the first user words are the exchange-1 message, where it played
+        user = [w for w in words if w["speaker"] == "user"]
+        assert user[0]["start_s"] == pytest.approx(first["message_start_s"], abs=0.05)
+        assert " ".join(w["text"] for w in user).startswith(" ".join(first["message"].split()[:3]))
+        # the grade's automatic taxonomy reaches the page, for the form to show beside the reviewer's
+        graded = json.loads((step_dir(run, "grade") / f"{s.case_id}.json").read_text())
+        (meta,) = [r["metadata"] for r in d["results"] if r["step"] == "grade"]
+        assert meta == {"flagged": graded["flagged"], "taxonomy": graded["taxonomy"]}
 
 
 def test_a_killed_run_completes_on_relaunch_without_rewriting_finished_conversations(tmp_path):
@@ -305,3 +355,24 @@ def test_a_live_session_recorded_again_brings_its_control_and_grades_up_to_date(
         assert d["provenance"]["session_id"] == live
         assert d["provenance"]["step"]["inputs"]["control_session"] == control["session_id"]
     assert {k: sha(run / k) for k in kept} == kept  # the other conversation is untouched
+
+
+def test_an_audio_history_control_replays_the_live_user_turns_before_the_exchange(tmp_path):
+    """control_history=audio: the control hears the earlier exchanges as the live arm did (the same
+    user samples, barge-ins timed from the model's onset); only the
+    evaluated exchange's barge-in arrives after the answer, and only that exchange is graded."""
+    launch(tmp_path, "benchmark.n_conversations=2", "benchmark.control_history=audio")
+    (run,) = runs(tmp_path)
+    n_history = 0
+    for h5 in sorted((run / "sessions").glob("*.h5")):
+        live, control = read_session_log(h5), read_session_log(run / "control" / h5.name)
+        seg = json.loads((step_dir(run, "segment") / f"{h5.stem}.json").read_text())
+        k = seg["evaluated"]
+        live_turns = [t for t in live["turns"] if int(t["label"][2:t["label"].index("_")]) <= k]
+        assert [t["label"] for t in control["turns"]] == [t["label"] for t in live_turns]
+        kinds = [t["turn_type"] for t in control["turns"]]
+        assert kinds == [t["turn_type"] for t in live_turns][:-1] + ["take-turn"]  # the last barge-in: after the answer
+        assert all(t["wait_reason"] == "onset" for t in control["turns"][:-1] if t["turn_type"] == "barge-in")
+        n_history += sum(1 for t in control["turns"] if not t["label"].startswith(f"ex{k}_"))
+        assert [e["index"] for e in seg["control"]["exchanges"]] == [k]
+    assert n_history >= 2  # at least one conversation ran past exchange 2

@@ -72,12 +72,53 @@ def test_offline_grader_scope_word_boundaries_and_case():
             Criterion("c.forbid", "t", forbid=("beef",)))
     rubric = Rubric(CASE, 2, crit, "human")
     # "dinner" only before the barge-in: the answer scope sees it, the continuation scope does not
-    g = OfflineGrader().grade(rubric, (), exchange(2, "Make it in ONE   HOUR, no beefsteak.", before="For dinner,"))
+    g = OfflineGrader().grade(rubric, (), exchange(2, "Make the main in ONE   HOUR, no beefsteak.", before="For dinner,"))
     assert [x.passed for x in g] == [False, True, True, True]  # "beefsteak" is not the word "beef"
-    g = OfflineGrader().grade(rubric, (), exchange(2, "Dinners in one-hour slots; BEEF is out."))
-    assert [x.passed for x in g] == [False, False, False, False]  # "dinners" / "one-hour" are other words
+    g = OfflineGrader().grade(rubric, (), exchange(2, "The main: beefy dinners in one-hour slots."))
+    # a final plural matches ("dinners"), a hyphenated word is another word ("one-hour"), "beefy" is not "beef"
+    assert [x.passed for x in g] == [True, True, False, True]
+    g = OfflineGrader().grade(rubric, (), exchange(2, "The main: BEEF stays."))
+    assert [x.passed for x in g] == [False, False, False, False]  # c.cont: says no "dinner" and keeps the beef
     with pytest.raises(ValueError, match="rubric of exchange 2 applied to exchange 3"):
         OfflineGrader().grade(rubric, (), exchange(3, "x"))
+
+
+def test_offline_grader_does_not_count_what_a_reply_names_as_replaced():
+    # issue 26: a correct reply may name the item it replaces; a forbid word counts only in use
+    crit = (Criterion("c.forbid", "t", forbid=("beef", "chicken")),)
+    rubric = Rubric(CASE, 2, crit, "human")
+    for reply in ("For the main, swap the beef for a lentil stew.", "For the main, a lentil stew instead of beef.",
+                  "Replace the chicken with tofu in the main.", "For the main, no more beef: lentils.",
+                  "Skip the chicken; the main is a bean chilli.", "A bean chilli as the main rather than beef.",
+                  "The main: the beef is out, a lentil stew is in."):
+        (g,) = OfflineGrader().grade(rubric, (), exchange(2, reply))
+        assert g.passed and "only as replaced or ruled out" in g.reason, reply
+    for reply in ("For the main, beef with a lentil side.", "Don't forget the chicken for the main.",
+                  "Lentils for the vegans, but beef for the main."):
+        (g,) = OfflineGrader().grade(rubric, (), exchange(2, reply))
+        assert not g.passed, reply
+
+
+def test_offline_grader_reads_numbers_spelled_out_or_in_digits():
+    need = Rubric(CASE, 2, (Criterion("c.req", "t", require_any=("seven",)),), "human")
+    ban = Rubric(CASE, 2, (Criterion("c.forbid", "t", forbid=("seventy thousand",)),), "human")
+    for reply, req, forbid in (("The main can feed all 7 of them.", True, True),
+                               ("The main can feed all Seven; it costs 70,000.", True, False),
+                               ("The main costs 70k, for six.", False, False),
+                               ("The main costs seventy   thousand.", False, False)):
+        assert [OfflineGrader().grade(r, (), exchange(2, reply))[0].passed for r in (need, ban)] == [req, forbid], reply
+
+
+def test_offline_grader_fails_an_uptake_check_when_the_task_is_dropped_or_contradicted():
+    crit = (Criterion("c1", "Proposes a vegan main", require_any=("vegan", "lentil")),
+            Criterion("c2", "Drops the meat main", forbid=("beef",)))
+    rubric = Rubric(CASE, 2, crit, "human")
+    # objective displacement: only the barge-in answered, the main course never given
+    c1, c2 = OfflineGrader().grade(rubric, (), exchange(2, "Vegan diets are healthy and lots of people love them."))
+    assert not c1.passed and "no longer serves the request" in c1.reason and c2.passed
+    # contradictory (A.4 DSR-F3): the update named next to what it ruled out
+    c1, c2 = OfflineGrader().grade(rubric, (), exchange(2, "A lentil main for the vegans and a beef main for the rest."))
+    assert not c1.passed and "which the rubric rules out" in c1.reason and not c2.passed
 
 
 # ------------------------------------------------------------------------------------------------

@@ -855,7 +855,7 @@ class _SampleFailed(Exception):
 
 
 class LLMClassifier(Classifier):
-    """The A.4 classifier on a hosted model through :class:`fdeval.llm.client.LLMClient`.
+    """The A.4 classifier on a language model through :class:`fdeval.llm.client.LLMClient`.
 
     `settings` is the ``benchmark.classifier`` node (:func:`make_classifier` fills the defaults).
     Sample i (0-based) is asked through a client with seed ``seed + i``: its own cache entry, so
@@ -864,10 +864,9 @@ class LLMClassifier(Classifier):
     ..., the parser's reason appended).
     """
 
-    backend = "anthropic"
-
     def __init__(self, settings: Mapping, cache_dir: str | Path):
         s = _classifier_settings(settings)
+        self.backend = s["backend"]  # any LLM backend of roles.BACKENDS
         self.settings = s
         self.votes, self.rule, self.max_parse_retries = s["votes"], s["decision_rule"], s["max_parse_retries"]
         common = _common(s)

@@ -18,7 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "benchmarks" / "echochain"))  # the loader lives beside the tests
 
-import labelled_set as L  # noqa: E402
+import echochain_labelled_set as L  # noqa: E402
 
 from fdeval.benchmarks.echochain.classifier import CLASSIFIER_VERSION, OfflineClassifier  # noqa: E402
 

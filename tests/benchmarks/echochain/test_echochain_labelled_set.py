@@ -14,7 +14,7 @@ from collections import Counter
 
 import pytest
 
-import labelled_set as L
+import echochain_labelled_set as L
 
 from fdeval.benchmarks.echochain.classifier import ClassifierOutput, said, vote
 from fdeval.benchmarks.echochain.steps import propose_taxonomy

@@ -7,7 +7,9 @@ copy, and pytest built a session-scoped one again for every module that imported
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -106,6 +108,22 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         group = "slurm" if item.get_closest_marker("slurm") else item.path.relative_to(config.rootpath).as_posix()
         item.add_marker(pytest.mark.xdist_group(group))
+
+
+def pytest_configure(config):
+    """Under --dist loadgroup, refuse a pytest that drops the groups above: xdist marks a grouped
+    test by a suffix on its node id, which pytest 9.2 no longer lets it write
+    (pytest-dev/pytest-xdist#1386, open in xdist 3.8.0). Nothing would fail: each worker would get
+    tests of every module and make each module's shared runs again (it cost CI minutes before it
+    was seen). pyproject.toml's test extra pins a pytest that keeps them."""
+    if getattr(config.option, "dist", "no") != "loadgroup" or hasattr(config, "workerinput"):
+        return
+    pytest_version = tuple(int(x) for x in re.findall(r"\d+", pytest.__version__)[:2])
+    xdist_version = tuple(int(x) for x in re.findall(r"\d+", importlib.metadata.version("pytest-xdist"))[:3])
+    if pytest_version >= (9, 2) and xdist_version <= (3, 8, 0):
+        raise pytest.UsageError(f"pytest {pytest.__version__} with pytest-xdist {importlib.metadata.version('pytest-xdist')} "
+                                "drops --dist loadgroup's groups (every module's shared runs would be made once per "
+                                "worker); install the pytest the test extra pins: pip install -e '.[test]'")
 
 
 # Wall seconds per test file (setup, call and teardown summed), printed at the end of every run so

@@ -246,16 +246,10 @@ def test_a_model_slower_than_real_time_is_caught_counted_and_not_scored(tmp_path
     assert rows[1].split(",")[header.index("sessions_invalid")] == "2"
     status = launch(tmp_path, *args, "stage=status").stdout
     assert "recorded: 0  invalid: 2" in status
-    # The same agent at full speed under the same clock is healthy and scored. Its pacing bound is
-    # far above any lag of a loaded machine, where even a full-speed agent can pass 0.25 s (how
-    # often: `python -m fdeval.bench`, section realtime, "sessions past the bound"); the default
-    # bound is checked above, and a check that failed every realtime session fails here.
-    proc = launch(tmp_path, TWO, "orchestrator.clock=realtime", "orchestrator.max_pacing_lag_s=60", "stage=run")
-    assert "invalid" not in proc.stdout
-    (fast,) = [r for r in runs(tmp_path / "outputs") if r != d]
-    for h5 in (fast / "sessions").glob("*.h5"):
-        with h5py.File(h5) as f:
-            assert f.attrs["clock"] == "realtime" and health.check_verdict(f.attrs), f.attrs["invalid_reason"]
+    # That a full-speed agent under the same clock is healthy and scored (a check that failed every
+    # realtime session) is asserted by the realtime launches that record valid sessions, e.g.
+    # test_echochain_launch.py::test_realtime_barge_ins_start_on_their_sample_and_their_error_is_their_frames_lateness
+    # and test_hosted_runs.py; they are not repeated here (two realtime sessions cost a minute of wall).
 
 
 def _tmpfs(path: Path, size: str, ro: bool = False) -> bool:

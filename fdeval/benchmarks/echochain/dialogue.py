@@ -12,8 +12,9 @@ responder prompt every model under test gets.
   sentences, numbers spelled out, a known label, a barge-in of one or two sentences that differs
   from the message, none of the forbidden request kinds of :data:`FORBIDDEN_REQUESTS`).
 * Each has an offline backend (scripted from ``Seed.exchanges``; the blueprint is assembled from
-  the seed's fields and the history) and an ``anthropic`` backend (prompts below, in fdeval's own
-  words with the structure of the paper's A.1 / A.2), chosen by ``benchmark.<role>.backend``.
+  the seed's fields and the history) and LLM backends (``roles.BACKENDS``; prompts below, in
+  fdeval's own words with the structure of the paper's A.1 / A.2), chosen by
+  ``benchmark.<role>.backend``.
 
 An LLM answer that fails parsing or validation is re-asked (:func:`roles.ask_valid`) up to
 ``max_attempts`` times; then :class:`SimulatorError` (:class:`PlannerError` for the planner), an

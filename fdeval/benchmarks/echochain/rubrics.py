@@ -4,8 +4,8 @@ exchange does, and the pass / fail grade of a reply against it.
 * A :class:`Rubric` is the criteria of one exchange of one conversation. Its `source` says where
   they come from: ``seed`` (fdeval's hand-written criteria of an offline seed), ``draft`` (written
   by an LLM and not yet checked by a person) or ``human`` (imported from review).
-* The **drafter** writes the rubric. Offline it returns the seed's criteria; on the ``anthropic``
-  backend an LLM drafts them from the conversation up to the exchange, the user's message and the
+* The **drafter** writes the rubric. Offline it returns the seed's criteria; on an LLM backend
+  an LLM drafts them from the conversation up to the exchange, the user's message and the
   barge-in, and never from the assistant's reply: the same rubric then grades every model that
   answers that exchange (replay), as the paper's annotators apply one rubric to all models.
   Each drafted criterion also carries keyword checks, so an offline grader can run it too.

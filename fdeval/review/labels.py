@@ -12,7 +12,10 @@ Kinds and their fields:
 * ``instructfd``: ``label`` adhere | not_adhere, ``note``;
 * ``echochain``: the EchoChain import record (fdeval/benchmarks/echochain/review.py): ``screening``
   {coherent, naturalistic, audio_quality, accepted, note}, ``grades`` {criterion id: pass | fail},
-  ``taxonomy`` (a TAXONOMY key or null), ``rubric`` null. Its ``human_labels`` reads this folder, so
+  ``taxonomy`` (a TAXONOMY key or null), ``rubric`` null, ``audit`` (null, or §5's expert audit:
+  a save by another person than the label's reviewer keeps the reviewer and records
+  {auditor, time, verdict confirmed | corrected, note}; the reviewer's own later save clears it).
+  Its ``human_labels`` reads this folder, so
   a label saved here overrides the automatic grades at the next score like an imported one (this
   file sorts after ``<case_id>.json`` and so wins over an earlier import);
 * ``tact``: ``onset`` (ONSET_JUDGMENTS), ``onset_s`` (the reviewer's own onset time, seconds, or
@@ -143,8 +146,17 @@ def save_label(run_dir: str | Path, benchmark: str, case_id: str, key: str, revi
     if old is not None:
         history = list(old.pop("history", []) or []) + [old]
     when = (now or datetime.now(timezone.utc)).astimezone(timezone.utc).isoformat(timespec="seconds")
+    who, at = reviewer.strip(), when
+    if kind == "echochain":
+        checked["audit"] = None
+        if old is not None and old.get("reviewer") != who:
+            # another person's save of a reviewed label is its audit (§5): the label stays the reviewer's
+            same = {k: old.get(k) for k in checked if k != "audit"} == {k: v for k, v in checked.items() if k != "audit"}
+            checked["audit"] = {"auditor": who, "time": when, "verdict": "confirmed" if same else "corrected",
+                                "note": ""}
+            who, at = str(old["reviewer"]), str(old["time"])
     rec = {"format": FORMAT, "format_version": FORMAT_VERSION, "case_id": case_id, "key": key or NO_KEY,
-           "benchmark": benchmark, "kind": kind, "reviewer": reviewer.strip(), "time": when, **checked,
+           "benchmark": benchmark, "kind": kind, "reviewer": who, "time": at, **checked,
            "history": history}
     write_json_atomic(path, rec)
     return rec

@@ -18,6 +18,9 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from fdeval.benchmarks.echochain.review import apply_human, human_labels
+from fdeval.benchmarks.echochain.rubrics import Grade
+from fdeval.benchmarks.echochain.scoring import GradedConversation
 from fdeval.benchmarks.instructfd.metrics.validation import ModelVerdict, validate_judge
 from fdeval.benchmarks.instructfd.records import Verdict
 from fdeval.engine.run import step_dir
@@ -205,12 +208,33 @@ def test_label_kinds():
 
 def test_echochain_label_reads_back_through_its_importer(tmp_path):
     """A label saved here has the EchoChain import record's fields, so its human_labels/apply_human use it."""
-    from fdeval.benchmarks.echochain.review import human_labels
     fields = {"screening": {"coherent": True, "naturalistic": True, "audio_quality": True, "accepted": False,
                             "note": "n"}, "grades": {"c1": "fail"}, "taxonomy": "contextual_inertia"}
     L.save_label(tmp_path, "echochain", "ec000", "review", "ana", fields, ("c1",))
     rec = human_labels(tmp_path)["ec000"]
     assert rec["reviewer"] == "ana" and rec["screening"]["accepted"] is False and rec["grades"] == {"c1": "fail"}
+    assert rec["audit"] is None
+
+
+def test_a_second_persons_save_of_an_echochain_label_is_its_audit(tmp_path):
+    """§5's expert audit in the app: another reviewer's save keeps the label the first reviewer's and
+    records the audit (confirmed when nothing changed, else corrected); the reviewer's own later save
+    clears it, since the audited label is gone."""
+    fields = {"screening": {"coherent": True, "naturalistic": True, "audio_quality": True, "accepted": True,
+                            "note": ""}, "grades": {"c1": "fail"}, "taxonomy": "contextual_inertia"}
+    L.save_label(tmp_path, "echochain", "ec000", "review", "ana", fields, ("c1",))
+    L.save_label(tmp_path, "echochain", "ec000", "review", "bob", fields, ("c1",))
+    rec = human_labels(tmp_path)["ec000"]
+    assert rec["reviewer"] == "ana" and rec["audit"]["auditor"] == "bob" and rec["audit"]["verdict"] == "confirmed"
+    conv = GradedConversation("ec000", "ec000", "m", "s", "t", True, False, (Grade("c1", True, "auto", "auto"),), (),
+                              None, "auto")
+    assert apply_human(conv, rec).audited
+    L.save_label(tmp_path, "echochain", "ec000", "review", "bob", {**fields, "grades": {"c1": "pass"}}, ("c1",))
+    rec = human_labels(tmp_path)["ec000"]
+    assert (rec["reviewer"], rec["grades"], rec["audit"]["verdict"]) == ("ana", {"c1": "pass"}, "corrected")
+    L.save_label(tmp_path, "echochain", "ec000", "review", "ana", fields, ("c1",))
+    rec = human_labels(tmp_path)["ec000"]
+    assert rec["reviewer"] == "ana" and rec["audit"] is None and len(rec["history"]) == 3
 
 
 def test_registration_hook(ro_server):

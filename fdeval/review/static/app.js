@@ -105,10 +105,18 @@ function labelForm(s, key) {
         <span class="auto" id="auto-taxonomy">${esc(auto)}</span></fieldset>`;
   }
   const note = s.kind === "echochain" ? (rec.screening || {}).note : rec.note;
-  const saved = rec.reviewer ? `saved by ${esc(rec.reviewer)} at ${esc(rec.time)}` : "not labelled yet";
+  const saved = rec.reviewer ? savedText(rec) : "not labelled yet";
+  // EchoChain: another person's save of a reviewed label is its audit (the label stays the reviewer's)
+  const audit = s.kind === "echochain" && rec.reviewer && rec.reviewer !== s.reviewer;
   return `<form class="label" data-key="${esc(key)}"><b>${esc(key)}</b> ${body}
     <fieldset>note: <input name="note" size="60" value="${esc(note || "")}"></fieldset>
-    <button type="submit">save label</button> <span class="status ${rec.reviewer ? "saved" : ""}">${saved}</span></form>`;
+    <button type="submit">${audit ? "save as audit" : "save label"}</button> <span class="status ${rec.reviewer ? "saved" : ""}">${saved}</span></form>`;
+}
+
+function savedText(rec) {
+  const a = rec.audit;
+  return `saved by ${esc(rec.reviewer)} at ${esc(rec.time)}` +
+    (a ? `; audited by ${esc(a.auditor)} (${esc(a.verdict)}) at ${esc(a.time)}` : "");
 }
 
 function formFields(form, s) {
@@ -175,7 +183,7 @@ async function sessionView(run, caseId) {
       try {
         const d = await api("/api/label", {method: "POST", headers: {"Content-Type": "application/json"},
           body: JSON.stringify({run: s.run, case: s.case_id, key: form.dataset.key, fields: formFields(form, s)})});
-        st.className = "status saved"; st.textContent = `saved by ${d.saved.reviewer} at ${d.saved.time}`;
+        st.className = "status saved"; st.innerHTML = savedText(d.saved);
       } catch (err) { st.className = "status err"; st.textContent = err.message; }
     });
   }

@@ -17,6 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "benchmarks" / "echochain"))  # the loader lives beside the tests
+sys.path.insert(0, str(ROOT / "tests"))  # and the helpers it shares with the other labelled set
 
 import echochain_labelled_set as L  # noqa: E402
 

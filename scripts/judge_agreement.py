@@ -14,6 +14,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "judges"))  # the loader lives beside the judge tests
+sys.path.insert(0, str(ROOT / "tests"))  # and the helpers it shares with the other labelled set
 
 import labelled_set as L  # noqa: E402
 

@@ -26,7 +26,7 @@ from google.genai import types
 
 from helpers.fake_messages_server import FakeMessagesServer, Recorded, Reply, drop, raw, slow  # noqa: F401
 
-DUMMY_GEMINI_KEY = "AIza-test-DUMMY-GEMINI-KEY-0123456789"
+DUMMY_GEMINI_KEY = "gemini-test-DUMMY-KEY-not-a-real-key"
 _PATH = re.compile(r"^/v1beta/models/([^/:]+):generateContent$")
 _STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
            429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}

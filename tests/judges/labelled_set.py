@@ -27,6 +27,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from helpers.labelled import load_unique
 from judge_fixtures import Session
 
 from fdeval.benchmarks.instructfd.records import POLICIES
@@ -181,15 +182,7 @@ def load_file(path: Path) -> list[LabelledItem]:
 
 def load(directory: Path = LABELLED_DIR) -> list[LabelledItem]:
     """Every item of every *.json file in `directory`, validated; ids are unique over the set."""
-    items: list[LabelledItem] = []
-    seen: dict[str, Path] = {}
-    for path in sorted(Path(directory).glob("*.json")):
-        for it in load_file(path):
-            if it.id in seen:
-                raise LabelledSetError(str(path), it.id, "id", f"already used in {seen[it.id].name}")
-            seen[it.id] = path
-            items.append(it)
-    return items
+    return load_unique(sorted(Path(directory).glob("*.json")), load_file, LabelledSetError)
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from helpers.labelled import load_unique
 from omegaconf import OmegaConf
 
 from fdeval.benchmarks.echochain.classifier import Classifier, ClassifierVerdict, Exchange, make_classifier
@@ -238,17 +239,8 @@ def load(directory: Path = LABELLED_DIR) -> list[LabelledItem]:
                 seeds[s.seed_id] = s
         except SeedFileError as e:
             raise LabelledSetError(str(own), None, f"seed {e.seed}: {e.field}", e.why) from None
-    items: list[LabelledItem] = []
-    seen: dict[str, Path] = {}
-    for path in sorted(directory.glob("*.json")):
-        if path.name == SEEDS_NAME:
-            continue
-        for it in load_file(path, seeds):
-            if it.id in seen:
-                raise LabelledSetError(str(path), it.id, "id", f"already used in {seen[it.id].name}")
-            seen[it.id] = path
-            items.append(it)
-    return items
+    files = [p for p in sorted(directory.glob("*.json")) if p.name != SEEDS_NAME]
+    return load_unique(files, lambda path: load_file(path, seeds), LabelledSetError)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ from fdeval.cases.schema import case_to_dict
 from fdeval.engine.executor import read_outputs
 from fdeval.engine.run import Run, SessionState, build
 from fdeval.engine.shared import RecordSessions
-from fdeval.engine.steps import CaseStep, Metric, Result, Unit
+from fdeval.engine.steps import CaseStep, Metric, Unit
 from fdeval.errors import FdevalError
 from fdeval.files import write_json_atomic
 from fdeval.metrics.csvio import write_csv

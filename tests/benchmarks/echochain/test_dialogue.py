@@ -199,13 +199,13 @@ def test_scan_of_the_shipped_pool_presuppositions_and_openers():
             assert turns == _play(seed, advice)  # same history, same words
             for step, m, said in turns:
                 assert (m.text, m.barge_in) == step.wording(said) and m.barge_in_label == step.barge_in_label
-                for text, wording, words, fallback in (
+                for utterance, wording, words, fallback in (
                         (m.text, step.message, step.message_presupposes, step.message_fallback),
                         (m.barge_in, step.barge_in, step.barge_in_presupposes, step.barge_in_fallback)):
                     if words:
-                        assert text == (wording if advice else fallback), (seed.seed_id, step.index, advice)
-                        assert text != wording or mentions(said, words), (seed.seed_id, step.index)
-                        leaning += text == wording
+                        assert utterance == (wording if advice else fallback), (seed.seed_id, step.index, advice)
+                        assert utterance != wording or mentions(said, words), (seed.seed_id, step.index)
+                        leaning += utterance == wording
                 spoken["messages"].append(m.text)
                 if step.index > 1:
                     spoken["later messages"].append(m.text)

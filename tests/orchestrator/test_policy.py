@@ -100,8 +100,10 @@ class EchoUser(UserPolicy):
 
     name = "echo"
 
-    def __init__(self, tts: EspeakTTS, question: str, n_echoes: int = 1, timeout_s: float = 0.5, clock=None):
+    def __init__(self, tts: EspeakTTS, question: str, n_echoes: int = 1, timeout_s: float = 0.5, clock=None,
+                 min_think_s: float = 0.0):
         self.tts, self.question, self.n_echoes, self.timeout_s, self.clock = tts, question, n_echoes, timeout_s, clock
+        self.min_think_s = min_think_s
         self.said: list[tuple[Conversation, UserTurn]] = []
         self.thought: list[tuple[float, float]] = []  # (start, end) of each synthesis in session time
 
@@ -112,7 +114,11 @@ class EchoUser(UserPolicy):
         if not text:
             return ()
         t0 = self.clock.now() if self.clock else float("nan")
+        t_wall = asyncio.get_running_loop().time()
         syn = await asyncio.to_thread(self.tts.synthesize, text)
+        # A floor on the think time: a fast machine's synthesis can finish inside one frame, and a
+        # test that frames flow while the policy thinks needs it to span several whatever the speed.
+        await asyncio.sleep(max(0.0, self.min_think_s - (asyncio.get_running_loop().time() - t_wall)))
         self.thought.append((t0, self.clock.now() if self.clock else float("nan")))
         t = Turn(conversation.case_id, conversation.next_index, f"echo{conversation.next_index}", "take-turn",
                  "", syn.text, syn.words, syn.duration_s, timeout_s=self.timeout_s if conversation.user else 20.0)
@@ -125,7 +131,10 @@ def test_an_echo_user_answers_the_model_with_its_own_words(clock, vad):
     # Fast speech on both sides keeps the realtime session near 12 s.
     tts, agent = EspeakTTS(rate_wpm=330), ReferenceAgent(rate_wpm=330)
     session_clock = LockstepClock() if clock == "lockstep" else RealtimeClock()
-    user = EchoUser(tts, "Can you help me plan my week?", clock=session_clock)
+    # realtime: the policy thinks at least ~6 frames (0.2 s), so frames must flow meanwhile however
+    # fast espeak-ng is here (stop 34's CI: a 33 ms synthesis fitted inside one 32 ms frame)
+    user = EchoUser(tts, "Can you help me plan my week?", clock=session_clock,
+                    min_think_s=0.0 if clock == "lockstep" else 0.2)
     case = TestCase("echo", "echo", "test", "echo", None, ())
     # health bounds far above any lag of a loaded machine: this is about the policy's turns (a
     # session past a bound ends there, maybe before the echo)

@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "tests"))  # and the helpers it shares with the ot
 
 import echochain_labelled_set as L  # noqa: E402
 
-from fdeval.benchmarks.echochain.classifier import CLASSIFIER_VERSION, OfflineClassifier  # noqa: E402
+from fdeval.benchmarks.echochain.classifier import OFFLINE_VERSION, OfflineClassifier  # noqa: E402
 
 WATCHED = ("fdeval/benchmarks/echochain/classifier.py", "fdeval/benchmarks/echochain/rubrics.py",
            "fdeval/benchmarks/echochain/taxonomy.py", "fdeval/benchmarks/echochain/steps.py")
@@ -47,12 +47,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.rule:
         clf = OfflineClassifier(votes=clf.votes, decision_rule=args.rule)
     result = L.agreement(items, classifier=clf)
-    late = sum(it.written_after_rules for it in items)
-    print(f"Offline classifier v{CLASSIFIER_VERSION} (rule {clf.rule}, votes {clf.votes}) and offline grader on "
-          f"{len(items)} labelled conversations ({late} written after the rules changed; commit {_commit()}):\n")
+    late, held = sum(it.written_after_rules for it in items), sum(it.held_out for it in items)
+    print(f"Offline classifier v{OFFLINE_VERSION} (rule {clf.rule}, votes {clf.votes}) and offline grader on "
+          f"{len(items)} labelled conversations ({late} written after the rules changed, {held} held out; "
+          f"commit {_commit()}):\n")
     print(result.table())
-    for name, late_flag in (("written before the rules changed", False), ("written after", True)):
-        part = L.Agreement(tuple(r for r in result.rows if r.item.written_after_rules is late_flag)).overall
+    parts = (("written before the rules changed", lambda it: not it.written_after_rules and not it.held_out),
+             ("written after", lambda it: it.written_after_rules and not it.held_out),
+             ("held out from classifier v3 (written by a reader of the paper who never saw the rules)",
+              lambda it: it.held_out))
+    for name, member in parts:
+        part = L.Agreement(tuple(r for r in result.rows if member(r.item))).overall
         if part["n"]:
             print(f"\n{name}: {part['n']} items, failure detection {part['detect']}/{part['n']}, taxonomy "
                   f"{part['taxonomy']}/{part['both']}, criteria {part['criteria_agree']}/{part['criteria']}", end="")

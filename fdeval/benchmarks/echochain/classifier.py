@@ -46,6 +46,9 @@ from fdeval.errors import ConfigError
 
 # Bump when the prompt templates, the inputs given to them or the reading of answers change.
 CLASSIFIER_VERSION = "2"
+# The offline rules' own version (OfflineClassifier's identity): bump when a rule changes. Apart
+# from CLASSIFIER_VERSION, so that a rule change leaves the LLM classifier's cache valid.
+OFFLINE_VERSION = "3"
 DECISION_RULES = ("paper", "strict")
 
 
@@ -562,6 +565,68 @@ def _ack_free(text: str) -> str:
                     if not said(s, _ACKNOWLEDGEMENTS) or len(_content_stems(s)) > _ACK_MAX_WORDS)
 
 
+# Numbers an update sets, checked in the reply (A.4 DSR-F1 "misapplies"; section 2 files an incorrect
+# change under contextual inertia). Two patterns that words alone cannot see: a time outside a window
+# the barge-in gives ("open nine till one" -> "eleven to three"), and an amount the barge-in names as
+# going out ("paying off a loan of 200") added to a figure instead of taken from it.
+_RANGE = re.compile(r"\b(?:from|between)?\s*(\d{1,2})(?:\s*(?:am|pm|o'clock))?\s+(?:till|until|to|and|through)\s+"
+                    r"(\d{1,2})\b")
+_HOUR_CONTEXT = re.compile(r"\b(?:open|opens|opening|close|closes|closing|shift|shifts|hours|from|between|"
+                           r"am|pm|o'clock|morning|afternoon|evening)\b")
+_OUTGOING = frozenset("""loan loans repay repaying repayment repayments paying pay pays debt debts owe bill bills fee fees
+cost costs spend spending rent mortgage instalment instalments installment installments subscription""".split())
+
+
+def _clock(h: int, start: int) -> int:
+    """A 12-hour clock figure read forwards from `start` (a window "nine till one" ends at 13)."""
+    return h + 12 if h < start and h + 12 <= 24 else h
+
+
+def _time_window(text: str) -> tuple[int, int] | None:
+    """The one hour window an update sets ("only open from nine till one now"), as clock hours."""
+    t = normalise(text)
+    found = [(int(a), int(b)) for a, b in _RANGE.findall(t) if 1 <= int(a) <= 24 and 1 <= int(b) <= 24]
+    if len(found) != 1 or not _HOUR_CONTEXT.search(t):
+        return None
+    a, b = found[0]
+    return a, _clock(b, a)
+
+
+def _outgoing_amount(text: str) -> int | None:
+    """The amount an update names as money going out ("paying off a loan of about 200 a month")."""
+    for toks in _clauses(text):
+        if _OUTGOING & set(toks):
+            amounts = [int(w) for w in toks if w.isdigit() and int(w) >= 10]
+            if len(amounts) == 1:
+                return amounts[0]
+    return None
+
+
+def misapplied_numbers(barge_in: str | None, continuation: str) -> tuple[str, ...]:
+    """How a reply gets a number of the update wrong: hours outside the window it set, or an
+    outgoing amount added to a figure the reply named before the sum."""
+    if not barge_in:
+        return ()
+    out = []
+    window = _time_window(barge_in)
+    if window:
+        lo, hi = window
+        for a, b in _RANGE.findall(normalise(continuation)):
+            for h in (int(a), int(b)):
+                if 1 <= h <= 24 and not lo <= _clock(h, lo) <= hi:
+                    out.append(f"{h} is outside the window {lo} to {hi if hi <= 12 else hi - 12} the update set")
+    cost = _outgoing_amount(barge_in)
+    if cost:
+        # first mention of each figure: a base said before base + cost was worked out from it (base
+        # + cost said first and base after is the cost correctly taken away)
+        first: dict[int, int] = {}
+        for w in (w for toks in _clauses(continuation) for w in toks if w.isdigit()):
+            first.setdefault(int(w), len(first))
+        added = sorted(f for f in first if f - cost > cost and first.get(f - cost, len(first)) < first[f])
+        out += [f"{f - cost} plus the outgoing {cost} makes {f}: the cost is added, not taken away" for f in added]
+    return tuple(dict.fromkeys(out))
+
+
 @dataclass(frozen=True)
 class TaskCheck:
     """Whether a continuation still serves the request of its exchange (see :func:`serves_task`)."""
@@ -626,7 +691,8 @@ class OfflineClassifier(Classifier):
     * evidence: a word of the script's ``evidence`` is said;
     * stale: a word of the script's ``stale`` is still in use (:func:`still_used`: not named only
       as what is replaced or ruled out);
-    * integration: NONE when the content keeps something the update ruled out (a stale word, with
+    * integration: NONE when a number of the update is applied wrongly (:func:`misapplied_numbers`:
+      A.4 counts a misapplied update with one ignored), or when the content keeps something the update ruled out (a stale word, with
       or without evidence: A.4 counts a contradictory conclusion as a failure and its decision rule
       flags only NONE or no memory) or when it shows no uptake at all (an acknowledgement alone is
       NONE); GOOD when evidence is said and nothing stale; PARTIAL when the barge-in is taken up in
@@ -647,7 +713,7 @@ class OfflineClassifier(Classifier):
         self.votes, self.rule = votes, decision_rule
 
     def identity(self) -> dict:
-        return {"role": ROLE, "backend": self.backend, "version": CLASSIFIER_VERSION, "votes": self.votes,
+        return {"role": ROLE, "backend": self.backend, "version": OFFLINE_VERSION, "votes": self.votes,
                 "rule": self.rule}
 
     def classify(self, seed: Seed, history: tuple[Exchange, ...], exchange: Exchange,
@@ -679,6 +745,7 @@ class OfflineClassifier(Classifier):
         dropped = [w for w in still_used(text, old) if w not in stale_now]
         acknowledged = said(text, _ACKNOWLEDGEMENTS) if cut else []
         echoed = echoes_barge_in(history, exchange) if cut and not evidence else ()
+        wrong = misapplied_numbers(exchange.barge_in, text) if cut else ()
         # A replaced assumption still in use is the plan from before the barge-in going on: the task
         # is remembered (contextual inertia), whatever words the plan is put in.
         task_served = task.served or bool(stale_now)
@@ -694,6 +761,9 @@ class OfflineClassifier(Classifier):
         if not cut:
             integration = "GOOD"
             notes.append("no barge-in: no new evidence to take up")
+        elif wrong:
+            integration = "NONE"
+            notes.append("the update is applied wrongly (" + "; ".join(wrong[:2]) + ")")
         elif stale_now:
             integration = "NONE"
             notes.append(f"the content keeps what the update ruled out ({_listed(stale_now[:4])})"
@@ -720,7 +790,7 @@ class OfflineClassifier(Classifier):
             ftype = None
         # HIGH when words that were found decide the case, MEDIUM when it rests on words being absent
         # (a paraphrase would escape the check)
-        confidence = "HIGH" if (integration == "GOOD" and memory) or stale_now or dropped else "MEDIUM"
+        confidence = "HIGH" if (integration == "GOOD" and memory) or stale_now or dropped or wrong else "MEDIUM"
         return ClassifierOutput(
             failure=ftype is not None, failure_turn=exchange.index if ftype else None, failure_type=ftype,
             evidence_injection=_one_line_quote(exchange.barge_in) or "N/A",

@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from fdeval.benchmarks.echochain.classifier import Exchange, render_exchange, said, serves_task, still_used
+from fdeval.benchmarks.echochain.classifier import (Exchange, misapplied_numbers, render_exchange, said, serves_task,
+                                                 still_used)
 from fdeval.benchmarks.echochain.dialogue import history_text
 from fdeval.benchmarks.echochain.roles import LLMRole, OfflineRole, RoleError, ask_valid, make_role, \
     parse_json_object
@@ -238,7 +239,9 @@ def keyword_grade(criterion: Criterion, exchange: Exchange, history: tuple[Excha
     recommends nothing for the request, whatever words of the update it says. And a
     ``require_any`` check fails when the same text still uses one of `conflicts` (what the rubric
     forbids in the same scope): naming the update next to what it ruled out is a contradictory
-    conclusion (A.4 DSR-F3), not the update applied.
+    conclusion (A.4 DSR-F3), not the update applied. A ``require_any`` check on the continuation
+    fails, too, when the continuation gets a number of the update wrong
+    (:func:`classifier.misapplied_numbers`: A.4 DSR-F1 "misapplies").
     """
     text = answer_text(exchange, criterion.scope)
     where = "the continuation" if criterion.scope == "continuation" else "the answer"
@@ -260,6 +263,11 @@ def keyword_grade(criterion: Criterion, exchange: Exchange, history: tuple[Excha
             return Grade(criterion.criterion_id, False,
                          f"{where} says {', '.join(map(repr, said_words))} but no longer serves the request "
                          f"(none of {', '.join(map(repr, task.anchors[:6]))})", "auto")
+        wrong = misapplied_numbers(exchange.barge_in, text)
+        if wrong:
+            return Grade(criterion.criterion_id, False,
+                         f"{where} says {', '.join(map(repr, said_words))} but applies the update wrongly "
+                         f"({'; '.join(wrong[:2])})", "auto")
     ruled_out = [w for w in said(text, criterion.forbid)]
     why = f"{where} says {', '.join(map(repr, said_words))}" if said_words else f"{where} says none of the forbidden words"
     if ruled_out:
@@ -271,7 +279,7 @@ class OfflineGrader(OfflineRole, Grader):
     """Each criterion's keyword checks (see :func:`keyword_grade`)."""
 
     role = "grader"
-    TEMPLATES = ("offline-grader-2",)
+    TEMPLATES = ("offline-grader-3",)
 
     def grade(self, rubric: Rubric, history: tuple[Exchange, ...], exchange: Exchange) -> tuple[Grade, ...]:
         _check_pair(rubric, exchange)

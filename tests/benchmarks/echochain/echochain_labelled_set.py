@@ -11,6 +11,8 @@ One file per expected outcome (``pass.json`` and one per taxonomy category)::
        "why": "one sentence citing the paper's rule",
        "tags": ["ia:one-later"],
        "written_after_rules": true,        # optional: written after the offline rules started changing
+       "held_out": true,                   # optional: written for classifier v3 by someone who never read
+                                           # the rules, and not used to design them
        "extra_criteria": [...],            # optional: reviewer-authored criteria (seed criterion format)
        "exchanges": [{"index": 1, "message": "...", "answer_before": "", "barge_in": null,
                       "barge_in_label": null, "continuation": "..."}, ...]}]}
@@ -55,7 +57,8 @@ GROUPS = (PASS, *TAXONOMY)  # file stems, in table order
 GRADE_VALUES = {"pass": True, "fail": False}
 FILE_KEYS = {"group": True, "description": True, "items": True}  # key -> required
 ITEM_KEYS = {"id": True, "seed": True, "failure": True, "category": True, "grades": True, "why": True,
-             "tags": True, "exchanges": True, "extra_criteria": False, "written_after_rules": False}
+             "tags": True, "exchanges": True, "extra_criteria": False, "written_after_rules": False,
+             "held_out": False}
 EXCHANGE_KEYS = {"index": True, "message": True, "answer_before": True, "barge_in": True, "barge_in_label": True,
                  "continuation": True}
 CRITERION_KEYS = {"criterion_id": True, "text": True, "require_any": False, "forbid": False, "scope": False}
@@ -78,6 +81,7 @@ class LabelledItem:
     exchanges: tuple[Exchange, ...]
     extra_criteria: tuple[Criterion, ...]
     written_after_rules: bool
+    held_out: bool
     path: Path
 
     @property
@@ -146,8 +150,9 @@ def _validate_item(path: Path, group: str, pos: int, d: Any, seeds: dict[str, Se
         raise fail("tags", "expected a list of non-empty strings")
     if not isinstance(d["failure"], bool):
         raise fail("failure", f"expected true or false, got {d['failure']!r}")
-    if not isinstance(d.get("written_after_rules", False), bool):
-        raise fail("written_after_rules", "expected true or false")
+    for key in ("written_after_rules", "held_out"):
+        if not isinstance(d.get(key, False), bool):
+            raise fail(key, "expected true or false")
     seed = seeds.get(d["seed"])
     if seed is None:
         raise fail("seed", f"{d['seed']!r} is neither a shipped seed nor one of {SEEDS_NAME}")
@@ -205,7 +210,8 @@ def _validate_item(path: Path, group: str, pos: int, d: Any, seeds: dict[str, Se
         raise fail("category", f"{category!r} in the file of group {group!r}")
     return LabelledItem(d["id"], group, seed, d["failure"], category,
                         tuple((cid, GRADE_VALUES[grades[cid]]) for cid in ids), d["why"].strip(),
-                        tuple(d["tags"]), tuple(exchanges), extra_criteria, d.get("written_after_rules", False), path)
+                        tuple(d["tags"]), tuple(exchanges), extra_criteria, d.get("written_after_rules", False),
+                        d.get("held_out", False), path)
 
 
 def load_file(path: Path, seeds: dict[str, Seed]) -> list[LabelledItem]:

@@ -5,6 +5,7 @@ SDK talks to; nothing reaches the hosted API, the key is a dummy)."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import re
@@ -400,6 +401,38 @@ def test_offline_contextual_inertia_in_other_words_and_a_short_reply_that_serves
     v, o = offline(ex2("Then a lentil main."))
     assert (v.flagged, o.memory_demonstrated, o.integration) == (False, True, "GOOD")
 
+
+WINDOW = "Does it change if we're only open from nine till one now?"
+LOAN = "But I'm paying off a student loan of about two hundred a month."
+
+
+@pytest.mark.parametrize("barge_in, reply, wrong", [
+    # a time outside the window the update set, read on a 12-hour clock from its start
+    (WINDOW, "Then two shifts: nine to eleven, and eleven to three.", ["3 is outside"]),
+    (WINDOW, "Then two shifts: nine to eleven, and eleven till one.", []),
+    (WINDOW, "Then from 9 until 1 in one shift.", []),
+    ("Can we start at eight and finish at noon?", "Then 8 to 11 and 11 to 2.", []),  # no window said: no check
+    # an outgoing amount added to a figure said before the sum; taken away is right
+    (LOAN, "With two thousand coming in and the loan on top you have two thousand two hundred.", ["2000 plus"]),
+    (LOAN, "With two thousand coming in, minus the loan, you have eighteen hundred.", []),
+    (LOAN, "Out of 2,200 a month, the loan leaves 2,000 to plan with.", []),  # the sum came first: taken away
+    ("I'm paid two hundred extra a month now.", "So 2000 plus 200 makes 2200.", []),  # money in, not out
+])
+def test_misapplied_numbers(barge_in, reply, wrong):
+    got = C.misapplied_numbers(barge_in, reply)
+    assert len(got) == len(wrong) and all(g.startswith(w) for g, w in zip(got, wrong)), got
+
+
+def test_offline_misapplied_update_is_inertia_even_with_the_evidence_words():
+    s2 = dataclasses.replace(SEED.exchanges[1], barge_in=WINDOW, evidence=("nine", "one"), stale=())
+    seed = dataclasses.replace(SEED, exchanges=(SEED.exchanges[0], s2))
+    e = Exchange("case1", 2, s2.message, "For the main", WINDOW, s2.barge_in_label,
+                 "Right, nine till one: the main course from nine to eleven, dessert eleven to three.")
+    v = OfflineClassifier(votes=1).classify(seed, (EX1,), e, "case1")
+    o = v.samples[0]
+    assert (v.flagged, o.memory_demonstrated, o.integration, o.failure_type, o.confidence) == \
+        (True, True, "NONE", "dsr_f1_ignores", "HIGH")
+    assert "applied wrongly (3 is outside the window 9 to 1" in o.reason
 
 # ------------------------------------------------------------------------------------------------
 # Construction

@@ -22,12 +22,11 @@ from fdeval.benchmarks.echochain.taxonomy import TAXONOMY, category
 
 MIN_ITEMS, MIN_PER_CATEGORY = 44, 5
 MIN_PASSES, MIN_PARAPHRASES, MIN_NAMES_REPLACED = 12, 3, 3
-# Issue 26 asks for 85 % failure detection. The offline rules reach 40/46 (87.0 %) on the items
-# written before the rules changed and 5/7 on the seven written after (marked written_after_rules),
-# 45/53 (84.9 %) in all: the bar below is the measured figure, not the target (see the report in
-# scripts/echochain_agreement.py). The misses are paraphrases that share no word with the script,
-# misapplied arithmetic, and a constraint whose scope ended: word checks cannot see them.
-MIN_DETECTION, MIN_TAXONOMY, MIN_CRITERIA = 0.84, 0.70, 0.80
+# Issue 26's bars. Measured with classifier v3 (commit message and docs/echochain.md have the table):
+# 54/63 (85.7 %) failure detection, 37/39 taxonomy, 144/159 criteria. On the ten items marked
+# held_out (written for v3 by a reader of the paper who never saw the rules, and not used to make
+# them) detection is 7/10: paraphrases and a negation word the rules do not know are what they miss.
+MIN_DETECTION, MIN_TAXONOMY, MIN_CRITERIA = 0.85, 0.70, 0.80
 
 
 @pytest.fixture(scope="module")

@@ -162,6 +162,7 @@ class SlurmLauncherSettings(LauncherSettings):
     setup: list[str] = MISSING
     sbatch_extra: dict[str, Any] = MISSING
     export_env: list[str] = MISSING
+    llm_server: Any = MISSING
     wait: bool = MISSING
     cpu_job: Any = MISSING
     plan: Any = MISSING

@@ -40,7 +40,7 @@ import subprocess
 import threading
 import time
 from collections import Counter
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
@@ -50,9 +50,10 @@ from omegaconf import DictConfig, OmegaConf
 
 from fdeval.errors import ConfigError, FdevalError
 from fdeval.engine.driver import run_steps
-from fdeval.engine.launcher import Launcher, Phase
+from fdeval.engine.launcher import PHASE_NAMES, Launcher, Phase
 from fdeval.files import write_json_atomic
 from fdeval.llm.client import BACKENDS as LLM_BACKENDS, key_variables
+from fdeval.llm.server import LLMServerSpec, serving
 from fdeval.secrets import secrets_withheld, without_secrets
 
 log = logging.getLogger("fdeval")
@@ -72,11 +73,14 @@ class ShardTask:
     steps: tuple[str, ...]
     n_shards: int
     keys: tuple[str, ...] = ()  # the secrets (names) its steps may read; others are dropped at start
+    phase: str = ""  # the array's phase name (run, post, score): whether launcher.llm_server starts here
 
     def __call__(self, shard: int) -> dict[str, Any]:
         cfg = OmegaConf.create(self.cfg_yaml)
+        spec = llm_server(cfg.get("launcher") or {}, self.phase)
+        log_path = Path(self.run_dir) / "slurm" / "llm_server" / f"{self.phase}_{shard}.log"
         # a key the node's login environment brought in (sbatch loads it) reaches no step or child
-        with secrets_withheld(keep=self.keys):
+        with secrets_withheld(keep=self.keys), (serving(spec, log_path) if spec else nullcontext()):
             ctx = run_steps(cfg, Path(self.run_dir), list(self.steps), shard=(shard, self.n_shards))
         _ignore_late_warning()
         return {"shard": shard, "steps": list(self.steps), "stats": ctx.stats}
@@ -120,8 +124,10 @@ _ENV_FLAGS = ("export", "get-user-env", "get_user_env")
 
 def check(lc: DictConfig) -> None:
     """Refuse time limits whose warning could come before a task has done a minute of work, and
-    settings that would pass a task other variables than `array_keys` allows."""
+    settings that would pass a task other variables than `array_keys` allows, and a bad
+    `launcher.llm_server`."""
     export_env(lc)
+    llm_server(lc)
     flags = sorted(set(_ENV_FLAGS) & set(lc.get("sbatch_extra") or {}))
     if flags:
         raise ConfigError(f"launcher.sbatch_extra.{flags[0]}: fdeval sets each array's environment (only the keys "
@@ -133,6 +139,14 @@ def check(lc: DictConfig) -> None:
                 f"{where}.signal_delay_s={delay} with {where}.timeout_min={minutes}: Slurm may send the warning "
                 f"up to {EARLY_WARNING_S} s early, i.e. {max(0, minutes * 60 - delay - EARLY_WARNING_S)} s into a task; "
                 f"leave at least {MIN_WORK_S} s (timeout_min*60 >= signal_delay_s + {EARLY_WARNING_S + MIN_WORK_S})")
+
+
+def llm_server(lc: DictConfig | dict, phase: str | None = None) -> LLMServerSpec | None:
+    """`launcher.llm_server` checked; with `phase`, None unless that phase's tasks start it."""
+    node = lc.get("llm_server")
+    spec = LLMServerSpec.from_config(OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig)
+                                     else node)
+    return spec if spec and (phase is None or phase in spec.arrays) else None
 
 
 def _llm_keys(node: Any) -> set[str]:
@@ -184,6 +198,9 @@ def array_keys(cfg: DictConfig, placement: str) -> tuple[str, ...]:
         keys |= set(OmegaConf.select(cfg, "model.server.pass_env", default=None) or ())
     elif placement == "cpu_array":
         keys |= _llm_keys(_plain(cfg, "judge")) | _llm_keys(_plain(cfg, "asr"))
+    spec = llm_server(cfg.launcher, PHASE_NAMES.get(placement)) if cfg.launcher.get("llm_server") else None
+    if spec:  # what its own server may need (a gated model's HF_TOKEN)
+        keys |= set(spec.pass_env)
     return tuple(sorted(keys | set(export_env(cfg.launcher))))
 
 
@@ -234,8 +251,10 @@ def _executor(folder: Path, lc: DictConfig, gpu: bool, name: str, dependency: st
         value = lc.get(key) if gpu else lc.cpu_job.get(key, lc.get(key))
         if value:
             params[key] = str(value)
-    if gpu and int(lc.gpus_per_task) > 0:
-        params["gres"] = f"gpu:{int(lc.gpus_per_task)}"
+    # the CPU jobs take GPUs only when asked (cpu_job.gpus_per_task: a judge's own LLM server there)
+    n_gpus = int(lc.gpus_per_task if gpu else lc.cpu_job.get("gpus_per_task", 0) or 0)
+    if n_gpus > 0:
+        params["gres"] = f"gpu:{n_gpus}"
     if dependency:
         params["dependency"] = dependency
         # a failed upstream array cancels this one instead of leaving it pending forever
@@ -306,7 +325,7 @@ def submit(cfg: DictConfig, run_dir: Path, phases: list[Phase]) -> list[dict[str
     phase_keys = [array_keys(cfg, ph.placement) for ph in phases]  # a bad model target fails before any submission
     for ph, keys in zip(phases, phase_keys):
         ex = _executor(folder, lc, ph.gpu, f"{tag}-{ph.name}", dependency, keys)
-        task = ShardTask(cfg_yaml, str(run_dir), tuple(ph.steps), ph.n_tasks, keys)
+        task = ShardTask(cfg_yaml, str(run_dir), tuple(ph.steps), ph.n_tasks, keys, ph.name)
         with _sbatch_env():
             jobs = ex.map_array(task, list(range(ph.n_tasks)))
         array_id = _array_id(jobs)

@@ -98,7 +98,7 @@ class ServerSpec:
         d["command"] = tuple(str(x) for x in d["command"])
         d["env"] = {str(k): str(v) for k, v in (d.get("env") or {}).items()}
         names = d.get("pass_env") or ()
-        if isinstance(names, str) or not all(isinstance(n, str) and _ENV_NAME.fullmatch(n) for n in names):
+        if isinstance(names, str) or not all(isinstance(n, str) and ENV_NAME.fullmatch(n) for n in names):
             raise ValueError(f"server.pass_env: a list of environment variable names, got {names!r}")
         d["pass_env"] = tuple(names)
         if d.get("python") in (None, ""):
@@ -113,9 +113,9 @@ class ServerSpec:
         return spec
 
 
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # What a model server may need from the job's environment (names, then prefixes).
-SERVER_ENV_NAMES = frozenset({
+SERVERENV_NAMES = frozenset({
     "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TMP", "TEMP",
     "LD_LIBRARY_PATH", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR", "TOKENIZERS_PARALLELISM",
     "http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
@@ -134,7 +134,7 @@ def server_environment(spec: "ServerSpec", environ: Mapping[str, str] | None = N
     ``spec.env``, then the adapter's `extra` (e.g. its decoding settings)."""
     src = os.environ if environ is None else environ
     env = {k: v for k, v in src.items()
-           if (k in SERVER_ENV_NAMES or k.startswith(SERVER_ENV_PREFIXES)) and not is_secret_name(k)}
+           if (k in SERVERENV_NAMES or k.startswith(SERVER_ENV_PREFIXES)) and not is_secret_name(k)}
     env.update({k: src[k] for k in spec.pass_env if k in src})
     env.update(spec.env)
     env.update(extra or {})
@@ -171,7 +171,16 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
-def _pdeathsig() -> None:  # runs in the child between fork and exec
+def port_taken(host: str, port: int) -> bool:
+    """Whether something already listens on host:port (a connection is accepted)."""
+    try:
+        with socket.create_connection((host, port), timeout=1.0):
+            return True
+    except OSError:
+        return False
+
+
+def die_with_parent() -> None:  # runs in the child between fork and exec
     try:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except Exception:
@@ -241,7 +250,7 @@ class ServerInstance:
         try:
             self.proc = subprocess.Popen(
                 cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT, env=env, start_new_session=True,
-                preexec_fn=_pdeathsig if (sys.platform.startswith("linux") and threading.current_thread() is threading.main_thread()) else None,
+                preexec_fn=die_with_parent if (sys.platform.startswith("linux") and threading.current_thread() is threading.main_thread()) else None,
             )
         except OSError as e:
             raise ServerError(f"{self.name}: cannot start {cmd[0]!r}: {e}") from None

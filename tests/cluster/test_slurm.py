@@ -19,6 +19,7 @@ import pytest
 from helpers.launching import seed_data
 
 from fdeval.engine.run import step_dir
+from fdeval.models.servers import free_port, port_taken
 
 pytestmark = pytest.mark.slurm
 
@@ -239,3 +240,26 @@ def test_broken_chain_names_the_failed_run_task_and_its_log(tmp_path):
     reason = line.split("): ", 1)[1].split("; log: ")[0]  # the task's own exception, without its module
     assert reason.split(": ", 1)[1] in err_log.read_text(), line
     assert f"; not run: post {post_job} (CANCELLED), score {score_job} (CANCELLED); " in line, line
+
+
+def test_post_tasks_start_their_own_llm_server_for_the_judge(tmp_path):
+    """launcher.llm_server: each post task starts the judge's OpenAI-compatible server on its node
+    (the stand-in as its own process, as `vllm serve` would be), judges through it and stops it;
+    the run task, not named in `arrays`, starts none."""
+    port, record = free_port(), tmp_path / "requests.jsonl"
+    yes = json.dumps({"reasoning": "Step 5: the model followed the instruction.", "adherence": "yes"})
+    tests_dir = str(Path(__file__).resolve().parents[1])
+    server = (f"launcher.llm_server={{command:[{sys.executable},-m,helpers.fake_openai_server,--port,'{port}',"
+              f"--answer,'{yes}',--record,'{record}'],port:{port},arrays:[post],env:{{PYTHONPATH:'{tests_dir}'}}}}")
+    launch(tmp_path, "launcher=slurm", "launcher.wait=true", *SMALL, "benchmark.cases=[fresh_pasta_stop__acknowledge]",
+           "judge=llm", "judge.backend=vllm", "judge.model=stand-in", f"judge.base_url=http://127.0.0.1:{port}/v1", server)
+    run = the_run(tmp_path)
+    assert [v for v, _ in verdicts(run).values()] == ["adhere"]  # the stand-in's "yes"
+    requests = [json.loads(line) for line in record.read_text().splitlines()]
+    assert requests[0]["path"] == "/v1/models"  # the readiness probe came first
+    assert [r["model"] for r in requests if r["method"] == "POST"] == ["stand-in"]
+    logs = sorted(p.name for p in (run / "slurm" / "llm_server").iterdir())
+    assert logs == ["post_0.log"]  # one post task; the run array started none
+    text = (run / "slurm" / "llm_server" / "post_0.log").read_text()
+    assert "stand-in: ready" in text and "stopped on SIGTERM" in text
+    assert not port_taken("127.0.0.1", port)

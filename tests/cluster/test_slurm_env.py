@@ -178,6 +178,11 @@ def test_export_env_adds_names_to_every_array():
     assert set(_keys("launcher.export_env=[WANDB_API_KEY]").values()) == {("WANDB_API_KEY",)}
 
 
+def test_llm_server_pass_env_reaches_only_the_arrays_that_start_it():
+    server = "launcher.llm_server={command:[vllm,serve,m],arrays:[post],pass_env:[HF_TOKEN]}"
+    assert _keys(server) == {"gpu_array": (), "cpu_array": ("HF_TOKEN",), "cpu_job": ()}
+
+
 def test_export_names_are_every_variable_but_the_secrets_not_kept():
     environ = {"PATH": "/bin", "HF_HOME": "/hf", "https_proxy": "http://p", "OMP_NUM_THREADS": "4",
                "BASH_FUNC_module%%": "() { :; }", "ANTHROPIC_API_KEY": "a", "OPENAI_API_KEY": "o",
@@ -190,6 +195,7 @@ def test_export_names_are_every_variable_but_the_secrets_not_kept():
     ("+launcher.sbatch_extra.export=ALL", "launcher.sbatch_extra.export: "),
     ("+launcher.sbatch_extra.get-user-env=true", "launcher.sbatch_extra.get-user-env: "),
     ("launcher.export_env=['A,B']", "launcher.export_env: a list of environment variable names"),
+    ("launcher.llm_server={command:[vllm],arrays:[gpu]}", "launcher.llm_server.arrays: a non-empty list"),
 ])
 def test_settings_that_would_pass_other_variables_are_refused(override, message):
     with pytest.raises(ConfigError, match="^" + message.replace(".", r"\.")):

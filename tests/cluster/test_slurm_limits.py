@@ -28,6 +28,14 @@ def test_cpu_jobs_get_their_own_time_limit_and_warning(tmp_path):
     post = _executor(tmp_path, lc, False, "post", "afterok:1").parameters
     assert (run["time"], run["signal_delay_s"]) == (30, 300)
     assert (post["time"], post["signal_delay_s"]) == (7, 20)
+    assert run["gres"] == "gpu:1" and "gres" not in post  # CPU jobs hold no GPU unless asked
+
+
+def test_cpu_jobs_hold_gpus_when_asked(tmp_path):
+    # a judge's own LLM server (launcher.llm_server in the post array) needs them
+    lc = _cfg(tmp_path, "launcher.cpu_job.gpus_per_task=4", "launcher.gpus_per_task=2").launcher
+    assert _executor(tmp_path, lc, False, "post", None).parameters["gres"] == "gpu:4"
+    assert _executor(tmp_path, lc, True, "run", None).parameters["gres"] == "gpu:2"
 
 
 @pytest.mark.parametrize("where", ["launcher", "launcher.cpu_job"])

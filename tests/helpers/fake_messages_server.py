@@ -82,7 +82,8 @@ class Recorded:
 class FakeMessagesServer:
     """A scriptable Messages API on 127.0.0.1 (see the module docstring). Use as a context manager."""
 
-    def __init__(self) -> None:
+    def __init__(self, port: int = 0) -> None:
+        self.port = port  # 0: a free one
         self.queue: deque[Reply] = deque()
         self.responder: Callable[[Any], Reply] | None = None
         self.requests: list[Recorded] = []
@@ -176,7 +177,7 @@ class FakeMessagesServer:
             do_POST = _handle
             do_GET = _handle
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), name="fake-messages-api", daemon=True)
         self._thread.start()

@@ -15,7 +15,10 @@ and optional headers such as ``retry-after``), and from the Messages stand-in :f
 
 from __future__ import annotations
 
+import argparse
 import json
+import signal
+import threading
 from typing import Any, Iterator
 
 import pytest
@@ -71,3 +74,44 @@ def fake_openai(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAIServer]:
         monkeypatch.delenv(var, raising=False)
     with FakeOpenAIServer() as server:
         yield server
+
+
+class StandaloneServer(FakeOpenAIServer):
+    """The stand-in as a process of its own, as `vllm serve` would run (``python -m
+    helpers.fake_openai_server --port P --answer TEXT --record FILE``): ``GET /v1/models`` lists
+    one model once it is up, every chat completion answers ``answer``, and each request (method,
+    path, model) is appended to ``record`` as one JSON line. SIGTERM stops it."""
+
+    def __init__(self, port: int, answer: str, record: str) -> None:
+        super().__init__(port)
+        self.answer, self.record = answer, record
+
+    def _reply_to(self, rec: Recorded) -> Reply:
+        with open(self.record, "a") as f:
+            f.write(json.dumps({"method": rec.method, "path": rec.path,
+                                "model": rec.body.get("model") if isinstance(rec.body, dict) else None}) + "\n")
+        if rec.method == "GET" and rec.path.split("?")[0] == "/v1/models":
+            return raw(200, json.dumps({"object": "list", "data": [{"id": "stand-in", "object": "model"}]}).encode())
+        return text(self.answer)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description="An OpenAI-compatible stand-in server (tests only).")
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--answer", required=True)
+    ap.add_argument("--record", required=True)
+    ap.add_argument("--startup-delay-s", type=float, default=0.0, help="wait this long before listening")
+    args = ap.parse_args(argv)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    print(f"stand-in: starting on 127.0.0.1:{args.port}", flush=True)
+    if stop.wait(args.startup_delay_s):
+        return
+    with StandaloneServer(args.port, args.answer, args.record):
+        print("stand-in: ready", flush=True)
+        stop.wait()
+    print("stand-in: stopped on SIGTERM", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -6,7 +6,9 @@ then recomputes everything the slow, obvious way: every episode's twCRPS by Simp
 of the mixture law evaluated from scipy.stats, lengths by exact piecewise integration of the step
 CDFs, population S_T / S_L by piecewise Simpson, and the bootstrap by one Python-level composite
 per resample (same seeded index stream) plus an explicit leave-one-out jackknife. Prints both
-times, their ratio, and the largest disagreement; exits 1 if they disagree by more than 1e-6.
+times, their ratio, the share of the warm time spent on BCa intervals, the time of the population
+S_T's BCa interval (which the score step adds), and the largest disagreement; exits 1 if they
+disagree by more than 1e-6. `python -m fdeval.bench --only tact` runs it at 10,000 episodes.
 
     python benchmarks/tact_speed.py [--episodes N] [--resamples B] [--seed S] [--skip-naive]
 """
@@ -37,6 +39,7 @@ from fdeval.benchmarks.tact.composite import (
     composite_statistic,
     episode_scores,
     features,
+    population_timing_interval,
     score_episodes,
 )
 from fdeval.benchmarks.tact.scoring import CATEGORIES
@@ -207,6 +210,8 @@ def main() -> int:
 
     total = sum(simulate.PAPER_CATEGORY_SIZES.values())
     sizes = {c: round(n * args.episodes / total) for c, n in simulate.PAPER_CATEGORY_SIZES.items()}
+    largest = max(sizes, key=sizes.get)
+    sizes[largest] += args.episodes - sum(sizes.values())  # exactly --episodes after rounding
     rng = np.random.default_rng(args.seed)
     eps = simulate.random_episodes(rng, sizes)
     ref = simulate.duration_reference(rng)
@@ -221,7 +226,7 @@ def main() -> int:
         result = score_episodes(eps, ref, n_resamples=args.resamples, seed=args.seed)
         times.append(time.perf_counter() - t0)
     fast_s = times[0]
-    print(f"fast : {fast_s:7.2f} s cold (incl. law table), {min(times[1:]):.2f} s warm   "
+    print(f"fast : {fast_s:7.3f} s cold (incl. law table), {min(times[1:]):.4f} s warm   "
           f"S = {result.composite.estimate:.6f} [{result.composite.low:.6f}, {result.composite.high:.6f}]  "
           f"S_T(pop) = {result.timing_population:.6f}  S_L(pop) = {result.length_population:.6f}")
     t0 = time.perf_counter()
@@ -229,7 +234,12 @@ def main() -> int:
     t1 = time.perf_counter()
     bootstrap_sums(features(scores), composite_statistic, n_resamples=args.resamples, seed=args.seed)
     t2 = time.perf_counter()
-    print(f"       warm parts: per-episode scores {t1 - t0:.2f} s, BCa with {args.resamples} resamples {t2 - t1:.2f} s")
+    population_timing_interval([e.onset_s for e in eps], [e.posterior for e in eps], n_resamples=args.resamples,
+                               seed=args.seed)
+    t3 = time.perf_counter()
+    print(f"       warm parts: per-episode scores {t1 - t0:.4f} s, BCa with {args.resamples} resamples {t2 - t1:.4f} s "
+          f"({(t2 - t1) / min(times[1:]):.0%} of the warm time on intervals); "
+          f"population S_T BCa (not in the warm time) {t3 - t2:.4f} s")
     if args.skip_naive:
         return 0 if fast_s < 10 else 1
 

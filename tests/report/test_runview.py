@@ -12,6 +12,7 @@ import pytest
 from fdeval.engine.run import step_dir
 from fdeval.errors import FdevalError
 from fdeval.report.runview import open_run
+from fdeval.report.timeline import session_log, session_words, triggers_of
 
 
 def test_instructfd_run_lists_every_case_with_its_verdicts(ifd_run):
@@ -76,3 +77,25 @@ def test_a_folder_that_is_not_a_run_is_one_line(tmp_path):
     (tmp_path / "run.json").write_text("{}")
     with pytest.raises(FdevalError, match="no benchmark"):
         open_run(tmp_path)
+
+
+def test_a_tact_session_shows_its_decision_point_the_focal_lines_and_names_its_onset(tact_run):
+    """A TACT turn has text but no word timings: readers show the episode's focal lines (timed by
+    line) in the user lane, mark the decision point, and key the posterior step's value as what it
+    is, the onset in seconds."""
+    t = open_run(tact_run)
+    for s in t.sessions:
+        log = session_log(s.log)
+        words, source = session_words(s, log)
+        user = [w for w in words if w["speaker"] == "user"]
+        shown = [w.text for ws in s.case.data.shown_words for w in ws]
+        assert shown and [w["text"] for w in user] == shown, source
+        assert all(not turn.words for turn in s.case.turns)  # display only: never streamed to the model
+        last = log["turns"][-1]
+        (mark,) = triggers_of(s, log["turns"])
+        decision_s = float(last["start_s"]) + s.case.data.decision_after_last_turn_s
+        assert mark == (pytest.approx(decision_s), "decision point")
+        assert all(w["start_s"] < decision_s for w in user)  # the context ends at the decision point
+        (r,) = s.results["posterior"]
+        assert r.key == "onset_s"
+        assert r.value is None or f"response {r.value:+.2f} s from the decision point" in r.explanation

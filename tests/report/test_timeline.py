@@ -62,7 +62,8 @@ def test_triggers_and_words_sit_on_the_session_clock(ifd_run, echo_run):
         turns = session_log(s.log)["turns"]
         words = scripted_words(s, turns)
         first = turns[0]  # the scripted opening message (the policy writes the later turns)
-        assert words and all(first["start_s"] <= w < first["end_s"] for w, _ in words)
+        assert words and all(first["start_s"] <= w["start_s"] <= w["end_s"] <= first["end_s"] for w in words)
+        assert {w["speaker"] for w in words} == {"user"}
         assert len(words) == len(s.case.turns[0].words)
     assert phrases([(0.0, "a"), (0.2, "b"), (1.5, "c")]) == [(0.0, "a b"), (1.5, "c")]
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, TypeVar
@@ -262,28 +261,8 @@ def make_role(name: str, settings: Mapping, cache_dir: Path, offline: Callable[[
 # ------------------------------------------------------------------------------------------------
 # Strict answers and the re-ask loop
 
-_FENCE = re.compile(r"^```(?:json)?[ \t]*\n(.*?)\n?```$", re.DOTALL | re.IGNORECASE)
-
 REASK_NOTE = ("\n\n[YOUR PREVIOUS ANSWER WAS REJECTED]\n{reason}\n"
               "Write the whole answer again, following the output format exactly.")
-
-
-def parse_json_object(text: str) -> dict:
-    """The JSON object that is the whole answer (bare, or in one ```json fence, nothing around
-    it). Raises ValueError saying what is wrong."""
-    body = text.strip()
-    m = _FENCE.match(body)
-    if m:
-        body = m.group(1).strip()
-    if not body.startswith("{"):
-        raise ValueError("the answer must be one JSON object and nothing else")
-    try:
-        value = json.loads(body)
-    except ValueError as e:
-        raise ValueError(f"the answer is not valid JSON ({e})") from None
-    if not isinstance(value, dict):
-        raise ValueError("the answer must be a JSON object")
-    return value
 
 
 def ask_valid(client: LLMClient, system: str, prompt: str, parse: Callable[[str], T], *, max_attempts: int,

@@ -30,9 +30,9 @@ from typing import Any, Mapping
 from fdeval.benchmarks.echochain.classifier import (Exchange, misapplied_numbers, render_exchange, said, serves_task,
                                                  still_used)
 from fdeval.benchmarks.echochain.dialogue import history_text
-from fdeval.benchmarks.echochain.roles import LLMRole, OfflineRole, RoleError, ask_valid, make_role, \
-    parse_json_object
+from fdeval.benchmarks.echochain.roles import LLMRole, OfflineRole, RoleError, ask_valid, make_role
 from fdeval.benchmarks.echochain.seeds import MAX_WORD_CHARS, SCOPES, Criterion, Seed
+from fdeval.llm.answers import parse_json_object
 
 RUBRIC_SOURCES = ("seed", "draft", "human")
 GRADE_SOURCES = ("auto", "human")

@@ -7,7 +7,9 @@
 * run (shared): each test-split episode becomes `repeats` test cases `<episode_id>__r<r>` whose
   user turns stream the focal channel (its replay pieces) with the rendered profile synopsis as
   the system instruction; the run stage derives a different seed per case from the case id.
-  Sessions end `T_h` = 5 s after the decision point (`orchestrator_overrides`);
+  Sessions end `length_horizon_s` (12 s) after the decision point (`orchestrator_overrides`), so
+  a response that starts by T_h = 5 s is followed until it ends. `profiles=swapped` gives each
+  speaker's cases the profile of a speaker of opposite behavioural type (`swap.py`, Sec. VI);
 * its evaluation steps (`steps.py`): `measure` (stage transcribe) measures each session: onset,
   duration and overlaps relative to the decision point (`measure.py`) -> `<run_dir>/measures/<key>/<case_id>.json`;
   `posterior` (stage judge): the episode's intent posterior (annotator labels, fused with judge
@@ -34,14 +36,17 @@ from fdeval.audio.tts import EspeakTTS
 from fdeval.engine.benchmark import Benchmark
 from fdeval.engine.steps import Metric, Step
 from fdeval.errors import ConfigError
-from fdeval.types import TestCase, Turn
+from fdeval.types import TestCase, Turn, WordTiming
 
 from .episodes import Episode, ReplayTurn, load_episodes, render_synopsis
 from .importer import IMPORTER_VERSION, import_corpus
 from .laws import T_H_S
+from .lawfile import LawFileError, resolve_laws
+from .measure import LENGTH_HORIZON_S
 from .posterior import empirical_posterior, fit_temperature, fuse_posterior, label_counts
-from .records import METRIC_VERSION, case_id, score_input_from_judged, split_case_id
+from .records import METRIC_VERSION, TactCaseData, case_id, score_input_from_judged, split_case_id
 from .steps import Composite, Measure, Posterior
+from .swap import swap_partners
 from .synthetic import GENERATOR_VERSION, generate_synthetic, plan_episode, planned_replay, synthetic_speakers
 
 log = logging.getLogger("fdeval")
@@ -50,6 +55,9 @@ BENCHMARK_VERSION = "1.0"
 SOURCES = ("synthetic", "import")
 POSTERIORS = ("annotators", "fused")
 DURATION_REFERENCES = ("episodes", "none")
+# own: each episode's speaker profile; swapped: the profile of the speaker of opposite behavioural
+# type (`swap.swap_partners`), for the profile-swap ablation (Sec. VI, `python -m fdeval.benchmarks.tact.swap`)
+PROFILE_MODES = ("own", "swapped")
 TAKE_TURN_TIMEOUT_S = 20.0
 BARGE_IN_TIMEOUT_S = 6.0  # a barge-in piece plays after this long when the system never speaks
 
@@ -60,12 +68,22 @@ class Tact(Benchmark):
 
     def __init__(self, name: str = "tact", source: str = "synthetic", n_episodes: int = 48,
                  corpus: str | None = None, context_s: float = 8.0, repeats: int = 3,
-                 posterior: str = "annotators", judge_weight: float = 0.3, merge_gap_s: float = 0.5,
+                 posterior: str = "annotators", judge_weight: float | None = None, merge_gap_s: float = 0.5,
                  backchannel_max_s: float = 1.0, duration_reference: str = "episodes",
                  n_resamples: int = 10_000, confidence: float = 0.95, workers: int = 2,
-                 cases: list[str] | None = None):
+                 cases: list[str] | None = None, length_horizon_s: float = LENGTH_HORIZON_S,
+                 profiles: str = "own", topline_folds: int = 5, laws: str = "paper"):
         def bad(key, why, value):
             raise ConfigError(f"benchmark.{key}: {why}, got {value!r}")
+
+        if isinstance(length_horizon_s, bool) or not float(length_horizon_s) >= T_H_S:
+            bad("length_horizon_s", f"must be at least T_h = {T_H_S} s", length_horizon_s)
+        if profiles not in PROFILE_MODES:
+            bad("profiles", f"unknown option; valid: {list(PROFILE_MODES)}", profiles)
+        if isinstance(topline_folds, bool) or not isinstance(topline_folds, int) or topline_folds < 2:
+            bad("topline_folds", "must be an integer >= 2", topline_folds)
+        self.length_horizon_s, self.profiles, self.topline_folds = float(length_horizon_s), profiles, topline_folds
+        self._swap: dict[str, Any] = {}  # speaker id -> the profile it is swapped for (profiles=swapped)
 
         if source not in SOURCES:
             bad("source", f"unknown source; valid: {list(SOURCES)}", source)
@@ -82,7 +100,13 @@ class Tact(Benchmark):
             bad("repeats", "must be a positive integer", repeats)
         if posterior not in POSTERIORS:
             bad("posterior", f"unknown posterior; valid: {list(POSTERIORS)}", posterior)
-        if not 0.0 <= float(judge_weight) <= 1.0:
+        try:  # "paper" or a law file (h_z and lambda; docs/tact.md "Fitting the laws")
+            self.law_set = resolve_laws(str(laws) if laws is not None else None)
+        except LawFileError as e:
+            raise ConfigError(f"benchmark.laws: {e}") from None
+        if judge_weight is None:  # lambda comes with the laws
+            judge_weight = self.law_set.judge_weight
+        if isinstance(judge_weight, bool) or not 0.0 <= float(judge_weight) <= 1.0:
             bad("judge_weight", "must be in [0, 1]", judge_weight)
         if not float(merge_gap_s) >= 0:
             bad("merge_gap_s", "must be >= 0", merge_gap_s)
@@ -135,7 +159,9 @@ class Tact(Benchmark):
         return self._episodes[key]
 
     def load(self, data_dir: Path) -> list[TestCase]:
-        cases = [c for e in self.episodes(data_dir) if e.split == "test" for c in self.episode_cases(e)]
+        eps = self.episodes(data_dir)
+        self._set_swap({e.speaker_id: e.profile for e in eps})
+        cases = [c for e in eps if e.split == "test" for c in self.episode_cases(e)]
         if not cases:
             raise ConfigError(f"no test-split TACT episodes in {data_dir}")
         return self.select(cases, self.case_ids)
@@ -150,14 +176,32 @@ class Tact(Benchmark):
 
     def episode_cases(self, e: Episode) -> list[TestCase]:
         """The `repeats` engine cases of an episode (identical but for their ids, hence their seeds)."""
-        said = [" ".join(h.text for h in e.history if h.speaker == "focal" and h.end_s > piece.start_s
-                         and h.start_s < piece.end_s) for piece in e.replay]
-        return self._repeat_cases(e.episode_id, e.category, e.profile, list(zip(e.replay, said)))
+        lines = [[h for h in e.history if h.speaker == "focal" and h.end_s > piece.start_s and h.start_s < piece.end_s]
+                 for piece in e.replay]
+        # The transcript is timed by line, not by word: each focal line is one timed entry of its
+        # piece (clipped to it). Shown by readers only (the case record's `shown_words`): as the
+        # turns' `words` an oracle-text model would hear them, which no TACT system does.
+        words = [tuple(WordTiming(h.text, round(max(0.0, h.start_s - p.start_s), 6),
+                                  round(min(p.end_s, h.end_s) - p.start_s, 6)) for h in ls)
+                 for p, ls in zip(e.replay, lines)]
+        said = [" ".join(h.text for h in ls) for ls in lines]
+        return self._repeat_cases(e.episode_id, e.category, self._swap.get(e.speaker_id, e.profile),
+                                  list(zip(e.replay, said)), words)
 
-    def _repeat_cases(self, episode_id: str, category: str, profile: Any,
-                      pieces: list[tuple[ReplayTurn, str]]) -> list[TestCase]:
-        """The `repeats` cases of an episode from its replay pieces and the focal text of each."""
+    def _set_swap(self, profiles: dict[str, Any]) -> None:
+        """With `profiles=swapped`, each speaker's cases carry their swap partner's profile."""
+        self._swap = {}
+        if self.profiles == "swapped":
+            partners = swap_partners(profiles)
+            self._swap = {s: profiles[p] for s, p in partners.items()}
+
+    def _repeat_cases(self, episode_id: str, category: str, profile: Any, pieces: list[tuple[ReplayTurn, str]],
+                      words: list[tuple[WordTiming, ...]] | None = None) -> list[TestCase]:
+        """The `repeats` cases of an episode from its replay pieces, the focal text of each and,
+        where known, its timed lines. The case's record says where the decision point (t = 0)
+        falls in its last piece."""
         synopsis = render_synopsis(profile)
+        data = TactCaseData(round(-pieces[-1][0].start_s, 6), len(pieces), tuple(words or ())) if pieces else None
         out = []
         for r in range(self.repeats):
             cid = case_id(episode_id, r)
@@ -165,11 +209,12 @@ class Tact(Benchmark):
             for k, (piece, said) in enumerate(pieces):
                 barge = piece.kind == "barge-in"
                 turns.append(Turn(cid, k, f"turn{k}", piece.kind, piece.audio_path, said or "(focal channel)",
-                                  (), piece.end_s - piece.start_s, BARGE_IN_TIMEOUT_S if barge else TAKE_TURN_TIMEOUT_S,
+                                  (), piece.end_s - piece.start_s,
+                                  BARGE_IN_TIMEOUT_S if barge else TAKE_TURN_TIMEOUT_S,
                                   barge_in_after_s=piece.barge_in_after_s if barge else None,
                                   barge_in_handling="hold" if barge else None, subtype="interrupt" if barge else None))
             out.append(TestCase(cid, episode_id, "tact", category, synopsis, tuple(turns), seed=0,
-                                version=self.version))
+                                version=self.version, data=data))
         return out
 
     def case_specs(self, data_dir: Path, seed: int, speech_s: Callable[[str], float] | None) -> list[TestCase] | None:
@@ -187,13 +232,17 @@ class Tact(Benchmark):
 
         speakers = synthetic_speakers(seed)
         plans = [plan_episode(seed, i, speakers) for i in range(self.n_episodes)]  # every synthetic episode is "test"
+        self._set_swap({p.speaker.speaker_id: p.speaker.profile for p in plans})
         cases = [c for p in sorted(plans, key=lambda p: p.episode_id)
-                 for c in self._repeat_cases(p.episode_id, p.category, p.speaker.profile, list(planned_replay(p, estimate_s)))]
+                 for c in self._repeat_cases(p.episode_id, p.category,
+                                             self._swap.get(p.speaker.speaker_id, p.speaker.profile),
+                                             list(planned_replay(p, estimate_s)))]
         return self.select(cases, self.case_ids)
 
     # -- engine hooks -------------------------------------------------------------------------
     def orchestrator_overrides(self) -> dict[str, Any]:
-        return {"tail_after_last_turn_s": T_H_S}
+        # recorded past T_h so that a response's duration can be followed (measure.py, rule 4)
+        return {"tail_after_last_turn_s": self.length_horizon_s}
 
     # -- judge: intent posterior and psi ------------------------------------------------------
     def posteriors(self, data_dir: Path) -> tuple[dict[str, np.ndarray], dict[str, Any]]:

@@ -16,8 +16,10 @@ What the importer measures itself (Silero VAD on each channel, resampled to 16 k
   start), written at 16 kHz; the focal channel's replay pieces; the focal speech segments;
 * the history: the word file's words before the decision point (last `HISTORY_S` seconds) grouped
   into lines (a new line at a change of speaker or a gap over 1 s); empty without a word file;
-* the speaker profile (unless given): `profiles.profile_from_tracks` over every file in which the
+* the speaker profile (unless given): `profiles.profile_from_pieces` over every file in which the
   speaker is focal, with the episode's own span [decision - context_s, decision + 5 s] removed;
+  each file is a piece of its own and the episode's file is two (before and after the span), so
+  no offset, pause or silence is ever measured across files or across the removed span;
 * the human continuation (unless given): the other channel after the decision point measured with
   the same rules as a system (`measure.measure_response`); unknown when the file ends before the
   horizon;
@@ -68,8 +70,7 @@ from .episodes import (
 from .laws import INTENTS, N_INTENTS, T_H_S
 from .measure import measure_response
 from .profiles import (
-    exclude_span,
-    profile_from_tracks,
+    profile_from_pieces,
     rate_tercile,
     rate_terciles,
     snr_band,
@@ -80,7 +81,7 @@ from .scoring import CATEGORIES
 
 log = logging.getLogger("fdeval")
 
-IMPORTER_VERSION = "1"
+IMPORTER_VERSION = "2"  # 2: profile evidence is never paired across files or across the episode's span
 SAMPLE_RATE = 16000
 HISTORY_S = 180.0  # words this long before the decision point form the history
 LINE_GAP_S = 1.0
@@ -321,24 +322,25 @@ def import_corpus(annotations: str | Path, root: str | Path, context_s: float = 
             return _profile(_RowCtx(Path(annotations), row.line), row.d["profile"])
         dec = float(row.d["decision_s"])
         lo, hi = dec - row.context_s, dec + T_H_S
-        F, O, W, total, offset = [], [], [], 0.0, 0.0  # files laid end to end, 60 s apart
+        # One piece per recording, two for the episode's own (before and after its span): the
+        # profile rules never pair events of different pieces (profiles.profile_from_pieces).
+        pieces = []
         files = evidence[row.d["speaker"]["id"]]
+        has_words = any(path in word_files for path, _ in files)
         for path, ch in files:
             x, segs = audio.get(path)
             dur = x.shape[0] / SAMPLE_RATE
-            f, o = segs[ch], segs[1 - ch]
+            words = [(t, a, b) for wc, t, a, b in words_of(path) or () if wc == ch]
             own = path == row.audio and ch == int(row.d["focal_channel"])
-            if own:
-                f, o = exclude_span(f, lo, hi), exclude_span(o, lo, hi)
-            F += [(a + offset, b + offset) for a, b in f]
-            O += [(a + offset, b + offset) for a, b in o]
-            for wc, t, a, b in words_of(path) or ():
-                if wc == ch and (not own or b < lo or a > hi):
-                    W.append((t, a + offset, b + offset))
-            total += dur - ((min(hi, dur) - max(lo, 0.0)) if own else 0.0)
-            offset += dur + 60.0
-        has_words = any(path in word_files for path, _ in files)
-        return profile_from_tracks(F, O, total, W if has_words else None)
+            # (length, keep): what lies wholly before the span, what lies wholly after it
+            parts = [(max(lo, 0.0), lambda a, b: b < lo), (dur - min(hi, dur), lambda a, b: a > hi)] if own \
+                else [(dur, lambda a, b: True)]
+            for length_s, keep in parts:
+                if length_s <= 0:
+                    continue
+                pieces.append(([(a, b) for a, b in segs[ch] if keep(a, b)], [(a, b) for a, b in segs[1 - ch] if keep(a, b)],
+                               length_s, [w for w in words if keep(w[1], w[2])] if has_words else None))
+        return profile_from_pieces(pieces)
 
     todo = [r for r in rows if r.d["episode_id"] not in done]
     if not todo:

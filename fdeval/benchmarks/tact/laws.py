@@ -20,14 +20,25 @@ paper's (Sec. IV); `docs/tact.md` lists what the paper leaves open and the choic
 
 Times are seconds; a sub-probability CDF P(t) = Pr(y <= t) has the no-response mass as its
 defect 1 - P(T_h).
+
+The printed laws are the default everywhere. A `LawSet` is six laws plus the judge weight
+lambda, named and content-hashed: `paper_laws()`, or one read from a law file (`lawfile`;
+`fit_laws` writes them from a corpus). `law_table()` without `laws` builds the table of the
+active set, which is the paper's unless a `use_laws(...)` block is open; `reference_law`,
+`reference_laws` and `reference_cdf` always give the printed laws.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
+import hashlib
+import json
 import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from scipy import optimize, stats
@@ -125,7 +136,9 @@ class ReferenceLaw:
 
     @functools.cached_property
     def peak_density(self) -> float:
-        return float(self.pdf(self.mode_s))
+        """max of f_z on T: at the mode (inside T for the paper's laws; a fitted law whose mode
+        falls outside T peaks at the nearer end, the density being unimodal)."""
+        return float(self.pdf(min(max(self.mode_s, DOMAIN_S[0]), DOMAIN_S[1])))
 
     def weight(self, t_s) -> np.ndarray:
         """w_z(t) = eps + (1 - eps) (f_z(t) / max f_z)^gamma: in [eps, 1], 1 at the mode.
@@ -189,6 +202,121 @@ def reference_laws() -> tuple[ReferenceLaw, ...]:
 
 def reference_law(intent: str) -> ReferenceLaw:
     return reference_laws()[intent_index(intent)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Law sets: the paper's printed laws, or a set fitted to a corpus (`lawfile`, `fit_laws`).
+
+PAPER_JUDGE_WEIGHT = 0.3  # lambda of the posterior fusion (Sec. IV)
+
+
+@dataclass(frozen=True)
+class LawSet:
+    """The six reference laws (in `INTENTS` order) and the judge weight lambda scoring uses.
+
+    `name` says where they come from ("paper", or a law file's path) and `sha256` identifies the
+    content: for a law file the hash of its bytes, for the paper's laws the hash of their
+    canonical law-file rendering (`lawfile.paper_law_file_bytes`). Two sets with the same laws
+    share one `law_table`.
+    """
+
+    laws: tuple[ReferenceLaw, ...]
+    judge_weight: float
+    name: str
+    sha256: str
+
+    def __post_init__(self):
+        if tuple(law.intent for law in self.laws) != INTENTS:
+            raise ValueError(f"a law set needs one law per intent in the order {INTENTS}")
+
+    def law(self, intent: str) -> ReferenceLaw:
+        return self.laws[intent_index(intent)]
+
+    @property
+    def label(self) -> str:
+        """How tables name the laws: "paper", or "<file name>@<first 12 hex of its sha256>"."""
+        if self.name == "paper":
+            return "paper"
+        return f"{self.name.rsplit('/', 1)[-1]}@{self.sha256[:12]}"
+
+
+LAW_FILE_FORMAT = "tact-laws"
+LAW_FILE_VERSION = 1
+PAPER_PROVENANCE = {"source": "TACT paper, Sec. IV: the printed laws, with the choices docs/tact.md lists "
+                              "(shift -T_a, ref's spread from its 12% within 1 s, rhe/hold spread 0.5)"}
+
+
+def law_params(law: ReferenceLaw) -> dict[str, Any]:
+    """One law as a law file writes it: family, named parameters, no-response mass (`lawfile`)."""
+    if law.family == "exgauss":
+        mu, sigma, tau = law.params
+        named = {"mu_s": mu, "sigma_s": sigma, "tau_s": tau}
+    else:
+        shift, m, s = law.params
+        named = {"shift_s": shift, "median_s": _lognormal_median(shift, m), "log_sigma": s}
+    return {"family": law.family, **{k: float(v) for k, v in named.items()},
+            "no_response_mass": float(law.no_response_mass)}
+
+
+def _lognormal_median(shift: float, m: float) -> float:
+    """shift + exp(m), as the shortest decimal that reads back to exactly m (a reader takes
+    m = log(median - shift)); the paper's medians come out as printed (1.9, 2.6, 3.0)."""
+    median = shift + math.exp(m)
+    for cand in [float(f"{median:.{d}g}") for d in range(1, 18)] + [math.nextafter(median, -math.inf),
+                                                                     math.nextafter(median, math.inf)]:
+        if cand > shift and math.log(cand - shift) == m:
+            return cand
+    return median  # m then reads back to within an ulp
+
+
+def law_file_dict(laws: Sequence[ReferenceLaw], judge_weight: float,
+                  provenance: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The content of a law file (format in `lawfile`'s docstring)."""
+    d: dict[str, Any] = {"format": LAW_FILE_FORMAT, "format_version": LAW_FILE_VERSION,
+                         "domain_s": [float(DOMAIN_S[0]), float(DOMAIN_S[1])], "judge_weight": float(judge_weight),
+                         "laws": {law.intent: law_params(law) for law in laws}}
+    if provenance is not None:
+        d["provenance"] = provenance
+    return d
+
+
+def law_file_bytes(d: dict[str, Any]) -> bytes:
+    """The canonical text of a law file (floats written so that they read back exactly)."""
+    return (json.dumps(d, indent=2, allow_nan=False) + "\n").encode("utf-8")
+
+
+def paper_law_file_bytes() -> bytes:
+    """The paper's laws rendered as a law file; their hash is the paper set's `sha256`."""
+    return law_file_bytes(law_file_dict(reference_laws(), PAPER_JUDGE_WEIGHT, PAPER_PROVENANCE))
+
+
+@functools.cache
+def paper_laws() -> LawSet:
+    """The paper's printed laws as a `LawSet` (what scoring uses unless told otherwise)."""
+    return LawSet(reference_laws(), PAPER_JUDGE_WEIGHT, "paper", hashlib.sha256(paper_law_file_bytes()).hexdigest())
+
+
+_ACTIVE: contextvars.ContextVar[LawSet | None] = contextvars.ContextVar("tact_active_laws", default=None)
+
+
+def active_laws() -> LawSet:
+    """The law set that scoring functions use when they are given no `table`: the paper's,
+    unless a `use_laws` block says otherwise."""
+    return _ACTIVE.get() or paper_laws()
+
+
+@contextlib.contextmanager
+def use_laws(law_set: LawSet | None) -> Iterator[LawSet]:
+    """Within the block, scoring without an explicit `table` uses `law_set` (None: the paper's).
+
+    This is how the benchmark's score step applies `benchmark.laws` to code that builds its
+    tables from the default (`law_table()`); passing `table=law_table(laws=...)` works as well.
+    """
+    token = _ACTIVE.set(law_set)
+    try:
+        yield active_laws()
+    finally:
+        _ACTIVE.reset(token)
 
 
 @dataclass(frozen=True, eq=False)
@@ -265,15 +393,27 @@ class LawTable:
                 + h01 * self.tail[:, i + 1] - h11 * h * self.integrand[:, i + 1])
 
 
+def law_table(step_s: float = 1e-3, laws: LawSet | Sequence[ReferenceLaw] | None = None) -> LawTable:
+    """The (cached) table of a law set on a grid of `step_s` over T.
+
+    `laws`: a `LawSet` or six `ReferenceLaw`s in `INTENTS` order; None is `active_laws()`, which
+    is the paper's printed laws unless a `use_laws` block is open.
+    """
+    if laws is None:
+        laws = active_laws()
+    members = tuple(laws.laws if isinstance(laws, LawSet) else laws)
+    if tuple(law.intent for law in members) != INTENTS:
+        raise ValueError(f"law_table needs one law per intent in the order {INTENTS}")
+    return _law_table(float(step_s), members)
+
+
 @functools.cache
-def law_table(step_s: float = 1e-3) -> LawTable:
-    """The (cached) table for the six reference laws on a grid of `step_s` over T."""
+def _law_table(step_s: float, laws: tuple[ReferenceLaw, ...]) -> LawTable:
     lo, hi = DOMAIN_S
     n_cells = round((hi - lo) / step_s)
     grid = np.linspace(lo, hi, n_cells + 1)
     h = (hi - lo) / n_cells
     gl_t = grid[:-1, None] + h * _GL_X[None, :]  # (n_cells, 4)
-    laws = reference_laws()
 
     def evaluate(t):
         H = np.stack([law.cdf(t) for law in laws])
@@ -294,3 +434,11 @@ def law_table(step_s: float = 1e-3) -> LawTable:
     for a in arrays:
         a.setflags(write=False)
     return LawTable(*arrays)
+
+
+def _clear_law_caches() -> None:
+    _law_table.cache_clear()
+    paper_laws.cache_clear()
+
+
+law_table.cache_clear = _clear_law_caches  # type: ignore[attr-defined]  # the speed benchmark's cold run

@@ -15,7 +15,10 @@ streamed piece in the session, i.e. `turns[-1].end_s` of the session log):
    holds the floor): runs that began before the barge-in started are the system's own floor
    holding, not a response to it; the response is the first counted run that starts at or after
    the barge-in's start. A system that talks straight through the cut-in has no response.
-4. Its duration is the run's length inside W: min(b, 5) - y.
+4. Its duration runs from y to the end of the run, followed past T_h: min(b, L) - y, where L
+   is the end of what was observed (the session's end, at most `LENGTH_HORIZON_S` = 12 s after
+   the decision point). Only the onset must fall inside W; a reply is as long as it is, so a
+   12 s turn and a 5 s turn get different length scores (they used to both count as 5 s).
 5. Overlaps: every counted run, clipped to W, intersected with the focal speaker's speech (the
    episode's `focal_speech`, placed where each replay piece actually played in the session).
    Each intersection is one overlap event with its onset and duration. It is a backchannel (exempt
@@ -49,6 +52,10 @@ from .profiles import merge_segments
 from .scoring import OverlapEvent
 
 FRAME_HZ = 100.0  # focal voice-activity track resolution for psi
+# How long after the decision point a response's duration is followed (and sessions recorded): the
+# paper prints no bound for durations; 12 s covers its median backchannel-episode turn of 8.4 s
+# from any onset up to about 3.5 s. It is also the length support D of the duration laws.
+LENGTH_HORIZON_S = 12.0
 MARK_TOLERANCE_S = 0.2  # an annotator's completion mark counts for instants this close
 FIT_STEP_S = 0.1  # instants sampled per episode to fit psi
 BACKCHANNEL_WORDS = frozenset({
@@ -96,11 +103,12 @@ def is_backchannel_text(words: Sequence[str]) -> bool:
 def measure_response(segments: Sequence[tuple[float, float]], focal: Sequence[tuple[float, float]],
                      merge_gap_s: float = 0.5, backchannel_max_s: float = 1.0,
                      responses_from_s: float | None = None,
-                     text: Sequence[tuple[float, str]] = ()) -> Response:
+                     text: Sequence[tuple[float, str]] = (), until_s: float = LENGTH_HORIZON_S) -> Response:
     """The response and overlaps of speech `segments` against `focal` speech (rules 1-5 above).
 
     `responses_from_s`: runs starting before it are not responses (the barge-in exception).
     `text`: (time, text) pieces of the speaker's own words, on the same clock (rule 5).
+    `until_s`: the end of observation; the duration is followed up to it (rule 4).
     """
     runs = [r for r in merge_segments(segments, merge_gap_s) if r[1] > -T_A_S and r[0] <= T_H_S]
     candidates = [r for r in runs if responses_from_s is None or r[0] >= responses_from_s - 1e-9]
@@ -109,7 +117,7 @@ def measure_response(segments: Sequence[tuple[float, float]], focal: Sequence[tu
     if candidates:
         a, b = candidates[0]
         onset = max(a, -T_A_S)
-        duration = min(b, T_H_S) - onset
+        duration = max(0.0, min(b, max(until_s, onset)) - onset)
         running = a < -T_A_S
     overlaps = []
     for r0, r1 in runs:
@@ -132,8 +140,10 @@ def played_focal_speech(episode: Episode, turn_starts_s: Sequence[float], decisi
 
 
 def measure_session(log: dict, episode: Episode, merge_gap_s: float = 0.5,
-                    backchannel_max_s: float = 1.0) -> dict:
-    """Measure one recorded session of `episode` (`log` from `read_session_log`) as a JSON-able dict."""
+                    backchannel_max_s: float = 1.0, length_horizon_s: float = LENGTH_HORIZON_S) -> dict:
+    """Measure one recorded session of `episode` (`log` from `read_session_log`) as a JSON-able dict.
+
+    A duration is followed to the end of the recording or `length_horizon_s`, whichever comes first."""
     turns = sorted(log["turns"], key=lambda t: t["index"])
     if len(turns) != len(episode.replay):
         raise MeasureError(f"session {log['attrs'].get('case_id')}: {len(turns)} user turns logged, "
@@ -147,8 +157,9 @@ def measure_session(log: dict, episode: Episode, merge_gap_s: float = 0.5,
     focal = played_focal_speech(episode, starts, decision)
     responses_from = starts[-1] - decision if episode.replay[-1].kind == "barge-in" else None
     text = [(float(r["play_s"]) - decision, str(r["text"])) for r in log.get("model_text", []) if not r["dropped"]]
-    resp = measure_response(segs, focal, merge_gap_s, backchannel_max_s, responses_from, text)
     observed = float(log["attrs"]["duration_s"]) - decision
+    resp = measure_response(segs, focal, merge_gap_s, backchannel_max_s, responses_from, text,
+                            until_s=min(observed, length_horizon_s))
     return {
         "decision_session_s": round(decision, 6),
         "onset_s": None if math.isnan(resp.onset_s) else round(resp.onset_s, 6),

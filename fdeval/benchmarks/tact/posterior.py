@@ -13,6 +13,10 @@ has finite log-likelihood (a geometric pool would zero every class the 3 annotat
 lambda = 0 is the annotator-only mode the paper ships. T* minimises the negative log-likelihood
 of the dev split's annotator labels under the scaled judge (standard temperature scaling).
 
+Calibration is measured by `expected_calibration_error` over the bins of `reliability_table`,
+and the paper's claim about the fusion by `held_out_by_source` (leave-one-annotator-out
+log-likelihood of each source). `intent_judge.py` produces judge logits and reports all three.
+
 Arrays are (n_episodes, 6) in `laws.INTENTS` order.
 """
 
@@ -110,23 +114,53 @@ def fit_judge_weight(counts, judge_probs) -> float:
     return float(res.x)
 
 
-def expected_calibration_error(probs, counts, n_bins: int = 15) -> float:
-    """Top-label ECE of `probs` against annotator labels (each label one observation)."""
+def reliability_table(probs, counts, n_bins: int = 15) -> list[dict[str, float]]:
+    """The top-label reliability diagram of `probs` against annotator labels, as rows.
+
+    Confidence is the top probability of each episode; [0, 1] is cut into `n_bins` equal bins
+    (a confidence of exactly 1 goes to the last). Every annotator label is one observation, so an
+    episode with K labels counts K times. One row per non-empty bin: `lo`, `hi`,
+    `mean_confidence` and `accuracy` (the share of labels equal to the top intent), both
+    label-weighted, and `n_labels`, `n_episodes`.
+    """
     p = _as_matrix(probs, "probs")
     c = _as_matrix(counts, "counts")
+    if p.shape != c.shape:
+        raise ValueError(f"probs shape {p.shape} != counts shape {c.shape}")
+    if not (isinstance(n_bins, int) and n_bins >= 1):
+        raise ValueError(f"n_bins must be a positive integer, got {n_bins!r}")
     top = p.argmax(axis=1)
     conf = p[np.arange(len(p)), top]
     n_labels = c.sum(axis=1)
     hits = c[np.arange(len(c)), top]
     bins = np.minimum((conf * n_bins).astype(int), n_bins - 1)
-    total = n_labels.sum()
-    ece = 0.0
+    rows = []
     for b in np.unique(bins):
         m = bins == b
         w = n_labels[m].sum()
         if w > 0:
-            ece += abs(hits[m].sum() / w - (conf[m] * n_labels[m]).sum() / w) * w / total
-    return float(ece)
+            rows.append({"lo": b / n_bins, "hi": (b + 1) / n_bins,
+                         "mean_confidence": float((conf[m] * n_labels[m]).sum() / w),
+                         "accuracy": float(hits[m].sum() / w), "n_labels": int(w) if float(w).is_integer() else float(w),
+                         "n_episodes": int(m.sum())})
+    return rows
+
+
+def expected_calibration_error(probs, counts, n_bins: int = 15) -> float:
+    """Top-label ECE of `probs` against annotator labels (each label one observation): the
+    label-weighted mean gap |accuracy - mean confidence| over the bins of `reliability_table`."""
+    rows = reliability_table(probs, counts, n_bins)
+    total = sum(r["n_labels"] for r in rows)
+    return float(sum(abs(r["accuracy"] - r["mean_confidence"]) * r["n_labels"] for r in rows) / total)
+
+
+def held_out_by_source(counts, judge_probs, judge_weight: float = JUDGE_WEIGHT) -> dict[str, float]:
+    """`held_out_log_likelihood` of each source: the other annotators alone (lambda = 0; -inf
+    as soon as one held-out label was given by nobody else), the judge alone (lambda = 1) and
+    their fusion at `judge_weight`."""
+    return {"annotators": held_out_log_likelihood(counts, judge_probs, 0.0),
+            "judge": held_out_log_likelihood(counts, judge_probs, 1.0),
+            "fused": held_out_log_likelihood(counts, judge_probs, judge_weight)}
 
 
 def _as_matrix(a, name: str) -> np.ndarray:

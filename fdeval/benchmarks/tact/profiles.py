@@ -4,7 +4,10 @@ Used by the corpus importer; the rules are also what `docs/tact.md` documents. S
 (start_s, end_s) pairs of one channel's speech (Silero VAD, or given), on the recording's clock.
 
 Profile features of a focal speaker F against the other speaker O, from evidence that excludes
-the test episode's span:
+the test episode's span. The evidence comes in pieces (`profile_from_pieces`): each recording is
+one piece, and the episode's own recording is two, the parts before and after its span. A rule
+that relates two events only relates events of one piece, so nothing is ever measured across the
+join of two recordings or across the hole the span leaves; the pieces' values are then pooled.
 
 * FTO (floor-transfer offset): for every F turn start that follows an O turn (the last speech
   before it, of at least `TURN_MIN_S`), F's onset minus O's offset; negative in overlap. F's
@@ -96,18 +99,76 @@ def count_syllables(word: str) -> int:
     return max(1, n)
 
 
+Piece = tuple[Sequence[tuple[float, float]], Sequence[tuple[float, float]], float,
+              "Sequence[tuple[str, float, float]] | None"]
+
+
 def profile_from_tracks(focal: Sequence[tuple[float, float]], other: Sequence[tuple[float, float]],
                         evidence_s: float, focal_words: Sequence[tuple[str, float, float]] | None = None
                         ) -> SpeakerProfile:
-    """A `SpeakerProfile` of the focal speaker (rules in the module docstring).
+    """A `SpeakerProfile` of the focal speaker from one continuous stretch of recording (rules in
+    the module docstring).
 
     `evidence_s` is the length of recording the tracks cover; `focal_words` (text, start_s,
-    end_s) enable the articulation rate and the floor-holding devices (None otherwise).
+    end_s) enable the articulation rate and the floor-holding devices (None otherwise). Evidence
+    from several recordings, or from both sides of a cut-out span, goes to `profile_from_pieces`.
     """
-    F, O = sorted(focal), sorted(other)
-    f_speech = sum(b - a for a, b in F)
-    o_speech = sum(b - a for a, b in O)
-    ftos, pauses, silences = [], [], []
+    return profile_from_pieces([(focal, other, evidence_s, focal_words)])
+
+
+def profile_from_pieces(pieces: Sequence[Piece]) -> SpeakerProfile:
+    """A `SpeakerProfile` pooled over separate stretches of recording.
+
+    Each piece is `(focal, other, evidence_s, focal_words)` on its own clock: one recording, or
+    the part of a recording before or after the episode's excluded span. Every rule that relates
+    two events (an offset from the other's turn end to the focal speaker's turn start, a pause or
+    silence between two focal segments, a listener token and the talk around it, a conjunction and
+    the speech after it) only ever pairs events of the same piece; the gap between pieces is not
+    a silence anybody sat out. The offsets, pauses and silences of all pieces are pooled before the
+    quantiles are taken, and counts are divided by the pooled speech time. The words feature is
+    None unless some piece has words (`focal_words` not None).
+    """
+    ftos: list[float] = []
+    pauses: list[float] = []
+    silences: list[float] = []
+    f_speech = o_speech = evidence_s = 0.0
+    solicited = produced = 0
+    has_words = False
+    syl = filled = trailing = 0
+    word_time = 0.0
+    for focal, other, piece_s, focal_words in pieces:
+        F, O = sorted(focal), sorted(other)
+        evidence_s += piece_s
+        f_speech += sum(b - a for a, b in F)
+        o_speech += sum(b - a for a, b in O)
+        _pair_events(F, O, ftos, pauses, silences)
+        solicited += sum(1 for a, b in O if b - a <= TOKEN_MAX_S and _holds_floor(F, a, b))
+        produced += sum(1 for a, b in F if b - a <= TOKEN_MAX_S and _holds_floor(O, a, b, before_s=0.5))
+        if focal_words is not None:
+            has_words = True
+            n_syl, n_filled, n_trailing, t_words = _word_counts(F, focal_words)
+            syl, filled, trailing, word_time = syl + n_syl, filled + n_filled, trailing + n_trailing, word_time + t_words
+    q = lambda xs, p: float(np.quantile(xs, p)) if xs else None  # noqa: E731
+    rate = None
+    devices: dict[str, float | None] = {d: None for d in ("filled_pause", "trailing_conjunction")}
+    if has_words and f_speech > 0:
+        rate = syl / word_time if word_time > 0 else None
+        minutes = f_speech / 60.0
+        devices = {"filled_pause": filled / minutes, "trailing_conjunction": trailing / minutes}
+    return SpeakerProfile(
+        evidence_min=evidence_s / 60.0,
+        fto_median_s=q(ftos, 0.5), fto_p10_s=q(ftos, 0.1), fto_p90_s=q(ftos, 0.9),
+        pause_median_s=q(pauses, 0.5), pause_p90_s=q(pauses, 0.9),
+        abstention_tolerance_s=q(silences, 0.9),
+        backchannel_solicitation_per_min=solicited / (f_speech / 60.0) if f_speech > 0 else None,
+        backchannel_production_per_min=produced / (o_speech / 60.0) if o_speech > 0 else None,
+        articulation_rate_syl_s=rate,
+        floor_holding_per_min=devices,
+    )
+
+
+def _pair_events(F: Segments, O: Segments, ftos: list[float], pauses: list[float], silences: list[float]) -> None:
+    """Append one piece's offsets, intra-turn pauses and sat-out silences (sorted segments)."""
     for i, (a, b) in enumerate(F):
         if b - a >= TURN_MIN_S:
             prev_f_end = F[i - 1][1] if i else -math.inf
@@ -122,35 +183,21 @@ def profile_from_tracks(focal: Sequence[tuple[float, float]], other: Sequence[tu
                     pauses.append(g)
                 if g <= ABSTAIN_MAX_S:
                     silences.append(g)
-    solicited = sum(1 for a, b in O if b - a <= TOKEN_MAX_S and _holds_floor(F, a, b))
-    produced = sum(1 for a, b in F if b - a <= TOKEN_MAX_S and _holds_floor(O, a, b, before_s=0.5))
-    q = lambda xs, p: float(np.quantile(xs, p)) if xs else None  # noqa: E731
-    rate = None
-    devices: dict[str, float | None] = {d: None for d in ("filled_pause", "trailing_conjunction")}
-    if focal_words is not None and f_speech > 0:
-        words = sorted(focal_words, key=lambda w: w[1])
-        spoken = [w for w in words if re.sub(r"[^a-z]", "", w[0].lower())]
-        word_time = sum(max(0.0, e - s) for _, s, e in spoken)
-        syl = sum(count_syllables(t) for t, _, _ in spoken if re.sub(r"[^a-z]", "", t.lower()) not in FILLED_PAUSES)
-        rate = syl / word_time if word_time > 0 else None
-        minutes = f_speech / 60.0
-        filled = sum(1 for t, _, _ in spoken if re.sub(r"[^a-z]", "", t.lower()) in FILLED_PAUSES)
-        trailing = 0
-        for i, (a, b) in enumerate(F[:-1]):
-            last = [w for w in spoken if a - 0.05 <= w[1] and w[2] <= b + 0.05]
-            if last and re.sub(r"[^a-z]", "", last[-1][0].lower()) in CONJUNCTIONS and F[i + 1][0] - b < PAUSE_MAX_S:
-                trailing += 1
-        devices = {"filled_pause": filled / minutes, "trailing_conjunction": trailing / minutes}
-    return SpeakerProfile(
-        evidence_min=evidence_s / 60.0,
-        fto_median_s=q(ftos, 0.5), fto_p10_s=q(ftos, 0.1), fto_p90_s=q(ftos, 0.9),
-        pause_median_s=q(pauses, 0.5), pause_p90_s=q(pauses, 0.9),
-        abstention_tolerance_s=q(silences, 0.9),
-        backchannel_solicitation_per_min=solicited / (f_speech / 60.0) if f_speech > 0 else None,
-        backchannel_production_per_min=produced / (o_speech / 60.0) if o_speech > 0 else None,
-        articulation_rate_syl_s=rate,
-        floor_holding_per_min=devices,
-    )
+
+
+def _word_counts(F: Segments, focal_words: Sequence[tuple[str, float, float]]) -> tuple[int, int, int, float]:
+    """One piece's (syllables, filled pauses, trailing conjunctions, seconds of word time)."""
+    norm = lambda t: re.sub(r"[^a-z]", "", t.lower())  # noqa: E731
+    spoken = [w for w in sorted(focal_words, key=lambda w: w[1]) if norm(w[0])]
+    word_time = sum(max(0.0, e - s) for _, s, e in spoken)
+    syl = sum(count_syllables(t) for t, _, _ in spoken if norm(t) not in FILLED_PAUSES)
+    filled = sum(1 for t, _, _ in spoken if norm(t) in FILLED_PAUSES)
+    trailing = 0
+    for i, (a, b) in enumerate(F[:-1]):
+        last = [w for w in spoken if a - 0.05 <= w[1] and w[2] <= b + 0.05]
+        if last and norm(last[-1][0]) in CONJUNCTIONS and F[i + 1][0] - b < PAUSE_MAX_S:
+            trailing += 1
+    return syl, filled, trailing, word_time
 
 
 def snr_db(samples: np.ndarray, sample_rate: int, speech: Sequence[tuple[float, float]]) -> float:

@@ -4,14 +4,61 @@ from a judged file, and the provenance columns of every table row."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import fdeval
+from fdeval.types import Turn, WordTiming
 
+from .laws import paper_laws
 from .measure import overlap_events
 from .scoring import EpisodeScoreInput
 
 METRIC_VERSION = "tact-1"
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A moment inside a user turn that a timeline marks; `at_s` from the start of the turn's audio."""
+
+    kind: str
+    at_s: float
+
+
+@dataclass(frozen=True)
+class TactCaseData:
+    """A TACT case's own record (`TestCase.data`): where the decision point falls, as seconds from
+    the start of the last replay piece (the context ends there; a pause episode's last piece ends
+    before it). Readers that draw a case's marks (`triggers`, one tuple per turn) show it, and the
+    focal lines where a turn has no word timings (`shown_words`)."""
+
+    decision_after_last_turn_s: float
+    n_turns: int
+    # per turn, the focal lines timed from the turn's audio start: what readers show as the user's
+    # words (never streamed to a model; display only, so not in the case file or its digest)
+    shown_words: tuple[tuple[WordTiming, ...], ...] = ()
+
+    case_keys: ClassVar[Mapping[str, bool]] = {"decision_after_last_turn_s": True}
+    turn_keys: ClassVar[Mapping[str, bool]] = {}
+
+    @classmethod
+    def read(cls, ctx: Any, d: Mapping[str, Any], turns: tuple[Turn, ...]) -> "TactCaseData":
+        value = d.get("decision_after_last_turn_s")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            ctx.fail("decision_after_last_turn_s", f"expected seconds >= 0, got {value!r}")
+        return cls(float(value), len(turns))
+
+    def case_fields(self) -> dict[str, Any]:
+        return {"decision_after_last_turn_s": self.decision_after_last_turn_s}
+
+    def turn_fields(self, index: int) -> dict[str, Any]:
+        return {}
+
+    @property
+    def triggers(self) -> tuple[tuple[Mark, ...], ...]:
+        return tuple((Mark("decision point", self.decision_after_last_turn_s),) if i == self.n_turns - 1 else ()
+                     for i in range(self.n_turns))
 
 
 def case_id(episode_id: str, repeat: int) -> str:
@@ -34,4 +81,10 @@ def score_input_from_judged(d: dict) -> EpisodeScoreInput:
 def provenance(bench: Any, model_id: str, seed: int, info: dict[str, Any]) -> dict[str, Any]:
     return {"benchmark": bench.name, "benchmark_version": bench.version, "model_id": model_id,
             "seed": seed, "metric_version": METRIC_VERSION, "fdeval_version": fdeval.__version__,
-            "data_id": bench.data_id(seed), **info}
+            "data_id": bench.data_id(seed), **laws_provenance(bench), **info}
+
+
+def laws_provenance(bench: Any) -> dict[str, Any]:
+    """Which reference laws scored the row: "paper" or "<law file>@<hash>", and the full SHA-256."""
+    law_set = getattr(bench, "law_set", None) or paper_laws()
+    return {"laws": law_set.label, "laws_sha256": law_set.sha256}

@@ -1,5 +1,9 @@
 """TACT component scores of a system's actions: timing (twCRPS), length and overlap.
 
+Which laws: every timing function below takes a `table` (`laws.law_table(laws=...)`); without one it
+uses `laws.law_table()`, the active law set (the paper's printed laws unless a `laws.use_laws`
+block, e.g. the benchmark's score step with `benchmark.laws=<file>`, says otherwise).
+
 Timing (Sec. IV). The paper's copy we work from prints the per-episode s_T, W_e and the
 divergence d_z, but not the twCRPS and S_T displays; those follow its description (a w-weighted
 integrated squared gap between P and the outcome's step function [49]; S_T maps the divergence

@@ -5,13 +5,15 @@
 * `posterior` (stage judge): the episode's intent posterior (annotator labels, fused with judge
   logits where configured) and psi for each overlap -> `judged/<key>/<case_id>.json`;
 * the composite metric: keeps the median-scoring of each episode's runs and writes
-  `scores/<key>/tact_composite.csv|.md`, `tact_episodes.csv` and `tact_slices.csv` (`report.py`).
+  `scores/<key>/tact_composite.csv|.md`, `tact_table1.csv|.md`, `tact_intents.csv|.png`,
+  `tact_episodes.csv` and `tact_slices.csv` (`report.py`).
 The settings each of them reads (`owns`) are outside the run identity: changing one remakes that
 step's files (in a folder of their own) and never records a session again.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any, Mapping
@@ -23,9 +25,9 @@ from fdeval.engine.run import Run
 from fdeval.engine.steps import CaseStep, Metric, Result, Unit
 from fdeval.orchestrator.recorder import read_session_log
 
-from .laws import INTENTS
+from .laws import INTENTS, use_laws
 from .measure import fit_completion, measure_session, psi_at
-from .records import METRIC_VERSION, split_case_id
+from .records import METRIC_VERSION, laws_provenance, split_case_id
 from .report import score_tables
 
 
@@ -39,7 +41,10 @@ class Measure(CaseStep):
         self.bench = bench
 
     def identity(self, run: Run) -> dict[str, Any]:
-        return {"merge_gap_s": self.bench.merge_gap_s, "backchannel_max_s": self.bench.backchannel_max_s}
+        # length_horizon_s is part of the run (it sets how long sessions record); naming it here
+        # remakes the files measured when durations stopped at T_h
+        return {"merge_gap_s": self.bench.merge_gap_s, "backchannel_max_s": self.bench.backchannel_max_s,
+                "length_horizon_s": self.bench.length_horizon_s}
 
     def prepare(self, run: Run, todo: list[Unit]) -> None:
         self.by_id = {e.episode_id: e for e in self.bench.episodes(run.data_dir)}
@@ -47,10 +52,12 @@ class Measure(CaseStep):
     def make(self, run: Run, unit: Unit) -> dict[str, Any]:
         b = self.bench
         session = read_session_log(run.folder.session_paths(unit.case_id)[0])
-        m = measure_session(session, self.by_id[unit.case.conversation_id], b.merge_gap_s, b.backchannel_max_s)
+        m = measure_session(session, self.by_id[unit.case.conversation_id], b.merge_gap_s, b.backchannel_max_s,
+                            b.length_horizon_s)
         eid, r = split_case_id(unit.case_id)
         return {"case_id": unit.case_id, "episode_id": eid, "repeat": r, **m,
-                "settings": {"merge_gap_s": b.merge_gap_s, "backchannel_max_s": b.backchannel_max_s},
+                "settings": {"merge_gap_s": b.merge_gap_s, "backchannel_max_s": b.backchannel_max_s,
+                             "length_horizon_s": b.length_horizon_s},
                 "model_id": session["attrs"].get("model_id"), "case_seed": session["attrs"].get("case_seed")}
 
 
@@ -65,8 +72,14 @@ class Posterior(CaseStep):
         self.bench = bench
 
     def identity(self, run: Run) -> dict[str, Any]:
-        return {"posterior": self.bench.posterior, "judge_weight": self.bench.judge_weight,
-                "metric_version": METRIC_VERSION}
+        ident = {"posterior": self.bench.posterior, "judge_weight": self.bench.judge_weight,
+                 "metric_version": METRIC_VERSION}
+        if self.bench.posterior == "fused":
+            # the judge's logits are the episodes' (the intent judge writes them in place): logits
+            # written after a run's posteriors remake them instead of being passed over
+            logits = [[e.episode_id, e.judge_logits] for e in self.bench.episodes(run.data_dir)]
+            ident["judge_logits_sha256"] = hashlib.sha256(json.dumps(logits).encode()).hexdigest()[:16]
+        return ident
 
     def prepare(self, run: Run, todo: list[Unit]) -> None:
         eps = self.bench.episodes(run.data_dir)
@@ -95,7 +108,9 @@ class Posterior(CaseStep):
         onset = payload.get("onset_s")
         why = ("no response in the window" if onset is None else
                f"response {onset:+.2f} s from the decision point")
-        return Result(str(payload.get("case_id")), "", onset, f"{why}; intent mode {payload.get('posterior_mode')}",
+        # keyed by what the value is (the onset in seconds from the decision point), so a reader
+        # never shows it under the step's name, "posterior"
+        return Result(str(payload.get("case_id")), "onset_s", onset, f"{why}; intent mode {payload.get('posterior_mode')}",
                       {"category": payload.get("category"), "n_overlaps": len(payload.get("overlaps") or [])})
 
 
@@ -105,14 +120,21 @@ class Composite(Metric):
     name = "tact_composite"
     version = METRIC_VERSION
     needs = ("posterior",)
-    tables = ("tact_composite", "tact_episodes", "tact_slices")
-    owns = ("benchmark.duration_reference", "benchmark.n_resamples", "benchmark.confidence")
+    tables = ("tact_composite", "tact_episodes", "tact_slices", "tact_table1", "tact_intents")
+    owns = ("benchmark.duration_reference", "benchmark.n_resamples", "benchmark.confidence",
+            "benchmark.topline_folds", "benchmark.laws")
 
     def __init__(self, bench: Any):
         self.bench = bench
 
+    def identity(self) -> dict[str, Any]:
+        # the laws' content hash, not their path: a law file rewritten in place rescores
+        return {**super().identity(), "laws_sha256": laws_provenance(self.bench)["laws_sha256"]}
+
     def compute(self, run: Run, scores_dir: Path) -> str:
         done, skipped = read_outputs(run, "posterior")
         judged = {u.case_id: d for u, d in done}
-        return score_tables(self.bench, judged, skipped, system=str(run.cfg.model.name), seed=run.seed,
-                            model_id=run.model_id, run_id=run.run_id, data_dir=run.data_dir, scores_dir=scores_dir)
+        with use_laws(getattr(self.bench, "law_set", None)):  # every table below scores against benchmark.laws
+            return score_tables(self.bench, judged, skipped, system=str(run.cfg.model.name), seed=run.seed,
+                                model_id=run.model_id, run_id=run.run_id, data_dir=run.data_dir,
+                                scores_dir=scores_dir)

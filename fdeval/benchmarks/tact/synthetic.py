@@ -15,7 +15,11 @@ context (one channel per speaker) that ends at the decision point:
   probe. Replayed as a take-turn (the question) plus a barge-in that is injected at the same
   delay after the *system's* speech onset, so the system holds the floor when it comes.
 
-Speakers come from a pool of `N_SPEAKERS` synthetic people drawn from the seed. Their profile is
+Speakers come from a pool of `N_SPEAKERS` synthetic people drawn from the seed. Their slice
+attributes follow a balanced design (`speaker_design`): within each gender the age band,
+first-language region and rate tercile form an orthogonal array, so every pair of slice keys is
+fully crossed over the pool and no slice is a relabelling of another (version 1 tied the rate
+tercile to gender: mid/slow were exactly the m/f episodes). Their profile is
 their generating parameters (what a profile estimates), and those parameters shape the audio: the
 floor-transfer offset before their reply, their intra-turn pause, their speaking rate (espeak-ng
 words per minute; the articulation rate is that rate times `SYLLABLES_PER_WORD`), the
@@ -32,7 +36,7 @@ each end; and marks each true completion point (the end of every complete focal 
 the decision point for ans, ref, rhe and abn probes) with probability 0.85 and N(0, 0.05)
 jitter. The human continuation is drawn from the reference law of the true intent (onset, or
 none with probability beta) with a log-normal duration (`HUMAN_DURATION_MEDIAN_S`, log-sd 0.5),
-cut at the horizon.
+followed up to `measure.LENGTH_HORIZON_S` after the decision point (version 1 cut it at T_h).
 
 Everything is a function of (seed, episode index): episode i is the same whatever the size, so a
 smaller set is a prefix of a larger one.
@@ -64,14 +68,15 @@ from .episodes import (
     episode_files,
     write_episode,
 )
-from .laws import DOMAIN_S, T_H_S, reference_law
+from .laws import DOMAIN_S, reference_law
+from .measure import LENGTH_HORIZON_S
 from .profiles import vad_segments
 from .scoring import CATEGORIES
 
 log = logging.getLogger("fdeval")
 
-GENERATOR_VERSION = "1"
-N_SPEAKERS = 8
+GENERATOR_VERSION = "2"
+N_SPEAKERS = 18  # two genders x a 9-row orthogonal array of (age band, region, rate tercile)
 SYLLABLES_PER_WORD = 1.4
 RATES_WPM = {"slow": 140, "mid": 165, "fast": 195}
 REGION_VOICES = {"north_america": "en-us", "british_isles": "en", "caribbean": "en-029"}
@@ -173,14 +178,23 @@ class SyntheticSpeaker:
         return RATES_WPM[self.rate]
 
 
+def speaker_design(j: int) -> tuple[str, str, str, str]:
+    """(gender, age band, region, rate) of pool member j: members 0-8 are women, 9-17 men, and
+    within each gender (age, region) runs over all 9 pairs with the rate from a Latin square
+    ((age + region) mod 3 for women, (age + 2 region) mod 3 for men). Every pair of the four
+    attributes is crossed, and the rate is no function of gender, age or region over the pool."""
+    g, k = divmod(j % 18, 9)
+    a, b = divmod(k, 3)
+    rate = (a + b) % 3 if g == 0 else (a + 2 * b) % 3
+    return ("f", "m")[g], AGE_BANDS[a], list(REGION_VOICES)[b], ("slow", "mid", "fast")[rate]
+
+
 def synthetic_speakers(seed: int, n: int = N_SPEAKERS) -> list[SyntheticSpeaker]:
-    """The speaker pool of a seed: genders alternate, regions and age bands cycle, rates rotate."""
+    """The speaker pool of a seed: slice attributes from `speaker_design`, behaviour drawn."""
     rng = np.random.default_rng([seed, 1_000_003])
-    regions = list(REGION_VOICES)
     out = []
     for j in range(n):
-        g = ("f", "m")[j % 2]
-        rate = ("slow", "mid", "fast")[(j // 2 + j) % 3]
+        g, age, region, rate = speaker_design(j)
         fto = float(rng.uniform(0.05, 0.5))
         pause = float(rng.uniform(0.25, 0.9))
         devices = {"filled_pause": float(rng.uniform(0.0, 4.0)), "trailing_conjunction": float(rng.uniform(0.0, 3.0))}
@@ -190,8 +204,7 @@ def synthetic_speakers(seed: int, n: int = N_SPEAKERS) -> list[SyntheticSpeaker]
             backchannel_solicitation_per_min=float(rng.uniform(1.0, 8.0)),
             backchannel_production_per_min=float(rng.uniform(1.0, 10.0)),
             articulation_rate_syl_s=RATES_WPM[rate] * SYLLABLES_PER_WORD / 60.0, floor_holding_per_min=devices)
-        out.append(SyntheticSpeaker(f"synspk{j:02d}", g, AGE_BANDS[j % 3], regions[(j // 2) % len(regions)], rate,
-                                    profile, max(devices, key=devices.get)))
+        out.append(SyntheticSpeaker(f"synspk{j:02d}", g, age, region, rate, profile, max(devices, key=devices.get)))
     return out
 
 
@@ -417,7 +430,7 @@ def render_episode(plan: EpisodePlan, synth: _Synth, root: Path, vad=None) -> Ep
     human = HumanContinuation(None, None)
     if math.isfinite(onset):
         dur = float(rng.lognormal(math.log(HUMAN_DURATION_MEDIAN_S[plan.intent]), 0.5))
-        human = HumanContinuation(round(onset, 4), round(min(dur, T_H_S - onset), 4))
+        human = HumanContinuation(round(onset, 4), round(min(dur, LENGTH_HORIZON_S - onset), 4))
     spk = plan.speaker
     slices = {"gender": spk.gender, "age_band": spk.age_band, "l1_region": spk.l1_region, "snr": plan.snr,
               "rate_tercile": spk.rate}
@@ -452,4 +465,4 @@ def generate_synthetic(root: str | Path, n_episodes: int, seed: int, sample_rate
 
 
 __all__ = ["CATEGORY_INTENTS", "GENERATOR_VERSION", "LABEL_CONFUSION", "PROBES", "generate_synthetic",
-           "plan_episode", "planned_replay", "synthetic_speakers"]
+           "plan_episode", "planned_replay", "speaker_design", "synthetic_speakers"]

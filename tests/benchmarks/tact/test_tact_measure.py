@@ -69,12 +69,20 @@ def test_never_speaks_and_speaks_too_late():
     late = measure_session(log([(10.6, 11.0)], duration=12.0), episode())
     assert late["onset_s"] is None  # 5.1 s after the decision point: past T_h
     at_horizon = measure_session(log([(10.5, 11.0)], duration=12.0), episode())
-    assert at_horizon["onset_s"] == pytest.approx(5.0) and at_horizon["duration_s"] == pytest.approx(0.0)
+    # an onset at T_h counts, and its duration runs on past it
+    assert at_horizon["onset_s"] == pytest.approx(5.0) and at_horizon["duration_s"] == pytest.approx(0.5)
 
 
-def test_duration_is_clipped_at_the_horizon_and_runs_merge_below_the_gap():
+def test_duration_is_followed_past_the_horizon_and_runs_merge_below_the_gap():
+    # the run is 0.5 to 6.5 s after the decision point: all 6 s count, not the 4.5 s up to T_h
     m = measure_session(log([(6.0, 7.0), (7.4, 12.0)], duration=13.0), episode(), merge_gap_s=0.5)
-    assert m["onset_s"] == pytest.approx(0.5) and m["duration_s"] == pytest.approx(4.5)
+    assert m["onset_s"] == pytest.approx(0.5) and m["duration_s"] == pytest.approx(6.0)
+    # ... up to the end of the recording (7.5 s here) or the length horizon, whichever is first
+    long = log([(6.0, 20.0)], duration=30.0)
+    assert measure_session(long, episode())["duration_s"] == pytest.approx(11.5)  # horizon 12 s
+    assert measure_session(long, episode(), length_horizon_s=8.0)["duration_s"] == pytest.approx(7.5)
+    cut = measure_session(log([(6.0, 20.0)], duration=13.0), episode())
+    assert cut["duration_s"] == pytest.approx(7.0)  # the recording ended 7.5 s after the decision point
     split = measure_session(log([(6.0, 7.0), (7.6, 12.0)], duration=13.0), episode(), merge_gap_s=0.5)
     assert split["duration_s"] == pytest.approx(1.0)
 

@@ -82,7 +82,21 @@ def test_keeps_the_median_scoring_run_and_writes_the_tables(data, tmp_path):
     s = fake["S"]
     assert float(s["ci_low"]) <= float(s["estimate"]) <= float(s["ci_high"]) and s["n_resamples"] == "1000"
     assert s["benchmark"] == "tact" and s["benchmark_version"] == bench.version and s["posterior_source"] == "annotators"
-    assert fake["S_T (population)"]["ci_low"] == "" and fake["S_T (population)"]["estimate"] != ""
+    st = fake["S_T (population)"]  # the proper score, with its BCa interval
+    assert float(st["ci_low"]) <= float(st["estimate"]) <= float(st["ci_high"]) and st["n_resamples"] == "1000"
+    assert fake["S_L (population)"]["ci_low"] == "" and fake["S_L (population)"]["estimate"] != ""
+    systems = list(dict.fromkeys(r["system"] for r in table))
+    assert systems == ["fake", "human (in-sample)", "human (held-out, 5-fold)"]
+    human = {(r["system"], r["score"]): r for r in table if r["system"].startswith("human")}
+    assert float(human[("human (in-sample)", "S_L (population)")]["estimate"]) == pytest.approx(1.0)
+    assert float(human[("human (held-out, 5-fold)", "S_L (population)")]["estimate"]) < 1.0
+    t1 = list(csv.DictReader((tmp_path / "scores" / "tact_table1.csv").open()))
+    assert [r["system"] for r in t1] == systems
+    assert all(0 <= float(r["binary_v1"]) <= 1 and r["latency_n"] != "" for r in t1)
+    assert "| fake |" in (tmp_path / "scores" / "tact_table1.md").read_text()
+    cells = list(csv.DictReader((tmp_path / "scores" / "tact_intents.csv").open()))
+    assert {r["system"] for r in cells} == set(systems) and {r["category"] for r in cells} >= {"all"}
+    assert (tmp_path / "scores" / "tact_intents.png").read_bytes().startswith(b"\x89PNG")
     # the categories average to S
     cats = [float(fake[c]["estimate"]) for c in list(fake)[1:5]]
     assert float(s["estimate"]) == pytest.approx(np.mean(cats), abs=2e-6)
@@ -91,6 +105,7 @@ def test_keeps_the_median_scoring_run_and_writes_the_tables(data, tmp_path):
     assert md.startswith("# TACT composite") and "| fake | S |" in md and "model_id: fake:abc" in md
     slices = list(csv.DictReader((tmp_path / "scores" / "tact_slices.csv").open()))
     assert {r["slice"] for r in slices} == {"gender", "age_band", "l1_region", "snr", "rate_tercile"}
+    assert [s for s in dict.fromkeys(r["system"] for r in slices)] == systems  # human rows too
     # a rerun gives the same bytes and leaves the files alone
     before = {p.name: p.stat().st_mtime_ns for p in (tmp_path / "scores").iterdir()}
     score(bench, ctx)

@@ -92,3 +92,38 @@ def test_label_distributions_are_documented_distributions():
         assert max(row, key=row.get) == z  # the majority label is the probe's intent
     for cat, mix in CATEGORY_INTENTS.items():
         assert cat in CATEGORIES and sum(mix.values()) == pytest.approx(1.0)
+
+
+def _same_partition(a: list[str], b: list[str]) -> bool:
+    """Whether two labellings of the same items split them the same way (a relabelling)."""
+    return len(set(a)) == len(set(b)) == len(set(zip(a, b)))
+
+
+def test_slices_vary_independently():
+    """Version 1 tied the rate tercile to gender (mid/slow were exactly the m/f episodes): every pair
+    of slice keys is now crossed over the speaker pool, and no key relabels another in a data set."""
+    keys = ("gender", "age_band", "l1_region", "rate_tercile")
+    pool = synthetic_speakers(0)
+    attrs = {"gender": [s.gender for s in pool], "age_band": [s.age_band for s in pool],
+             "l1_region": [s.l1_region for s in pool], "rate_tercile": [s.rate for s in pool]}
+    for i, a in enumerate(keys):
+        for b in keys[i + 1:]:
+            pairs = set(zip(attrs[a], attrs[b]))
+            assert len(pairs) == len(set(attrs[a])) * len(set(attrs[b])), (a, b)  # fully crossed
+            assert not _same_partition(attrs[a], attrs[b]), (a, b)
+    # within a gender, (age, region) runs over all 9 pairs; across genders the rate of a pair differs
+    assert len(set(zip(attrs["gender"], attrs["age_band"], attrs["l1_region"]))) == len(pool) == 18
+    rates = {}
+    for s in pool:
+        rates.setdefault((s.age_band, s.l1_region), set()).add(s.rate)
+    assert any(len(r) > 1 for r in rates.values())  # the rate is no function of age and region
+    assert {s.profile.articulation_rate_syl_s for s in pool if s.rate == "fast"} == {195 * 1.4 / 60}
+    plans = [plan_episode(0, i, pool) for i in range(48)]  # the default data set, without audio
+    ep = {"gender": [p.speaker.gender for p in plans], "age_band": [p.speaker.age_band for p in plans],
+          "l1_region": [p.speaker.l1_region for p in plans], "rate_tercile": [p.speaker.rate for p in plans],
+          "snr": [p.snr for p in plans]}
+    names = list(ep)
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            assert not _same_partition(ep[a], ep[b]), (a, b)
+    assert len(set(zip(ep["gender"], ep["rate_tercile"]))) == 6  # every gender at every rate

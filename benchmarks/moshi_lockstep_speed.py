@@ -82,14 +82,22 @@ def hand_over(argv: list[str]) -> int:
     """Run this script again with the moshi venv's python (this interpreter lacks moshi or torch)."""
     py = default_venv() / "bin" / "python"
     if not py.exists():
-        print(f"moshi_lockstep_speed: error: no moshi/torch here and no moshi venv at {py.parent.parent} "
-              "(build it with `python -m fdeval.models.moshi_env --with-fdeval`)", file=sys.stderr)
+        print(
+            f"moshi_lockstep_speed: error: no moshi/torch here and no moshi venv at {py.parent.parent} "
+            "(build it with `python -m fdeval.models.moshi_env --with-fdeval`)",
+            file=sys.stderr,
+        )
         return 2
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    }
     return subprocess.run([str(py), __file__, *argv], env=env, cwd=REPO).returncode
 
 
-def build_moshiko_shapes(out: Path, device: str, seed: int = 0, layers: int | None = None) -> dict[str, Any]:
+def build_moshiko_shapes(
+    out: Path, device: str, seed: int = 0, layers: int | None = None
+) -> dict[str, Any]:
     """Random weights in moshiko's shapes, written as a local checkpoint (what `hf_repo: null` reads).
     The tokenizer: the tiny one's pieces padded with placeholders up to moshiko's text_card, so that
     any text token the random model draws has a piece. `layers`: fewer transformer layers (main and
@@ -112,7 +120,9 @@ def build_moshiko_shapes(out: Path, device: str, seed: int = 0, layers: int | No
     proto = pb.ModelProto()
     proto.ParseFromString(Path(tiny["tokenizer"]).read_bytes())
     for i in range(len(proto.pieces), int(lm_kw["text_card"])):
-        proto.pieces.add(piece=f"\u2581p{i}", score=-100.0 - i, type=pb.ModelProto.SentencePiece.NORMAL)
+        proto.pieces.add(
+            piece=f"\u2581p{i}", score=-100.0 - i, type=pb.ModelProto.SentencePiece.NORMAL
+        )
     tok = out / "tokenizer.model"
     tok.write_bytes(proto.SerializeToString())
     assert spm.SentencePieceProcessor(str(tok)).vocab_size() >= lm_kw["text_card"]
@@ -121,16 +131,32 @@ def build_moshiko_shapes(out: Path, device: str, seed: int = 0, layers: int | No
     torch.manual_seed(seed)
     with torch.device(device):
         mimi = loaders.get_mimi(None, mimi_cfg, device=device)
-        save_file({k: v.contiguous().cpu() for k, v in mimi.state_dict().items()}, str(out / "mimi.safetensors"))
+        save_file(
+            {k: v.contiguous().cpu() for k, v in mimi.state_dict().items()},
+            str(out / "mimi.safetensors"),
+        )
         del mimi
         lm = loaders.get_moshi_lm(None, lm_kwargs=lm_kw, device=device, dtype=torch.bfloat16)
-        save_file({k: v.contiguous().cpu() for k, v in lm.state_dict().items()}, str(out / "model.safetensors"))
+        save_file(
+            {k: v.contiguous().cpu() for k, v in lm.state_dict().items()},
+            str(out / "model.safetensors"),
+        )
         del lm
-    config = {**lm_kw, "model_type": "moshi", "mimi_config_name": f"file://{out / 'mimi.json'}",
-              "moshi_name": "model.safetensors", "mimi_name": "mimi.safetensors", "tokenizer_name": "tokenizer.model"}
+    config = {
+        **lm_kw,
+        "model_type": "moshi",
+        "mimi_config_name": f"file://{out / 'mimi.json'}",
+        "moshi_name": "model.safetensors",
+        "mimi_name": "mimi.safetensors",
+        "tokenizer_name": "tokenizer.model",
+    }
     (out / "config.json").write_text(json.dumps(config))
-    res = {"config": str(out / "config.json"), "moshi_weight": str(out / "model.safetensors"),
-           "mimi_weight": str(out / "mimi.safetensors"), "tokenizer": str(tok)}
+    res = {
+        "config": str(out / "config.json"),
+        "moshi_weight": str(out / "model.safetensors"),
+        "mimi_weight": str(out / "mimi.safetensors"),
+        "tokenizer": str(tok),
+    }
     info.write_text(json.dumps(res))
     return res
 
@@ -144,20 +170,33 @@ def full_set_session_s(full_cases: Path | None, out: Path) -> dict[str, Any]:
     from fdeval.cluster.plan import plan
     from fdeval.engine.run import Run
 
-    cfg = compose_cfg([f"out_root={out}", "benchmark.size=full", f"benchmark.cases_dir={full_cases}",
-                       "model=moshi_lockstep", "progress=false"])
+    cfg = compose_cfg(
+        [
+            f"out_root={out}",
+            "benchmark.size=full",
+            f"benchmark.cases_dir={full_cases}",
+            "model=moshi_lockstep",
+            "progress=false",
+        ]
+    )
     shutil.rmtree(out / "plan", ignore_errors=True)
     (out / "plan").mkdir(parents=True)
     with contextlib.redirect_stdout(sys.stderr):  # its table; the figures are in plan.json
         plan(Run(cfg, out / "plan", out))
     figures = json.loads((out / "plan" / "plan.json").read_text())
-    return {"cases": figures["cases"], "session_s_expected": figures["session_s_expected"],
-            "session_s_worst": figures["session_s_worst"], "data": str(full_cases),
-            "how": "stage=plan benchmark.size=full model=moshi_lockstep (fdeval.cluster.plan.estimate_session per case)",
-            "source": "computed now"}
+    return {
+        "cases": figures["cases"],
+        "session_s_expected": figures["session_s_expected"],
+        "session_s_worst": figures["session_s_worst"],
+        "data": str(full_cases),
+        "how": "stage=plan benchmark.size=full model=moshi_lockstep (fdeval.cluster.plan.estimate_session per case)",
+        "source": "computed now",
+    }
 
 
-def bare_forward(rows: Any, batch: int, frames: np.ndarray, steps: int, warmup: int) -> dict[str, Any]:
+def bare_forward(
+    rows: Any, batch: int, frames: np.ndarray, steps: int, warmup: int
+) -> dict[str, Any]:
     """Mimi encode + LMGen.step + Mimi decode at `batch` rows, all busy, as the harness's step does,
     without its masks, resets, events or anything of the session around it, `steps` in a loop after
     `warmup` (`rows`: a closed `MoshiRows`, whose modules get a streaming state of `batch` rows here)."""
@@ -179,8 +218,13 @@ def bare_forward(rows: Any, batch: int, frames: np.ndarray, steps: int, warmup: 
         if fwd.cuda:
             torch.cuda.synchronize()
         wall = time.perf_counter() - t0
-    out = {"batch": batch, "steps": steps, "wall_s": wall, "step_ms": 1e3 * wall / steps,
-           "speed": batch * steps * FRAME_S / wall}
+    out = {
+        "batch": batch,
+        "steps": steps,
+        "wall_s": wall,
+        "step_ms": 1e3 * wall / steps,
+        "speed": batch * steps * FRAME_S / wall,
+    }
     if cuda:  # its streaming state and activations: what the interleaved copy will hold beside the harness
         out["gpu_bytes"] = torch.cuda.max_memory_allocated() - base
     return out
@@ -193,7 +237,9 @@ class ForwardProbe:
     the second; `spent_s` is all the time it took (the
     harness's wall less that is the harness's own)."""
 
-    def __init__(self, rows: Any, batch: int, frames: np.ndarray, every_s: float, skip: str | None = None):
+    def __init__(
+        self, rows: Any, batch: int, frames: np.ndarray, every_s: float, skip: str | None = None
+    ):
         self.rows, self.batch, self.frames, self.every_s = rows, batch, frames, every_s
         self.skip = skip  # why it does not run (the GPU cannot hold a second streaming state)
         self.cuda = str(rows.device).startswith("cuda")
@@ -218,7 +264,7 @@ class ForwardProbe:
         import torch
 
         n_frames = self.frames.shape[1]
-        x = np.ascontiguousarray(self.frames[:self.batch, self.k % n_frames][:, None, :])
+        x = np.ascontiguousarray(self.frames[: self.batch, self.k % n_frames][:, None, :])
         self.k += 1
         with torch.no_grad():
             codes = self.rows.mimi.encode(torch.from_numpy(x).to(self.rows.device))
@@ -248,9 +294,16 @@ class ForwardProbe:
     def result(self) -> dict[str, Any]:
         n = len(self.step_s)
         wall = sum(self.step_s)
-        return {"batch": self.batch, "steps": n, "wall_s": wall, "step_ms": 1e3 * wall / max(1, n),
-                "speed": self.batch * n * FRAME_S / wall if wall else float("nan"), "spent_s": self.spent_s,
-                "every_s": self.every_s, "skipped": self.skip}
+        return {
+            "batch": self.batch,
+            "steps": n,
+            "wall_s": wall,
+            "step_ms": 1e3 * wall / max(1, n),
+            "speed": self.batch * n * FRAME_S / wall if wall else float("nan"),
+            "spent_s": self.spent_s,
+            "every_s": self.every_s,
+            "skipped": self.skip,
+        }
 
 
 def probe_skip(before: dict[str, Any], weights_bytes: int) -> str | None:
@@ -279,8 +332,14 @@ def case_frames(cases: list[Any], root: Path, rows: int, frame_n: int, sr: int) 
     return np.stack([audio[i % len(audio)][: n * frame_n].reshape(n, frame_n) for i in range(rows)])
 
 
-def harness(a: argparse.Namespace, b: int, ids: list[str], common: list[str], stamp: str,
-            probe: ForwardProbe) -> dict[str, Any]:
+def harness(
+    a: argparse.Namespace,
+    b: int,
+    ids: list[str],
+    common: list[str],
+    stamp: str,
+    probe: ForwardProbe,
+) -> dict[str, Any]:
     """The real run step at batch size `b` on the cases `ids`, with `probe` timing the bare forward
     between its steps: its speed after the model's load and without the probe's time, the batched
     steps it took, and (CUDA) the GPU memory it added."""
@@ -296,22 +355,44 @@ def harness(a: argparse.Namespace, b: int, ids: list[str], common: list[str], st
     # a run folder of its own each time: one left by an earlier call would be resumed, measuring nothing
     SlotPool.probe = probe
     try:
-        run, step_wall = launch(a.out.resolve(), f"run_tag=speed-{stamp}-b{b}", "stage=run", "model=moshi_lockstep",
-                                f"model.batch_size={b}", f"benchmark.cases=[{','.join(ids)}]", *common)
+        run, step_wall = launch(
+            a.out.resolve(),
+            f"run_tag=speed-{stamp}-b{b}",
+            "stage=run",
+            "model=moshi_lockstep",
+            f"model.batch_size={b}",
+            f"benchmark.cases=[{','.join(ids)}]",
+            *common,
+        )
     finally:
         SlotPool.probe = None
     st = run.stats["run"]
     load_s = float(run.model.load_s)
     n = run.model.counters()
     compute_s = st["wall_s"] - load_s - probe.spent_s
-    h = {"batch": b, "cases": st["recorded"], "failed": st["failed"], "invalid": st["invalid"],
-         "session_s": st["session_s"], "wall_s": st["wall_s"], "load_s": load_s, "probe_s": probe.spent_s,
-         "step_wall_s": step_wall,
-         "speed_with_load": st["speed"], "speed": st["session_s"] / compute_s, "cpu_s": st["cpu_s"],
-         "steps": int(n["steps"]), "row_steps": int(n["row_steps"]), "rows_busy": n["row_steps"] / max(1, n["steps"]),
-         "step_ms": 1e3 * compute_s / max(1, n["steps"]), "in_model_step": n["step_s"] / compute_s}
+    h = {
+        "batch": b,
+        "cases": st["recorded"],
+        "failed": st["failed"],
+        "invalid": st["invalid"],
+        "session_s": st["session_s"],
+        "wall_s": st["wall_s"],
+        "load_s": load_s,
+        "probe_s": probe.spent_s,
+        "step_wall_s": step_wall,
+        "speed_with_load": st["speed"],
+        "speed": st["session_s"] / compute_s,
+        "cpu_s": st["cpu_s"],
+        "steps": int(n["steps"]),
+        "row_steps": int(n["row_steps"]),
+        "rows_busy": n["row_steps"] / max(1, n["steps"]),
+        "step_ms": 1e3 * compute_s / max(1, n["steps"]),
+        "in_model_step": n["step_s"] / compute_s,
+    }
     if cuda:
-        h["gpu_peak_bytes"] = torch.cuda.max_memory_allocated() - base  # this run's model: weights + rows
+        h["gpu_peak_bytes"] = (
+            torch.cuda.max_memory_allocated() - base
+        )  # this run's model: weights + rows
     del run
     gc.collect()
     if cuda:
@@ -329,86 +410,151 @@ def measure(a: argparse.Namespace, res: dict[str, Any]) -> None:
     cuda = a.device.startswith("cuda")
     out = a.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    res["env"] = {"device": torch.cuda.get_device_name() if cuda else _cpu_model(),
-                  "device_kind": a.device, "torch": torch.__version__, "torch_threads": torch.get_num_threads(),
-                  "python": platform.python_version(), "cpus": os.cpu_count(), "dtype": a.dtype,
-                  "model": ("tiny random Moshi" if not a.moshiko_shapes else "moshiko shapes, random" if
-                            a.moshiko_layers is None else f"moshiko shapes with {a.moshiko_layers} layer(s), random"),
-                  "kv_cache_s": a.max_session_s}
-    w = (build_moshiko_shapes(out / "moshiko", a.device, layers=a.moshiko_layers) if a.moshiko_shapes
-         else build_tiny(Path(sys.executable), out / "tiny"))
-    weights = [f"model.config_path={w['config']}", f"model.moshi_weight={w['moshi_weight']}",
-               f"model.mimi_weight={w['mimi_weight']}", f"model.tokenizer={w['tokenizer']}", "model.hf_repo=null"]
+    res["env"] = {
+        "device": torch.cuda.get_device_name() if cuda else _cpu_model(),
+        "device_kind": a.device,
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "dtype": a.dtype,
+        "model": (
+            "tiny random Moshi"
+            if not a.moshiko_shapes
+            else "moshiko shapes, random"
+            if a.moshiko_layers is None
+            else f"moshiko shapes with {a.moshiko_layers} layer(s), random"
+        ),
+        "kv_cache_s": a.max_session_s,
+    }
+    w = (
+        build_moshiko_shapes(out / "moshiko", a.device, layers=a.moshiko_layers)
+        if a.moshiko_shapes
+        else build_tiny(Path(sys.executable), out / "tiny")
+    )
+    weights = [
+        f"model.config_path={w['config']}",
+        f"model.moshi_weight={w['moshi_weight']}",
+        f"model.mimi_weight={w['mimi_weight']}",
+        f"model.tokenizer={w['tokenizer']}",
+        "model.hf_repo=null",
+    ]
     # sessions are cut (and invalid) at max_session_s, which also sizes each row's KV cache
-    short = [f"benchmark.timeout_s={a.turn_timeout_s:g}", f"orchestrator.max_session_s={a.max_session_s:g}"]
+    short = [
+        f"benchmark.timeout_s={a.turn_timeout_s:g}",
+        f"orchestrator.max_session_s={a.max_session_s:g}",
+    ]
     gen, _ = launch(out, "stage=generate", f"benchmark.size={a.size}", short[0])
     # --cases N: the same first N cases at every B; else on a CPU 4 x the largest B for all, on CUDA
     # 2 x B at each B (prefixes of one list: B=1 alone would take an hour at real time). A whole
     # number of cases per row: sessions of similar length then keep every row busy to the end, as
     # the many cases of a real run do (26 cases on 8 rows leave 2 alone in a fourth wave).
-    per_b = {b: min(len(gen.cases), a.cases or (2 * b if cuda else 4 * max(a.batch))) for b in a.batch}
-    cases = gen.cases[:max(per_b.values())]
+    per_b = {
+        b: min(len(gen.cases), a.cases or (2 * b if cuda else 4 * max(a.batch))) for b in a.batch
+    }
+    cases = gen.cases[: max(per_b.values())]
     for b, n in per_b.items():
         if n < b:
             print(f"note: {n} cases for B={b}: its rows are never all busy", flush=True)
     res["cases"] = [c.case_id for c in cases]
     res["cases_per_batch"] = per_b
-    common = [f"model.device={a.device}", f"model.dtype={a.dtype}", f"model.torch_threads={a.threads}",
-              f"benchmark.size={a.size}", *short, *weights]
+    common = [
+        f"model.device={a.device}",
+        f"model.dtype={a.dtype}",
+        f"model.torch_threads={a.threads}",
+        f"benchmark.size={a.size}",
+        *short,
+        *weights,
+    ]
     # the bare forward's model: loaded once (kept beside the harness's own), a streaming state per call
     if cuda:
         torch.cuda.empty_cache()
-    fmodel = MoshiLockstep(batch_size=1, hf_repo=None, config_path=w["config"], moshi_weight=w["moshi_weight"],
-                           mimi_weight=w["mimi_weight"], tokenizer=w["tokenizer"], device=a.device, dtype=a.dtype,
-                           torch_threads=a.threads, kv_cache_s=a.max_session_s)
+    fmodel = MoshiLockstep(
+        batch_size=1,
+        hf_repo=None,
+        config_path=w["config"],
+        moshi_weight=w["moshi_weight"],
+        mimi_weight=w["mimi_weight"],
+        tokenizer=w["tokenizer"],
+        device=a.device,
+        dtype=a.dtype,
+        torch_threads=a.threads,
+        kv_cache_s=a.max_session_s,
+    )
     rows = fmodel.pool.rows
     rows.close()  # its streaming(1) state; bare_forward opens streaming(B)
     res["env"]["kv_cache_steps"] = rows.kv_capacity
     params = [p for mod in (rows.lm_gen.lm_model, rows.mimi) for p in mod.parameters()]
     res["weights_bytes"] = int(sum(p.numel() * p.element_size() for p in params))
-    frames = case_frames(cases, gen.case_root, max(a.batch), rows.frame_n, int(rows.mimi.sample_rate))
+    frames = case_frames(
+        cases, gen.case_root, max(a.batch), rows.frame_n, int(rows.mimi.sample_rate)
+    )
     res["harness"], res["forward"] = [], []
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    print(f"{'/'.join(str(n) for n in per_b.values())} cases at B={','.join(map(str, a.batch))} ({a.size} set, "
-          f"take-turn timeout {a.turn_timeout_s:g} s, KV cache {rows.kv_capacity} steps), {res['env']['model']}, "
-          f"{a.device} ({res['env']['device']}), torch {torch.__version__}, {torch.get_num_threads()} thread(s)", flush=True)
+    print(
+        f"{'/'.join(str(n) for n in per_b.values())} cases at B={','.join(map(str, a.batch))} ({a.size} set, "
+        f"take-turn timeout {a.turn_timeout_s:g} s, KV cache {rows.kv_capacity} steps), {res['env']['model']}, "
+        f"{a.device} ({res['env']['device']}), torch {torch.__version__}, {torch.get_num_threads()} thread(s)",
+        flush=True,
+    )
     for b in a.batch:
         # the forward between the harness's steps (the ratio's), and alone just before and after
         before = bare_forward(rows, b, frames, a.forward_steps, a.warmup_steps)
         skip = "--no-probe" if a.no_probe else probe_skip(before, res["weights_bytes"])
         with ForwardProbe(rows, b, frames, a.probe_every_s, skip) as probe:
-            h = harness(a, b, res["cases"][:per_b[b]], common, stamp, probe)
+            h = harness(a, b, res["cases"][: per_b[b]], common, stamp, probe)
         after = bare_forward(rows, b, frames, a.forward_steps, a.warmup_steps)
         f = {**probe.result(), "before": before, "after": after}
         if probe.skip:  # then the mean of the forward alone before and after the harness
-            f.update(speed=(before["speed"] + after["speed"]) / 2, step_ms=(before["step_ms"] + after["step_ms"]) / 2)
-        line = (f"harness B={b}: {h['speed']:.2f} session-s per wall-s ({h['session_s']:.1f} session-s of "
-                f"{h['cases']} cases in {h['wall_s'] - h['load_s'] - h['probe_s']:.1f} s after a {h['load_s']:.1f} s "
-                f"load, less {h['probe_s']:.1f} s of interleaved forward; "
-                f"{h['steps']} steps of {h['step_ms']:.1f} ms, {h['rows_busy']:.2f} rows busy on average, "
-                f"{100 * h['in_model_step']:.1f}% of the time in the model step)")
+            f.update(
+                speed=(before["speed"] + after["speed"]) / 2,
+                step_ms=(before["step_ms"] + after["step_ms"]) / 2,
+            )
+        line = (
+            f"harness B={b}: {h['speed']:.2f} session-s per wall-s ({h['session_s']:.1f} session-s of "
+            f"{h['cases']} cases in {h['wall_s'] - h['load_s'] - h['probe_s']:.1f} s after a {h['load_s']:.1f} s "
+            f"load, less {h['probe_s']:.1f} s of interleaved forward; "
+            f"{h['steps']} steps of {h['step_ms']:.1f} ms, {h['rows_busy']:.2f} rows busy on average, "
+            f"{100 * h['in_model_step']:.1f}% of the time in the model step)"
+        )
         if h["invalid"] or h["failed"]:
             line += f"; {h['invalid']} session(s) invalid, {h['failed']} failed"
         if cuda:
             h["gpu_mem_per_row_bytes"] = (h["gpu_peak_bytes"] - res["weights_bytes"]) / b
-            line += f", GPU {h['gpu_peak_bytes'] / 2**30:.2f} GiB ({h['gpu_mem_per_row_bytes'] / 2**30:.3f} GiB per row)"
+            line += (
+                f", GPU {h['gpu_peak_bytes'] / 2**30:.2f} GiB "
+                f"({h['gpu_mem_per_row_bytes'] / 2**30:.3f} GiB per row)"
+            )
         res["harness"].append(h)
         res["forward"].append(f)
         print(line, flush=True)
-        how = (f"the mean of the forward alone, not interleaved: {probe.skip}" if probe.skip else
-               f"{f['steps']} steps timed between the harness's")
-        print(f"forward B={b}: {f['speed']:.2f} session-s per wall-s ({f['step_ms']:.1f} ms per step, {how}; alone "
-              f"{before['speed']:.2f} before the harness, {after['speed']:.2f} after, {before['steps']} steps each)", flush=True)
+        how = (
+            f"the mean of the forward alone, not interleaved: {probe.skip}"
+            if probe.skip
+            else f"{f['steps']} steps timed between the harness's"
+        )
+        print(
+            f"forward B={b}: {f['speed']:.2f} session-s per wall-s ({f['step_ms']:.1f} ms per step, {how}; alone "
+            f"{before['speed']:.2f} before the harness, {after['speed']:.2f} after, {before['steps']} steps each)",
+            flush=True,
+        )
     if cuda:
         full = full_set_session_s(a.full_cases, out)
         res["full_set"] = full
-        print(f"full Instruct-FD set: {full['cases']} sessions, {full['session_s_expected'] / 3600:.2f} h expected "
-              f"session time ({full['source']}); GPU-minutes on one GPU = that / harness speed / 60:", flush=True)
+        print(
+            f"full Instruct-FD set: {full['cases']} sessions, {full['session_s_expected'] / 3600:.2f} h expected "
+            f"session time ({full['source']}); GPU-minutes on one GPU = that / harness speed / 60:",
+            flush=True,
+        )
         for h in res["harness"]:
             h["full_set_gpu_min"] = full["session_s_expected"] / h["speed"] / 60
-            print(f"  B={h['batch']}: {h['full_set_gpu_min']:.1f} GPU-min; GPU memory per row "
-                  f"{h['gpu_mem_per_row_bytes'] / 2**30:.3f} GiB (the run's peak less {res['weights_bytes'] / 2**30:.2f} GiB "
-                  "of weights, over B)", flush=True)
+            print(
+                f"  B={h['batch']}: {h['full_set_gpu_min']:.1f} GPU-min; GPU memory per row "
+                f"{h['gpu_mem_per_row_bytes'] / 2**30:.3f} GiB "
+                f"(the run's peak less {res['weights_bytes'] / 2**30:.2f} GiB "
+                "of weights, over B)",
+                flush=True,
+            )
     ref = 8 if 8 in a.batch else max(a.batch)
     h8 = next(h for h in res["harness"] if h["batch"] == ref)
     f8 = next(f for f in res["forward"] if f["batch"] == ref)
@@ -419,38 +565,84 @@ def measure(a: argparse.Namespace, res: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--batch", type=lambda s: [int(x) for x in s.split(",")], default=None,
-                   help="batch sizes (default 1,8 on a CPU, 1,8,32,64 on CUDA)")
-    p.add_argument("--moshiko-shapes", action="store_true", help="a random model with moshiko's shapes (for a GPU)")
-    p.add_argument("--moshiko-layers", type=int, default=None,
-                   help="with --moshiko-shapes: this many layers instead of moshiko's (a check of the path, not a figure)")
-    p.add_argument("--device", default=None, help="cpu | cuda (default: cuda with --moshiko-shapes, else cpu)")
+    p.add_argument(
+        "--batch",
+        type=lambda s: [int(x) for x in s.split(",")],
+        default=None,
+        help="batch sizes (default 1,8 on a CPU, 1,8,32,64 on CUDA)",
+    )
+    p.add_argument(
+        "--moshiko-shapes",
+        action="store_true",
+        help="a random model with moshiko's shapes (for a GPU)",
+    )
+    p.add_argument(
+        "--moshiko-layers",
+        type=int,
+        default=None,
+        help="with --moshiko-shapes: this many layers instead of moshiko's (a check of the path, not a figure)",
+    )
+    p.add_argument(
+        "--device", default=None, help="cpu | cuda (default: cuda with --moshiko-shapes, else cpu)"
+    )
     p.add_argument("--dtype", default="bfloat16")
     p.add_argument("--threads", type=int, default=1, help="torch threads")
-    p.add_argument("--size", default="sample", help="Instruct-FD size the cases come from (default sample: 134 "
-                   "cases, enough to fill B=64 twice)")
-    p.add_argument("--cases", type=int, default=None,
-                   help="the same first N cases at every B (default: CPU 4 x the largest B, CUDA 2 x B at each B)")
+    p.add_argument(
+        "--size",
+        default="sample",
+        help="Instruct-FD size the cases come from (default sample: 134 "
+        "cases, enough to fill B=64 twice)",
+    )
+    p.add_argument(
+        "--cases",
+        type=int,
+        default=None,
+        help="the same first N cases at every B (default: CPU 4 x the largest B, CUDA 2 x B at each B)",
+    )
     p.add_argument("--turn-timeout-s", type=float, default=4.0)
-    p.add_argument("--max-session-s", type=float, default=120.0,
-                   help="orchestrator.max_session_s, which also sizes each row's KV cache (model.kv_cache_s)")
-    p.add_argument("--forward-steps", type=int, default=150, help="steps of the forward alone before and after")
-    p.add_argument("--probe-every-s", type=float, default=0.5,
-                   help="seconds between two timings of the forward inside the harness's run")
-    p.add_argument("--no-probe", action="store_true",
-                   help="time the forward only alone before and after the harness (the ratio uses their mean)")
+    p.add_argument(
+        "--max-session-s",
+        type=float,
+        default=120.0,
+        help="orchestrator.max_session_s, which also sizes each row's KV cache (model.kv_cache_s)",
+    )
+    p.add_argument(
+        "--forward-steps", type=int, default=150, help="steps of the forward alone before and after"
+    )
+    p.add_argument(
+        "--probe-every-s",
+        type=float,
+        default=0.5,
+        help="seconds between two timings of the forward inside the harness's run",
+    )
+    p.add_argument(
+        "--no-probe",
+        action="store_true",
+        help="time the forward only alone before and after the harness (the ratio uses their mean)",
+    )
     p.add_argument("--warmup-steps", type=int, default=3)
-    p.add_argument("--full-cases", type=Path, default=None, help="a generated full Instruct-FD set (for the projection)")
+    p.add_argument(
+        "--full-cases",
+        type=Path,
+        default=None,
+        help="a generated full Instruct-FD set (for the projection)",
+    )
     p.add_argument("--out", type=Path, default=REPO / ".cache" / "moshi_lockstep_speed")
-    p.add_argument("--json", type=Path, default=None, help="where the figures go (default OUT/speed.json)")
-    p.add_argument("--timeout-s", type=float, default=1800.0, help="stop (exit 124) after this long")
+    p.add_argument(
+        "--json", type=Path, default=None, help="where the figures go (default OUT/speed.json)"
+    )
+    p.add_argument(
+        "--timeout-s", type=float, default=1800.0, help="stop (exit 124) after this long"
+    )
     a = p.parse_args(argv)
     if not have_moshi():
         return hand_over(argv)
     a.device = a.device or ("cuda" if a.moshiko_shapes else "cpu")
     a.batch = a.batch or ([1, 8, 32, 64] if a.device.startswith("cuda") else [1, 8])
     a.json = a.json or a.out / "speed.json"
-    res: dict[str, Any] = {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(a).items()}}
+    res: dict[str, Any] = {
+        "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(a).items()}
+    }
 
     def on_alarm(*_: Any) -> None:
         raise Timeout()
@@ -462,8 +654,10 @@ def main(argv: list[str] | None = None) -> int:
         measure(a, res)
     except Timeout:
         res["timed_out"] = True
-        print(f"moshi_lockstep_speed: timed out after {a.timeout_s:g} s (--timeout-s); partial figures in {a.json}",
-              file=sys.stderr)
+        print(
+            f"moshi_lockstep_speed: timed out after {a.timeout_s:g} s (--timeout-s); partial figures in {a.json}",
+            file=sys.stderr,
+        )
         rc = 124
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)

@@ -56,15 +56,22 @@ class NaiveLaw:
 
     def __init__(self, law: laws.ReferenceLaw):
         a, b, c = law.params
-        self.dist = (stats.exponnorm(c / b, loc=a, scale=b) if law.family == "exgauss"
-                     else stats.lognorm(c, loc=a, scale=math.exp(b)))
+        self.dist = (
+            stats.exponnorm(c / b, loc=a, scale=b)
+            if law.family == "exgauss"
+            else stats.lognorm(c, loc=a, scale=math.exp(b))
+        )
         self.beta = law.no_response_mass
         self.lo = self.dist.cdf(-2.0)
         self.mass = self.dist.cdf(5.0) - self.lo
         grid = np.linspace(-2, 5, 70001)
         k = int(np.argmax(self.dist.pdf(grid)))
-        res = optimize.minimize_scalar(lambda t: -self.dist.pdf(t), bounds=(grid[k - 1], grid[k + 1]),
-                                       method="bounded", options={"xatol": 1e-12})
+        res = optimize.minimize_scalar(
+            lambda t: -self.dist.pdf(t),
+            bounds=(grid[k - 1], grid[k + 1]),
+            method="bounded",
+            options={"xatol": 1e-12},
+        )
         self.peak = float(self.dist.pdf(res.x)) / self.mass
 
     def cdf(self, t):
@@ -89,8 +96,9 @@ def naive_timing(naive: list[NaiveLaw], q: np.ndarray, y: float) -> float:
     if math.isnan(y) or y > 5.0:
         crps = simpson(lambda t: w(t) * P(t) ** 2, -2.0, 5.0)
     else:
-        crps = simpson(lambda t: w(t) * P(t) ** 2, -2.0, y, 2000) + simpson(lambda t: w(t) * (1 - P(t)) ** 2, y, 5.0,
-                                                                              2000)
+        crps = simpson(lambda t: w(t) * P(t) ** 2, -2.0, y, 2000) + simpson(
+            lambda t: w(t) * (1 - P(t)) ** 2, y, 5.0, 2000
+        )
     return 1 - crps / W
 
 
@@ -114,8 +122,12 @@ def naive_population_timing(naive: list[NaiveLaw], y: np.ndarray, modes: np.ndar
         for i in range(breaks.size - 1):  # empirical CDF is i / n on [breaks[i], breaks[i+1])
             c = i / yz.size
             n_sub = 2 * max(1, math.ceil((breaks[i + 1] - breaks[i]) / 2e-3))
-            div += simpson(lambda t, c=c, law=law: law.weight(t) * (c - law.cdf(t)) ** 2, breaks[i], breaks[i + 1],
-                           n_sub)
+            div += simpson(
+                lambda t, c=c, law=law: law.weight(t) * (c - law.cdf(t)) ** 2,
+                breaks[i],
+                breaks[i + 1],
+                n_sub,
+            )
         W = simpson(law.weight, -2.0, 5.0, 20000)
         total += (modes == z).mean() * div / W
     return 1 - total
@@ -158,14 +170,18 @@ def naive_bca(cat, s_t, s_l, s_o, n_resamples: int, seed: int, confidence: float
     theta = naive_composite(cat, s_t, s_l, s_o)
     rng = np.random.default_rng(seed)
     reps = []
-    for start in range(0, n_resamples, CHUNK):  # the scorer's documented stream: CHUNK rows per draw
+    for start in range(
+        0, n_resamples, CHUNK
+    ):  # the scorer's documented stream: CHUNK rows per draw
         for idx in rng.integers(0, n, size=(min(CHUNK, n_resamples - start), n)):
             reps.append(naive_composite(cat[idx], s_t[idx], s_l[idx], s_o[idx]))
     reps = np.array(reps)
-    jack = np.array([naive_composite(*(np.delete(a, i) for a in (cat, s_t, s_l, s_o))) for i in range(n)])
+    jack = np.array(
+        [naive_composite(*(np.delete(a, i) for a in (cat, s_t, s_l, s_o))) for i in range(n)]
+    )
     z0 = ndtri((np.sum(reps < theta) + 0.5 * np.sum(reps == theta)) / reps.size)
     d = jack.mean() - jack
-    a = np.sum(d ** 3) / (6 * np.sum(d ** 2) ** 1.5)
+    a = np.sum(d**3) / (6 * np.sum(d**2) ** 1.5)
     za = ndtri(np.array([(1 - confidence) / 2, (1 + confidence) / 2]))
     lo, hi = np.quantile(reps, ndtr(z0 + (z0 + za) / (1 - a * (z0 + za))))
     return theta, lo, hi
@@ -215,8 +231,10 @@ def main() -> int:
     rng = np.random.default_rng(args.seed)
     eps = simulate.random_episodes(rng, sizes)
     ref = simulate.duration_reference(rng)
-    print(f"{len(eps)} episodes, {args.resamples} BCa resamples, 1 core (cpu {sorted(os.sched_getaffinity(0))}), "
-          f"numpy {np.__version__}")
+    print(
+        f"{len(eps)} episodes, {args.resamples} BCa resamples, 1 core (cpu {sorted(os.sched_getaffinity(0))}), "
+        f"numpy {np.__version__}"
+    )
 
     for cached in (laws.law_table, laws.reference_laws, laws.ref_log_sigma):
         cached.cache_clear()  # the cold run pays for deriving the laws and building the table
@@ -226,28 +244,40 @@ def main() -> int:
         result = score_episodes(eps, ref, n_resamples=args.resamples, seed=args.seed)
         times.append(time.perf_counter() - t0)
     fast_s = times[0]
-    print(f"fast : {fast_s:7.3f} s cold (incl. law table), {min(times[1:]):.4f} s warm   "
-          f"S = {result.composite.estimate:.6f} [{result.composite.low:.6f}, {result.composite.high:.6f}]  "
-          f"S_T(pop) = {result.timing_population:.6f}  S_L(pop) = {result.length_population:.6f}")
+    print(
+        f"fast : {fast_s:7.3f} s cold (incl. law table), {min(times[1:]):.4f} s warm   "
+        f"S = {result.composite.estimate:.6f} [{result.composite.low:.6f}, {result.composite.high:.6f}]  "
+        f"S_T(pop) = {result.timing_population:.6f}  S_L(pop) = {result.length_population:.6f}"
+    )
     t0 = time.perf_counter()
     scores = episode_scores(eps, ref)
     t1 = time.perf_counter()
-    bootstrap_sums(features(scores), composite_statistic, n_resamples=args.resamples, seed=args.seed)
+    bootstrap_sums(
+        features(scores), composite_statistic, n_resamples=args.resamples, seed=args.seed
+    )
     t2 = time.perf_counter()
-    population_timing_interval([e.onset_s for e in eps], [e.posterior for e in eps], n_resamples=args.resamples,
-                               seed=args.seed)
+    population_timing_interval(
+        [e.onset_s for e in eps],
+        [e.posterior for e in eps],
+        n_resamples=args.resamples,
+        seed=args.seed,
+    )
     t3 = time.perf_counter()
-    print(f"       warm parts: per-episode scores {t1 - t0:.4f} s, BCa with {args.resamples} resamples {t2 - t1:.4f} s "
-          f"({(t2 - t1) / min(times[1:]):.0%} of the warm time on intervals); "
-          f"population S_T BCa (not in the warm time) {t3 - t2:.4f} s")
+    print(
+        f"       warm parts: per-episode scores {t1 - t0:.4f} s, BCa with {args.resamples} resamples {t2 - t1:.4f} s "
+        f"({(t2 - t1) / min(times[1:]):.0%} of the warm time on intervals); "
+        f"population S_T BCa (not in the warm time) {t3 - t2:.4f} s"
+    )
     if args.skip_naive:
         return 0 if fast_s < 10 else 1
 
     t0 = time.perf_counter()
     s_t, s_l, s_o, (theta, lo, hi), pop_t, pop_l = naive_run(eps, ref, args.resamples, args.seed)
     naive_s = time.perf_counter() - t0
-    print(f"naive: {naive_s:7.2f} s                          "
-          f"S = {theta:.6f} [{lo:.6f}, {hi:.6f}]  S_T(pop) = {pop_t:.6f}  S_L(pop) = {pop_l:.6f}")
+    print(
+        f"naive: {naive_s:7.2f} s                          "
+        f"S = {theta:.6f} [{lo:.6f}, {hi:.6f}]  S_T(pop) = {pop_t:.6f}  S_L(pop) = {pop_l:.6f}"
+    )
     ep = result.episodes
     diffs = {
         "s_T": np.max(np.abs(ep.timing - s_t)),
@@ -263,7 +293,9 @@ def main() -> int:
     print(f"ratio naive / fast: {naive_s / fast_s:.0f}x cold, {naive_s / min(times[1:]):.0f}x warm")
     print("max |fast - naive|: " + ", ".join(f"{k} {v:.1e}" for k, v in diffs.items()))
     ok = same_nan and all(v <= TOL for v in diffs.values())
-    print(f"agreement within {TOL:g}: {'yes' if ok else 'NO'}; fast under 10 s: {'yes' if fast_s < 10 else 'NO'}")
+    print(
+        f"agreement within {TOL:g}: {'yes' if ok else 'NO'}; fast under 10 s: {'yes' if fast_s < 10 else 'NO'}"
+    )
     return 0 if ok and fast_s < 10 else 1
 
 

@@ -35,8 +35,19 @@ from fdeval.settings import CONF_DIR
 # path, and settings that do not change a result (the identity hash decides the rest).
 # What does not name a run: the groups (the folder path names them), where and how it runs, and
 # every setting outside the identity (fdeval.engine.identity.NOT_RESULT_PATHS: waits, parallelism).
-_UNTAGGED_KEYS = {"model", "benchmark", "stage", "launcher", "run_tag", "out_root", "progress", "resume",
-                  "judge.cache_dir", "report", *NOT_RESULT_PATHS}
+_UNTAGGED_KEYS = {
+    "model",
+    "benchmark",
+    "stage",
+    "launcher",
+    "run_tag",
+    "out_root",
+    "progress",
+    "resume",
+    "judge.cache_dir",
+    "report",
+    *NOT_RESULT_PATHS,
+}
 _UNTAGGED_PREFIXES = ("launcher.", "hydra.", "report.", "stage.")
 
 
@@ -67,7 +78,9 @@ def run_folder(overrides: list[str]) -> Path:
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-            cfg = compose("config", overrides=[*overrides, "stage=status"])  # status: builds no model or judge
+            cfg = compose(
+                "config", overrides=[*overrides, "stage=status"]
+            )  # status: builds no model or judge
     finally:
         GlobalHydra.instance().clear()
     return prepare(cfg, _tag(overrides), tool_steps=_tools())[0]
@@ -91,7 +104,9 @@ def _tools() -> list:
 def _launcher(cfg: DictConfig) -> Launcher:
     name = cfg.launcher.name
     if name not in LAUNCHERS:
-        raise ConfigError(f"launcher.name: unknown launcher {name!r}; valid: {', '.join(LAUNCHERS)}")
+        raise ConfigError(
+            f"launcher.name: unknown launcher {name!r}; valid: {', '.join(LAUNCHERS)}"
+        )
     return LAUNCHERS[name](cfg)
 
 
@@ -104,13 +119,14 @@ def _check_groups(cfg: DictConfig, overrides: list[str]) -> None:
         key = o.split("=", 1)[0].lstrip("+~")
         group = key.split(".", 1)[0]
         if group in CHECKED_GROUPS and group not in used:
-            raise ConfigError(f"{key}: benchmark {cfg.benchmark.name} has no step that uses a {group}; "
-                              f"steps: {', '.join(s.name for s in steps)}")
+            raise ConfigError(
+                f"{key}: benchmark {cfg.benchmark.name} has no step that uses a {group}; "
+                f"steps: {', '.join(s.name for s in steps)}"
+            )
 
 
 # Groups that only some benchmarks' steps use (the others are every run's).
 CHECKED_GROUPS = ("judge", "asr")
-
 
 
 def _start_folder(run_dir: Path, cfg: DictConfig, overrides: list[str]) -> logging.Handler:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 # Exit statuses of `python -m fdeval.launch` besides 0 (README, "Exit status").
 EXIT_STOPPED = 2  # a user error, or a step that stopped (e.g. cases its run step could not record)
-EXIT_NOT_SCORED = 3  # every step finished, but some sessions are invalid or failed: not in the scores
+EXIT_NOT_SCORED = (
+    3  # every step finished, but some sessions are invalid or failed: not in the scores
+)
 
 
 class FdevalError(Exception):

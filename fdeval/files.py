@@ -1,4 +1,6 @@
-"""Atomic, durable file writes: a stage's output exists only once it is complete and on disk.
+"""Atomic, durable file writes, and the strict JSON reader of the files fdeval reads back.
+
+Writes: a stage's output exists only once it is complete and on disk.
 
 Every writer goes through `atomic_path`: a temp name beside the target, fsync, rename, fsync of
 the folder, so a crash or a power loss leaves either the old file or the whole new one. Files get
@@ -20,7 +22,7 @@ import socket
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from fdeval.errors import FdevalError
 
@@ -120,8 +122,11 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         path.parent.mkdir(parents=True, exist_ok=True)
         _sweep_once(path.parent)
         # host and pid in the name let a later run tell a crashed writer's leftovers from live ones
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{_HOST}-{os.getpid()}.", suffix=".tmp" + path.suffix,
-                                   dir=path.parent)
+        fd, tmp = tempfile.mkstemp(
+            prefix=f".{path.name}.{_HOST}-{os.getpid()}.",
+            suffix=".tmp" + path.suffix,
+            dir=path.parent,
+        )
         os.close(fd)
     except OSError as e:
         raise _write_error(path, e) from None
@@ -131,7 +136,10 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
             yield tmp_path
         except (OSError, RuntimeError) as e:
             # soundfile and h5py report a failed write as a RuntimeError; any other is a bug: re-raise
-            if isinstance(e, RuntimeError) and type(e).__module__.split(".")[0] not in ("soundfile", "h5py"):
+            if isinstance(e, RuntimeError) and type(e).__module__.split(".")[0] not in (
+                "soundfile",
+                "h5py",
+            ):
                 raise
             raise _write_error(path, e) from e
         try:
@@ -151,7 +159,11 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> None:
     p = Path(path)
     if p.parent.is_dir():
         _sweep_once(p.parent)
-    if p.is_file() and p.stat().st_size == len(text.encode("utf-8")) and p.read_text(encoding="utf-8") == text:
+    if (
+        p.is_file()
+        and p.stat().st_size == len(text.encode("utf-8"))
+        and p.read_text(encoding="utf-8") == text
+    ):
         return
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
@@ -159,3 +171,66 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> None:
 
 def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:
     write_text_atomic(path, json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading JSON back: the strict reader shared by every JSON file fdeval reads (cases,
+# transcripts, verdicts, a benchmark's own), one line naming the file when it cannot be read.
+
+
+class HugeInt:
+    """A JSON integer beyond 64 bits, kept as a marker so the field check can name its field.
+
+    Python's int() refuses more than 4300 digits (a ValueError out of the parser) and float()
+    overflows past ~1e308, so such a number would otherwise fail far from its field.
+    """
+
+    def __init__(self, digits: int):
+        self.digits = digits
+
+    def __repr__(self) -> str:
+        return f"<integer with {self.digits} digits>"
+
+
+_INT64 = 2**63
+
+
+def _parse_int(s: str) -> int | HugeInt:
+    n = len(s.lstrip("-"))
+    if n > 19:  # checked before int(): int() of 5000 digits raises
+        return HugeInt(n)
+    v = int(s)
+    return v if -_INT64 <= v < _INT64 else HugeInt(n)
+
+
+def read_json_file(path: str | Path, error: Callable[[str, None, str, str], FdevalError]) -> Any:
+    """The JSON value in `path`, integers beyond 64 bits as :class:`HugeInt`.
+
+    Whatever stops the file being read raises `error(path, None, field, why)`, one line: field
+    ``<file>`` when it is missing, unreadable or not UTF-8, ``<json>`` when it is not JSON or is
+    nested too deeply for the parser.
+    """
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise error(str(path), None, "<file>", "file not found") from None
+    except OSError as e:
+        raise error(str(path), None, "<file>", f"cannot read: {e.strerror or e}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise error(
+            str(path),
+            None,
+            "<file>",
+            f"not valid UTF-8: byte {e.start} (line {line}) is {data[e.start : e.start + 1]!r}",
+        ) from None
+    try:
+        return json.loads(text, parse_int=_parse_int)
+    except json.JSONDecodeError as e:
+        raise error(
+            str(path), None, "<json>", f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}"
+        ) from None
+    except RecursionError:
+        raise error(str(path), None, "<json>", "nested too deeply to parse") from None

@@ -25,7 +25,10 @@ from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 
 from fdeval.errors import EXIT_NOT_SCORED, FdevalError, SessionsNotScored
-from fdeval.settings import CONF_DIR, describe  # importing settings registers the schemas the YAML names
+from fdeval.settings import (
+    CONF_DIR,
+    describe,
+)  # importing settings registers the schemas the YAML names
 
 
 # Override keys that look like credentials: keys come from the environment only.
@@ -58,7 +61,7 @@ def _search_dirs(parsed: list) -> list[Path]:
     for o in parsed:
         if o.key_or_group == "hydra.searchpath":
             values = o.value() if isinstance(o.value(), list) else [o.value()]
-            dirs += [Path(str(v)[len("file://"):]) for v in values if str(v).startswith("file://")]
+            dirs += [Path(str(v)[len("file://") :]) for v in values if str(v).startswith("file://")]
     return dirs
 
 
@@ -67,13 +70,20 @@ def check_overrides(args: list[str]) -> None:
 
     The schemas (fdeval/settings.py) and Hydra's struct mode raise OmegaConf errors that carry the
     key and its parent node: an unknown key lists the valid ones there, a wrong type names the type."""
-    overrides = [a for a in args if not a.startswith("-") and "=" in a
-                 and (not a.lstrip("+~").startswith("hydra") or a.startswith("hydra.searchpath="))]
+    overrides = [
+        a
+        for a in args
+        if not a.startswith("-")
+        and "=" in a
+        and (not a.lstrip("+~").startswith("hydra") or a.startswith("hydra.searchpath="))
+    ]
     for o in overrides:
         key = o.split("=", 1)[0].lstrip("+~")
         if _SECRET_KEY.search(key):
-            _die(f"{key}: refusing a credential on the command line (it would land in the run folder and the shell "
-                 "history); set it in the environment instead, e.g. ANTHROPIC_API_KEY")
+            _die(
+                f"{key}: refusing a credential on the command line (it would land in the run folder and the shell "
+                "history); set it in the environment instead, e.g. ANTHROPIC_API_KEY"
+            )
     try:
         parsed = OverridesParser.create().parse_overrides(overrides)
     except Exception as e:  # hydra's own grammar error is already one readable sentence
@@ -89,10 +99,15 @@ def check_overrides(args: list[str]) -> None:
     for o in parsed:
         key = o.key_or_group
         if key in groups and not o.is_delete():
-            values = [str(v) for v in (o.sweep_string_iterator() if o.is_sweep_override() else [o.value()])]
+            values = [
+                str(v)
+                for v in (o.sweep_string_iterator() if o.is_sweep_override() else [o.value()])
+            ]
             for v in values:
                 if v not in groups[key]:
-                    _die(f"{key}={v}: unknown option for group '{key}'; valid: {', '.join(groups[key])}")
+                    _die(
+                        f"{key}={v}: unknown option for group '{key}'; valid: {', '.join(groups[key])}"
+                    )
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
         try:
@@ -106,8 +121,10 @@ def check_overrides(args: list[str]) -> None:
             GlobalHydra.instance().clear()
     roles = [o for o in parsed if o.key_or_group == "echochain_roles" and not o.is_delete()]
     if roles and str(cfg.benchmark.get("name")) != "echochain":
-        _die(f"{roles[0].input_line}: a preset of EchoChain's roles; it needs benchmark=echochain "
-             f"(this launch runs benchmark {cfg.benchmark.get('name')})")
+        _die(
+            f"{roles[0].input_line}: a preset of EchoChain's roles; it needs benchmark=echochain "
+            f"(this launch runs benchmark {cfg.benchmark.get('name')})"
+        )
     _check_writable(Path(str(cfg.out_root)).expanduser())
 
 
@@ -129,7 +146,9 @@ def _app(cfg: DictConfig) -> None:
 
     try:
         app.run(cfg, list(HydraConfig.get().overrides.task))
-    except SessionsNotScored as e:  # its work is done: a sweep's later points still run, then exit 3
+    except (
+        SessionsNotScored
+    ) as e:  # its work is done: a sweep's later points still run, then exit 3
         print(f"fdeval: error: {e}", file=sys.stderr)
         _not_scored.append(str(e))
     except FdevalError as e:

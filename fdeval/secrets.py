@@ -15,8 +15,10 @@ from contextlib import contextmanager
 from typing import Iterable, Iterator, Mapping
 
 # A key, token, secret or cloud credential by its name (HF_TOKEN too, though HF_ is otherwise allowed).
-_SECRET = re.compile(r"(API_?KEY|_TOKEN|_KEY)$|SECRET|PASSW|CREDENTIAL|^(ANTHROPIC|OPENAI|GEMINI|GOOGLE|AWS|AZURE)_",
-                     re.IGNORECASE)
+_SECRET = re.compile(
+    r"(API_?KEY|_TOKEN|_KEY)$|SECRET|PASSW|CREDENTIAL|^(ANTHROPIC|OPENAI|GEMINI|GOOGLE|AWS|AZURE)_",
+    re.IGNORECASE,
+)
 
 
 def is_secret_name(name: str) -> bool:
@@ -24,7 +26,9 @@ def is_secret_name(name: str) -> bool:
     return bool(_SECRET.search(name))
 
 
-def without_secrets(environ: Mapping[str, str] | None = None, keep: Iterable[str] = ()) -> dict[str, str]:
+def without_secrets(
+    environ: Mapping[str, str] | None = None, keep: Iterable[str] = ()
+) -> dict[str, str]:
     """`environ` (default os.environ) less every secret variable not named in `keep`."""
     src = os.environ if environ is None else environ
     kept = set(keep)
@@ -37,7 +41,9 @@ def secrets_withheld(keep: Iterable[str] = ()) -> Iterator[None]:
     library starts with the process's own environment (multiprocessing's spawn and its resource
     tracker take no env argument). Restored on exit."""
     kept = set(keep)
-    removed = {k: os.environ.pop(k) for k in list(os.environ) if is_secret_name(k) and k not in kept}
+    removed = {
+        k: os.environ.pop(k) for k in list(os.environ) if is_secret_name(k) and k not in kept
+    }
     try:
         yield
     finally:

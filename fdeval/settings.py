@@ -22,8 +22,13 @@ from typing import Any, Callable, Optional, TypeVar
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, DictConfig, OmegaConf
-from omegaconf.errors import (ConfigAttributeError, ConfigKeyError, MissingMandatoryValue, OmegaConfBaseException,
-                              ValidationError)
+from omegaconf.errors import (
+    ConfigAttributeError,
+    ConfigKeyError,
+    MissingMandatoryValue,
+    OmegaConfBaseException,
+    ValidationError,
+)
 from omegaconf.nodes import BooleanNode, FloatNode, IntegerNode
 
 from fdeval.errors import ConfigError
@@ -33,7 +38,17 @@ CONF_DIR = Path(__file__).resolve().parent / "conf"
 CLOCKS = ("auto", "lockstep", "realtime")
 LAUNCHERS = ("local", "slurm")
 RESUME_MODES = ("auto", "redo")
-GROUPS = ("model", "benchmark", "stage", "launcher", "orchestrator", "tts", "asr", "judge", "report")
+GROUPS = (
+    "model",
+    "benchmark",
+    "stage",
+    "launcher",
+    "orchestrator",
+    "tts",
+    "asr",
+    "judge",
+    "report",
+)
 # The members of judge=ensemble, read from their own group files (a list element cannot be a
 # Hydra package, so the defaults list cannot place them; conf/judge/ensemble.yaml says so).
 ENSEMBLE_MEMBERS = ("rules", "llm")
@@ -69,8 +84,12 @@ class OrchestratorSettings:
     clock: str = "auto"  # auto = the model's own (lockstep in-process, realtime for network models)
     sample_rate: int = OrchestratorConfig.sample_rate  # the run's one sample rate: recordings, VAD
     silence_s: float = TurnConfig.silence_s  # take-turn: model silence that completes its turn
-    trailing_silence_s: float = TurnConfig.trailing_silence_s  # silence after each user turn before the next wait
-    yield_after_s: float = TurnConfig.yield_after_s  # yield barge-in: user stops if the model still talks this long
+    trailing_silence_s: float = (
+        TurnConfig.trailing_silence_s
+    )  # silence after each user turn before the next wait
+    yield_after_s: float = (
+        TurnConfig.yield_after_s
+    )  # yield barge-in: user stops if the model still talks this long
     # None = each turn's own barge_in_after_s; a number overrides every turn
     barge_in_delay_s: Optional[float] = TurnConfig.barge_in_delay_s
     max_session_s: float = TurnConfig.max_session_s  # the session is cut (and invalid) here
@@ -78,8 +97,12 @@ class OrchestratorSettings:
     vad_min_silence_s: float = OrchestratorConfig.vad_min_silence_s
     # Realtime health (HealthBounds says why these values): a session past either bound is recorded
     # but marked invalid, never scored, and recorded again on relaunch (at most invalid_retries times).
-    max_pacing_lag_s: float = HealthBounds.max_pacing_lag_s  # latest a user frame may leave after its time
-    max_model_lag_s: float = HealthBounds.max_model_lag_s  # furthest a frame-per-frame model's audio may trail
+    max_pacing_lag_s: float = (
+        HealthBounds.max_pacing_lag_s
+    )  # latest a user frame may leave after its time
+    max_model_lag_s: float = (
+        HealthBounds.max_model_lag_s
+    )  # furthest a frame-per-frame model's audio may trail
     # Realtime client processes (fdeval.engine.clients): how many processes pace the sessions in
     # flight (0 = as many as the sessions' CPU cost needs). The cost is CPU seconds of the client
     # (orchestrator, VAD, recording, the model's client) per session-second, measured by
@@ -98,31 +121,51 @@ class OrchestratorSettings:
 
     def __post_init__(self) -> None:
         if self.clock not in CLOCKS:
-            raise ConfigError(f"orchestrator.clock: unknown clock {self.clock!r}; valid: {', '.join(CLOCKS)}")
-        _ranges("orchestrator.", self, {
-            "sample_rate": (lambda x: x == 16000, "must be 16000 (the rate Silero VAD runs at)"),
-            "silence_s": (_finite_positive, "must be > 0"),
-            "trailing_silence_s": (_finite_non_negative, "must be >= 0"),
-            "yield_after_s": (_finite_positive, "must be > 0"),
-            "barge_in_delay_s": (_finite_non_negative, "must be >= 0"),
-            "max_session_s": (_finite_positive, "must be > 0"),
-            "vad_threshold": (lambda x: 0 < x < 1, "must be in (0, 1)"),
-            "vad_min_silence_s": (_finite_non_negative, "must be >= 0"),
-            "max_pacing_lag_s": (_finite_positive, "must be > 0"),
-            "max_model_lag_s": (_finite_positive, "must be > 0"),
-            "client_processes": (lambda x: x >= 0, "must be >= 0 (0 = auto)"),
-            "client_cpu_s_per_session_s": (_finite_positive, "must be > 0"),
-            "client_cpu_share": (lambda x: 0 < x <= 1, "must be in (0, 1]"),
-            "invalid_retries": (lambda x: x >= 0, "must be >= 0"),
-        })
+            raise ConfigError(
+                f"orchestrator.clock: unknown clock {self.clock!r}; valid: {', '.join(CLOCKS)}"
+            )
+        _ranges(
+            "orchestrator.",
+            self,
+            {
+                "sample_rate": (
+                    lambda x: x == 16000,
+                    "must be 16000 (the rate Silero VAD runs at)",
+                ),
+                "silence_s": (_finite_positive, "must be > 0"),
+                "trailing_silence_s": (_finite_non_negative, "must be >= 0"),
+                "yield_after_s": (_finite_positive, "must be > 0"),
+                "barge_in_delay_s": (_finite_non_negative, "must be >= 0"),
+                "max_session_s": (_finite_positive, "must be > 0"),
+                "vad_threshold": (lambda x: 0 < x < 1, "must be in (0, 1)"),
+                "vad_min_silence_s": (_finite_non_negative, "must be >= 0"),
+                "max_pacing_lag_s": (_finite_positive, "must be > 0"),
+                "max_model_lag_s": (_finite_positive, "must be > 0"),
+                "client_processes": (lambda x: x >= 0, "must be >= 0 (0 = auto)"),
+                "client_cpu_s_per_session_s": (_finite_positive, "must be > 0"),
+                "client_cpu_share": (lambda x: 0 < x <= 1, "must be in (0, 1]"),
+                "invalid_retries": (lambda x: x >= 0, "must be >= 0"),
+            },
+        )
 
     def to_config(self) -> OrchestratorConfig:
-        turns = TurnConfig(silence_s=self.silence_s, trailing_silence_s=self.trailing_silence_s,
-                           yield_after_s=self.yield_after_s, barge_in_delay_s=self.barge_in_delay_s,
-                           max_session_s=self.max_session_s)
-        health = HealthBounds(max_pacing_lag_s=self.max_pacing_lag_s, max_model_lag_s=self.max_model_lag_s)
-        return OrchestratorConfig(sample_rate=self.sample_rate, vad_threshold=self.vad_threshold,
-                                  vad_min_silence_s=self.vad_min_silence_s, turns=turns, health=health)
+        turns = TurnConfig(
+            silence_s=self.silence_s,
+            trailing_silence_s=self.trailing_silence_s,
+            yield_after_s=self.yield_after_s,
+            barge_in_delay_s=self.barge_in_delay_s,
+            max_session_s=self.max_session_s,
+        )
+        health = HealthBounds(
+            max_pacing_lag_s=self.max_pacing_lag_s, max_model_lag_s=self.max_model_lag_s
+        )
+        return OrchestratorConfig(
+            sample_rate=self.sample_rate,
+            vad_threshold=self.vad_threshold,
+            vad_min_silence_s=self.vad_min_silence_s,
+            turns=turns,
+            health=health,
+        )
 
 
 @dataclass
@@ -136,12 +179,18 @@ class LauncherSettings:
 
     def __post_init__(self) -> None:
         if self.name not in LAUNCHERS:
-            raise ConfigError(f"launcher.name: unknown launcher {self.name!r}; valid: {', '.join(LAUNCHERS)}")
-        _ranges("launcher.", self, {
-            "cases_per_task": (lambda x: x >= 1, "must be >= 1"),
-            "gpus_per_task": (lambda x: x >= 0, "must be >= 0"),
-            "instances_per_task": (lambda x: x >= 1, "must be >= 1"),
-        })
+            raise ConfigError(
+                f"launcher.name: unknown launcher {self.name!r}; valid: {', '.join(LAUNCHERS)}"
+            )
+        _ranges(
+            "launcher.",
+            self,
+            {
+                "cases_per_task": (lambda x: x >= 1, "must be >= 1"),
+                "gpus_per_task": (lambda x: x >= 0, "must be >= 0"),
+                "instances_per_task": (lambda x: x >= 1, "must be >= 1"),
+            },
+        )
 
 
 @dataclass
@@ -168,7 +217,45 @@ class SlurmLauncherSettings(LauncherSettings):
     plan: Any = MISSING
 
 
-LAUNCHER_SCHEMAS: dict[str, type[LauncherSettings]] = {"local": LauncherSettings, "slurm": SlurmLauncherSettings}
+LAUNCHER_SCHEMAS: dict[str, type[LauncherSettings]] = {
+    "local": LauncherSettings,
+    "slurm": SlurmLauncherSettings,
+}
+
+
+@dataclass
+class ModelResources:
+    """`model.resources`: what `stage=plan` sizes a model by (fdeval/cluster/plan.py), checked with
+    the run's other values before any work; never a constructor argument (the engine takes it out of
+    the `model` node when it builds the model). A model config without the block plans as a
+    realtime model that needs no GPU and starts at once."""
+
+    gpu_mem_gb: float = (
+        0.0  # GPU memory of one instance, GB (10^9 bytes); 0: no GPU (CPU model, hosted API)
+    )
+    realtime: bool = True  # false: a lockstep model, as fast as it computes
+    lockstep_speed: float = (
+        1.0  # lockstep: session-seconds per wall-second of one instance (all its rows)
+    )
+    startup_s: float = 0.0  # load and warm-up of one instance
+
+    def __post_init__(self) -> None:
+        _ranges(
+            "model.resources.",
+            self,
+            {
+                "gpu_mem_gb": (_finite_non_negative, "must be >= 0"),
+                "lockstep_speed": (_finite_positive, "must be > 0"),
+                "startup_s": (_finite_non_negative, "must be >= 0"),
+            },
+        )
+
+
+def model_resources(model: Any) -> ModelResources:
+    """The `resources` block of a model config (composed or plain), typed and checked (the defaults
+    when it has none); a bad key or value is one ConfigError line naming it."""
+    node = model.get("resources", None) if model is not None else None
+    return typed(node if node is not None else {}, ModelResources, "model.resources")
 
 
 @dataclass
@@ -187,7 +274,9 @@ class RunOptions:
 
     def __post_init__(self) -> None:
         if self.resume not in RESUME_MODES:
-            raise ConfigError(f"resume: unknown mode {self.resume!r}; valid: {', '.join(RESUME_MODES)}")
+            raise ConfigError(
+                f"resume: unknown mode {self.resume!r}; valid: {', '.join(RESUME_MODES)}"
+            )
         _ranges("", self, {"seed": (lambda x: x >= 0, "must be a non-negative integer")})
 
 
@@ -212,9 +301,13 @@ class CheckedRun:
 def describe(e: OmegaConfBaseException, where: str = "") -> str:
     """One line for an OmegaConf error, naming the key (`where` prefixes a key relative to a sub-node)."""
     full = f"{where}.{e.full_key}" if where and e.full_key else (e.full_key or where)
-    if isinstance(e, (ConfigKeyError, ConfigAttributeError)) and isinstance(e.parent_node, DictConfig):
+    if isinstance(e, (ConfigKeyError, ConfigAttributeError)) and isinstance(
+        e.parent_node, DictConfig
+    ):
         parent = full.rsplit(".", 1)[0] if "." in full else ""
-        valid = ", ".join(str(k) for k in e.parent_node.keys() if parent or k != "hydra")  # hydra.*: Hydra's own
+        valid = ", ".join(
+            str(k) for k in e.parent_node.keys() if parent or k != "hydra"
+        )  # hydra.*: Hydra's own
         return f"unknown key '{full}'; valid keys {f'under {parent!r}' if parent else 'at the top level'}: {valid}"
     if isinstance(e, ValidationError) and type(e.child_node) in _EXPECTED:
         return f"{full}: expected {_EXPECTED[type(e.child_node)]}, got {e.value!r}"
@@ -231,7 +324,9 @@ def typed(node: Any, schema: type[T], where: str) -> T:
     try:
         plain = OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else node
     except OmegaConfBaseException as e:
-        raise ConfigError(describe(e)) from None  # the node still knows its place: the key is already full
+        raise ConfigError(
+            describe(e)
+        ) from None  # the node still knows its place: the key is already full
     try:
         return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), plain))  # type: ignore[return-value]
     except OmegaConfBaseException as e:
@@ -249,7 +344,9 @@ def launcher_settings(node: Any) -> LauncherSettings:
     if not (isinstance(schema, type) and issubclass(schema, LauncherSettings)):
         name = node.get("name") if hasattr(node, "get") else None
         if name not in LAUNCHER_SCHEMAS:
-            raise ConfigError(f"launcher.name: unknown launcher {name!r}; valid: {', '.join(LAUNCHERS)}")
+            raise ConfigError(
+                f"launcher.name: unknown launcher {name!r}; valid: {', '.join(LAUNCHERS)}"
+            )
         schema = LAUNCHER_SCHEMAS[name]
     return typed(node, schema, "launcher")
 
@@ -259,12 +356,17 @@ def check_run_options(cfg: Any) -> CheckedRun:
     included) of a composed config, before any work; each problem is one ConfigError line."""
     names = [f.name for f in fields(RunOptions)]
     options = typed({k: cfg[k] for k in names if k in cfg}, RunOptions, "")
-    return CheckedRun(options, launcher_settings(cfg["launcher"]), typed(cfg["orchestrator"], OrchestratorSettings,
-                                                                         "orchestrator"))
+    return CheckedRun(
+        options,
+        launcher_settings(cfg["launcher"]),
+        typed(cfg["orchestrator"], OrchestratorSettings, "orchestrator"),
+    )
 
 
 def _group_file(conf_dir: Path, group: str, name: str) -> dict[str, Any]:
-    node = OmegaConf.to_container(OmegaConf.load(conf_dir / group / f"{name}.yaml"))  # interpolations kept as text
+    node = OmegaConf.to_container(
+        OmegaConf.load(conf_dir / group / f"{name}.yaml")
+    )  # interpolations kept as text
     assert isinstance(node, dict)
     node.pop("defaults", None)
     return node
@@ -279,7 +381,11 @@ def register(conf_dir: Path = CONF_DIR) -> None:
     cs.store(group="orchestrator", name="schema", node=OrchestratorSettings)
     cs.store(group="launcher", name="schema_local", node=LauncherSettings)
     cs.store(group="launcher", name="schema_slurm", node=SlurmLauncherSettings)
-    cs.store(group="judge", name="ensemble_members", node={"judges": [_group_file(conf_dir, "judge", m) for m in ENSEMBLE_MEMBERS]})
+    cs.store(
+        group="judge",
+        name="ensemble_members",
+        node={"judges": [_group_file(conf_dir, "judge", m) for m in ENSEMBLE_MEMBERS]},
+    )
 
 
 register()

@@ -10,8 +10,11 @@ ride on a case as `TestCase.data`.
 
 from __future__ import annotations
 
+import copy as _copy
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 Seconds = float
 
@@ -20,6 +23,17 @@ TurnType = Literal["take-turn", "barge-in"]
 BargeInHandling = Literal["hold", "yield"]
 BargeInSubtype = Literal["interrupt", "backchannel"]
 WordSource = Literal["tts", "model_text", "asr"]
+
+
+def plain(node: Any, *, copy: bool = False) -> Any:
+    """A config value as plain data: Hydra hands nested values to a constructor as OmegaConf
+    containers (a new plain container, interpolations resolved); anything else is returned as it is
+    (it may hold objects that cannot be copied, e.g. a test's SSL context), or, with `copy`, deep-copied
+    so that the caller may change it without touching the value it was given."""
+    if isinstance(node, (DictConfig, ListConfig)):
+        return OmegaConf.to_container(node, resolve=True)
+    return _copy.deepcopy(node) if copy else node
+
 
 # A take-turn waits at most this long for the model to go quiet (Instruct-FD A.7: 60 s), counted
 # from the end of the previous user turn; the default of every generated case.

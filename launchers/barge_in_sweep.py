@@ -4,7 +4,8 @@
 
 OVERRIDES go to `python -m fdeval.launch` (model=..., launcher=slurm launcher.wait=true, ...).
 Each delay is its own run folder (a Hydra multirun point), so a rerun resumes; the script then
-reads every point's ias.csv (scores/<judge>-<key>/, the folder its run.json names) and writes ias_vs_delay.csv and ias_vs_delay.png to --out.
+reads every point's ias.csv (scores/<judge>-<key>/, the folder its run.json names) and writes
+ias_vs_delay.csv and ias_vs_delay.png to --out.
 """
 
 from __future__ import annotations
@@ -50,7 +51,11 @@ def ias_table(run: Path) -> dict[str, float]:
     if path is None:
         raise FileNotFoundError(f"{run}: no ias.csv; run stage=score there")
     with open(path, newline="") as f:
-        return {r["instruction"]: float(r["ias"]) for r in csv.DictReader(f) if r.get("ias") not in (None, "")}
+        return {
+            r["instruction"]: float(r["ias"])
+            for r in csv.DictReader(f)
+            if r.get("ias") not in (None, "")
+        }
 
 
 def plot(rows: list[dict], path: Path, title: str) -> None:
@@ -60,11 +65,19 @@ def plot(rows: list[dict], path: Path, title: str) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=120)
-    instructions = sorted({k for r in rows for k in r if k != "delay_s"}, key=lambda k: (k == "overall", k))
+    instructions = sorted(
+        {k for r in rows for k in r if k != "delay_s"}, key=lambda k: (k == "overall", k)
+    )
     for ins in instructions:
         xs = [r["delay_s"] for r in rows if ins in r]
-        ax.plot(xs, [100 * r[ins] for r in rows if ins in r], marker="o", label=ins,
-                linewidth=2.5 if ins == "overall" else 1.5, color="black" if ins == "overall" else None)
+        ax.plot(
+            xs,
+            [100 * r[ins] for r in rows if ins in r],
+            marker="o",
+            label=ins,
+            linewidth=2.5 if ins == "overall" else 1.5,
+            color="black" if ins == "overall" else None,
+        )
     ax.set_xlabel("barge-in delay after model speech onset (s)")
     ax.set_ylabel("IAS (%)")
     ax.set_ylim(-5, 105)
@@ -79,19 +92,37 @@ def plot(rows: list[dict], path: Path, title: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--delays", default=DEFAULT_DELAYS)
-    ap.add_argument("--out", default=None, help="where the plot goes (default: <out_root>/<benchmark>/<model>/barge_in_sweep)")
+    ap.add_argument(
+        "--out",
+        default=None,
+        help="where the plot goes (default: <out_root>/<benchmark>/<model>/barge_in_sweep)",
+    )
     ap.add_argument("--no-run", action="store_true", help="only collect and plot existing runs")
     args, overrides = ap.parse_known_args(argv)
     delays = [float(d) for d in args.delays.split(",")]
     kv = dict(o.split("=", 1) for o in overrides if "=" in o and not o.startswith("-"))
-    out_root, model, benchmark = Path(kv.get("out_root", "outputs")), kv.get("model", "reference"), kv.get("benchmark", "instructfd")
+    out_root, model, benchmark = (
+        Path(kv.get("out_root", "outputs")),
+        kv.get("model", "reference"),
+        kv.get("benchmark", "instructfd"),
+    )
     if not args.no_run:
-        cmd = [sys.executable, "-m", "fdeval.launch", "-m", f"orchestrator.barge_in_delay_s={args.delays}", *overrides]
+        cmd = [
+            sys.executable,
+            "-m",
+            "fdeval.launch",
+            "-m",
+            f"orchestrator.barge_in_delay_s={args.delays}",
+            *overrides,
+        ]
         subprocess.run(cmd, check=True)
     runs = find_runs(overrides, delays)
     missing = [d for d in delays if d not in runs]
     if missing:
-        print(f"barge_in_sweep: no finished run for delay(s) {missing} under {out_root / benchmark / model}", file=sys.stderr)
+        print(
+            f"barge_in_sweep: no finished run for delay(s) {missing} under {out_root / benchmark / model}",
+            file=sys.stderr,
+        )
         return 2
     rows = [{"delay_s": d, **ias_table(runs[d])} for d in delays]
     out = Path(args.out) if args.out else out_root / benchmark / model / "barge_in_sweep"

@@ -41,7 +41,9 @@ from fdeval.report.runview import open_run
 
 RUN = run_dir(os.environ.get("FDEVAL_RUN_BENCHMARK", "instructfd"), "FDEVAL_RUN")
 view = open_run(RUN)
-print(f"{view.benchmark} / {view.model} ({view.model_id}), run {view.run_id}: {len(view.sessions)} cases")
+print(
+    f"{view.benchmark} / {view.model} ({view.model_id}), run {view.run_id}: {len(view.sessions)} cases"
+)
 print("session states:", dict(Counter(s.state for s in view.sessions)))
 print("steps with per-case results:", ", ".join(view.result_steps))
 print("read from:", view.steps)  # each step's folder: which judge's, which ASR's results these are
@@ -57,21 +59,25 @@ rows = []
 for s in view.sessions:
     row = {"case": s.case_id, "scenario": s.case.scenario, "state": s.state, "reason": s.reason}
     for step, results in s.results.items():
-        row[step] = "; ".join(f"{r.key + '=' if r.key else ''}{r.value}{' (error)' if r.status == 'error' else ''}"
-                              for r in results)
+        row[step] = "; ".join(
+            f"{r.key + '=' if r.key else ''}{r.value}{' (error)' if r.status == 'error' else ''}"
+            for r in results
+        )
     rows.append(row)
 cases = pd.DataFrame(rows)
 cases
 
 # %% [markdown]
 # ## One session: the log and both channels
-# The first usable session with a barge-in (else the first usable one). Its HDF5 log holds the session's attributes, the user turns (scheduled
-# and actual barge-in times), the events and the speech segments Silero VAD found on the model
-# channel.
+# The first usable session with a barge-in (else the first usable one). Its HDF5 log holds the
+# session's attributes, the user turns (scheduled and actual barge-in times), the events and the
+# speech segments Silero VAD found on the model channel.
 
 # %%
 usable = [s for s in view.sessions if s.state == "usable"]
-session = next((s for s in usable if any(t.turn_type == "barge-in" for t in s.case.turns)), usable[0])
+session = next(
+    (s for s in usable if any(t.turn_type == "barge-in" for t in s.case.turns)), usable[0]
+)
 with h5py.File(session.log, "r") as h5:
     attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in h5.attrs.items()}
     turns = pd.DataFrame({c: h5["turns"][c][()] for c in h5["turns"].dtype.names})
@@ -81,7 +87,19 @@ for c in turns.columns:
         turns[c] = turns[c].map(lambda b: b.decode() if isinstance(b, bytes) else b)
 print(session.case_id, {k: attrs[k] for k in ("duration_s", "end_reason", "clock", "valid")})
 print("turn settings:", json.loads(attrs["turn_config"]))
-turns[["index", "label", "turn_type", "scheduled_s", "actual_s", "error_s", "end_s", "delay_s", "wait_reason"]]
+turns[
+    [
+        "index",
+        "label",
+        "turn_type",
+        "scheduled_s",
+        "actual_s",
+        "error_s",
+        "end_s",
+        "delay_s",
+        "wait_reason",
+    ]
+]
 
 # %%
 audio, rate = sf.read(session.wav, always_2d=True)
@@ -97,7 +115,9 @@ for _, turn in turns.iterrows():
     if turn["turn_type"] == "barge-in":
         axes[0].axvline(turn["scheduled_s"], color="red", linestyle="--", linewidth=0.8)
 axes[1].set_xlabel("session time (s)")
-axes[0].set_title(f"{session.case_id}: turn starts (black), scheduled barge-ins (red), model VAD (shaded)")
+axes[0].set_title(
+    f"{session.case_id}: turn starts (black), scheduled barge-ins (red), model VAD (shaded)"
+)
 fig.tight_layout()
 plt.show()
 

@@ -36,8 +36,10 @@ scores = step_dir(RUN, "score")  # scores/<judge>-<key>/: the tables of the last
 ias = pd.read_csv(scores / "ias.csv")
 ci = pd.read_csv(scores / "ias_ci.csv")
 delta = pd.read_csv(scores / "delta_ias.csv")
-print(f"{RUN.name}: judge {ias.judge[0]} v{ias.judge_version[0]}, model {ias.model_id[0]}, "
-      f"{ias.sessions_scored[0]} sessions scored, {ias.sessions_invalid[0]} invalid, {ias.sessions_failed[0]} failed")
+print(
+    f"{RUN.name}: judge {ias.judge[0]} v{ias.judge_version[0]}, model {ias.model_id[0]}, "
+    f"{ias.sessions_scored[0]} sessions scored, {ias.sessions_invalid[0]} invalid, {ias.sessions_failed[0]} failed"
+)
 
 # %% [markdown]
 # ## IAS with its interval and delta-IAS
@@ -45,11 +47,36 @@ print(f"{RUN.name}: judge {ias.judge[0]} v{ias.judge_version[0]}, model {ias.mod
 # much (the Markdown tables mark them with a dagger).
 
 # %%
-table = (ci[["instruction", "n", "n_error", "ias", "ias_ci_low", "ias_ci_high", "small_n"]]
-         .merge(delta[["instruction", "n_pairs", "baseline_ias", "delta_ias", "delta_ias_ci_low",
-                       "delta_ias_ci_high", "mcnemar_p", "holm_p", "significant"]], on="instruction", how="left")
-         .set_index("instruction"))
-pct = ["ias", "ias_ci_low", "ias_ci_high", "baseline_ias", "delta_ias", "delta_ias_ci_low", "delta_ias_ci_high"]
+table = (
+    ci[["instruction", "n", "n_error", "ias", "ias_ci_low", "ias_ci_high", "small_n"]]
+    .merge(
+        delta[
+            [
+                "instruction",
+                "n_pairs",
+                "baseline_ias",
+                "delta_ias",
+                "delta_ias_ci_low",
+                "delta_ias_ci_high",
+                "mcnemar_p",
+                "holm_p",
+                "significant",
+            ]
+        ],
+        on="instruction",
+        how="left",
+    )
+    .set_index("instruction")
+)
+pct = [
+    "ias",
+    "ias_ci_low",
+    "ias_ci_high",
+    "baseline_ias",
+    "delta_ias",
+    "delta_ias_ci_low",
+    "delta_ias_ci_high",
+]
 table[pct] = (100 * table[pct]).round(1)
 table
 
@@ -61,10 +88,19 @@ table
 
 # %%
 view = open_run(RUN)
-verdicts = pd.DataFrame([
-    {"case": s.case_id, "instruction": r.key, "policy_name": s.case.data.policy_name, "verdict": r.value,
-     "status": r.status}
-    for s in view.sessions for r in s.results.get("judge", [])])
+verdicts = pd.DataFrame(
+    [
+        {
+            "case": s.case_id,
+            "instruction": r.key,
+            "policy_name": s.case.data.policy_name,
+            "verdict": r.value,
+            "status": r.status,
+        }
+        for s in view.sessions
+        for r in s.results.get("judge", [])
+    ]
+)
 judged = verdicts[(verdicts.policy_name != "none") & (verdicts.status == "ok")]
 recomputed = judged.groupby("instruction").verdict.apply(lambda v: (v == "adhere").mean())
 recomputed["overall"] = (judged.verdict == "adhere").mean()
@@ -83,8 +119,15 @@ fig, ax = plt.subplots(figsize=(7, 3.5))
 x = range(len(per))
 ax.bar([i - 0.2 for i in x], per.baseline_ias, width=0.4, label="without instruction", color="0.7")
 ax.bar([i + 0.2 for i in x], per.ias, width=0.4, label="with instruction", color="tab:blue")
-ax.errorbar([i + 0.2 for i in x], per.ias, yerr=[per.ias - per.ias_ci_low, per.ias_ci_high - per.ias],
-            fmt="none", ecolor="black", capsize=3, linewidth=1)
+ax.errorbar(
+    [i + 0.2 for i in x],
+    per.ias,
+    yerr=[per.ias - per.ias_ci_low, per.ias_ci_high - per.ias],
+    fmt="none",
+    ecolor="black",
+    capsize=3,
+    linewidth=1,
+)
 ax.set_xticks(list(x), per.index)
 ax.set_ylabel("IAS (%)")
 ax.set_ylim(0, 105)

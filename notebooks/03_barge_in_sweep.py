@@ -37,7 +37,9 @@ import pandas as pd
 from _runs import REPO, identity, out_root, run_folders
 from IPython.display import Image, display
 
-spec = importlib.util.spec_from_file_location("barge_in_sweep", REPO / "launchers" / "barge_in_sweep.py")
+spec = importlib.util.spec_from_file_location(
+    "barge_in_sweep", REPO / "launchers" / "barge_in_sweep.py"
+)
 sweep = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(sweep)
 
@@ -54,19 +56,26 @@ def without_delay(run: Path) -> str:
     return json.dumps(ident, sort_keys=True)
 
 
-runs = [r for r in run_folders("FDEVAL_SWEEP_RUNS", out_root() / "instructfd" / "reference")
-        if delay_of(r) is not None and sweep.ias_csv(r) is not None]
+runs = [
+    r
+    for r in run_folders("FDEVAL_SWEEP_RUNS", out_root() / "instructfd" / "reference")
+    if delay_of(r) is not None and sweep.ias_csv(r) is not None
+]
 groups: dict[str, list[Path]] = {}
 for r in runs:
     groups.setdefault(without_delay(r), []).append(r)
 if not groups:
-    raise FileNotFoundError("no scored run with orchestrator.barge_in_delay_s set: run launchers/barge_in_sweep.py "
-                            "first, or set FDEVAL_SWEEP_RUNS")
+    raise FileNotFoundError(
+        "no scored run with orchestrator.barge_in_delay_s set: run launchers/barge_in_sweep.py "
+        "first, or set FDEVAL_SWEEP_RUNS"
+    )
 # Runs that differ in more than the delay are separate sweeps: plot the one with most points.
 points = max(groups.values(), key=len)
 for other in groups.values():
     if other is not points:
-        print(f"left out (another sweep: differs in more than the delay): {[r.name for r in other]}")
+        print(
+            f"left out (another sweep: differs in more than the delay): {[r.name for r in other]}"
+        )
 points.sort(key=delay_of)
 print(f"{len(points)} points:", ", ".join(f"{delay_of(r)} s -> {r.name}" for r in points))
 
@@ -83,5 +92,7 @@ table
 # %%
 png = Path(tempfile.mkdtemp()) / "ias_vs_delay.png"
 bench = identity(points[0])["config"]
-sweep.plot(rows, png, f"IAS vs barge-in delay ({bench['model']['name']}, {bench['benchmark']['name']})")
+sweep.plot(
+    rows, png, f"IAS vs barge-in delay ({bench['model']['name']}, {bench['benchmark']['name']})"
+)
 display(Image(filename=str(png)))

@@ -41,20 +41,35 @@ comp = pd.read_csv(SCORES / "tact_composite.csv")
 episodes = pd.read_csv(SCORES / "tact_episodes.csv")
 slices = pd.read_csv(SCORES / "tact_slices.csv")
 first = comp.iloc[0]
-print(f"{RUN.name}: data {first.data_id}, model {first.model_id}, posterior {first.posterior_source}, "
-      f"{first.repeats} repeat(s) per episode (median kept), {len(episodes)} episodes, "
-      f"{first.episodes_left_out} left out")
+print(
+    f"{RUN.name}: data {first.data_id}, model {first.model_id}, posterior {first.posterior_source}, "
+    f"{first.repeats} repeat(s) per episode (median kept), {len(episodes)} episodes, "
+    f"{first.episodes_left_out} left out"
+)
 
 # %% [markdown]
 # ## The composite table
 
 # %%
-comp[["system", "score", "estimate", "ci_low", "ci_high", "n_episodes", "timing", "length", "overlap"]].round(3)
+comp[
+    [
+        "system",
+        "score",
+        "estimate",
+        "ci_low",
+        "ci_high",
+        "n_episodes",
+        "timing",
+        "length",
+        "overlap",
+    ]
+].round(3)
 
 # %% [markdown]
 # ## The composite, recomputed from its parts
 # Each category's score from its mean components and `CATEGORY_WEIGHTS`, and S as the mean of the
 # four: both must match the table.
+
 
 # %%
 def category_score(row: pd.Series) -> float:
@@ -68,9 +83,22 @@ check = []
 for system, rows in comp.groupby("system", sort=False):
     cats = rows[rows.score.isin(CATEGORIES)]
     for _, row in cats.iterrows():
-        check.append({"system": system, "score": row.score, "table": row.estimate, "recomputed": category_score(row)})
-    check.append({"system": system, "score": "S", "table": rows[rows.score == "S"].estimate.item(),
-                  "recomputed": cats.estimate.mean()})
+        check.append(
+            {
+                "system": system,
+                "score": row.score,
+                "table": row.estimate,
+                "recomputed": category_score(row),
+            }
+        )
+    check.append(
+        {
+            "system": system,
+            "score": "S",
+            "table": rows[rows.score == "S"].estimate.item(),
+            "recomputed": cats.estimate.mean(),
+        }
+    )
 check = pd.DataFrame(check)
 assert (check.table - check.recomputed).abs().max() < 1e-5, check
 check.round(4)
@@ -87,8 +115,15 @@ for k, system in enumerate(systems):
     rows = cat[cat.system == system].set_index("score").reindex(labels)
     x = np.arange(len(labels)) + (k - (len(systems) - 1) / 2) * 0.38
     axes[0].bar(x, rows.estimate, width=0.38, label=system)
-    axes[0].errorbar(x, rows.estimate, yerr=[rows.estimate - rows.ci_low, rows.ci_high - rows.estimate],
-                     fmt="none", ecolor="black", capsize=3, linewidth=1)
+    axes[0].errorbar(
+        x,
+        rows.estimate,
+        yerr=[rows.estimate - rows.ci_low, rows.ci_high - rows.estimate],
+        fmt="none",
+        ecolor="black",
+        capsize=3,
+        linewidth=1,
+    )
 axes[0].set_xticks(range(len(labels)), [lab.replace("_", "\n") for lab in labels], fontsize=8)
 axes[0].set_ylim(0, 1.2)
 axes[0].set_ylabel("score (BCa interval)")
@@ -112,10 +147,18 @@ plt.show()
 
 # %%
 episodes["responded"] = episodes.onset_s.notna()
-(episodes.groupby("posterior_mode")
- .agg(episodes=("episode_id", "size"), responded=("responded", "mean"), onset_median_s=("onset_s", "median"),
-      s_T=("s_T", "mean"), composite=("composite", "mean"))
- .reindex([z for z in INTENTS if z in set(episodes.posterior_mode)]).round(3))
+(
+    episodes.groupby("posterior_mode")
+    .agg(
+        episodes=("episode_id", "size"),
+        responded=("responded", "mean"),
+        onset_median_s=("onset_s", "median"),
+        s_T=("s_T", "mean"),
+        composite=("composite", "mean"),
+    )
+    .reindex([z for z in INTENTS if z in set(episodes.posterior_mode)])
+    .round(3)
+)
 
 # %% [markdown]
 # ## Slices

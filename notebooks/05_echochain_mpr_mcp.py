@@ -42,16 +42,34 @@ scores = pd.read_csv(SCORES / "echochain_scores.csv")
 failures = pd.read_csv(SCORES / "echochain_failures.csv")
 half = pd.read_csv(SCORES / "echochain_half_duplex.csv")
 results = pd.read_csv(SCORES / "echochain_results.csv")
-print(f"{RUN.name}: {len(results)} conversations, models {sorted(scores.model)}, "
-      f"intervals {scores.ci_level[0]:.0%} BCa over {scores.boot_unit[0]}s, {scores.n_resamples[0]} resamples")
+print(
+    f"{RUN.name}: {len(results)} conversations, models {sorted(scores.model)}, "
+    f"intervals {scores.ci_level[0]:.0%} BCa over {scores.boot_unit[0]}s, {scores.n_resamples[0]} resamples"
+)
 
 # %% [markdown]
 # ## MPR and MCP per model
 
 # %%
-cols = ["model", "n_conversations", "n_scored", "mpr", "mpr_ci_low", "mpr_ci_high", "mcp_pooled",
-        "mcp_pooled_ci_low", "mcp_pooled_ci_high", "mcp_mean", "mcp_mean_ci_low", "mcp_mean_ci_high",
-        "n_failed", "share_failed_multi", "classifier_flag_rate", "n_screened_out", "n_ungraded"]
+cols = [
+    "model",
+    "n_conversations",
+    "n_scored",
+    "mpr",
+    "mpr_ci_low",
+    "mpr_ci_high",
+    "mcp_pooled",
+    "mcp_pooled_ci_low",
+    "mcp_pooled_ci_high",
+    "mcp_mean",
+    "mcp_mean_ci_low",
+    "mcp_mean_ci_high",
+    "n_failed",
+    "share_failed_multi",
+    "classifier_flag_rate",
+    "n_screened_out",
+    "n_ungraded",
+]
 scores[cols].set_index("model").round(3)
 
 # %% [markdown]
@@ -61,14 +79,24 @@ scores[cols].set_index("model").round(3)
 
 # %%
 scored = results[(results.criteria > 0) & ~results.screened_out.astype(bool)]
-recomputed = scored.groupby("model").apply(lambda g: pd.Series({
-    "mpr": (g.passed == g.criteria).mean(),
-    "mcp_pooled": g.passed.sum() / g.criteria.sum(),
-    "mcp_mean": (g.passed / g.criteria).mean(),
-}), include_groups=False)
-check = scores.set_index("model")[["mpr", "mcp_pooled", "mcp_mean"]].join(recomputed.add_suffix(" (recomputed)"))
-assert np.allclose(check[["mpr", "mcp_pooled", "mcp_mean"]].to_numpy(),
-                   check[[c + " (recomputed)" for c in ("mpr", "mcp_pooled", "mcp_mean")]].to_numpy(), atol=1e-5), check
+recomputed = scored.groupby("model").apply(
+    lambda g: pd.Series(
+        {
+            "mpr": (g.passed == g.criteria).mean(),
+            "mcp_pooled": g.passed.sum() / g.criteria.sum(),
+            "mcp_mean": (g.passed / g.criteria).mean(),
+        }
+    ),
+    include_groups=False,
+)
+check = scores.set_index("model")[["mpr", "mcp_pooled", "mcp_mean"]].join(
+    recomputed.add_suffix(" (recomputed)")
+)
+assert np.allclose(
+    check[["mpr", "mcp_pooled", "mcp_mean"]].to_numpy(),
+    check[[c + " (recomputed)" for c in ("mpr", "mcp_pooled", "mcp_mean")]].to_numpy(),
+    atol=1e-5,
+), check
 check.round(4)
 
 # %% [markdown]
@@ -84,26 +112,42 @@ for k, (_, row) in enumerate(scores.iterrows()):
     high = np.array([row[m + "_ci_high"] for m in metrics])
     axes[0].bar(x, est, width=0.8 / len(scores), label=row.model)
     if not np.isnan(low).all():  # a model with < 2 scored conversations has no interval
-        axes[0].errorbar(x, est, yerr=[est - low, high - est], fmt="none", ecolor="black", capsize=3, linewidth=1)
+        axes[0].errorbar(
+            x, est, yerr=[est - low, high - est], fmt="none", ecolor="black", capsize=3, linewidth=1
+        )
 axes[0].set_xticks(range(len(metrics)), ["MPR", "MCP pooled", "MCP per-conversation"])
 axes[0].set_ylim(0, 1.05)
 axes[0].legend(fontsize=8)
 axes[0].set_title("EchoChain rates (BCa interval)")
 per_model = half[half.model != "all models"].set_index("model")
-per_model[["failures_interrupted", "failures_control"]].plot.bar(ax=axes[1], rot=0, color=["tab:red", "0.6"])
+per_model[["failures_interrupted", "failures_control"]].plot.bar(
+    ax=axes[1], rot=0, color=["tab:red", "0.6"]
+)
 axes[1].set_ylabel("failed criteria (paired)")
 axes[1].set_title("interrupted vs half-duplex control")
 fig.tight_layout()
 plt.show()
 
 # %%
-half.set_index("model")[["n_conversations", "n_criteria", "failures_interrupted", "failures_control",
-                         "fixed_by_control", "new_in_control", "net_reduction", "net_reduction_ci_low",
-                         "net_reduction_ci_high"]].round(3)
+half.set_index("model")[
+    [
+        "n_conversations",
+        "n_criteria",
+        "failures_interrupted",
+        "failures_control",
+        "fixed_by_control",
+        "new_in_control",
+        "net_reduction",
+        "net_reduction_ci_low",
+        "net_reduction_ci_high",
+    ]
+].round(3)
 
 # %% [markdown]
 # ## Failure types
 # One taxonomy label per failed conversation (automatic or from a reviewer).
 
 # %%
-failures.set_index(["model", "taxonomy"])[["n_failed", "share", "n_failures", "n_auto", "n_human"]].round(3)
+failures.set_index(["model", "taxonomy"])[
+    ["n_failed", "share", "n_failures", "n_auto", "n_human"]
+].round(3)

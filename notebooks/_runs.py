@@ -31,21 +31,29 @@ def run_dir(benchmark: str, env: str) -> Path:
     """The run folder named by `env`, else the newest default run of `benchmark`."""
     if os.environ.get(env):
         return Path(os.environ[env]).expanduser()
-    runs = sorted((out_root() / benchmark / "reference").glob("default-*/run.json"), key=lambda p: p.stat().st_mtime)
+    runs = sorted(
+        (out_root() / benchmark / "reference").glob("default-*/run.json"),
+        key=lambda p: p.stat().st_mtime,
+    )
     if not runs:
         raise FileNotFoundError(
             f"no default {benchmark} run under {out_root()}: run `python -m fdeval.launch benchmark={benchmark} "
-            f"out_root={out_root()}` first, or set {env} to a run folder")
+            f"out_root={out_root()}` first, or set {env} to a run folder"
+        )
     return runs[-1].parent
 
 
 def run_folders(env: str, default: Path) -> list[Path]:
     """Run folders from `env` (os.pathsep-separated; a folder that is not a run stands for the runs
     directly inside it), else the runs inside `default`."""
-    entries = [Path(p).expanduser() for p in os.environ.get(env, "").split(os.pathsep) if p] or [default]
+    entries = [Path(p).expanduser() for p in os.environ.get(env, "").split(os.pathsep) if p] or [
+        default
+    ]
     found: list[Path] = []
     for e in entries:
-        found += [e] if (e / "run.json").is_file() else sorted(p.parent for p in e.glob("*/run.json"))
+        found += (
+            [e] if (e / "run.json").is_file() else sorted(p.parent for p in e.glob("*/run.json"))
+        )
     return found
 
 

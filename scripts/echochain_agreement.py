@@ -16,22 +16,33 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "benchmarks" / "echochain"))  # the loader lives beside the tests
+sys.path.insert(
+    0, str(ROOT / "tests" / "benchmarks" / "echochain")
+)  # the loader lives beside the tests
 sys.path.insert(0, str(ROOT / "tests"))  # and the helpers it shares with the other labelled set
 
 import echochain_labelled_set as L  # noqa: E402
 
 from fdeval.benchmarks.echochain.classifier import OFFLINE_VERSION, OfflineClassifier  # noqa: E402
 
-WATCHED = ("fdeval/benchmarks/echochain/classifier.py", "fdeval/benchmarks/echochain/rubrics.py",
-           "fdeval/benchmarks/echochain/taxonomy.py", "fdeval/benchmarks/echochain/steps.py")
+WATCHED = (
+    "fdeval/benchmarks/echochain/classifier.py",
+    "fdeval/benchmarks/echochain/rubrics.py",
+    "fdeval/benchmarks/echochain/taxonomy.py",
+    "fdeval/benchmarks/echochain/steps.py",
+)
 
 
 def _commit() -> str:
     try:
-        out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", *WATCHED],
-                               capture_output=True, text=True)
+        out = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        )
+        dirty = subprocess.run(
+            ["git", "-C", str(ROOT), "status", "--porcelain", "--", *WATCHED],
+            capture_output=True,
+            text=True,
+        )
         return out.stdout.strip() + (" (offline rules modified)" if dirty.stdout.strip() else "")
     except OSError:
         return "unknown"
@@ -39,8 +50,14 @@ def _commit() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rule", choices=("paper", "strict"), help="decision rule (default: the benchmark config's)")
-    ap.add_argument("--reasons", action="store_true", help="print the classifier's reason for each disagreement")
+    ap.add_argument(
+        "--rule",
+        choices=("paper", "strict"),
+        help="decision rule (default: the benchmark config's)",
+    )
+    ap.add_argument(
+        "--reasons", action="store_true", help="print the classifier's reason for each disagreement"
+    )
     args = ap.parse_args(argv)
     items = L.load()
     clf = L.default_classifier()
@@ -48,19 +65,31 @@ def main(argv: list[str] | None = None) -> int:
         clf = OfflineClassifier(votes=clf.votes, decision_rule=args.rule)
     result = L.agreement(items, classifier=clf)
     late, held = sum(it.written_after_rules for it in items), sum(it.held_out for it in items)
-    print(f"Offline classifier v{OFFLINE_VERSION} (rule {clf.rule}, votes {clf.votes}) and offline grader on "
-          f"{len(items)} labelled conversations ({late} written after the rules changed, {held} held out; "
-          f"commit {_commit()}):\n")
+    print(
+        f"Offline classifier v{OFFLINE_VERSION} (rule {clf.rule}, votes {clf.votes}) and offline grader on "
+        f"{len(items)} labelled conversations ({late} written after the rules changed, {held} held out; "
+        f"commit {_commit()}):\n"
+    )
     print(result.table())
-    parts = (("written before the rules changed", lambda it: not it.written_after_rules and not it.held_out),
-             ("written after", lambda it: it.written_after_rules and not it.held_out),
-             ("held out from classifier v3 (written by a reader of the paper who never saw the rules)",
-              lambda it: it.held_out))
+    parts = (
+        (
+            "written before the rules changed",
+            lambda it: not it.written_after_rules and not it.held_out,
+        ),
+        ("written after", lambda it: it.written_after_rules and not it.held_out),
+        (
+            "held out from classifier v3 (written by a reader of the paper who never saw the rules)",
+            lambda it: it.held_out,
+        ),
+    )
     for name, member in parts:
         part = L.Agreement(tuple(r for r in result.rows if member(r.item))).overall
         if part["n"]:
-            print(f"\n{name}: {part['n']} items, failure detection {part['detect']}/{part['n']}, taxonomy "
-                  f"{part['taxonomy']}/{part['both']}, criteria {part['criteria_agree']}/{part['criteria']}", end="")
+            print(
+                f"\n{name}: {part['n']} items, failure detection {part['detect']}/{part['n']}, taxonomy "
+                f"{part['taxonomy']}/{part['both']}, criteria {part['criteria_agree']}/{part['criteria']}",
+                end="",
+            )
     print()
     bad = result.disagreements()
     print(f"\nDisagreements ({len(bad)}):")

@@ -23,9 +23,22 @@ from fdeval.benchmarks.instructfd.judges.rules import RulesJudge  # noqa: E402
 
 def _commit() -> str:
     try:
-        out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--",
-                                "fdeval/benchmarks/instructfd/judges/rules.py"], capture_output=True, text=True)
+        out = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        )
+        dirty = subprocess.run(
+            [
+                "git",
+                "-C",
+                str(ROOT),
+                "status",
+                "--porcelain",
+                "--",
+                "fdeval/benchmarks/instructfd/judges/rules.py",
+            ],
+            capture_output=True,
+            text=True,
+        )
         return out.stdout.strip() + (" (rules.py modified)" if dirty.stdout.strip() else "")
     except OSError:
         return "unknown"
@@ -33,7 +46,11 @@ def _commit() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--reasoning", action="store_true", help="print the judge's full reasoning for each disagreement")
+    ap.add_argument(
+        "--reasoning",
+        action="store_true",
+        help="print the judge's full reasoning for each disagreement",
+    )
     args = ap.parse_args(argv)
     judge = RulesJudge()
     items = L.load()
@@ -43,7 +60,11 @@ def main(argv: list[str] | None = None) -> int:
     bad = result.disagreements()
     print(f"\nDisagreements ({len(bad)}):")
     for it, verdict, reasoning in bad:
-        failed = [ln.strip() for ln in reasoning.splitlines() if ln.strip().endswith(": no") or ": no - " in ln]
+        failed = [
+            ln.strip()
+            for ln in reasoning.splitlines()
+            if ln.strip().endswith(": no") or ": no - " in ln
+        ]
         print(f"- {it.id} ({it.policy}): label {it.label}, judge {verdict}. Label: {it.why}")
         for ln in failed:
             print(f"    judge: {ln}")

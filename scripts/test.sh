@@ -26,6 +26,8 @@ wait "$moshi_pid" || true
 cat "$moshi_log"
 rm -f "$moshi_log"
 . .venv/bin/activate
+# lint and format first ([tool.ruff] in pyproject.toml): a second, and a failure names file and line
+step "lint (ruff check, ruff format --check)" bash -c 'ruff check --quiet . && ruff format --check --quiet .'
 workers=${FDEVAL_TEST_WORKERS:-3}
 if [ "$workers" = 0 ]; then
   python -m pytest -q "$@"

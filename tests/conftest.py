@@ -23,7 +23,6 @@ from helpers.personaplex_fixtures import personaplex_python, tiny_personaplex, t
 from fdeval.types import TestCase, Turn
 
 
-
 @pytest.fixture(scope="session", autouse=True)
 def _shared_data(tmp_path_factory):
     """Where helpers.launching keeps the built-in set it generates once (only when a test asks)."""
@@ -37,7 +36,9 @@ def two_case_run(tmp_path_factory) -> tuple[Path, Path]:
     tmp = tmp_path_factory.mktemp("two-case-run")
     out = launching.seed_data(tmp / "outputs")
     proc = launching.run_launch([f"out_root={out}", "progress=false", launching.TWO_CASES], cwd=tmp)
-    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, (
+        f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    )
     (run,) = (p for p in (out / "instructfd" / "reference").iterdir() if (p / "sessions").is_dir())
     return tmp, run
 
@@ -46,7 +47,9 @@ def two_case_run(tmp_path_factory) -> tuple[Path, Path]:
 def local_slurm() -> None:
     """The local Slurm of slurm/start.sh, answering; else a skip that says how to start it."""
     if not os.environ.get("SLURM_CONF") or shutil.which("sinfo") is None:
-        pytest.skip("no local Slurm: run `bash slurm/install.sh && bash slurm/start.sh` and export SLURM_CONF")
+        pytest.skip(
+            "no local Slurm: run `bash slurm/install.sh && bash slurm/start.sh` and export SLURM_CONF"
+        )
     out = subprocess.run(["sinfo", "-h", "-N", "-o", "%T"], capture_output=True, text=True)
     if out.returncode != 0 or not any(s in out.stdout for s in ("idle", "mix", "alloc")):
         pytest.skip(f"local Slurm not answering: {out.stderr.strip() or out.stdout.strip()}")
@@ -74,8 +77,18 @@ def agent():
 
 
 def make_turn(case_id, index, syn, kind="take-turn", timeout_s=20.0, **kw) -> Turn:
-    return Turn(case_id, index, f"turn{index}", kind, f"{case_id}/turn{index}.wav", syn.text, syn.words,
-                syn.duration_s, timeout_s, **kw)
+    return Turn(
+        case_id,
+        index,
+        f"turn{index}",
+        kind,
+        f"{case_id}/turn{index}.wav",
+        syn.text,
+        syn.words,
+        syn.duration_s,
+        timeout_s,
+        **kw,
+    )
 
 
 @pytest.fixture(scope="session")
@@ -87,7 +100,15 @@ def responsive_case(tts) -> tuple[TestCase, list[np.ndarray]]:
     cid = "engine_responsive"
     turns = (
         make_turn(cid, 0, q),
-        make_turn(cid, 1, bi, "barge-in", barge_in_after_s=1.5, barge_in_handling="yield", subtype="interrupt"),
+        make_turn(
+            cid,
+            1,
+            bi,
+            "barge-in",
+            barge_in_after_s=1.5,
+            barge_in_handling="yield",
+            subtype="interrupt",
+        ),
         make_turn(cid, 2, q2),
     )
     case = TestCase(cid, cid, "instructfd", "Add Constraint", None, turns)
@@ -106,7 +127,11 @@ def pytest_collection_modifyitems(config, items):
         first_seen.setdefault(item.path, i)
     items.sort(key=lambda item: (item.path not in slow, first_seen[item.path]))
     for item in items:
-        group = "slurm" if item.get_closest_marker("slurm") else item.path.relative_to(config.rootpath).as_posix()
+        group = (
+            "slurm"
+            if item.get_closest_marker("slurm")
+            else item.path.relative_to(config.rootpath).as_posix()
+        )
         item.add_marker(pytest.mark.xdist_group(group))
 
 
@@ -119,11 +144,15 @@ def pytest_configure(config):
     if getattr(config.option, "dist", "no") != "loadgroup" or hasattr(config, "workerinput"):
         return
     pytest_version = tuple(int(x) for x in re.findall(r"\d+", pytest.__version__)[:2])
-    xdist_version = tuple(int(x) for x in re.findall(r"\d+", importlib.metadata.version("pytest-xdist"))[:3])
+    xdist_version = tuple(
+        int(x) for x in re.findall(r"\d+", importlib.metadata.version("pytest-xdist"))[:3]
+    )
     if pytest_version >= (9, 2) and xdist_version <= (3, 8, 0):
-        raise pytest.UsageError(f"pytest {pytest.__version__} with pytest-xdist {importlib.metadata.version('pytest-xdist')} "
-                                "drops --dist loadgroup's groups (every module's shared runs would be made once per "
-                                "worker); install the pytest the test extra pins: pip install -e '.[test]'")
+        raise pytest.UsageError(
+            f"pytest {pytest.__version__} with pytest-xdist {importlib.metadata.version('pytest-xdist')} "
+            "drops --dist loadgroup's groups (every module's shared runs would be made once per "
+            "worker); install the pytest the test extra pins: pip install -e '.[test]'"
+        )
 
 
 # Wall seconds per test file (setup, call and teardown summed), printed at the end of every run so
@@ -144,6 +173,8 @@ def pytest_terminal_summary(terminalreporter):
     if not _file_wall_s or hasattr(terminalreporter.config, "workerinput"):
         return
     top = sorted(_file_wall_s.items(), key=lambda kv: -kv[1])[:15]
-    terminalreporter.write_sep("-", f"slowest {len(top)} test files (wall s, setup+call+teardown summed)")
+    terminalreporter.write_sep(
+        "-", f"slowest {len(top)} test files (wall s, setup+call+teardown summed)"
+    )
     for path, s in top:
         terminalreporter.write_line(f"{s:8.1f}  {_file_tests.get(path, 0):4d} tests  {path}")

@@ -22,7 +22,9 @@ from helpers.launching import run_launch, seed_data
 
 from fdeval.engine.run import step_dir
 
-CASES = "benchmark.cases=[fresh_pasta_stop__acknowledge,fresh_pasta_stop__none,job_offer_move__listen]"
+CASES = (
+    "benchmark.cases=[fresh_pasta_stop__acknowledge,fresh_pasta_stop__none,job_offer_move__listen]"
+)
 CASES_TAG = "benchmark.cases=3items"
 
 
@@ -36,15 +38,24 @@ def launch(tmp: Path, *args: str, check: bool = True) -> subprocess.CompletedPro
 
 def run_dir(tmp: Path, tag: str = "") -> Path:
     """The one run folder under reference/ whose name starts with `tag` (then -<identity hash>)."""
-    found = [p for p in (tmp / "outputs" / "instructfd" / "reference").glob("*")
-             if p.is_dir() and p.name.startswith(tag[:40]) and re.fullmatch(r".*-[0-9a-f]{12}", p.name)]
+    found = [
+        p
+        for p in (tmp / "outputs" / "instructfd" / "reference").glob("*")
+        if p.is_dir() and p.name.startswith(tag[:40]) and re.fullmatch(r".*-[0-9a-f]{12}", p.name)
+    ]
     assert len(found) == 1, found
     return found[0]
 
 
 def snapshot(d: Path) -> dict[str, int]:
-    return {str(p.relative_to(d)): p.stat().st_mtime_ns for p in d.rglob("*")
-            if p.is_file() and ".hydra" not in p.parts and p.suffix != ".log" and not p.name.startswith(".lock")}
+    return {
+        str(p.relative_to(d)): p.stat().st_mtime_ns
+        for p in d.rglob("*")
+        if p.is_file()
+        and ".hydra" not in p.parts
+        and p.suffix != ".log"
+        and not p.name.startswith(".lock")
+    }
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +73,9 @@ def test_run_writes_every_stage(small_run):
     for cid in ids:
         audio, sr = sf.read(d / "sessions" / f"{cid}.wav")
         assert sr == 16000 and audio.ndim == 2 and audio.shape[1] == 2
-        assert np.abs(audio[:, 0]).max() > 0.05 and np.abs(audio[:, 1]).max() > 0.05  # both channels speak
+        assert (
+            np.abs(audio[:, 0]).max() > 0.05 and np.abs(audio[:, 1]).max() > 0.05
+        )  # both channels speak
         with h5py.File(d / "sessions" / f"{cid}.h5") as f:
             assert f.attrs["case_id"] == cid and len(f["turns"]) >= 1
         assert json.loads((step_dir(d, "transcribe") / f"{cid}.json").read_text())["case_id"] == cid
@@ -97,22 +110,39 @@ def test_multirun_gives_each_point_its_own_folder(tmp_path):
     launch(tmp_path, one, "orchestrator.barge_in_delay_s=0.5,2.0", "-m")
     delays = {}
     for tag_delay in ("0.5", "2.0"):
-        matches = list((tmp_path / "outputs/instructfd/reference").glob(f"*barge_in_delay_s={tag_delay}*"))
+        matches = list(
+            (tmp_path / "outputs/instructfd/reference").glob(f"*barge_in_delay_s={tag_delay}*")
+        )
         assert len(matches) == 1, matches
         with h5py.File(matches[0] / "sessions" / "fresh_pasta_stop__acknowledge.h5") as f:
             t = f["turns"][()]
             b = t[t["turn_type"] == b"barge-in"][0]
             delays[tag_delay] = b["scheduled_s"] - b["onset_s"]
-    assert delays["0.5"] == pytest.approx(0.5, abs=1e-4) and delays["2.0"] == pytest.approx(2.0, abs=1e-4)
+    assert delays["0.5"] == pytest.approx(0.5, abs=1e-4) and delays["2.0"] == pytest.approx(
+        2.0, abs=1e-4
+    )
 
 
 def test_killed_run_resumes_without_rewriting(tmp_path):
-    args = [sys.executable, "-m", "fdeval.launch", f"out_root={tmp_path / 'outputs'}", "progress=false", CASES]
+    args = [
+        sys.executable,
+        "-m",
+        "fdeval.launch",
+        f"out_root={tmp_path / 'outputs'}",
+        "progress=false",
+        CASES,
+    ]
     # generate first so the kill lands in the run stage
     launch(tmp_path, CASES, "stage=generate")
-    proc = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 600  # returns at the first recorded case; a loaded machine may take a while
-    while time.time() < deadline and not list((tmp_path / "outputs/instructfd/reference").glob("*/sessions/[!.]*.h5")):
+    proc = subprocess.Popen(
+        args, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = (
+        time.time() + 600
+    )  # returns at the first recorded case; a loaded machine may take a while
+    while time.time() < deadline and not list(
+        (tmp_path / "outputs/instructfd/reference").glob("*/sessions/[!.]*.h5")
+    ):
         time.sleep(0.02)
     sessions = run_dir(tmp_path, CASES_TAG) / "sessions"
     proc.send_signal(signal.SIGKILL)
@@ -144,12 +174,15 @@ def test_bad_case_file_is_one_line_error(tmp_path, small_run):
     assert "fresh_pasta_stop__acknowledge.json" in err[0] and "turns[1].barge_in_after_s" in err[0]
 
 
-@pytest.mark.parametrize("arg,needle", [
-    ("orchestrator.nope=1", "valid keys under 'orchestrator'"),
-    ("model=nope", "unknown option for group 'model'; valid:"),
-    ("orchestrator.silence_s=abc", "orchestrator.silence_s: expected a number"),
-    ("benchmark.cases=[no_such_case]", "unknown case id"),
-])
+@pytest.mark.parametrize(
+    "arg,needle",
+    [
+        ("orchestrator.nope=1", "valid keys under 'orchestrator'"),
+        ("model=nope", "unknown option for group 'model'; valid:"),
+        ("orchestrator.silence_s=abc", "orchestrator.silence_s: expected a number"),
+        ("benchmark.cases=[no_such_case]", "unknown case id"),
+    ],
+)
 def test_bad_command_line_is_one_line_error(tmp_path, arg, needle):
     proc = launch(tmp_path, arg, check=False)
     assert proc.returncode == 2 and needle in proc.stderr and "Traceback" not in proc.stderr

@@ -24,22 +24,29 @@ def one_line_error(proc: subprocess.CompletedProcess, starts: str) -> str:
 
 
 def test_a_missing_cases_dir_leaves_no_run_folder(tmp_path):
-    line = one_line_error(launch(tmp_path, f"benchmark.cases_dir={tmp_path / 'nope'}"), "benchmark.cases_dir: ")
+    line = one_line_error(
+        launch(tmp_path, f"benchmark.cases_dir={tmp_path / 'nope'}"), "benchmark.cases_dir: "
+    )
     assert str(tmp_path / "nope") in line
     assert not (tmp_path / "out" / "instructfd").exists()
 
 
 def test_an_empty_cases_dir_leaves_no_run_folder(tmp_path):
     (tmp_path / "mine").mkdir()
-    line = one_line_error(launch(tmp_path, f"benchmark.cases_dir={tmp_path / 'mine'}"), str(tmp_path / "mine"))
+    line = one_line_error(
+        launch(tmp_path, f"benchmark.cases_dir={tmp_path / 'mine'}"), str(tmp_path / "mine")
+    )
     assert "no case files (*.json) in this folder" in line
     assert not (tmp_path / "out" / "instructfd").exists()
 
 
-@pytest.mark.parametrize("benchmark, valid", [("instructfd", "fresh_pasta_stop__acknowledge"),
-                                              ("echochain", "ec000-")])
+@pytest.mark.parametrize(
+    "benchmark, valid", [("instructfd", "fresh_pasta_stop__acknowledge"), ("echochain", "ec000-")]
+)
 def test_an_unknown_case_id_fails_before_generate_and_the_run_folder(tmp_path, benchmark, valid):
-    line = one_line_error(launch(tmp_path, f"benchmark={benchmark}", "benchmark.cases=[no_such_case]"),
-                          "benchmark.cases: unknown case id(s) ['no_such_case']; valid: ")
+    line = one_line_error(
+        launch(tmp_path, f"benchmark={benchmark}", "benchmark.cases=[no_such_case]"),
+        "benchmark.cases: unknown case id(s) ['no_such_case']; valid: ",
+    )
     assert valid in line  # the valid ids are listed
     assert not (tmp_path / "out" / benchmark).exists()  # neither its data nor a run folder

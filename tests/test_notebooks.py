@@ -33,13 +33,23 @@ pytestmark = pytest.mark.slow
 
 def child_env(**extra: str) -> dict[str, str]:
     """The environment for launches and kernels: no keys (nothing here calls an API)."""
-    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_TOKEN")) and not k.startswith("FDEVAL_")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.endswith(("_API_KEY", "_TOKEN")) and not k.startswith("FDEVAL_")
+    }
     return {**env, **extra}
 
 
 def start(cwd: Path, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, *args, "progress=false"], cwd=cwd, env=child_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        [sys.executable, *args, "progress=false"],
+        cwd=cwd,
+        env=child_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def finish(proc: subprocess.Popen) -> None:
@@ -56,26 +66,45 @@ def runs(tmp_path_factory) -> dict[str, str]:
     ec = start(tmp, *launch, "benchmark=echochain", "benchmark.n_conversations=2")
     ifd = start(tmp, *launch)
     finish(ifd)
-    sweep = start(tmp, str(ROOT / "launchers" / "barge_in_sweep.py"), "--delays", "1,3", f"out_root={out}", SWEEP_CASES)
+    sweep = start(
+        tmp,
+        str(ROOT / "launchers" / "barge_in_sweep.py"),
+        "--delays",
+        "1,3",
+        f"out_root={out}",
+        SWEEP_CASES,
+    )
     finish(ec)
     tact = start(tmp, *launch, "benchmark=tact", "benchmark.n_episodes=8", "benchmark.repeats=1")
     finish(sweep)
     finish(tact)
 
     def one(benchmark: str) -> str:
-        (run,) = [p for p in (out / benchmark / "reference").iterdir() if (p / "run.json").is_file()]
+        (run,) = [
+            p for p in (out / benchmark / "reference").iterdir() if (p / "run.json").is_file()
+        ]
         return str(run)
 
-    sweep_runs = [p for p in (out / "instructfd" / "reference").glob("orchestrator.barge_in_delay_s=*") if p.is_dir()]
+    sweep_runs = [
+        p
+        for p in (out / "instructfd" / "reference").glob("orchestrator.barge_in_delay_s=*")
+        if p.is_dir()
+    ]
     assert len(sweep_runs) == 2
-    return {"FDEVAL_OUT_ROOT": str(out), "FDEVAL_RUN_ECHOCHAIN": one("echochain"), "FDEVAL_RUN_TACT": one("tact")}
+    return {
+        "FDEVAL_OUT_ROOT": str(out),
+        "FDEVAL_RUN_ECHOCHAIN": one("echochain"),
+        "FDEVAL_RUN_TACT": one("tact"),
+    }
 
 
 def execute(name: str, env: dict[str, str]) -> list[dict]:
     """Run the notebook on a kernel that sees `env` (and no keys); return its outputs in order
     (a cell error raises CellExecutionError)."""
     nb = jupytext.read(NOTEBOOKS / f"{name}.py")
-    client = NotebookClient(nb, kernel_name="python3", timeout=600, resources={"metadata": {"path": str(NOTEBOOKS)}})
+    client = NotebookClient(
+        nb, kernel_name="python3", timeout=600, resources={"metadata": {"path": str(NOTEBOOKS)}}
+    )
     client.execute(env=child_env(**env))
     return [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
 
@@ -105,15 +134,24 @@ def test_read_run(runs):
 def test_read_run_any_benchmark(runs):
     # The reader has no per-benchmark code: the same notebook opens a TACT run.
     outs = execute("01_read_run", {"FDEVAL_RUN": runs["FDEVAL_RUN_TACT"]})
-    assert "tact / reference" in text(outs) and "{'usable': 8}" in text(outs) and "posterior" in text(outs)
+    assert (
+        "tact / reference" in text(outs)
+        and "{'usable': 8}" in text(outs)
+        and "posterior" in text(outs)
+    )
     assert figures(outs) == 1
 
 
 def test_instructfd_ias(runs):
     outs = execute("02_instructfd_ias", runs)
     ias_table, check = tables(outs)[0], text(outs)
-    assert all(ins in ias_table for ins in ("listen", "backchannel", "interrupt", "continue", "acknowledge", "overall"))
-    assert "from verdicts" in check  # the recomputation table (its equality with ias.csv is asserted in the notebook)
+    assert all(
+        ins in ias_table
+        for ins in ("listen", "backchannel", "interrupt", "continue", "acknowledge", "overall")
+    )
+    assert (
+        "from verdicts" in check
+    )  # the recomputation table (its equality with ias.csv is asserted in the notebook)
     assert figures(outs) == 1
 
 
@@ -142,16 +180,22 @@ def test_echochain_mpr_mcp(runs):
 def test_sweep_plots_one_sweep_and_names_the_others(runs, tmp_path):
     # A run whose identity differs in more than the delay (here: another code version) belongs to
     # another sweep: the two real points are plotted, the third is named as left out.
-    sweep_runs = sorted((Path(runs["FDEVAL_OUT_ROOT"]) / "instructfd" / "reference").glob("orchestrator.*"))
+    sweep_runs = sorted(
+        (Path(runs["FDEVAL_OUT_ROOT"]) / "instructfd" / "reference").glob("orchestrator.*")
+    )
     other = tmp_path / "other-sweep-point"
-    scores = step_dir(sweep_runs[0], "score").relative_to(sweep_runs[0])  # where run.json says the table is
+    scores = step_dir(sweep_runs[0], "score").relative_to(
+        sweep_runs[0]
+    )  # where run.json says the table is
     (other / scores).mkdir(parents=True)
     shutil.copy(sweep_runs[0] / scores / "ias.csv", other / scores / "ias.csv")
     meta = json.loads((sweep_runs[0] / "run.json").read_text())
     meta["identity"]["config"]["orchestrator"]["barge_in_delay_s"] = 2
     meta["identity"]["code"] = {"changed": True}
     (other / "run.json").write_text(json.dumps(meta))
-    outs = execute("03_barge_in_sweep", {"FDEVAL_SWEEP_RUNS": os.pathsep.join(map(str, [*sweep_runs, other]))})
+    outs = execute(
+        "03_barge_in_sweep", {"FDEVAL_SWEEP_RUNS": os.pathsep.join(map(str, [*sweep_runs, other]))}
+    )
     out = text(outs)
     assert "left out (another sweep" in out and "other-sweep-point" in out
     assert "2 points: 1.0 s" in out and "2.0 s ->" not in out
@@ -159,7 +203,9 @@ def test_sweep_plots_one_sweep_and_names_the_others(runs, tmp_path):
 
 
 def test_every_notebook_is_tested():
-    tested = {n.removeprefix("test_") for n in globals() if n.startswith("test_")}  # test_<name> per <NN>_<name>.py
+    tested = {
+        n.removeprefix("test_") for n in globals() if n.startswith("test_")
+    }  # test_<name> per <NN>_<name>.py
     names = {p.stem.split("_", 1)[1] for p in NOTEBOOKS.glob("[0-9]*.py")}
     assert names <= tested, names - tested
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import sys
 from dataclasses import fields
 
 import pytest
@@ -13,14 +12,27 @@ from hydra.core.global_hydra import GlobalHydra
 from omegaconf import OmegaConf
 
 from fdeval import launch
+from fdeval.engine.driver import prepare
+from fdeval.engine.run import Run
 from fdeval.errors import ConfigError
 from fdeval.orchestrator.session import OrchestratorConfig
-from fdeval.settings import (CONF_DIR, LauncherSettings, OrchestratorSettings, SlurmLauncherSettings, check_run_options,
-                             orchestrator_settings, register)
+from fdeval.settings import (
+    CONF_DIR,
+    LauncherSettings,
+    ModelResources,
+    OrchestratorSettings,
+    SlurmLauncherSettings,
+    check_run_options,
+    model_resources,
+    orchestrator_settings,
+    register,
+)
 
-ORCHESTRATOR_KEYS = ("clock, sample_rate, silence_s, trailing_silence_s, yield_after_s, barge_in_delay_s, max_session_s, "
-                     "vad_threshold, vad_min_silence_s, max_pacing_lag_s, max_model_lag_s, "
-                     "client_processes, client_cpu_s_per_session_s, client_cpu_share, invalid_retries")
+ORCHESTRATOR_KEYS = (
+    "clock, sample_rate, silence_s, trailing_silence_s, yield_after_s, barge_in_delay_s, max_session_s, "
+    "vad_threshold, vad_min_silence_s, max_pacing_lag_s, max_model_lag_s, "
+    "client_processes, client_cpu_s_per_session_s, client_cpu_share, invalid_retries"
+)
 
 
 def compose_cfg(*overrides: str, conf_dir=CONF_DIR):
@@ -42,20 +54,26 @@ def test_orchestrator_defaults_come_from_one_place():
     assert cfg.orchestrator.max_session_s == 300.0 and cfg.orchestrator.clock == "auto"
 
 
-@pytest.mark.parametrize("override,message", [
-    ("silence_s=-1", "orchestrator.silence_s: must be > 0, got -1"),
-    ("trailing_silence_s=-0.5", "orchestrator.trailing_silence_s: must be >= 0, got -0.5"),
-    ("yield_after_s=0", "orchestrator.yield_after_s: must be > 0, got 0"),
-    ("barge_in_delay_s=-1", "orchestrator.barge_in_delay_s: must be >= 0, got -1"),
-    ("max_session_s=inf", "orchestrator.max_session_s: must be > 0, got inf"),
-    ("vad_threshold=1", "orchestrator.vad_threshold: must be in (0, 1), got 1"),
-    ("vad_min_silence_s=-0.1", "orchestrator.vad_min_silence_s: must be >= 0, got -0.1"),
-    ("sample_rate=8000", "orchestrator.sample_rate: must be 16000 (the rate Silero VAD runs at), got 8000"),
-    ("max_pacing_lag_s=0", "orchestrator.max_pacing_lag_s: must be > 0, got 0"),
-    ("max_model_lag_s=nan", "orchestrator.max_model_lag_s: must be > 0, got nan"),
-    ("invalid_retries=-1", "orchestrator.invalid_retries: must be >= 0, got -1"),
-    ("clock=wall", "orchestrator.clock: unknown clock 'wall'; valid: auto, lockstep, realtime"),
-])
+@pytest.mark.parametrize(
+    "override,message",
+    [
+        ("silence_s=-1", "orchestrator.silence_s: must be > 0, got -1"),
+        ("trailing_silence_s=-0.5", "orchestrator.trailing_silence_s: must be >= 0, got -0.5"),
+        ("yield_after_s=0", "orchestrator.yield_after_s: must be > 0, got 0"),
+        ("barge_in_delay_s=-1", "orchestrator.barge_in_delay_s: must be >= 0, got -1"),
+        ("max_session_s=inf", "orchestrator.max_session_s: must be > 0, got inf"),
+        ("vad_threshold=1", "orchestrator.vad_threshold: must be in (0, 1), got 1"),
+        ("vad_min_silence_s=-0.1", "orchestrator.vad_min_silence_s: must be >= 0, got -0.1"),
+        (
+            "sample_rate=8000",
+            "orchestrator.sample_rate: must be 16000 (the rate Silero VAD runs at), got 8000",
+        ),
+        ("max_pacing_lag_s=0", "orchestrator.max_pacing_lag_s: must be > 0, got 0"),
+        ("max_model_lag_s=nan", "orchestrator.max_model_lag_s: must be > 0, got nan"),
+        ("invalid_retries=-1", "orchestrator.invalid_retries: must be >= 0, got -1"),
+        ("clock=wall", "orchestrator.clock: unknown clock 'wall'; valid: auto, lockstep, realtime"),
+    ],
+)
 def test_an_orchestrator_value_out_of_range_is_one_line_naming_it(override, message):
     cfg = compose_cfg(f"orchestrator.{override}")
     with pytest.raises(ConfigError) as e:
@@ -65,28 +83,46 @@ def test_an_orchestrator_value_out_of_range_is_one_line_naming_it(override, mess
 
 def test_a_plain_node_reads_the_same_as_the_composed_one():
     """A Slurm task rebuilds its config from YAML (no schema); tests pass dicts."""
-    cfg = compose_cfg("orchestrator.barge_in_delay_s=2", "orchestrator.clock=realtime", "orchestrator.silence_s=1.2")
+    cfg = compose_cfg(
+        "orchestrator.barge_in_delay_s=2",
+        "orchestrator.clock=realtime",
+        "orchestrator.silence_s=1.2",
+    )
     typed = orchestrator_settings(cfg.orchestrator)
     assert typed.turns.barge_in_delay_s == 2.0 and typed.turns.silence_s == 1.2
     plain = OmegaConf.create(OmegaConf.to_yaml(cfg, resolve=True))
     assert OmegaConf.get_type(plain.orchestrator) is dict
     assert orchestrator_settings(plain.orchestrator) == typed
     assert orchestrator_settings({"barge_in_delay_s": 2, "silence_s": 1.2}) == typed
-    with pytest.raises(ConfigError, match=r"^orchestrator\.silence_s: expected a number, got 'abc'$"):
+    with pytest.raises(
+        ConfigError, match=r"^orchestrator\.silence_s: expected a number, got 'abc'$"
+    ):
         orchestrator_settings({"silence_s": "abc"})
     with pytest.raises(ConfigError) as e:
         orchestrator_settings({"silence": 1.0})
-    assert str(e.value) == f"unknown key 'orchestrator.silence'; valid keys under 'orchestrator': {ORCHESTRATOR_KEYS}"
+    assert (
+        str(e.value)
+        == f"unknown key 'orchestrator.silence'; valid keys under 'orchestrator': {ORCHESTRATOR_KEYS}"
+    )
 
 
-@pytest.mark.parametrize("overrides,message", [
-    (["seed=-1"], "seed: must be a non-negative integer, got -1"),
-    (["resume=again"], "resume: unknown mode 'again'; valid: auto, redo"),
-    (["launcher.name=k8s"], "launcher.name: unknown launcher 'k8s'; valid: local, slurm"),
-    (["launcher.cases_per_task=0"], "launcher.cases_per_task: must be >= 1, got 0"),
-    (["launcher=slurm", "launcher.gpus_per_task=-1"], "launcher.gpus_per_task: must be >= 0, got -1"),
-    (["orchestrator.clock=wall"], "orchestrator.clock: unknown clock 'wall'; valid: auto, lockstep, realtime"),
-])
+@pytest.mark.parametrize(
+    "overrides,message",
+    [
+        (["seed=-1"], "seed: must be a non-negative integer, got -1"),
+        (["resume=again"], "resume: unknown mode 'again'; valid: auto, redo"),
+        (["launcher.name=k8s"], "launcher.name: unknown launcher 'k8s'; valid: local, slurm"),
+        (["launcher.cases_per_task=0"], "launcher.cases_per_task: must be >= 1, got 0"),
+        (
+            ["launcher=slurm", "launcher.gpus_per_task=-1"],
+            "launcher.gpus_per_task: must be >= 0, got -1",
+        ),
+        (
+            ["orchestrator.clock=wall"],
+            "orchestrator.clock: unknown clock 'wall'; valid: auto, lockstep, realtime",
+        ),
+    ],
+)
 def test_run_options_are_checked_before_any_work(overrides, message):
     with pytest.raises(ConfigError) as e:
         check_run_options(compose_cfg(*overrides))
@@ -121,35 +157,89 @@ def test_the_ensemble_members_are_the_judge_files_themselves(tmp_path):
         register()
     assert ens.judges[1].max_tokens == 1234
     assert [OmegaConf.to_container(j, resolve=True) for j in ens.judges] == [
-        OmegaConf.to_container(rules, resolve=True), OmegaConf.to_container(alone, resolve=True)]
-    assert ens.judges[1].cache_dir == f"{tmp_path}/_cache/llm_judge"  # interpolations still point at the run's
+        OmegaConf.to_container(rules, resolve=True),
+        OmegaConf.to_container(alone, resolve=True),
+    ]
+    assert (
+        ens.judges[1].cache_dir == f"{tmp_path}/_cache/llm_judge"
+    )  # interpolations still point at the run's
 
 
-@pytest.mark.parametrize("arg,message", [
-    ("launcher.nope=1", "unknown key 'launcher.nope'; valid keys under 'launcher': name, cases_per_task, "
-                        "gpus_per_task, instances_per_task"),
-    ("orchestrator.nope=1", f"unknown key 'orchestrator.nope'; valid keys under 'orchestrator': {ORCHESTRATOR_KEYS}"),
-    ("model.nope=1", "unknown key 'model.nope'; valid keys under 'model': _target_, name, voice, rate_wpm, "
-                     "sample_rate, frame_s, vad_threshold, policy_overrides, concurrency, compute_s_per_frame, resources"),
-    ("nope=1", "unknown key 'nope'; valid keys at the top level: model, benchmark, stage, launcher, orchestrator, "
-               "tts, asr, judge, report, seed, out_root, run_tag, resume, progress"),
-    ("seed=1.5", "seed: expected an integer, got 1.5"),
-    ("progress=maybe", "progress: expected true or false, got 'maybe'"),
-    ("orchestrator.barge_in_delay_s=soon", "orchestrator.barge_in_delay_s: expected a number, got 'soon'"),
-])
+@pytest.mark.parametrize(
+    "arg,message",
+    [
+        (
+            "launcher.nope=1",
+            "unknown key 'launcher.nope'; valid keys under 'launcher': name, cases_per_task, "
+            "gpus_per_task, instances_per_task",
+        ),
+        (
+            "orchestrator.nope=1",
+            f"unknown key 'orchestrator.nope'; valid keys under 'orchestrator': {ORCHESTRATOR_KEYS}",
+        ),
+        (
+            "model.nope=1",
+            "unknown key 'model.nope'; valid keys under 'model': _target_, name, voice, rate_wpm, "
+            "sample_rate, frame_s, vad_threshold, policy_overrides, concurrency, compute_s_per_frame, resources",
+        ),
+        (
+            "nope=1",
+            "unknown key 'nope'; valid keys at the top level: model, benchmark, stage, launcher, orchestrator, "
+            "tts, asr, judge, report, seed, out_root, run_tag, resume, progress",
+        ),
+        ("seed=1.5", "seed: expected an integer, got 1.5"),
+        ("progress=maybe", "progress: expected true or false, got 'maybe'"),
+        (
+            "orchestrator.barge_in_delay_s=soon",
+            "orchestrator.barge_in_delay_s: expected a number, got 'soon'",
+        ),
+    ],
+)
 def test_check_overrides_names_the_key(tmp_path, capsys, arg, message):
     with pytest.raises(SystemExit) as e:
         launch.check_overrides([f"out_root={tmp_path}", arg])
     assert e.value.code == 2 and capsys.readouterr().err == f"fdeval: error: {message}\n"
 
 
-@pytest.mark.parametrize("arg,message", [
-    ("orchestrator.silence_s=abc", "orchestrator.silence_s: expected a number, got 'abc'"),
-    ("judge=ensemble judge.judges.1.temperatur=0", "unknown key 'judge.judges[1].temperatur'; valid keys under "
-     "'judge.judges[1]': _target_, backend, model, temperature, top_p, seed, max_tokens, cache_dir, base_url, "
-     "max_parse_retries, max_retries, timeout_s, max_retry_s, max_unreachable, max_failed_requests"),
-])
+@pytest.mark.parametrize(
+    "arg,message",
+    [
+        ("orchestrator.silence_s=abc", "orchestrator.silence_s: expected a number, got 'abc'"),
+        (
+            "judge=ensemble judge.judges.1.temperatur=0",
+            "unknown key 'judge.judges[1].temperatur'; valid keys under "
+            "'judge.judges[1]': _target_, backend, model, temperature, top_p, seed, max_tokens, cache_dir, base_url, "
+            "max_parse_retries, max_retries, timeout_s, max_retry_s, max_unreachable, max_failed_requests",
+        ),
+    ],
+)
 def test_a_wrong_type_or_key_on_the_command_line_exits_2_with_one_line(tmp_path, arg, message):
     proc = run_launch([f"out_root={tmp_path / 'outputs'}", *arg.split()], tmp_path, timeout_s=900)
     assert proc.returncode == 2 and proc.stderr == f"fdeval: error: {message}\n", proc.stderr
     assert not (tmp_path / "outputs").exists()  # nothing was made
+
+
+def test_model_resources_are_typed_and_checked():
+    """`model.resources` (what stage=plan sizes a model by) has a schema: every shipped model's
+    block reads through it, a missing block is the defaults, a bad value or key is one line naming
+    it, and the engine checks it before any work and when it builds the model, instead of dropping it."""
+    for f in sorted((CONF_DIR / "model").glob("*.yaml")):
+        node = OmegaConf.load(f)
+        if "resources" in node:
+            assert isinstance(model_resources(node), ModelResources), f.name
+    assert model_resources({"name": "m"}) == ModelResources(0.0, True, 1.0, 0.0)
+    ref = model_resources(compose_cfg().model)
+    assert (ref.gpu_mem_gb, ref.realtime, ref.lockstep_speed) == (0, False, 100)
+    for res, message in (
+        ({"gpu_mem_gb": -1}, "model.resources.gpu_mem_gb: must be >= 0, got -1"),
+        ({"lockstep_speed": 0}, "model.resources.lockstep_speed: must be > 0, got 0"),
+        ({"realtime": "sometimes"}, "model.resources.realtime: expected true or false"),
+        ({"gpu_mem": 8}, "unknown key 'model.resources.gpu_mem'"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            model_resources({"resources": res})
+    cfg = compose_cfg("out_root=/nonexistent/never-written", "+model.resources.startup=5")
+    with pytest.raises(ConfigError, match="unknown key 'model.resources.startup'"):
+        prepare(cfg, "t")
+    with pytest.raises(ConfigError, match="unknown key 'model.resources.startup'"):
+        Run(cfg, CONF_DIR, CONF_DIR).component("model")

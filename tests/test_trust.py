@@ -26,15 +26,28 @@ ONE = "benchmark.cases=[fresh_pasta_stop__acknowledge]"
 TWO = TWO_CASES
 
 
-def launch(tmp: Path, *args: str, check: bool = True, out_root: Path | None = None, env: dict | None = None,
-           timeout: float = 600, seed: bool = True) -> subprocess.CompletedProcess:
+def launch(
+    tmp: Path,
+    *args: str,
+    check: bool = True,
+    out_root: Path | None = None,
+    env: dict | None = None,
+    timeout: float = 600,
+    seed: bool = True,
+) -> subprocess.CompletedProcess:
     """The launch in `tmp`; its default out_root (tmp/outputs) starts with the built-in set generated
     (`seed=False`: an empty out_root)."""
     out = out_root or (seed_data(tmp / "outputs") if seed else tmp / "outputs")
-    proc = run_launch([f"out_root={out}", "progress=false", *args], cwd=tmp, timeout_s=timeout,
-                      env={**os.environ, **(env or {})})
+    proc = run_launch(
+        [f"out_root={out}", "progress=false", *args],
+        cwd=tmp,
+        timeout_s=timeout,
+        env={**os.environ, **(env or {})},
+    )
     if check and proc.returncode != 0:
-        raise AssertionError(f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        raise AssertionError(
+            f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        )
     return proc
 
 
@@ -48,14 +61,22 @@ def one_line_error(proc: subprocess.CompletedProcess) -> str:
 
 def runs(out: Path) -> list[Path]:
     """Run folders that recorded something (a stage=generate launch makes one with no sessions)."""
-    return sorted(p for p in (out / "instructfd" / "reference").iterdir() if (p / "sessions").is_dir())
+    return sorted(
+        p for p in (out / "instructfd" / "reference").iterdir() if (p / "sessions").is_dir()
+    )
 
 
 def mtimes(d: Path) -> dict[str, int]:
     """The results' write times (not the launch record: run.json, .hydra/, the log, the locks)."""
-    return {str(p.relative_to(d)): p.stat().st_mtime_ns for p in d.rglob("*")
-            if p.is_file() and ".hydra" not in p.parts and p.suffix != ".log" and not p.name.startswith(".lock")
-            and p.name != "run.json"}
+    return {
+        str(p.relative_to(d)): p.stat().st_mtime_ns
+        for p in d.rglob("*")
+        if p.is_file()
+        and ".hydra" not in p.parts
+        and p.suffix != ".log"
+        and not p.name.startswith(".lock")
+        and p.name != "run.json"
+    }
 
 
 def known_cases(tmp: Path) -> list[str]:
@@ -73,9 +94,13 @@ def one_run(two_case_run, tmp_path_factory):
 
 def test_a_sweep_over_twelve_cases_writes_one_folder_per_point_with_its_own_delays(tmp_path):
     ids = known_cases(tmp_path)
-    chosen = [c for c in ids if c.endswith("__none")][:6] + [c for c in ids if not c.endswith("__none")][:6]
+    chosen = [c for c in ids if c.endswith("__none")][:6] + [
+        c for c in ids if not c.endswith("__none")
+    ][:6]
     assert len(chosen) == 12
-    launch(tmp_path, f"benchmark.cases=[{','.join(chosen)}]", "orchestrator.barge_in_delay_s=1,2", "-m")
+    launch(
+        tmp_path, f"benchmark.cases=[{','.join(chosen)}]", "orchestrator.barge_in_delay_s=1,2", "-m"
+    )
     folders = runs(tmp_path / "outputs")
     assert len(folders) == 2, folders
     seen = {}
@@ -120,14 +145,23 @@ def test_a_different_checkpoint_at_the_same_path_stops_then_redo_records_again(t
     before = mtimes(d)
     err = one_line_error(launch(tmp_path, ONE, "stage=run", check=False))
     assert str(d) in err and "voice: en-us+f4 -> en-us+f3" in err and "resume=redo" in err
-    assert {k: v for k, v in mtimes(d).items() if k != "model.json"} == {k: v for k, v in before.items() if k != "model.json"}
+    assert {k: v for k, v in mtimes(d).items() if k != "model.json"} == {
+        k: v for k, v in before.items() if k != "model.json"
+    }
     launch(tmp_path, ONE, "stage=run", "resume=redo")
-    assert mtimes(d)["sessions/fresh_pasta_stop__acknowledge.h5"] != before["sessions/fresh_pasta_stop__acknowledge.h5"]
+    assert (
+        mtimes(d)["sessions/fresh_pasta_stop__acknowledge.h5"]
+        != before["sessions/fresh_pasta_stop__acknowledge.h5"]
+    )
 
 
 @pytest.mark.parametrize("damage", ["truncate_h5", "empty_h5", "truncate_wav", "empty_wav"])
-def test_a_damaged_recording_is_recorded_again_and_nothing_else_is_rewritten(two_case_run, tmp_path, damage):
-    tmp, d = copy_run(two_case_run, tmp_path)  # the finished launch of TWO, each damage on its own copy
+def test_a_damaged_recording_is_recorded_again_and_nothing_else_is_rewritten(
+    two_case_run, tmp_path, damage
+):
+    tmp, d = copy_run(
+        two_case_run, tmp_path
+    )  # the finished launch of TWO, each damage on its own copy
     kind, ext = damage.split("_")
     f = d / "sessions" / f"fresh_pasta_stop__acknowledge.{ext}"
     size = f.stat().st_size
@@ -140,7 +174,10 @@ def test_a_damaged_recording_is_recorded_again_and_nothing_else_is_rewritten(two
     redone = {k for k in before if after[k] != before[k]}
     # the damaged case is recorded, transcribed and judged again; the other case is untouched
     assert {k for k in redone if "job_offer_move__listen" in k} == set()
-    assert "sessions/fresh_pasta_stop__acknowledge.h5" in redone and "sessions/fresh_pasta_stop__acknowledge.wav" in redone
+    assert (
+        "sessions/fresh_pasta_stop__acknowledge.h5" in redone
+        and "sessions/fresh_pasta_stop__acknowledge.wav" in redone
+    )
     assert f.stat().st_size > 0
 
 
@@ -154,8 +191,13 @@ def test_an_edited_case_is_another_runs_recording_until_resume_redo(tmp_path):
     d = json.loads(case.read_text())
     d["version"] = "2"  # any change to the case file
     case.write_text(json.dumps(d))
-    err = one_line_error(launch(tmp_path, ONE, f"benchmark.cases_dir={mine}", "stage=run", check=False))
-    assert "sessions/fresh_pasta_stop__acknowledge.h5 was made by another run" in err and "case_digest" in err
+    err = one_line_error(
+        launch(tmp_path, ONE, f"benchmark.cases_dir={mine}", "stage=run", check=False)
+    )
+    assert (
+        "sessions/fresh_pasta_stop__acknowledge.h5 was made by another run" in err
+        and "case_digest" in err
+    )
     launch(tmp_path, ONE, f"benchmark.cases_dir={mine}", "stage=run", "resume=redo")
 
 
@@ -177,7 +219,11 @@ def test_output_files_follow_the_umask(one_run):
 
 
 def test_a_credential_on_the_command_line_is_refused_before_anything_is_written(tmp_path):
-    for arg in ("+judge.api_key=sk-test-123", "+model.server.env.OPENAI_API_KEY=x", "+llm.token=abc"):
+    for arg in (
+        "+judge.api_key=sk-test-123",
+        "+model.server.env.OPENAI_API_KEY=x",
+        "+llm.token=abc",
+    ):
         err = one_line_error(launch(tmp_path, arg, check=False, seed=False))
         assert "refusing a credential on the command line" in err and "sk-test" not in err
     assert not (tmp_path / "outputs").exists()
@@ -185,10 +231,20 @@ def test_a_credential_on_the_command_line_is_refused_before_anything_is_written(
 
 def test_judge_settings_are_checked_before_any_session(tmp_path):
     env = {"ANTHROPIC_API_KEY": "sk-fake-for-test"}
-    err = one_line_error(launch(tmp_path, ONE, "judge=llm", "judge.base_url=http://example.com:8080", env=env,
-                                check=False))
+    err = one_line_error(
+        launch(
+            tmp_path,
+            ONE,
+            "judge=llm",
+            "judge.base_url=http://example.com:8080",
+            env=env,
+            check=False,
+        )
+    )
     assert "judge.base_url" in err and "sk-fake" not in err
-    err = one_line_error(launch(tmp_path, ONE, "judge=llm", "judge.temperature=abc", env=env, check=False))
+    err = one_line_error(
+        launch(tmp_path, ONE, "judge=llm", "judge.temperature=abc", env=env, check=False)
+    )
     assert "judge.temperature" in err
     assert not list((tmp_path / "outputs").rglob("*.h5"))
 
@@ -200,13 +256,23 @@ def test_an_unreachable_judge_stops_the_run_with_one_line_and_keeps_the_sessions
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {"ANTHROPIC_API_KEY": "sk-fake-for-test"}
-    err = one_line_error(launch(tmp_path, TWO, "judge=llm", f"judge.base_url=http://127.0.0.1:{port}", env=env,
-                                check=False))
+    err = one_line_error(
+        launch(
+            tmp_path,
+            TWO,
+            "judge=llm",
+            f"judge.base_url=http://127.0.0.1:{port}",
+            env=env,
+            check=False,
+        )
+    )
     # it stopped after the client's bound of attempts (not after retrying every verdict), whatever
     # the machine's speed: the wall-clock bound this replaces measured the launch's start too
     assert f"127.0.0.1:{port}" in err and "3 consecutive attempts without an answer" in err
     (d,) = runs(tmp_path / "outputs")
-    assert len(list((d / "sessions").glob("*.h5"))) == 2 and not list(step_dir(d, "judge").glob("*.json"))
+    assert len(list((d / "sessions").glob("*.h5"))) == 2 and not list(
+        step_dir(d, "judge").glob("*.json")
+    )
 
 
 def test_a_case_longer_than_max_session_is_an_error_before_any_session(tmp_path):
@@ -219,7 +285,9 @@ def test_a_session_cut_at_max_session_is_invalid_not_a_failure(tmp_path):
     # the turns fit, the waits between them do not: the session is cut
     proc = launch(tmp_path, ONE, "orchestrator.max_session_s=20", check=False)
     assert proc.returncode == 3, proc.stderr[-2000:]  # finished, but a session is not scored
-    assert "1 session(s) invalid and not scored" in proc.stdout and "max_session_s=20" in proc.stdout
+    assert (
+        "1 session(s) invalid and not scored" in proc.stdout and "max_session_s=20" in proc.stdout
+    )
     (d,) = runs(tmp_path / "outputs")
     assert not list(step_dir(d, "judge").glob("*.json"))
     ias = (step_dir(d, "score") / "ias.csv").read_text()
@@ -232,14 +300,22 @@ def test_a_model_slower_than_real_time_is_caught_counted_and_not_scored(tmp_path
     args = (TWO, "orchestrator.clock=realtime", "model.compute_s_per_frame=0.045")
     proc = launch(tmp_path, *args, check=False)
     assert proc.returncode == 3, proc.stderr[-2000:]  # finished, but its sessions are not scored
-    assert "2 session(s) invalid and not scored" in proc.stdout and "could not keep real time" in proc.stdout
+    assert (
+        "2 session(s) invalid and not scored" in proc.stdout
+        and "could not keep real time" in proc.stdout
+    )
     (d,) = runs(tmp_path / "outputs")
     for cid in ("fresh_pasta_stop__acknowledge", "job_offer_move__listen"):
         with h5py.File(d / "sessions" / f"{cid}.h5") as f:
             # 45 ms of work per 32 ms frame: 13 ms later each frame, on any machine (load adds to it)
             assert not f.attrs["valid"] and f.attrs["health_pacing_lag_max_s"] > 0.25
-            assert f.attrs["end_reason"] == "behind_real_time"  # stopped at once, not run to its end
-            assert json.loads(f.attrs["health_bounds"]) == {"max_pacing_lag_s": 0.25, "max_model_lag_s": 1.0}
+            assert (
+                f.attrs["end_reason"] == "behind_real_time"
+            )  # stopped at once, not run to its end
+            assert json.loads(f.attrs["health_bounds"]) == {
+                "max_pacing_lag_s": 0.25,
+                "max_model_lag_s": 1.0,
+            }
             assert not health.check_verdict(f.attrs)
     rows = (step_dir(d, "score") / "ias.csv").read_text().splitlines()
     header = rows[0].split(",")
@@ -255,7 +331,12 @@ def test_a_model_slower_than_real_time_is_caught_counted_and_not_scored(tmp_path
 def _tmpfs(path: Path, size: str, ro: bool = False) -> bool:
     path.mkdir(parents=True, exist_ok=True)
     opts = f"size={size}" + (",ro" if ro else "")
-    return subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(path)], capture_output=True).returncode == 0
+    return (
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(path)], capture_output=True
+        ).returncode
+        == 0
+    )
 
 
 @pytest.fixture
@@ -279,11 +360,15 @@ def test_a_full_disk_is_one_line_and_keeps_what_was_finished(tmp_path, mount_poi
     if not _tmpfs(mount_point, "4500k"):
         pytest.skip("cannot mount a tmpfs here (needs root and CAP_SYS_ADMIN)")
     out = mount_point / "outputs"
-    err = one_line_error(launch(tmp_path, TWO, f"benchmark.cases_dir={data}", out_root=out, check=False))
+    err = one_line_error(
+        launch(tmp_path, TWO, f"benchmark.cases_dir={data}", out_root=out, check=False)
+    )
     assert "No space left on device" in err and "cannot write" in err
     (d,) = runs(out)
     done = sorted(p.name for p in (d / "sessions").glob("*.h5"))
-    assert done == ["fresh_pasta_stop__acknowledge.h5"] and not list((d / "sessions").glob(".*tmp*"))
+    assert done == ["fresh_pasta_stop__acknowledge.h5"] and not list(
+        (d / "sessions").glob(".*tmp*")
+    )
     with h5py.File(d / "sessions" / done[0]) as f:
         assert f.attrs["case_id"] == "fresh_pasta_stop__acknowledge"
 
@@ -291,12 +376,23 @@ def test_a_full_disk_is_one_line_and_keeps_what_was_finished(tmp_path, mount_poi
 def test_a_model_that_cannot_start_stops_the_run_after_the_first_cases(tmp_path):
     # a server command that dies at once: every case would fail the same way
     ids = known_cases(tmp_path)[:6]
-    proc = launch(tmp_path, f"benchmark.cases=[{','.join(ids)}]", "model=moshi", "model.hf_repo=null",
-                  "model.device=cpu", f"model.server.python={sys.executable}",
-                  "model.server.command=['{python}','-c','import sys; sys.exit(3)']", "model.server.start_attempts=1",
-                  env={"CUDA_VISIBLE_DEVICES": ""}, check=False)
+    proc = launch(
+        tmp_path,
+        f"benchmark.cases=[{','.join(ids)}]",
+        "model=moshi",
+        "model.hf_repo=null",
+        "model.device=cpu",
+        f"model.server.python={sys.executable}",
+        "model.server.command=['{python}','-c','import sys; sys.exit(3)']",
+        "model.server.start_attempts=1",
+        env={"CUDA_VISIBLE_DEVICES": ""},
+        check=False,
+    )
     err = one_line_error(proc)
-    assert "the first 3 case(s) all failed, so the run stops" in err and "session-seconds" not in proc.stdout
+    assert (
+        "the first 3 case(s) all failed, so the run stops" in err
+        and "session-seconds" not in proc.stdout
+    )
     d = next((tmp_path / "outputs/instructfd/moshi").iterdir())
     assert len(list((d / "sessions").glob("*.error.json"))) == 3
 
@@ -309,10 +405,15 @@ def test_temp_files_of_a_killed_generate_are_swept(tmp_path):
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()  # a pid that no longer runs: the writer that was killed
     audio = next(p for p in (data / "audio").rglob("*") if p.is_dir())
-    left = [audio / f".turn0.wav.{_HOST}-{dead.pid}.abc123.tmp.wav", data / "cases" / f".x.json.{_HOST}-{dead.pid}.q.tmp.json"]
+    left = [
+        audio / f".turn0.wav.{_HOST}-{dead.pid}.abc123.tmp.wav",
+        data / "cases" / f".x.json.{_HOST}-{dead.pid}.q.tmp.json",
+    ]
     for p in left:
         p.write_bytes(b"partial")
-    live = data / "cases" / f".y.json.{_HOST}-{os.getpid()}.q.tmp.json"  # a writer still running: kept
+    live = (
+        data / "cases" / f".y.json.{_HOST}-{os.getpid()}.q.tmp.json"
+    )  # a writer still running: kept
     live.write_bytes(b"partial")
     launch(tmp_path, ONE, "stage=generate")
     assert not any(p.exists() for p in left) and live.exists()
@@ -323,19 +424,64 @@ def test_a_plain_pip_install_runs_from_another_folder(tmp_path):
     """`pip install .` (not editable): the wheel carries the configs and data files."""
     root = Path(__file__).resolve().parents[1]
     wheels, site = tmp_path / "wheels", tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(wheels),
-                    str(root)], check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(wheels),
+            str(root),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     (wheel,) = wheels.glob("fdeval-*.whl")
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--target",
+            str(site),
+            str(wheel),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = {**os.environ, "PYTHONPATH": str(site)}
-    where = subprocess.run([sys.executable, "-c", "import fdeval, fdeval.launch as l; print(fdeval.__file__, l.CONF_DIR)"],
-                           cwd=elsewhere, env=env, capture_output=True, text=True, check=True).stdout
+    where = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import fdeval, fdeval.launch as l; print(fdeval.__file__, l.CONF_DIR)",
+        ],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert str(site) in where and str(root) not in where  # the installed copy, not the checkout
-    proc = subprocess.run([sys.executable, "-m", "fdeval.launch", "stage=generate", "progress=false"], cwd=elsewhere,
-                          env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "fdeval.launch", "stage=generate", "progress=false"],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert len(list((elsewhere / "outputs/instructfd/_data").glob("*/cases/*.json"))) == 26
 

@@ -81,7 +81,11 @@ class Segmentation:
             ("min_silence_s", self.min_silence_s >= 0.0, "must be >= 0"),
             ("pad_s", self.pad_s >= 0.0, "must be >= 0"),
             ("merge_gap_s", self.merge_gap_s >= 0.0, "must be >= 0"),
-            ("max_segment_s", self.max_segment_s - 2 * self.pad_s >= 1.0, "must be at least 2 * pad_s + 1 s"),
+            (
+                "max_segment_s",
+                self.max_segment_s - 2 * self.pad_s >= 1.0,
+                "must be at least 2 * pad_s + 1 s",
+            ),
         ]
         for name, ok, why in checks:
             if not ok:
@@ -111,7 +115,9 @@ def to_mono_16k(samples: np.ndarray, sample_rate: int) -> np.ndarray:
     if x.ndim != 1:
         raise ValueError(f"expected (n,) or (n, channels) samples, got shape {x.shape}")
     if int(sample_rate) != SAMPLE_RATE:  # cut to floor(n * 16k / sr) so the clip never gets longer
-        x = resample(x, int(sample_rate), SAMPLE_RATE)[: x.shape[0] * SAMPLE_RATE // int(sample_rate)]
+        x = resample(x, int(sample_rate), SAMPLE_RATE)[
+            : x.shape[0] * SAMPLE_RATE // int(sample_rate)
+        ]
     return np.ascontiguousarray(x, dtype=np.float32)
 
 
@@ -123,7 +129,9 @@ def read_channel(wav_path: str | os.PathLike, channel: int) -> np.ndarray:
     return to_mono_16k(data[:, channel], sr)
 
 
-def _split_long(start: int, end: int, max_len: int, probs: np.ndarray, chunk: int) -> list[tuple[int, int]]:
+def _split_long(
+    start: int, end: int, max_len: int, probs: np.ndarray, chunk: int
+) -> list[tuple[int, int]]:
     """Cut [start, end) (samples) into pieces <= max_len at the chunk of least speech probability.
 
     `probs[i]` is the probability of chunk i of the region (chunk i covers start + i*chunk ...).
@@ -143,7 +151,9 @@ def _split_long(start: int, end: int, max_len: int, probs: np.ndarray, chunk: in
     return pieces
 
 
-def speech_segments(samples: np.ndarray, seg: Segmentation | None = None, vad=None) -> list[tuple[float, float]]:
+def speech_segments(
+    samples: np.ndarray, seg: Segmentation | None = None, vad=None
+) -> list[tuple[float, float]]:
     """Speech segments (start_s, end_s) of 16 kHz mono `samples`, ready to recognise (see `Segmentation`).
 
     Sorted, non-overlapping, each within the audio and at most `seg.max_segment_s` long; empty
@@ -153,7 +163,9 @@ def speech_segments(samples: np.ndarray, seg: Segmentation | None = None, vad=No
     x = np.asarray(samples, dtype=np.float32)
     n = x.shape[0]
     vad = vad or SileroVAD(SAMPLE_RATE)
-    stream = vad.stream(threshold=seg.vad_threshold, min_speech_s=seg.min_speech_s, min_silence_s=seg.min_silence_s)
+    stream = vad.stream(
+        threshold=seg.vad_threshold, min_speech_s=seg.min_speech_s, min_silence_s=seg.min_silence_s
+    )
     stream.push(x)
     stream.close()
     pad = round(seg.pad_s * SAMPLE_RATE)
@@ -228,8 +240,10 @@ class ASRBackend(ABC):
     def __init__(self, segmentation: Segmentation | Mapping[str, Any] | None = None):
         self.segmentation = Segmentation.of(segmentation)
         if self.segmentation.max_segment_s > self.max_input_s:
-            raise ConfigError(f"asr.segmentation.max_segment_s: at most {self.max_input_s:g} s for "
-                              f"{type(self).__name__}, got {self.segmentation.max_segment_s:g}")
+            raise ConfigError(
+                f"asr.segmentation.max_segment_s: at most {self.max_input_s:g} s for "
+                f"{type(self).__name__}, got {self.segmentation.max_segment_s:g}"
+            )
 
     @abstractmethod
     def identity(self) -> dict:
@@ -240,7 +254,9 @@ class ASRBackend(ABC):
         """Words of each 16 kHz float32 mono segment (<= max_input_s), times relative to it."""
 
     # -- the shared part --------------------------------------------------------------------
-    def transcribe(self, samples: np.ndarray, sample_rate: int, case_id: str, speaker: str) -> list[Word]:
+    def transcribe(
+        self, samples: np.ndarray, sample_rate: int, case_id: str, speaker: str
+    ) -> list[Word]:
         """Words of one clip, times from its start (a clip over `max_input_s` goes by VAD segments)."""
         _check_speaker(speaker)
         x = to_mono_16k(samples, sample_rate)
@@ -250,8 +266,13 @@ class ASRBackend(ABC):
             return self.transcribe_segments(x, [(0.0, x.shape[0] / SAMPLE_RATE)], case_id, speaker)
         return self.transcribe_segments(x, speech_segments(x, self.segmentation), case_id, speaker)
 
-    def transcribe_segments(self, samples: np.ndarray, segments: Sequence[tuple[float, float]], case_id: str,
-                            speaker: str) -> list[Word]:
+    def transcribe_segments(
+        self,
+        samples: np.ndarray,
+        segments: Sequence[tuple[float, float]],
+        case_id: str,
+        speaker: str,
+    ) -> list[Word]:
         """Recognise the given (start_s, end_s) segments of 16 kHz mono `samples` (each at most
         `max_input_s`); words on the samples' clock, each inside its segment."""
         _check_speaker(speaker)
@@ -259,13 +280,17 @@ class ASRBackend(ABC):
         bounds = [(a, min(b, samples.shape[0])) for a, b in bounds if min(b, samples.shape[0]) > a]
         for a, b in bounds:
             if b - a > self.max_input_s * SAMPLE_RATE + 1:
-                raise ValueError(f"segment {a / SAMPLE_RATE:.2f}-{b / SAMPLE_RATE:.2f} s is longer than "
-                                 f"{self.max_input_s:g} s")
+                raise ValueError(
+                    f"segment {a / SAMPLE_RATE:.2f}-{b / SAMPLE_RATE:.2f} s is longer than "
+                    f"{self.max_input_s:g} s"
+                )
         if not bounds:
             return []
         raw = self.recognize([np.ascontiguousarray(samples[a:b]) for a, b in bounds])
         if len(raw) != len(bounds):
-            raise RuntimeError(f"{type(self).__name__}.recognize returned {len(raw)} results for {len(bounds)} segments")
+            raise RuntimeError(
+                f"{type(self).__name__}.recognize returned {len(raw)} results for {len(bounds)} segments"
+            )
         words: list[Word] = []
         for (a, b), seg_words in zip(bounds, raw):
             t0, t1 = a / SAMPLE_RATE, b / SAMPLE_RATE
@@ -275,16 +300,24 @@ class ASRBackend(ABC):
                 words.append(Word(case_id, speaker, w.text, start, end, "asr"))
         return words
 
-    def transcribe_channel(self, wav_path: str | os.PathLike, channel: int, case_id: str, speaker: str,
-                           vad=None) -> list[Word]:
+    def transcribe_channel(
+        self, wav_path: str | os.PathLike, channel: int, case_id: str, speaker: str, vad=None
+    ) -> list[Word]:
         """Words of one channel of a session WAV, on the session clock; only speech that Silero
         VAD finds is recognised (segments from `speech_segments` with `self.segmentation`)."""
         _check_speaker(speaker)
         x = read_channel(wav_path, channel)
-        return self.transcribe_segments(x, speech_segments(x, self.segmentation, vad), case_id, speaker)
+        return self.transcribe_segments(
+            x, speech_segments(x, self.segmentation, vad), case_id, speaker
+        )
 
-    def transcribe_session(self, wav_path: str | os.PathLike, case_id: str,
-                           speakers: Sequence[str] = ("user", "model"), vad=None) -> list[Word]:
+    def transcribe_session(
+        self,
+        wav_path: str | os.PathLike,
+        case_id: str,
+        speakers: Sequence[str] = ("user", "model"),
+        vad=None,
+    ) -> list[Word]:
         """Both channels of a session WAV (ch0 user, ch1 model), words sorted by (start, speaker)."""
         words: list[Word] = []
         for speaker in speakers:

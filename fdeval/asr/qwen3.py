@@ -42,11 +42,22 @@ class Qwen3ASR(ASRBackend):
 
     max_input_s = 30.0
 
-    def __init__(self, model: str = "Qwen/Qwen3-ASR-1.7B-hf", aligner: str = "Qwen/Qwen3-ForcedAligner-0.6B-hf",
-                 revision: str | None = None, aligner_revision: str | None = None, device: str = "auto",
-                 dtype: str = "auto", batch_size: int = 8, language: str | None = "en", context: str = "",
-                 max_new_tokens: int = 256, local_files_only: bool = False,
-                 segmentation: Segmentation | Mapping[str, Any] | None = None, name: str = "qwen3"):
+    def __init__(
+        self,
+        model: str = "Qwen/Qwen3-ASR-1.7B-hf",
+        aligner: str = "Qwen/Qwen3-ForcedAligner-0.6B-hf",
+        revision: str | None = None,
+        aligner_revision: str | None = None,
+        device: str = "auto",
+        dtype: str = "auto",
+        batch_size: int = 8,
+        language: str | None = "en",
+        context: str = "",
+        max_new_tokens: int = 256,
+        local_files_only: bool = False,
+        segmentation: Segmentation | Mapping[str, Any] | None = None,
+        name: str = "qwen3",
+    ):
         super().__init__(segmentation)
         if int(batch_size) < 1:
             raise ConfigError(f"asr.batch_size: must be >= 1, got {batch_size!r}")
@@ -61,38 +72,66 @@ class Qwen3ASR(ASRBackend):
         self.local_files_only = bool(local_files_only)
         self.id = f"{self.name}:{self.model}" + (f"@{self.revision}" if self.revision else "")
         self._loaded: tuple | None = None
-        self.runtime: dict | None = None  # what was loaded (versions, device, commits), after first use
+        self.runtime: dict | None = (
+            None  # what was loaded (versions, device, commits), after first use
+        )
 
     def identity(self) -> dict:
-        return {"backend": "qwen3", "name": self.name, "model": self.model, "revision": self.revision,
-                "aligner": self.aligner, "aligner_revision": self.aligner_revision, "dtype": self.dtype,
-                "language": self.language, "context": self.context, "max_new_tokens": self.max_new_tokens,
-                "decoding": "greedy", "word_times": "Qwen3-ForcedAligner", **self.settings()}
+        return {
+            "backend": "qwen3",
+            "name": self.name,
+            "model": self.model,
+            "revision": self.revision,
+            "aligner": self.aligner,
+            "aligner_revision": self.aligner_revision,
+            "dtype": self.dtype,
+            "language": self.language,
+            "context": self.context,
+            "max_new_tokens": self.max_new_tokens,
+            "decoding": "greedy",
+            "word_times": "Qwen3-ForcedAligner",
+            **self.settings(),
+        }
 
     # -- loading ------------------------------------------------------------------------------
     def _load(self) -> tuple:
         if self._loaded is not None:
             return self._loaded
         torch, transformers = _hf.require("Qwen3ASR")
-        from transformers import AutoProcessor, Qwen3ASRForConditionalGeneration, Qwen3ASRForTokenClassification
+        from transformers import (
+            AutoProcessor,
+            Qwen3ASRForConditionalGeneration,
+            Qwen3ASRForTokenClassification,
+        )
 
         self._check_language()
         device = _hf.resolve_device(torch, self.device)
         dtype = _hf.resolve_dtype(torch, self.dtype, device, "bfloat16")
         parts = []
-        for what, name, revision, cls in (("Qwen3-ASR model", self.model, self.revision, Qwen3ASRForConditionalGeneration),
-                                          ("Qwen3 forced aligner", self.aligner, self.aligner_revision,
-                                           Qwen3ASRForTokenClassification)):
-            processor, net = _hf.load_pretrained(what, AutoProcessor, cls, name, revision, self.local_files_only,
-                                                 device, dtype)
+        for what, name, revision, cls in (
+            ("Qwen3-ASR model", self.model, self.revision, Qwen3ASRForConditionalGeneration),
+            (
+                "Qwen3 forced aligner",
+                self.aligner,
+                self.aligner_revision,
+                Qwen3ASRForTokenClassification,
+            ),
+        ):
+            processor, net = _hf.load_pretrained(
+                what, AutoProcessor, cls, name, revision, self.local_files_only, device, dtype
+            )
             if not hasattr(processor, "apply_transcription_request"):
-                raise ASRUnavailableError(f"{name!r}: its processor is {type(processor).__name__}, "
-                                          "not a Qwen3ASRProcessor (a transformers-format Qwen3-ASR checkpoint)")
+                raise ASRUnavailableError(
+                    f"{name!r}: its processor is {type(processor).__name__}, "
+                    "not a Qwen3ASRProcessor (a transformers-format Qwen3-ASR checkpoint)"
+                )
             parts += [processor, net]
         asr_proc, asr_model, fa_proc, fa_model = parts
         self._loaded = (torch, device, asr_proc, asr_model, fa_proc, fa_model)
-        self.runtime = {**_hf.runtime(torch, transformers, asr_model, device),
-                        "aligner_commit": getattr(fa_model.config, "_commit_hash", None)}
+        self.runtime = {
+            **_hf.runtime(torch, transformers, asr_model, device),
+            "aligner_commit": getattr(fa_model.config, "_commit_hash", None),
+        }
         return self._loaded
 
     def _check_language(self) -> None:
@@ -106,8 +145,10 @@ class Qwen3ASR(ASRBackend):
         except ImportError:  # names moved: the processor validates on first use instead
             return
         if _language_name(self.language, LANGUAGE_CODE_TO_NAME) not in FORCED_ALIGNER_LANGUAGES:
-            raise ConfigError(f"asr.language: {self.language!r} is not one the forced aligner supports: "
-                              f"{sorted(FORCED_ALIGNER_LANGUAGES)}")
+            raise ConfigError(
+                f"asr.language: {self.language!r} is not one the forced aligner supports: "
+                f"{sorted(FORCED_ALIGNER_LANGUAGES)}"
+            )
 
     # -- recognition --------------------------------------------------------------------------
     def recognize(self, segments: list[np.ndarray]) -> list[list[TimedWord]]:
@@ -123,8 +164,11 @@ class Qwen3ASR(ASRBackend):
         languages: list[str | None] = []
         for i in range(0, len(segments), self.batch_size):
             batch = [np.asarray(s, dtype=np.float32) for s in segments[i : i + self.batch_size]]
-            inputs = proc.apply_transcription_request(audio=batch, language=self.language,
-                                                      prompt=[self.context] * len(batch) if self.context else None)
+            inputs = proc.apply_transcription_request(
+                audio=batch,
+                language=self.language,
+                prompt=[self.context] * len(batch) if self.context else None,
+            )
             inputs = self._to(inputs, device, model.dtype)
             with torch.inference_mode():
                 out = model.generate(**inputs, max_new_tokens=self.max_new_tokens, do_sample=False)
@@ -135,8 +179,12 @@ class Qwen3ASR(ASRBackend):
                 languages.append(self.language or parsed.get("language"))
         return texts, languages
 
-    def align(self, segments: list[np.ndarray], texts: list[str],
-              languages: list[str | None] | None = None) -> list[list[TimedWord]]:
+    def align(
+        self,
+        segments: list[np.ndarray],
+        texts: list[str],
+        languages: list[str | None] | None = None,
+    ) -> list[list[TimedWord]]:
         """Word times of known `texts` in their 16 kHz `segments` (Qwen3-ForcedAligner); usable on
         its own, e.g. to time a model's own text stream against its audio."""
         if len(texts) != len(segments):
@@ -151,14 +199,19 @@ class Qwen3ASR(ASRBackend):
             idx = todo[k : k + self.batch_size]
             batch = [np.asarray(segments[i], dtype=np.float32) for i in idx]
             lang = [self._aligner_language(languages[i]) for i in idx]
-            inputs, word_lists = proc.prepare_forced_aligner_inputs(audio=batch, transcript=[texts[i] for i in idx],
-                                                                    language=lang)
+            inputs, word_lists = proc.prepare_forced_aligner_inputs(
+                audio=batch, transcript=[texts[i] for i in idx], language=lang
+            )
             inputs = self._to(inputs, device, model.dtype)
             with torch.inference_mode():
                 logits = model(**inputs).logits
-            items = proc.decode_forced_alignment(logits, inputs["input_ids"], word_lists, model.config.timestamp_token_id)
+            items = proc.decode_forced_alignment(
+                logits, inputs["input_ids"], word_lists, model.config.timestamp_token_id
+            )
             for i, lng, units in zip(idx, lang, items):
-                out[i] = _as_written(texts[i], units, lambda t, lng=lng: proc.split_words_for_alignment(t, lng))
+                out[i] = _as_written(
+                    texts[i], units, lambda t, lng=lng: proc.split_words_for_alignment(t, lng)
+                )
         return out
 
     def _aligner_language(self, language: str | None) -> str | None:
@@ -184,7 +237,7 @@ class Qwen3ASR(ASRBackend):
 
 
 def _language_name(language: str, code_to_name: dict[str, str]) -> str:
-    """"en" / "english" / "English" -> "English" (the names Qwen3-ASR's processor uses)."""
+    """ "en" / "english" / "English" -> "English" (the names Qwen3-ASR's processor uses)."""
     return code_to_name.get(language.lower(), language.strip().capitalize())
 
 

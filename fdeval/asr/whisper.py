@@ -37,18 +37,30 @@ class WhisperASR(ASRBackend):
 
     max_input_s = 30.0
 
-    def __init__(self, model: str = "openai/whisper-large-v3", revision: str | None = None, device: str = "auto",
-                 dtype: str = "auto", batch_size: int = 8, language: str | None = "en", local_files_only: bool = False,
-                 num_beams: int = 1, max_new_tokens: int | None = None,
-                 segmentation: Segmentation | Mapping[str, Any] | None = None, name: str = "whisper"):
+    def __init__(
+        self,
+        model: str = "openai/whisper-large-v3",
+        revision: str | None = None,
+        device: str = "auto",
+        dtype: str = "auto",
+        batch_size: int = 8,
+        language: str | None = "en",
+        local_files_only: bool = False,
+        num_beams: int = 1,
+        max_new_tokens: int | None = None,
+        segmentation: Segmentation | Mapping[str, Any] | None = None,
+        name: str = "whisper",
+    ):
         super().__init__(segmentation)
         if int(batch_size) < 1:
             raise ConfigError(f"asr.batch_size: must be >= 1, got {batch_size!r}")
         if int(num_beams) < 1:
             raise ConfigError(f"asr.num_beams: must be >= 1, got {num_beams!r}")
         if max_new_tokens is not None and not 1 <= int(max_new_tokens) <= 444:
-            raise ConfigError(f"asr.max_new_tokens: must be in [1, 444] (Whisper's 448-token window less its "
-                              f"prompt) or null, got {max_new_tokens!r}")
+            raise ConfigError(
+                f"asr.max_new_tokens: must be in [1, 444] (Whisper's 448-token window less its "
+                f"prompt) or null, got {max_new_tokens!r}"
+            )
         self.name, self.model, self.revision = str(name), str(model), revision
         self.device, self.dtype = str(device), _hf.check_dtype(dtype)
         self.batch_size, self.num_beams = int(batch_size), int(num_beams)
@@ -58,13 +70,24 @@ class WhisperASR(ASRBackend):
         self.id = f"{self.name}:{self.model}" + (f"@{self.revision}" if self.revision else "")
         self._pipe = None
         self._multilingual = True
-        self.runtime: dict | None = None  # what was loaded (versions, device, commit), after first use
+        self.runtime: dict | None = (
+            None  # what was loaded (versions, device, commit), after first use
+        )
 
     def identity(self) -> dict:
-        return {"backend": "whisper", "name": self.name, "model": self.model, "revision": self.revision,
-                "dtype": self.dtype, "language": self.language, "task": "transcribe", "num_beams": self.num_beams,
-                "max_new_tokens": self.max_new_tokens, "word_times": "transformers cross-attention DTW",
-                **self.settings()}
+        return {
+            "backend": "whisper",
+            "name": self.name,
+            "model": self.model,
+            "revision": self.revision,
+            "dtype": self.dtype,
+            "language": self.language,
+            "task": "transcribe",
+            "num_beams": self.num_beams,
+            "max_new_tokens": self.max_new_tokens,
+            "word_times": "transformers cross-attention DTW",
+            **self.settings(),
+        }
 
     def _load(self):
         if self._pipe is not None:
@@ -74,18 +97,34 @@ class WhisperASR(ASRBackend):
 
         device = _hf.resolve_device(torch, self.device)
         dtype = _hf.resolve_dtype(torch, self.dtype, device, "float16")
-        processor, model = _hf.load_pretrained("Whisper model", WhisperProcessor, WhisperForConditionalGeneration,
-                                               self.model, self.revision, self.local_files_only, device, dtype)
+        processor, model = _hf.load_pretrained(
+            "Whisper model",
+            WhisperProcessor,
+            WhisperForConditionalGeneration,
+            self.model,
+            self.revision,
+            self.local_files_only,
+            device,
+            dtype,
+        )
         gc = model.generation_config
         if not getattr(gc, "alignment_heads", None):
-            raise ASRUnavailableError(f"{self.model!r} has no generation_config.alignment_heads: Whisper word "
-                                      "times need them (use an OpenAI checkpoint or add its heads)")
+            raise ASRUnavailableError(
+                f"{self.model!r} has no generation_config.alignment_heads: Whisper word "
+                "times need them (use an OpenAI checkpoint or add its heads)"
+            )
         self._multilingual = bool(getattr(gc, "is_multilingual", True))
         tokenizer = processor.tokenizer
         if tokenizer.pad_token is None:  # batching pads the generated ids
             tokenizer.pad_token = tokenizer.eos_token
-        self._pipe = pipeline("automatic-speech-recognition", model=model, tokenizer=tokenizer,
-                              feature_extractor=processor.feature_extractor, device=device, dtype=dtype)
+        self._pipe = pipeline(
+            "automatic-speech-recognition",
+            model=model,
+            tokenizer=tokenizer,
+            feature_extractor=processor.feature_extractor,
+            device=device,
+            dtype=dtype,
+        )
         self.runtime = _hf.runtime(torch, transformers, model, device)
         return self._pipe
 
@@ -100,6 +139,13 @@ class WhisperASR(ASRBackend):
                 generate["language"] = self.language
         if self.max_new_tokens is not None:
             generate["max_new_tokens"] = self.max_new_tokens
-        inputs = [{"raw": np.asarray(s, dtype=np.float32), "sampling_rate": SAMPLE_RATE} for s in segments]
-        outputs = pipe(inputs, batch_size=self.batch_size, return_timestamps="word", generate_kwargs=generate)
-        return [[TimedWord(c["text"], *c["timestamp"]) for c in out.get("chunks", [])] for out in outputs]
+        inputs = [
+            {"raw": np.asarray(s, dtype=np.float32), "sampling_rate": SAMPLE_RATE} for s in segments
+        ]
+        outputs = pipe(
+            inputs, batch_size=self.batch_size, return_timestamps="word", generate_kwargs=generate
+        )
+        return [
+            [TimedWord(c["text"], *c["timestamp"]) for c in out.get("chunks", [])]
+            for out in outputs
+        ]

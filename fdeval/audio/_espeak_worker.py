@@ -52,7 +52,9 @@ class _Event(ctypes.Structure):  # espeak_EVENT
     ]
 
 
-_Callback = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.POINTER(_Event))
+_Callback = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.POINTER(_Event)
+)
 
 
 def main() -> int:
@@ -65,9 +67,19 @@ def main() -> int:
     lib.espeak_Initialize.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
     lib.espeak_SetVoiceByName.argtypes = [ctypes.c_char_p]
     lib.espeak_SetParameter.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int]
-    lib.espeak_Synth.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint, ctypes.c_int,
-                                 ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p, ctypes.c_void_p]
-    sample_rate = lib.espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 0, req["data"].encode(), INITIALIZE_DONT_EXIT)
+    lib.espeak_Synth.argtypes = [
+        ctypes.c_char_p,
+        ctypes.c_size_t,
+        ctypes.c_uint,
+        ctypes.c_int,
+        ctypes.c_uint,
+        ctypes.c_uint,
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+    ]
+    sample_rate = lib.espeak_Initialize(
+        AUDIO_OUTPUT_SYNCHRONOUS, 0, req["data"].encode(), INITIALIZE_DONT_EXIT
+    )
     if sample_rate <= 0:
         print(f"espeak_Initialize failed with data path {req['data']}", file=sys.stderr)
         return EXIT_LIBRARY
@@ -96,7 +108,9 @@ def main() -> int:
     if lib.espeak_SetVoiceByName(req["voice"].encode()) != 0:
         print(f"unknown espeak-ng voice {req['voice']!r}", file=sys.stderr)
         return EXIT_VOICE
-    params = [(PARAM_RATE, req["rate_wpm"])] + ([(PARAM_PITCH, req["pitch"])] if req["pitch"] is not None else [])
+    params = [(PARAM_RATE, req["rate_wpm"])] + (
+        [(PARAM_PITCH, req["pitch"])] if req["pitch"] is not None else []
+    )
     for param, value in params:
         if lib.espeak_SetParameter(param, value, 0) != 0:
             print(f"espeak_SetParameter({param}, {value}) failed", file=sys.stderr)

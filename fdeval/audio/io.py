@@ -35,7 +35,9 @@ def to_float32(x: np.ndarray) -> np.ndarray:
     raise TypeError(f"cannot read {x.dtype} as audio samples")
 
 
-def write_wav(path: str | os.PathLike, data: np.ndarray, sample_rate: int, subtype: str = "PCM_16") -> None:
+def write_wav(
+    path: str | os.PathLike, data: np.ndarray, sample_rate: int, subtype: str = "PCM_16"
+) -> None:
     """Write `data` ((n,) or (n, channels)) as a WAV file, atomically."""
     data = to_float32(data)
     if data.ndim not in (1, 2):
@@ -124,8 +126,10 @@ def _scan(path: str | os.PathLike) -> AudioInfo:
                 bad = ~np.isfinite(block)
                 if bad.any():
                     frame = frames + int(np.argmax(bad.any(axis=1)))
-                    raise AudioFileError(f"non-finite sample (NaN or inf) at frame {frame} "
-                                         f"({frame / sample_rate:.3f} s)")
+                    raise AudioFileError(
+                        f"non-finite sample (NaN or inf) at frame {frame} "
+                        f"({frame / sample_rate:.3f} s)"
+                    )
                 frames += len(block)
     except (sf.SoundFileError, RuntimeError, OSError) as e:
         # libsndfile's message starts "Error opening '<path>': "; the caller names the file itself

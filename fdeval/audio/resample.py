@@ -4,9 +4,9 @@
 a signal that arrives in chunks (16 kHz <-> 24 kHz between the session clock and a model) with
 the same Kaiser-windowed polyphase FIR, the same zero padding at both ends and the same
 `upfirdn` kernel over a window of its input, so the concatenation of its outputs equals the
-offline result sample for sample, however the input was cut, edges included. Its latency is about 10 * max(up, down) / up input samples
-(0.6 ms for 16k <-> 24k): an output sample is emitted as soon as every input it depends on has
-arrived.
+offline result sample for sample, however the input was cut, edges included. Its latency is
+about 10 * max(up, down) / up input samples (0.6 ms for 16k <-> 24k): an output sample is
+emitted as soon as every input it depends on has arrived.
 """
 
 from __future__ import annotations
@@ -46,7 +46,11 @@ def resample(x: np.ndarray, sr_in: int, sr_out: int) -> np.ndarray:
     x = np.asarray(x)
     if up == down:
         return x.astype(np.float32, copy=True)
-    return _signal().resample_poly(x.astype(np.float64), up, down, axis=0, window=_WINDOW).astype(np.float32)
+    return (
+        _signal()
+        .resample_poly(x.astype(np.float64), up, down, axis=0, window=_WINDOW)
+        .astype(np.float32)
+    )
 
 
 class StreamResampler:
@@ -102,7 +106,9 @@ class StreamResampler:
         # outputs fall on whole indices of the whole stream's)
         lo = self._oldest_needed(k0)
         hi = int(self._newest_input(k_end - 1)) + 1
-        y = self._upfirdn(self._h, self._buf[lo - self._base : hi - self._base], self._up, self._down)
+        y = self._upfirdn(
+            self._h, self._buf[lo - self._base : hi - self._base], self._up, self._down
+        )
         j0 = k0 + self._pre_remove - lo * self._up // self._down
         out = y[j0 : j0 + k_end - k0]
         self._k = k_end
@@ -121,7 +127,9 @@ class StreamResampler:
         """Feed the next input samples (1-D); returns the output samples now complete."""
         chunk = np.asarray(chunk)
         if chunk.ndim != 1:
-            raise ValueError(f"StreamResampler is mono: expected a 1-D chunk, got shape {chunk.shape}")
+            raise ValueError(
+                f"StreamResampler is mono: expected a 1-D chunk, got shape {chunk.shape}"
+            )
         if self._identity:
             return chunk.astype(np.float32, copy=True)
         self._buf = np.concatenate([self._buf, chunk.astype(np.float64)])

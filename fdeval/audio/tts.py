@@ -57,7 +57,16 @@ _EXIT_LIBRARY, _EXIT_VOICE = 2, 3  # the worker's exit statuses (see _espeak_wor
 _RATE_RANGE = (80, 450)  # words per minute espeak-ng accepts
 # Four female and four male variants (median F0 and spectra measured apart, see docs/tts.md).
 # British English is the language file "en" (espeak_SetVoiceByName refuses "en-gb").
-DEFAULT_VOICES = ("en-us+m3", "en-us+f2", "en+m1", "en+f4", "en-us+m7", "en-us+f5", "en-gb-x-rp+m8", "en-gb-x-rp+f1")
+DEFAULT_VOICES = (
+    "en-us+m3",
+    "en-us+f2",
+    "en+m1",
+    "en+f4",
+    "en-us+m7",
+    "en-us+f5",
+    "en-gb-x-rp+m8",
+    "en-gb-x-rp+f1",
+)
 # `stage=plan` sizes sessions before any audio exists: a text takes about this many seconds per
 # letter or digit, over the rate in words per minute, pauses at punctuation included. Measured
 # over the 160 distinct Instruct-FD turn texts of the small and sample sets: 13.1 at 165 wpm
@@ -125,9 +134,13 @@ def _espeak_paths() -> tuple[str, str]:
             try:
                 library, data = espeakng_loader.get_library_path(), espeakng_loader.get_data_path()
             except RuntimeError as e:
-                raise EspeakUnavailableError(f"espeak-ng is not available ({e}); install it with: {INSTALL_HINT}") from e
+                raise EspeakUnavailableError(
+                    f"espeak-ng is not available ({e}); install it with: {INSTALL_HINT}"
+                ) from e
             if not Path(library).is_file():
-                raise EspeakUnavailableError(f"espeak-ng library missing at {library}; install it with: {INSTALL_HINT}")
+                raise EspeakUnavailableError(
+                    f"espeak-ng library missing at {library}; install it with: {INSTALL_HINT}"
+                )
             _paths = (library, data)
         return _paths
 
@@ -141,18 +154,30 @@ def _loader_version() -> str | None:
 
 def _run_worker(request: dict) -> tuple[int, list[tuple[int, int]], np.ndarray]:
     """Run one synthesis in a fresh process: (native rate, [(text_position, sample)], int16)."""
-    proc = subprocess.run([sys.executable, "-I", "-S", str(_WORKER)], input=json.dumps(request).encode("utf-8"),
-                          capture_output=True, timeout=120, check=False, env=without_secrets())  # it needs no key
+    proc = subprocess.run(
+        [sys.executable, "-I", "-S", str(_WORKER)],
+        input=json.dumps(request).encode("utf-8"),
+        capture_output=True,
+        timeout=120,
+        check=False,
+        env=without_secrets(),
+    )  # it needs no key
     why = proc.stderr.decode("utf-8", "replace").strip()
     if proc.returncode == _EXIT_LIBRARY:
-        raise EspeakUnavailableError(f"espeak-ng could not be loaded ({why}); reinstall it with: {INSTALL_HINT}")
+        raise EspeakUnavailableError(
+            f"espeak-ng could not be loaded ({why}); reinstall it with: {INSTALL_HINT}"
+        )
     if proc.returncode == _EXIT_VOICE:
         raise ValueError(why)
     if proc.returncode != 0:
         raise RuntimeError(f"espeak-ng synthesis failed (exit {proc.returncode}): {why}")
     header, _, audio = proc.stdout.partition(b"\n")
     meta = json.loads(header)
-    return meta["sample_rate"], [tuple(w) for w in meta["words"]], np.frombuffer(audio, dtype=np.int16)
+    return (
+        meta["sample_rate"],
+        [tuple(w) for w in meta["words"]],
+        np.frombuffer(audio, dtype=np.int16),
+    )
 
 
 def _token_spans(text: str) -> list[tuple[int, int]]:
@@ -185,8 +210,13 @@ def _token_starts(spans: list[tuple[int, int]], events: list[tuple[int, int]]) -
     return starts
 
 
-def _word_timings(text: str, starts_native: list[int | None], samples: np.ndarray, sample_rate: int,
-                  native_rate: int) -> tuple[SpokenWord, ...]:
+def _word_timings(
+    text: str,
+    starts_native: list[int | None],
+    samples: np.ndarray,
+    sample_rate: int,
+    native_rate: int,
+) -> tuple[SpokenWord, ...]:
     tokens = text.split()
     n = samples.shape[0]
     # Event samples converted to the output rate (rounded), kept non-decreasing.
@@ -236,8 +266,14 @@ def _voice_catalogue() -> tuple[frozenset[str], dict[str, str | None]]:
                     languages.add(f.name.lower())
             variants: dict[str, str | None] = {}
             for f in (data / "voices" / "!v").iterdir():
-                gender = next((line.split()[1:2] for line in f.read_text("utf-8", "replace").splitlines()
-                               if line.startswith("gender ")), [])
+                gender = next(
+                    (
+                        line.split()[1:2]
+                        for line in f.read_text("utf-8", "replace").splitlines()
+                        if line.startswith("gender ")
+                    ),
+                    [],
+                )
                 variants[f.name] = gender[0] if gender and gender[0] in ("female", "male") else None
             _catalogue = (frozenset(languages), variants)
         return _catalogue
@@ -247,8 +283,10 @@ def _check_voice(voice: str, where: str) -> None:
     languages, variants = _voice_catalogue()
     language, _, variant = voice.partition("+")
     if language.lower() not in languages or (variant and variant not in variants):
-        raise UnknownVoiceError(f"{where}: unknown espeak-ng voice {voice!r} (language[+variant], e.g. en-us+f2); "
-                          f"default voices: {', '.join(DEFAULT_VOICES)}")
+        raise UnknownVoiceError(
+            f"{where}: unknown espeak-ng voice {voice!r} (language[+variant], e.g. en-us+f2); "
+            f"default voices: {', '.join(DEFAULT_VOICES)}"
+        )
 
 
 class EspeakTTS:
@@ -259,15 +297,26 @@ class EspeakTTS:
 
     backend = "espeak"
 
-    def __init__(self, voice: str = "en-us+m3", rate_wpm: int = 165, pitch: int | None = None,
-                 sample_rate: int = 16000, voices: tuple[str, ...] | list[str] | None = None):
+    def __init__(
+        self,
+        voice: str = "en-us+m3",
+        rate_wpm: int = 165,
+        pitch: int | None = None,
+        sample_rate: int = 16000,
+        voices: tuple[str, ...] | list[str] | None = None,
+    ):
         if not _RATE_RANGE[0] <= rate_wpm <= _RATE_RANGE[1]:
             raise ValueError(f"rate_wpm must be in {_RATE_RANGE}, got {rate_wpm}")
         if pitch is not None and not 0 <= pitch <= 100:
             raise ValueError(f"pitch must be in 0..100 or None, got {pitch}")
         if sample_rate <= 0:
             raise ValueError(f"sample_rate must be positive, got {sample_rate}")
-        self.voice, self.rate_wpm, self.pitch, self.sample_rate = voice, int(rate_wpm), pitch, int(sample_rate)
+        self.voice, self.rate_wpm, self.pitch, self.sample_rate = (
+            voice,
+            int(rate_wpm),
+            pitch,
+            int(sample_rate),
+        )
         listed = tuple(DEFAULT_VOICES if voices is None else voices)
         for v in (voice, *listed):
             _check_voice(v, "tts.voices" if v != voice else "tts.voice")
@@ -276,34 +325,58 @@ class EspeakTTS:
     def with_voice(self, voice: str) -> EspeakTTS:
         """Same rate, pitch, sample rate and voice list; `voice` speaks."""
         if voice not in self.voices:
-            raise UnknownVoiceError(f"tts voice {voice!r} is not one of this TTS's voices: {', '.join(self.voices)}")
-        return EspeakTTS(voice=voice, rate_wpm=self.rate_wpm, pitch=self.pitch, sample_rate=self.sample_rate,
-                         voices=self.voices)
+            raise UnknownVoiceError(
+                f"tts voice {voice!r} is not one of this TTS's voices: {', '.join(self.voices)}"
+            )
+        return EspeakTTS(
+            voice=voice,
+            rate_wpm=self.rate_wpm,
+            pitch=self.pitch,
+            sample_rate=self.sample_rate,
+            voices=self.voices,
+        )
 
     def voice_sex(self, voice: str) -> str | None:
-        """"female" | "male" from the voice variant's gender line; None without a variant."""
+        """ "female" | "male" from the voice variant's gender line; None without a variant."""
         _check_voice(voice, "tts voice")
         return _voice_catalogue()[1].get(voice.partition("+")[2]) if "+" in voice else None
 
     def identity(self) -> dict:
         """Everything that changes the samples (the library version included), JSON-able."""
-        return {"backend": self.backend, "voice": self.voice, "rate_wpm": self.rate_wpm, "pitch": self.pitch,
-                "sample_rate": self.sample_rate, "espeakng_loader": _loader_version()}
+        return {
+            "backend": self.backend,
+            "voice": self.voice,
+            "rate_wpm": self.rate_wpm,
+            "pitch": self.pitch,
+            "sample_rate": self.sample_rate,
+            "espeakng_loader": _loader_version(),
+        }
 
     def estimate_s(self, text: str) -> float:
         """About how long `text` takes to say at this voice's rate, without synthesizing it."""
         return spoken_letters(text) * LETTER_S_TIMES_WPM / self.rate_wpm
 
     def __repr__(self) -> str:
-        return f"EspeakTTS(voice={self.voice!r}, rate_wpm={self.rate_wpm}, pitch={self.pitch}, sample_rate={self.sample_rate})"
+        return (
+            f"EspeakTTS(voice={self.voice!r}, rate_wpm={self.rate_wpm}, pitch={self.pitch}, "
+            f"sample_rate={self.sample_rate})"
+        )
 
     def synthesize(self, text: str) -> Synthesis:
         """Speak `text`; see the module docstring for the audio and word-timing contract."""
         if not text.split():
             raise ValueError("nothing to synthesize: text is empty or whitespace")
         library, data = _espeak_paths()
-        native_rate, events, pcm = _run_worker({"library": library, "data": data, "voice": self.voice,
-                                                "rate_wpm": self.rate_wpm, "pitch": self.pitch, "text": text})
+        native_rate, events, pcm = _run_worker(
+            {
+                "library": library,
+                "data": data,
+                "voice": self.voice,
+                "rate_wpm": self.rate_wpm,
+                "pitch": self.pitch,
+                "text": text,
+            }
+        )
         samples = pcm.astype(np.float32) / 32768.0
         if self.sample_rate != native_rate:
             samples = np.clip(resample(samples, native_rate, self.sample_rate), -1.0, 1.0)

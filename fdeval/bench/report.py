@@ -38,12 +38,23 @@ def section_lines(name: str, sec: dict[str, Any]) -> list[str]:
         return lines + [f"skipped: {sec['skipped']}", ""]
     if "error" in sec:
         return lines + [f"error: {sec['error']}", ""]
-    lines += ["| figure | value | unit | baseline | baseline value | ratio | note |",
-              "| --- | --- | --- | --- | --- | --- | --- |"]
+    lines += [
+        "| figure | value | unit | baseline | baseline value | ratio | note |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for r in sec.get("rows", []):
-        lines.append("| " + " | ".join(cell(r[k]) for k in ("what", "value", "unit", "baseline", "baseline_value",
-                                                          "ratio", "note")) + " |")
-    for k, v in sec.items():  # parts of a section that could not run (e.g. torch, piper, client processes)
+        lines.append(
+            "| "
+            + " | ".join(
+                cell(r[k])
+                for k in ("what", "value", "unit", "baseline", "baseline_value", "ratio", "note")
+            )
+            + " |"
+        )
+    for (
+        k,
+        v,
+    ) in sec.items():  # parts of a section that could not run (e.g. torch, piper, client processes)
         if isinstance(v, dict) and "skipped" in v:
             lines.append(f"\n{k}: skipped: {v['skipped']}")
         elif isinstance(v, str) and v.startswith("skipped"):
@@ -52,9 +63,15 @@ def section_lines(name: str, sec: dict[str, Any]) -> list[str]:
 
 
 def markdown(result: dict[str, Any]) -> str:
-    lines = [f"# fdeval bench{' (--quick)' if result.get('quick') else ''}", "",
-             f"`{' '.join(result['command'])}`, started {result['started_utc']}, "
-             f"{fmt(result.get('wall_s'))} s in all", "", *environment_lines(result["environment"]), ""]
+    lines = [
+        f"# fdeval bench{' (--quick)' if result.get('quick') else ''}",
+        "",
+        f"`{' '.join(result['command'])}`, started {result['started_utc']}, "
+        f"{fmt(result.get('wall_s'))} s in all",
+        "",
+        *environment_lines(result["environment"]),
+        "",
+    ]
     for name in result["sections"]:
         lines += section_lines(name, result[name])
     return "\n".join(lines)

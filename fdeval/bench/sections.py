@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from fdeval.bench import batched, generation, hosted, lockstep, realtime, startup, steps, tact, vad
+from fdeval.bench import (
+    batched,
+    generation,
+    hosted,
+    lockstep,
+    realtime,
+    startup,
+    steps,
+    tact,
+    timelines,
+    vad,
+)
 
 SECTIONS = {
     "launch": startup.run,
@@ -14,4 +25,5 @@ SECTIONS = {
     "tact": tact.run,
     "batched": batched.run,
     "steps": steps.run,
+    "timeline": timelines.run,
 }

@@ -33,7 +33,7 @@ from typing import Any
 
 from fdeval.bench.common import Context, row
 from fdeval.bench.first_session import MARK_ENV
-from fdeval.orchestrator.recorder import read_session_log
+from fdeval.recording import read_info
 
 ROUNDS = 5
 QUICK_ROUNDS = 3
@@ -42,7 +42,9 @@ KINDS = ("pass", "cfg", "error", "session")
 BASELINE = "`python -c pass`, same rounds"
 
 
-def timed(cmd: list[str], cwd: Path, log: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
+def timed(
+    cmd: list[str], cwd: Path, log: Path, env: dict[str, str] | None = None
+) -> dict[str, Any]:
     """Run `cmd`; its exit status, CPU and wall seconds and start time; stdout/stderr in `log`.out/.err.
 
     The CPU is what `wait4` reports for this one child (its own and its reaped children's), so a
@@ -62,10 +64,19 @@ def timed(cmd: list[str], cwd: Path, log: Path, env: dict[str, str] | None = Non
         finally:
             timer.cancel()
         wall = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it again
+    proc.returncode = os.waitstatus_to_exitcode(
+        status
+    )  # reaped here: Popen must not wait for it again
     if killed.is_set():
-        raise RuntimeError(f"launch: `{' '.join(cmd)}` ran past {TIMEOUT_S} s (output in {log}.out/.err)")
-    return {"rc": proc.returncode, "cpu_s": usage.ru_utime + usage.ru_stime, "wall_s": wall, "t_start": t_start}
+        raise RuntimeError(
+            f"launch: `{' '.join(cmd)}` ran past {TIMEOUT_S} s (output in {log}.out/.err)"
+        )
+    return {
+        "rc": proc.returncode,
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "wall_s": wall,
+        "t_start": t_start,
+    }
 
 
 def _fail(what: str, log: Path) -> RuntimeError:
@@ -88,24 +99,41 @@ def measure(kind: str, i: int, ctx: Context, d: Path, case_id: str) -> dict[str,
         m = timed([py, "-m", "fdeval.launch", "nosuchkey=1"], d, log)
         lines = log.with_suffix(".err").read_text().strip().splitlines()
         if m["rc"] != 2 or len(lines) != 1 or "nosuchkey" not in lines[0]:
-            raise _fail(f"nosuchkey=1 exited {m['rc']} with {len(lines)} line(s), not one line naming the key and exit 2",
-                        log)
+            raise _fail(
+                f"nosuchkey=1 exited {m['rc']} with {len(lines)} line(s), not one line naming the key and exit 2",
+                log,
+            )
     else:
         mark = d / f"session-{i}.mark.json"
         mark.unlink(missing_ok=True)
         tag = f"launch-{i}"
-        m = timed([py, "-m", "fdeval.bench.first_session", f"out_root={d / 'runs'}", "stage=run", f"seed={ctx.seed}",
-                   f"benchmark.cases=[{case_id}]", f"run_tag={tag}"], d, log, env={**os.environ, MARK_ENV: str(mark)})
+        m = timed(
+            [
+                py,
+                "-m",
+                "fdeval.bench.first_session",
+                f"out_root={d / 'runs'}",
+                "stage=run",
+                f"seed={ctx.seed}",
+                f"benchmark.cases=[{case_id}]",
+                f"run_tag={tag}",
+            ],
+            d,
+            log,
+            env={**os.environ, MARK_ENV: str(mark)},
+        )
         if m["rc"] != 0:
             raise _fail(f"the one-case run exited {m['rc']}", log)
         h5 = sorted((d / "runs").glob(f"*/*/{tag}-*/sessions/{case_id}.h5"))
         if not h5:
             raise _fail(f"the one-case run recorded no session {case_id}.h5", log)
-        attrs = read_session_log(h5[0])["attrs"]
-        m["session_s"], m["clock"] = float(attrs["duration_s"]), str(attrs["clock"])
+        info = read_info(h5[0])
+        m["session_s"], m["clock"] = info.duration_s, info.clock
         if not mark.is_file():
-            raise _fail("the one-case run finished without its first session being noted (run_session not entered?)",
-                        log)
+            raise _fail(
+                "the one-case run finished without its first session being noted (run_session not entered?)",
+                log,
+            )
         first = json.loads(mark.read_text())
         m["first_cpu_s"], m["first_wall_s"] = first["cpu_s"], first["time"] - m["t_start"]
     return m
@@ -124,9 +152,14 @@ def run(ctx: Context) -> dict[str, Any]:
     for i in range(n):
         for kind in KINDS:
             got[kind].append(measure(kind, i, ctx, d, case.case_id))
-    figures = {k: {"cpu_s": [m["cpu_s"] for m in ms], "wall_s": [m["wall_s"] for m in ms]} for k, ms in got.items()}
-    figures["first_session"] = {"cpu_s": [m["first_cpu_s"] for m in got["session"]],
-                                "wall_s": [m["first_wall_s"] for m in got["session"]]}
+    figures = {
+        k: {"cpu_s": [m["cpu_s"] for m in ms], "wall_s": [m["wall_s"] for m in ms]}
+        for k, ms in got.items()
+    }
+    figures["first_session"] = {
+        "cpu_s": [m["first_cpu_s"] for m in got["session"]],
+        "wall_s": [m["first_wall_s"] for m in got["session"]],
+    }
     for f in figures.values():
         f["cpu_s_median"], f["wall_s_median"] = median(f["cpu_s"]), median(f["wall_s"])
     user_s = sum(t.duration_s for t in case.turns)
@@ -138,18 +171,31 @@ def run(ctx: Context) -> dict[str, Any]:
         "session": "whole launch: `stage=run`, 1 built-in case, to exit",
     }
     clock = got["session"][0]["clock"]
-    notes = {"cfg": "", "error": "",
-             "first_session": "when run_session is first entered (fdeval.bench.first_session)",
-             "session": f"a {session_s:.1f} s session ({user_s:.1f} s of user audio, {clock} clock) on data "
-                        "generated beforehand"}
+    notes = {
+        "cfg": "",
+        "error": "",
+        "first_session": "when run_session is first entered (fdeval.bench.first_session)",
+        "session": f"a {session_s:.1f} s session ({user_s:.1f} s of user audio, {clock} clock) on data "
+        "generated beforehand",
+    }
     base = figures["pass"]
     rows = []
     for unit, key in (("CPU-s", "cpu_s_median"), ("wall-s", "wall_s_median")):
         for k, words in what.items():
             note = "; ".join(x for x in (f"median of {n}", notes[k]) if x)
-            rows.append(row(f"{words}, {unit}", figures[k][key], unit, BASELINE, base[key], note=note))
-    return {"rounds": n, "case": case.case_id, "case_user_audio_s": user_s, "session_s": session_s, "figures": figures,
-            "python_pass_cpu_s": base["cpu_s_median"], "config_check_cpu_s": figures["cfg"]["cpu_s_median"],
-            "config_error_cpu_s": figures["error"]["cpu_s_median"],
-            "first_session_cpu_s": figures["first_session"]["cpu_s_median"],
-            "launch_to_exit_cpu_s": figures["session"]["cpu_s_median"], "rows": rows}
+            rows.append(
+                row(f"{words}, {unit}", figures[k][key], unit, BASELINE, base[key], note=note)
+            )
+    return {
+        "rounds": n,
+        "case": case.case_id,
+        "case_user_audio_s": user_s,
+        "session_s": session_s,
+        "figures": figures,
+        "python_pass_cpu_s": base["cpu_s_median"],
+        "config_check_cpu_s": figures["cfg"]["cpu_s_median"],
+        "config_error_cpu_s": figures["error"]["cpu_s_median"],
+        "first_session_cpu_s": figures["first_session"]["cpu_s_median"],
+        "launch_to_exit_cpu_s": figures["session"]["cpu_s_median"],
+        "rows": rows,
+    }

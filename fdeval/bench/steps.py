@@ -20,8 +20,14 @@ STAGES = ("transcribe", "judge", "score")
 
 def _files(run_dir: Path) -> set[Path]:
     """What a step leaves: every result file (not the launch record, logs, locks or temps)."""
-    return {p for p in run_dir.rglob("*") if p.is_file() and not any(x.startswith(".") for x in p.relative_to(run_dir).parts)
-            and p.suffix != ".log" and p.name != "run.json"}
+    return {
+        p
+        for p in run_dir.rglob("*")
+        if p.is_file()
+        and not any(x.startswith(".") for x in p.relative_to(run_dir).parts)
+        and p.suffix != ".log"
+        and p.name != "run.json"
+    }
 
 
 def run(ctx: Context) -> dict[str, Any]:
@@ -37,15 +43,33 @@ def run(ctx: Context) -> dict[str, Any]:
     rec, run_wall = ctx.launch(out, "stage=run", *over)
     run_dir = rec.run_dir
     base = len(ids) / run_wall
-    result: dict[str, Any] = {"size": size, "cases": len(ids), "run_wall_s": run_wall, "run_cases_per_s": base}
+    result: dict[str, Any] = {
+        "size": size,
+        "cases": len(ids),
+        "run_wall_s": run_wall,
+        "run_cases_per_s": base,
+    }
     rows = []
     for stage in STAGES:
         before = _files(run_dir)
         _, wall = ctx.launch(out, f"stage={stage}", *over)
         new = _files(run_dir) - before
         folders = sorted({p.relative_to(run_dir).parts[0] for p in new})
-        result[stage] = {"wall_s": wall, "files": len(new), "folders": folders, "cases_per_s": len(ids) / wall}
-        rows.append(row(f"{stage}: cases per second", len(ids) / wall, "cases/s", "run step, cases per second", base,
-                        note=f"{len(new)} files in {', '.join(folders) or '-'} in {wall:.2f} s"))
+        result[stage] = {
+            "wall_s": wall,
+            "files": len(new),
+            "folders": folders,
+            "cases_per_s": len(ids) / wall,
+        }
+        rows.append(
+            row(
+                f"{stage}: cases per second",
+                len(ids) / wall,
+                "cases/s",
+                "run step, cases per second",
+                base,
+                note=f"{len(new)} files in {', '.join(folders) or '-'} in {wall:.2f} s",
+            )
+        )
     result["rows"] = rows
     return result

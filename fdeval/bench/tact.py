@@ -30,36 +30,84 @@ def parse(text: str) -> dict[str, Any]:
     naive = re.search(rf"naive:\s+{num} s", text)
     eps = re.search(r"(\d+) episodes, (\d+) BCa resamples", text)
     diffs = re.search(r"max \|fast - naive\|: (.*)", text)
-    parts = re.search(rf"warm parts: per-episode scores {num} s, BCa with \d+ resamples {num} s", text)
+    parts = re.search(
+        rf"warm parts: per-episode scores {num} s, BCa with \d+ resamples {num} s", text
+    )
     st_ci = re.search(rf"population S_T BCa[^0-9]*{num} s", text)
     if not (fast and naive and eps):
         raise RuntimeError(f"tact_speed.py printed no timing lines:\n{text[-1500:]}")
-    worst = max(float(v) for v in re.findall(r" ([0-9.]+e[-+][0-9]+)", diffs.group(1))) if diffs else None
-    return {"episodes": int(eps.group(1)), "resamples": int(eps.group(2)), "fast_cold_s": float(fast.group(1)),
-            "fast_warm_s": float(fast.group(2)), "naive_s": float(naive.group(1)), "max_abs_diff": worst,
-            "episode_scores_s": float(parts.group(1)) if parts else None,
-            "intervals_s": float(parts.group(2)) if parts else None,
-            "timing_interval_s": float(st_ci.group(1)) if st_ci else None,
-            "agree": "agreement within 1e-06: yes" in text}
+    worst = (
+        max(float(v) for v in re.findall(r" ([0-9.]+e[-+][0-9]+)", diffs.group(1)))
+        if diffs
+        else None
+    )
+    return {
+        "episodes": int(eps.group(1)),
+        "resamples": int(eps.group(2)),
+        "fast_cold_s": float(fast.group(1)),
+        "fast_warm_s": float(fast.group(2)),
+        "naive_s": float(naive.group(1)),
+        "max_abs_diff": worst,
+        "episode_scores_s": float(parts.group(1)) if parts else None,
+        "intervals_s": float(parts.group(2)) if parts else None,
+        "timing_interval_s": float(st_ci.group(1)) if st_ci else None,
+        "agree": "agreement within 1e-06: yes" in text,
+    }
 
 
 def run(ctx) -> dict[str, Any]:
     if not SCRIPT.is_file():
         return skipped(f"{SCRIPT} not found (the benchmarks/ folder of a source checkout)")
-    proc = subprocess.run([sys.executable, str(SCRIPT), *(QUICK_ARGS if ctx.quick else FULL_ARGS)],
-                          capture_output=True, text=True, timeout=3600, cwd=REPO)
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), *(QUICK_ARGS if ctx.quick else FULL_ARGS)],
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        cwd=REPO,
+    )
     out = parse(proc.stdout)
-    note = f"{out['episodes']} episodes, {out['resamples']} resamples, 1 core; max |fast - naive| {out['max_abs_diff']:.1e}"
+    note = (
+        f"{out['episodes']} episodes, {out['resamples']} resamples, 1 core; "
+        f"max |fast - naive| {out['max_abs_diff']:.1e}"
+    )
     warm = out["fast_warm_s"]
     out["speedup_warm"] = out["naive_s"] / warm if warm else None
-    out["intervals_share"] = out["intervals_s"] / warm if warm and out["intervals_s"] is not None else None
-    out["rows"] = [row("TACT scorer, cold (law table included)", out["fast_cold_s"], "s", "naive reference",
-                       out["naive_s"], note=note),
-                   row("TACT scorer, warm", warm, "s", "naive reference", out["naive_s"], note=note),
-                   row("naive reference", out["naive_s"], "s", "TACT scorer, warm", warm,
-                       note="ratio: how many times faster the scorer is, in one run"),
-                   row("BCa intervals of S and the categories (warm)", out["intervals_s"], "s", "TACT scorer, warm",
-                       warm, note="ratio: share of the warm score's time spent on intervals"),
-                   row("BCa interval of the population S_T", out["timing_interval_s"], "s", "TACT scorer, warm", warm,
-                       note="asked for by the score step; not part of the warm score")]
+    out["intervals_share"] = (
+        out["intervals_s"] / warm if warm and out["intervals_s"] is not None else None
+    )
+    out["rows"] = [
+        row(
+            "TACT scorer, cold (law table included)",
+            out["fast_cold_s"],
+            "s",
+            "naive reference",
+            out["naive_s"],
+            note=note,
+        ),
+        row("TACT scorer, warm", warm, "s", "naive reference", out["naive_s"], note=note),
+        row(
+            "naive reference",
+            out["naive_s"],
+            "s",
+            "TACT scorer, warm",
+            warm,
+            note="ratio: how many times faster the scorer is, in one run",
+        ),
+        row(
+            "BCa intervals of S and the categories (warm)",
+            out["intervals_s"],
+            "s",
+            "TACT scorer, warm",
+            warm,
+            note="ratio: share of the warm score's time spent on intervals",
+        ),
+        row(
+            "BCa interval of the population S_T",
+            out["timing_interval_s"],
+            "s",
+            "TACT scorer, warm",
+            warm,
+            note="asked for by the score step; not part of the warm score",
+        ),
+    ]
     return out

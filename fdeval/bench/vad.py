@@ -1,6 +1,6 @@
 """Silero VAD per 512-sample chunk, streaming, one thread: fdeval's ONNX path vs the torch model.
 
-Both run the same speech (espeak-ng sentences between silences, from fdeval.audio.bench) chunk by
+Both run the same speech (espeak-ng sentences between silences, from fdeval.bench.audio) chunk by
 chunk with their recurrent state carried; the torch side is the reference implementation
 (`silero_vad.jit` from the same package, `torch.set_num_threads(1)`), the baseline. The largest
 probability difference between the two is kept as a check that they computed the same thing.
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from fdeval.audio.bench import SENTENCES
+from fdeval.bench.audio import SENTENCES
 from fdeval.audio.tts import EspeakTTS, silence
 from fdeval.audio.vad import CHUNK, SileroVAD
 from fdeval.bench.common import optional_torch, row, skipped
@@ -42,7 +42,9 @@ def onnx_probs(x: np.ndarray) -> tuple[np.ndarray, float]:
     for i in range(0, x.size, CHUNK):
         stream.push(x[i : i + CHUNK])
     wall = time.perf_counter() - t0
-    return vad.probs(x), wall  # the probabilities themselves (offline, untimed) for the agreement check
+    return vad.probs(
+        x
+    ), wall  # the probabilities themselves (offline, untimed) for the agreement check
 
 
 def torch_probs(torch, x: np.ndarray) -> tuple[np.ndarray, float]:
@@ -65,18 +67,38 @@ def run(ctx) -> dict[str, Any]:
     x = speech(1 if ctx.quick else 6)
     n = x.size // CHUNK
     p_onnx, onnx_s = onnx_probs(x)
-    out: dict[str, Any] = {"chunks": n, "audio_s": x.size / SR, "onnx_ms_per_chunk": onnx_s / n * 1e3}
+    out: dict[str, Any] = {
+        "chunks": n,
+        "audio_s": x.size / SR,
+        "onnx_ms_per_chunk": onnx_s / n * 1e3,
+    }
     torch = optional_torch()
     if torch is None:
-        out.update(torch=skipped(f"torch not installed ({TORCH_INSTALL})"),
-                   rows=[row("ONNX (fdeval VADStream.push), per 512-sample chunk", out["onnx_ms_per_chunk"], "ms",
-                             "torch: skipped, torch not installed", None)])
+        out.update(
+            torch=skipped(f"torch not installed ({TORCH_INSTALL})"),
+            rows=[
+                row(
+                    "ONNX (fdeval VADStream.push), per 512-sample chunk",
+                    out["onnx_ms_per_chunk"],
+                    "ms",
+                    "torch: skipped, torch not installed",
+                    None,
+                )
+            ],
+        )
         return out
     p_torch, torch_s = torch_probs(torch, x)
     out["torch_ms_per_chunk"] = torch_s / n * 1e3
     if p_onnx.size == p_torch.size:
         out["max_prob_diff"] = float(np.max(np.abs(p_onnx - p_torch)))
-    out["rows"] = [row("ONNX (fdeval VADStream.push), per 512-sample chunk", out["onnx_ms_per_chunk"], "ms",
-                       "torch JIT (silero_vad.jit), same chunks", out["torch_ms_per_chunk"],
-                       note=f"{n} chunks, 1 thread; max |p_onnx - p_torch| {out.get('max_prob_diff', float('nan')):.2g}")]
+    out["rows"] = [
+        row(
+            "ONNX (fdeval VADStream.push), per 512-sample chunk",
+            out["onnx_ms_per_chunk"],
+            "ms",
+            "torch JIT (silero_vad.jit), same chunks",
+            out["torch_ms_per_chunk"],
+            note=f"{n} chunks, 1 thread; max |p_onnx - p_torch| {out.get('max_prob_diff', float('nan')):.2g}",
+        )
+    ]
     return out

@@ -23,9 +23,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar, Mapping, Protocol
 
 from fdeval.audio.io import AudioFileError, AudioInfo, scan_audio
-from fdeval.cases.jsonfile import HugeInt, read_json_file
 from fdeval.errors import CaseError
-from fdeval.files import write_json_atomic
+from fdeval.files import HugeInt, read_json_file, write_json_atomic
 from fdeval.types import TestCase, Turn, WordTiming
 
 SCHEMA_VERSION = 1
@@ -162,7 +161,12 @@ def write_case(case: TestCase, path: str | Path) -> None:
 class _Ctx:
     """Where we are, for error messages; `audio` caches scans shared by the cases of one load."""
 
-    def __init__(self, path: str | Path, case_id: str | None, audio: dict[Path, AudioInfo | str] | None = None):
+    def __init__(
+        self,
+        path: str | Path,
+        case_id: str | None,
+        audio: dict[Path, AudioInfo | str] | None = None,
+    ):
         self.path, self.case_id = str(path), case_id
         self.audio = {} if audio is None else audio
 
@@ -198,16 +202,22 @@ def _str(ctx: _Ctx, value: Any, field: str, *, empty: bool = False) -> str:
 
 def _enum(ctx: _Ctx, value: Any, field: str, allowed: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value not in allowed:
-        raise ctx.fail(field, f"invalid value {value!r}; expected one of {', '.join(map(repr, allowed))}")
+        raise ctx.fail(
+            field, f"invalid value {value!r}; expected one of {', '.join(map(repr, allowed))}"
+        )
     return value
 
 
 def _out_of_range(ctx: _Ctx, value: Any, field: str) -> None:
     if isinstance(value, HugeInt):
-        raise ctx.fail(field, f"integer with {value.digits} digits is out of range (64-bit integers only)")
+        raise ctx.fail(
+            field, f"integer with {value.digits} digits is out of range (64-bit integers only)"
+        )
 
 
-def _num(ctx: _Ctx, value: Any, field: str, *, min_: float | None = None, positive: bool = False) -> float:
+def _num(
+    ctx: _Ctx, value: Any, field: str, *, min_: float | None = None, positive: bool = False
+) -> float:
     _out_of_range(ctx, value, field)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ctx.fail(field, f"expected a number, got {_kind(value)}")
@@ -246,10 +256,16 @@ def _kind(value: Any) -> str:
 def _ident(ctx: _Ctx, value: Any, field: str) -> str:
     s = _str(ctx, value, field)
     if len(s) > MAX_ID_LEN:
-        raise ctx.fail(field, f"is {len(s)} characters long; at most {MAX_ID_LEN} "
-                              "(ids name files, whose names hold 255 bytes)")
+        raise ctx.fail(
+            field,
+            f"is {len(s)} characters long; at most {MAX_ID_LEN} "
+            "(ids name files, whose names hold 255 bytes)",
+        )
     if not _ID_RE.fullmatch(s):
-        raise ctx.fail(field, f"{s!r} is not a valid id (letters, digits, '.', '_', '-'; no leading punctuation)")
+        raise ctx.fail(
+            field,
+            f"{s!r} is not a valid id (letters, digits, '.', '_', '-'; no leading punctuation)",
+        )
     return s
 
 
@@ -287,18 +303,28 @@ def _check_audio(ctx: _Ctx, full: Path, where: str, duration_s: float) -> None:
     if isinstance(info, str):
         raise ctx.fail(f"{where}.audio_path", f"{full}: {info}")
     if info.channels not in AUDIO_CHANNELS:
-        raise ctx.fail(f"{where}.audio_path", f"{full}: has {info.channels} channels; turn audio is mono or stereo")
+        raise ctx.fail(
+            f"{where}.audio_path",
+            f"{full}: has {info.channels} channels; turn audio is mono or stereo",
+        )
     if abs(info.duration_s - duration_s) > AUDIO_DURATION_TOLERANCE_S:
-        raise ctx.fail(f"{where}.duration_s", f"{duration_s:g} s but {full} lasts {info.duration_s:.4f} s "
-                                              f"({info.frames} frames at {info.sample_rate} Hz; "
-                                              f"tolerance {AUDIO_DURATION_TOLERANCE_S:g} s)")
+        raise ctx.fail(
+            f"{where}.duration_s",
+            f"{duration_s:g} s but {full} lasts {info.duration_s:.4f} s "
+            f"({info.frames} frames at {info.sample_rate} Hz; "
+            f"tolerance {AUDIO_DURATION_TOLERANCE_S:g} s)",
+        )
 
 
-def _words(ctx: _Ctx, value: Any, where: str, text: str, duration_s: float) -> tuple[WordTiming, ...]:
+def _words(
+    ctx: _Ctx, value: Any, where: str, text: str, duration_s: float
+) -> tuple[WordTiming, ...]:
     items = _list(ctx, value, where)
     tokens = text.split()
     if items and len(items) != len(tokens):
-        raise ctx.fail(where, f"has {len(items)} words but text has {len(tokens)} whitespace tokens")
+        raise ctx.fail(
+            where, f"has {len(items)} words but text has {len(tokens)} whitespace tokens"
+        )
     out: list[WordTiming] = []
     prev_end = 0.0
     for i, item in enumerate(items):
@@ -306,13 +332,18 @@ def _words(ctx: _Ctx, value: Any, where: str, text: str, duration_s: float) -> t
         _check_keys(ctx, item, WORD_KEYS, f)
         w_text = _str(ctx, item["text"], f"{f}.text")
         if w_text != tokens[i]:
-            raise ctx.fail(f"{f}.text", f"{w_text!r} does not match token {i} of text ({tokens[i]!r})")
+            raise ctx.fail(
+                f"{f}.text", f"{w_text!r} does not match token {i} of text ({tokens[i]!r})"
+            )
         start = _num(ctx, item["start_s"], f"{f}.start_s", min_=0.0)
         end = _num(ctx, item["end_s"], f"{f}.end_s", min_=0.0)
         if end < start:
             raise ctx.fail(f"{f}.end_s", f"end {end:g} is before start {start:g}")
         if start < prev_end - TIME_EPS_S:
-            raise ctx.fail(f"{f}.start_s", f"start {start:g} is before the previous word's end {prev_end:g} (words must be monotonic)")
+            raise ctx.fail(
+                f"{f}.start_s",
+                f"start {start:g} is before the previous word's end {prev_end:g} (words must be monotonic)",
+            )
         if end > duration_s + TIME_EPS_S:
             raise ctx.fail(f"{f}.end_s", f"end {end:g} is past the turn duration {duration_s:g}")
         prev_end = end
@@ -320,7 +351,9 @@ def _words(ctx: _Ctx, value: Any, where: str, text: str, duration_s: float) -> t
     return tuple(out)
 
 
-def _turn(ctx: _Ctx, item: Any, index: int, case_id: str, root: Path | None, keys: Mapping[str, bool]) -> Turn:
+def _turn(
+    ctx: _Ctx, item: Any, index: int, case_id: str, root: Path | None, keys: Mapping[str, bool]
+) -> Turn:
     where = f"turns[{index}]"
     d = _check_keys(ctx, item, keys, where)
     _enum(ctx, d["speaker"], f"{where}.speaker", ("user",))
@@ -362,8 +395,13 @@ def _turn(ctx: _Ctx, item: Any, index: int, case_id: str, root: Path | None, key
     )
 
 
-def case_from_dict(d: Any, path: str | Path, root: str | Path | None, record: type[CaseRecord] | None = None,
-                   _audio: dict[Path, AudioInfo | str] | None = None) -> TestCase:
+def case_from_dict(
+    d: Any,
+    path: str | Path,
+    root: str | Path | None,
+    record: type[CaseRecord] | None = None,
+    _audio: dict[Path, AudioInfo | str] | None = None,
+) -> TestCase:
     """Validate the JSON object `d` (read from `path`) and build its :class:`TestCase`.
 
     `record` is the class of the benchmark's own record whose keys the file holds beside the
@@ -383,7 +421,9 @@ def case_from_dict(d: Any, path: str | Path, root: str | Path | None, record: ty
     _check_keys(ctx, d, {**HEAD_KEYS, **(record.case_keys if record else {}), **BODY_KEYS}, "")
     sv = _int(ctx, d["schema_version"], "schema_version")
     if sv != SCHEMA_VERSION:
-        raise ctx.fail("schema_version", f"unsupported schema version {sv}; this fdeval reads {SCHEMA_VERSION}")
+        raise ctx.fail(
+            "schema_version", f"unsupported schema version {sv}; this fdeval reads {SCHEMA_VERSION}"
+        )
     case_id = _ident(ctx, d["test_case_id"], "test_case_id")
     conversation_id = _ident(ctx, d["conversation_id"], "conversation_id")
     benchmark = _str(ctx, d["benchmark"], "benchmark")
@@ -397,11 +437,16 @@ def case_from_dict(d: Any, path: str | Path, root: str | Path | None, record: ty
     turns_raw = _list(ctx, d["turns"], "turns", nonempty=True)
     root_p = None if root is None else Path(root)
     turn_keys = {**TURN_KEYS, **(record.turn_keys if record else {})}
-    turns = tuple(_turn(ctx, item, i, case_id, root_p, turn_keys) for i, item in enumerate(turns_raw))
+    turns = tuple(
+        _turn(ctx, item, i, case_id, root_p, turn_keys) for i, item in enumerate(turns_raw)
+    )
     seen: dict[str, int] = {}
     for t in turns:
         if t.label in seen:
-            raise ctx.fail(f"turns[{t.index}].label", f"duplicate label {t.label!r} (also turns[{seen[t.label]}])")
+            raise ctx.fail(
+                f"turns[{t.index}].label",
+                f"duplicate label {t.label!r} (also turns[{seen[t.label]}])",
+            )
         seen[t.label] = t.index
 
     return TestCase(
@@ -417,8 +462,12 @@ def case_from_dict(d: Any, path: str | Path, root: str | Path | None, record: ty
     )
 
 
-def load_case(path: str | Path, root: str | Path | None, record: type[CaseRecord] | None = None,
-              _audio: dict[Path, AudioInfo | str] | None = None) -> TestCase:
+def load_case(
+    path: str | Path,
+    root: str | Path | None,
+    record: type[CaseRecord] | None = None,
+    _audio: dict[Path, AudioInfo | str] | None = None,
+) -> TestCase:
     """Read and validate one case file. `root`, `record`: see :func:`case_from_dict`."""
     path = Path(path)
     return case_from_dict(read_json_file(path, CaseError), path, root, record, _audio)
@@ -426,11 +475,14 @@ def load_case(path: str | Path, root: str | Path | None, record: type[CaseRecord
 
 def case_files(cases_dir: str | Path) -> list[Path]:
     """The case files of a directory: ``*.json``, not hidden (atomic-write temporaries), sorted."""
-    return sorted(p for p in Path(cases_dir).glob("*.json") if not p.name.startswith(".") and p.is_file())
+    return sorted(
+        p for p in Path(cases_dir).glob("*.json") if not p.name.startswith(".") and p.is_file()
+    )
 
 
-def load_cases(cases_dir: str | Path, root: str | Path | None, record: type[CaseRecord] | None = None
-               ) -> list[TestCase]:
+def load_cases(
+    cases_dir: str | Path, root: str | Path | None, record: type[CaseRecord] | None = None
+) -> list[TestCase]:
     """Load every case file in `cases_dir` (not recursive), sorted by case id (`root`, `record`:
     see :func:`case_from_dict`).
 
@@ -450,6 +502,8 @@ def load_cases(cases_dir: str | Path, root: str | Path | None, record: type[Case
         case = load_case(path, root, record, audio)
         if case.case_id in by_id:
             other = by_id[case.case_id][1]
-            raise CaseError(str(path), case.case_id, "test_case_id", f"duplicate case id, also in {other}")
+            raise CaseError(
+                str(path), case.case_id, "test_case_id", f"duplicate case id, also in {other}"
+            )
         by_id[case.case_id] = (case, path)
     return [by_id[k][0] for k in sorted(by_id)]

@@ -43,7 +43,9 @@ from fdeval.errors import CaseError
 from fdeval.files import WriteError, file_sha256, write_json_atomic
 from fdeval.types import TestCase, Turn
 
-SPEECH_PROB = 0.5  # a chunk is speech at this Silero probability (the sessions' vad_threshold default)
+SPEECH_PROB = (
+    0.5  # a chunk is speech at this Silero probability (the sessions' vad_threshold default)
+)
 MIN_SPEECH_IN_WORDS = 0.25  # real voices give >= 0.517 (short interjections), noise and silence 0.0
 AWAY_S = 0.2  # "between words": this far from every word (Piper's word ends run up to 0.124 s late)
 MIN_AWAY_S = 0.5  # time between words a turn needs before that share is judged
@@ -65,10 +67,12 @@ def speech_figures(speech: np.ndarray, words: Iterable[tuple[float, float]]) -> 
         near |= (t >= start - AWAY_S) & (t < end + AWAY_S)
     away = ~near
     chunk_s = CHUNK / SAMPLE_RATE
-    return {"in_words": float(speech[inside].mean()) if inside.any() else float("nan"),
-            "words_s": float(inside.sum() * chunk_s),
-            "between": float(speech[away].mean()) if away.any() else float("nan"),
-            "between_s": float(away.sum() * chunk_s)}
+    return {
+        "in_words": float(speech[inside].mean()) if inside.any() else float("nan"),
+        "words_s": float(inside.sum() * chunk_s),
+        "between": float(speech[away].mean()) if away.any() else float("nan"),
+        "between_s": float(away.sum() * chunk_s),
+    }
 
 
 class SpeechCheck:
@@ -96,7 +100,9 @@ class SpeechCheck:
         entry = self._new.get(sha) or self._known.get(sha)
         with contextlib.suppress(TypeError, ValueError, KeyError):
             if entry is not None:
-                return np.unpackbits(np.frombuffer(bytes.fromhex(entry["speech"]), np.uint8))[:int(entry["n"])].astype(bool)
+                return np.unpackbits(np.frombuffer(bytes.fromhex(entry["speech"]), np.uint8))[
+                    : int(entry["n"])
+                ].astype(bool)
         x, sr = read_wav(path, mono=True)
         if sr != SAMPLE_RATE:
             x = resample(x, sr, SAMPLE_RATE)
@@ -114,15 +120,23 @@ class SpeechCheck:
         f = speech_figures(self.speech(path), [(w.start_s, w.end_s) for w in turn.words])
         field = f"turns[{turn.index}].audio_path"
         if f["in_words"] < MIN_SPEECH_IN_WORDS:  # nan (words shorter than a chunk) passes
-            raise CaseError(str(path), case.case_id, field,
-                            f"the audio does not sound like its words: the VAD hears speech in {f['in_words']:.0%} of "
-                            f"the {f['words_s']:.1f} s they cover (at least {MIN_SPEECH_IN_WORDS:.0%} expected); "
-                            "is it noise, silence or a damaged file?")
+            raise CaseError(
+                str(path),
+                case.case_id,
+                field,
+                f"the audio does not sound like its words: the VAD hears speech in {f['in_words']:.0%} of "
+                f"the {f['words_s']:.1f} s they cover (at least {MIN_SPEECH_IN_WORDS:.0%} expected); "
+                "is it noise, silence or a damaged file?",
+            )
         if f["between_s"] >= MIN_AWAY_S and f["between"] > MAX_SPEECH_AWAY:
-            raise CaseError(str(path), case.case_id, field,
-                            f"the audio does not match its word times: the VAD hears speech in {f['between']:.0%} of "
-                            f"the {f['between_s']:.1f} s between its words (at most {MAX_SPEECH_AWAY:.0%} expected); "
-                            "are the word times this file's?")
+            raise CaseError(
+                str(path),
+                case.case_id,
+                field,
+                f"the audio does not match its word times: the VAD hears speech in {f['between']:.0%} of "
+                f"the {f['between_s']:.1f} s between its words (at most {MAX_SPEECH_AWAY:.0%} expected); "
+                "are the word times this file's?",
+            )
 
     def check(self, cases: Iterable[TestCase], root: Path) -> None:
         """Every turn of `cases` (audio under `root`); the cache is saved whatever the outcome."""
@@ -138,8 +152,12 @@ class SpeechCheck:
         if self.cache is None or not self._new:
             return
         files = {**self._read_cache(), **self._new}
-        with contextlib.suppress(OSError, WriteError):  # a cache that cannot be written costs time, not a result
-            write_json_atomic(self.cache, {"version": CACHE_VERSION, "vad": _vad_id(), "files": files})
+        with contextlib.suppress(
+            OSError, WriteError
+        ):  # a cache that cannot be written costs time, not a result
+            write_json_atomic(
+                self.cache, {"version": CACHE_VERSION, "vad": _vad_id(), "files": files}
+            )
         self._known, self._new = files, {}
 
 

@@ -59,7 +59,7 @@ from fdeval.secrets import secrets_withheld, without_secrets
 log = logging.getLogger("fdeval")
 
 EARLY_WARNING_S = 60  # Slurm may send the --signal warning this much before signal_delay_s
-MIN_WORK_S = 60       # least work a task must get before the earliest possible warning
+MIN_WORK_S = 60  # least work a task must get before the earliest possible warning
 # A name sbatch's comma-separated --export list can carry (env names never hold "=").
 _EXPORTABLE = re.compile(r"[^,=\s]+")
 
@@ -72,15 +72,19 @@ class ShardTask:
     run_dir: str
     steps: tuple[str, ...]
     n_shards: int
-    keys: tuple[str, ...] = ()  # the secrets (names) its steps may read; others are dropped at start
-    phase: str = ""  # the array's phase name (run, post, score): whether launcher.llm_server starts here
+    keys: tuple[
+        str, ...
+    ] = ()  # the secrets (names) its steps may read; others are dropped at start
+    phase: str = (
+        ""  # the array's phase name (run, post, score): whether launcher.llm_server starts here
+    )
 
     def __call__(self, shard: int) -> dict[str, Any]:
         cfg = OmegaConf.create(self.cfg_yaml)
         spec = llm_server(cfg.get("launcher") or {}, self.phase)
         log_path = Path(self.run_dir) / "slurm" / "llm_server" / f"{self.phase}_{shard}.log"
         # a key the node's login environment brought in (sbatch loads it) reaches no step or child
-        with secrets_withheld(keep=self.keys), (serving(spec, log_path) if spec else nullcontext()):
+        with secrets_withheld(keep=self.keys), serving(spec, log_path) if spec else nullcontext():
             ctx = run_steps(cfg, Path(self.run_dir), list(self.steps), shard=(shard, self.n_shards))
         _ignore_late_warning()
         return {"shard": shard, "steps": list(self.steps), "stats": ctx.stats}
@@ -113,7 +117,9 @@ def _limits(lc: DictConfig, gpu: bool) -> tuple[str, int, int]:
         except (KeyError, TypeError, ValueError):
             ok = False
         if not ok:
-            raise ConfigError(f"{where}.{key}: must be an integer >= {least}, got {node.get(key)!r}")
+            raise ConfigError(
+                f"{where}.{key}: must be an integer >= {least}, got {node.get(key)!r}"
+            )
         values.append(int(value))
     return where, values[0], values[1]
 
@@ -130,22 +136,27 @@ def check(lc: DictConfig) -> None:
     llm_server(lc)
     flags = sorted(set(_ENV_FLAGS) & set(lc.get("sbatch_extra") or {}))
     if flags:
-        raise ConfigError(f"launcher.sbatch_extra.{flags[0]}: fdeval sets each array's environment (only the keys "
-                          f"its steps read); add variables with launcher.export_env=[NAME,...]")
+        raise ConfigError(
+            f"launcher.sbatch_extra.{flags[0]}: fdeval sets each array's environment (only the keys "
+            f"its steps read); add variables with launcher.export_env=[NAME,...]"
+        )
     for gpu in (True, False):
         where, minutes, delay = _limits(lc, gpu)
         if minutes * 60 - delay - EARLY_WARNING_S < MIN_WORK_S:
             raise ConfigError(
                 f"{where}.signal_delay_s={delay} with {where}.timeout_min={minutes}: Slurm may send the warning "
-                f"up to {EARLY_WARNING_S} s early, i.e. {max(0, minutes * 60 - delay - EARLY_WARNING_S)} s into a task; "
-                f"leave at least {MIN_WORK_S} s (timeout_min*60 >= signal_delay_s + {EARLY_WARNING_S + MIN_WORK_S})")
+                f"up to {EARLY_WARNING_S} s early, "
+                f"i.e. {max(0, minutes * 60 - delay - EARLY_WARNING_S)} s into a task; "
+                f"leave at least {MIN_WORK_S} s (timeout_min*60 >= signal_delay_s + {EARLY_WARNING_S + MIN_WORK_S})"
+            )
 
 
 def llm_server(lc: DictConfig | dict, phase: str | None = None) -> LLMServerSpec | None:
     """`launcher.llm_server` checked; with `phase`, None unless that phase's tasks start it."""
     node = lc.get("llm_server")
-    spec = LLMServerSpec.from_config(OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig)
-                                     else node)
+    spec = LLMServerSpec.from_config(
+        OmegaConf.to_container(node, resolve=True) if isinstance(node, DictConfig) else node
+    )
     return spec if spec and (phase is None or phase in spec.arrays) else None
 
 
@@ -173,8 +184,12 @@ def _plain(cfg: DictConfig, key: str) -> Any:
 def export_env(lc: DictConfig) -> tuple[str, ...]:
     """`launcher.export_env`: names a site adds to every array (a secret too, e.g. HF_TOKEN)."""
     names = lc.get("export_env") or []
-    if isinstance(names, str) or not all(isinstance(n, str) and _EXPORTABLE.fullmatch(n) for n in names):
-        raise ConfigError(f"launcher.export_env: a list of environment variable names, got {names!r}")
+    if isinstance(names, str) or not all(
+        isinstance(n, str) and _EXPORTABLE.fullmatch(n) for n in names
+    ):
+        raise ConfigError(
+            f"launcher.export_env: a list of environment variable names, got {names!r}"
+        )
     return tuple(names)
 
 
@@ -194,11 +209,17 @@ def array_keys(cfg: DictConfig, placement: str) -> tuple[str, ...]:
         try:  # the class, not an instance: the submitting machine may lack the model's client packages
             keys |= set(getattr(get_class(target), "env_keys", ())) if target else set()
         except (ImportError, ValueError) as e:
-            raise ConfigError(f"model._target_: cannot import {target!r}: {' '.join(str(e).split())[:300]}") from None
+            raise ConfigError(
+                f"model._target_: cannot import {target!r}: {' '.join(str(e).split())[:300]}"
+            ) from None
         keys |= set(OmegaConf.select(cfg, "model.server.pass_env", default=None) or ())
     elif placement == "cpu_array":
         keys |= _llm_keys(_plain(cfg, "judge")) | _llm_keys(_plain(cfg, "asr"))
-    spec = llm_server(cfg.launcher, PHASE_NAMES.get(placement)) if cfg.launcher.get("llm_server") else None
+    spec = (
+        llm_server(cfg.launcher, PHASE_NAMES.get(placement))
+        if cfg.launcher.get("llm_server")
+        else None
+    )
     if spec:  # what its own server may need (a gated model's HF_TOKEN)
         keys |= set(spec.pass_env)
     return tuple(sorted(keys | set(export_env(cfg.launcher))))
@@ -207,8 +228,11 @@ def array_keys(cfg: DictConfig, placement: str) -> tuple[str, ...]:
 def export_names(keys: tuple[str, ...], environ: dict[str, str] | None = None) -> list[str]:
     """The names for sbatch's --export: every variable of `environ` (default os.environ) but the
     secrets not in `keys`. SLURM_* go anyway; a name --export cannot carry is left out."""
-    return sorted(k for k in without_secrets(environ, keep=keys)
-                  if _EXPORTABLE.fullmatch(k) and not k.startswith("SLURM_"))
+    return sorted(
+        k
+        for k in without_secrets(environ, keep=keys)
+        if _EXPORTABLE.fullmatch(k) and not k.startswith("SLURM_")
+    )
 
 
 @contextmanager
@@ -218,8 +242,10 @@ def _sbatch_env() -> Iterator[None]:
     value = os.environ.pop("SBATCH_EXPORT", None)
     if value is not None:
         # (its value is not logged: it may set variables, e.g. ALL,TOKEN=...)
-        log.warning("slurm: $SBATCH_EXPORT ignored: each array gets its own --export (launcher.export_env adds "
-                    "variables)")
+        log.warning(
+            "slurm: $SBATCH_EXPORT ignored: each array gets its own --export (launcher.export_env adds "
+            "variables)"
+        )
     try:
         yield
     finally:
@@ -227,8 +253,14 @@ def _sbatch_env() -> Iterator[None]:
             os.environ["SBATCH_EXPORT"] = value
 
 
-def _executor(folder: Path, lc: DictConfig, gpu: bool, name: str, dependency: str | None,
-              keys: tuple[str, ...] = ()):
+def _executor(
+    folder: Path,
+    lc: DictConfig,
+    gpu: bool,
+    name: str,
+    dependency: str | None,
+    keys: tuple[str, ...] = (),
+):
     import submitit
 
     _, minutes, delay = _limits(lc, gpu)
@@ -270,9 +302,15 @@ def _array_id(jobs: list) -> str:
 def _array_states(job_id: str) -> dict[str, int]:
     if shutil.which("sacct") is None:
         return {"unknown (no sacct)": 1}
-    out = subprocess.run(["sacct", "-n", "-P", "-X", "-j", job_id, "-o", "JobID,State"], capture_output=True,
-                         text=True, timeout=30)
-    states = Counter(line.split("|")[1].split()[0] for line in out.stdout.splitlines() if "|" in line)
+    out = subprocess.run(
+        ["sacct", "-n", "-P", "-X", "-j", job_id, "-o", "JobID,State"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    states = Counter(
+        line.split("|")[1].split()[0] for line in out.stdout.splitlines() if "|" in line
+    )
     return dict(states) or {"unknown": 1}
 
 
@@ -322,7 +360,9 @@ def submit(cfg: DictConfig, run_dir: Path, phases: list[Phase]) -> list[dict[str
     records = json.loads(jobs_file.read_text()) if jobs_file.exists() else []
     dependency, submitted, handles = None, [], []
     tag = f"fdeval-{cfg.benchmark.name}-{cfg.model.name}"
-    phase_keys = [array_keys(cfg, ph.placement) for ph in phases]  # a bad model target fails before any submission
+    phase_keys = [
+        array_keys(cfg, ph.placement) for ph in phases
+    ]  # a bad model target fails before any submission
     for ph, keys in zip(phases, phase_keys):
         ex = _executor(folder, lc, ph.gpu, f"{tag}-{ph.name}", dependency, keys)
         task = ShardTask(cfg_yaml, str(run_dir), tuple(ph.steps), ph.n_tasks, keys, ph.name)
@@ -330,12 +370,26 @@ def submit(cfg: DictConfig, run_dir: Path, phases: list[Phase]) -> list[dict[str
             jobs = ex.map_array(task, list(range(ph.n_tasks)))
         array_id = _array_id(jobs)
         dependency = f"afterok:{array_id}"
-        rec = {"phase": ph.name, "steps": list(ph.steps), "job_id": array_id, "n_tasks": ph.n_tasks,
-               "gpus_per_task": int(lc.gpus_per_task) if ph.gpu else 0, "submitted_at": time.time()}
+        rec = {
+            "phase": ph.name,
+            "steps": list(ph.steps),
+            "job_id": array_id,
+            "n_tasks": ph.n_tasks,
+            "gpus_per_task": int(lc.gpus_per_task) if ph.gpu else 0,
+            "submitted_at": time.time(),
+        }
         submitted.append(rec)
         handles.append((rec, jobs))
-        log.info("slurm: submitted %s array %s (%d task(s), steps %s)", ph.name, array_id, ph.n_tasks, list(ph.steps))
-        print(f"slurm: {ph.name} array {array_id}: {ph.n_tasks} task(s) {list(ph.steps)}", flush=True)
+        log.info(
+            "slurm: submitted %s array %s (%d task(s), steps %s)",
+            ph.name,
+            array_id,
+            ph.n_tasks,
+            list(ph.steps),
+        )
+        print(
+            f"slurm: {ph.name} array {array_id}: {ph.n_tasks} task(s) {list(ph.steps)}", flush=True
+        )
     write_json_atomic(jobs_file, records + submitted)
     if lc.wait:
         _wait(handles)
@@ -345,8 +399,12 @@ def submit(cfg: DictConfig, run_dir: Path, phases: list[Phase]) -> list[dict[str
 def _sacct(job_ids: list[str]) -> dict[str, tuple[str, str]]:
     """JobID -> (State, ExitCode) from accounting; empty where sacct cannot answer."""
     try:
-        out = subprocess.run(["sacct", "-n", "-P", "-X", "-j", ",".join(job_ids), "-o", "JobID,State,ExitCode"],
-                             capture_output=True, text=True, timeout=30).stdout
+        out = subprocess.run(
+            ["sacct", "-n", "-P", "-X", "-j", ",".join(job_ids), "-o", "JobID,State,ExitCode"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return {}
     rows = (line.split("|") for line in out.splitlines())
@@ -373,12 +431,18 @@ def _failure_line(failed: list[tuple[dict[str, Any], Any, Exception | None]]) ->
     acct = _sacct([str(j.job_id) for _, j, _ in failed])
     state, code = acct.get(str(job.job_id), (job.state, "?"))
     same = [j for r, j, _ in failed if r is rec]
-    later = [f"{r['phase']} {j.job_id} ({acct.get(str(j.job_id), (j.state,))[0]})" for r, j, _ in failed if r is not rec]
+    later = [
+        f"{r['phase']} {j.job_id} ({acct.get(str(j.job_id), (j.state,))[0]})"
+        for r, j, _ in failed
+        if r is not rec
+    ]
     reason = _reason(e)
     if len(reason) > 300:
         reason = reason[:297] + "..."
-    line = (f"slurm: {rec['phase']} task {job.job_id} failed ({state}, exit code {code}): {reason}; "
-            f"log: {job.paths.stderr}")
+    line = (
+        f"slurm: {rec['phase']} task {job.job_id} failed ({state}, exit code {code}): {reason}; "
+        f"log: {job.paths.stderr}"
+    )
     if len(same) > 1:
         line += f"; {len(same) - 1} more {rec['phase']} task(s) failed"
     if later:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from fdeval.engine.review import ReportView, ReviewView
 from fdeval.engine.steps import Metric, Step
 from fdeval.errors import ConfigError
 from fdeval.types import TestCase, Turn
@@ -85,7 +86,9 @@ class Benchmark(abc.ABC):
         benchmark's user writes more during the session (EchoChain), or records more sessions."""
         return case.turns
 
-    def case_specs(self, data_dir: Path, seed: int, speech_s: Callable[[str], float] | None) -> list[TestCase] | None:
+    def case_specs(
+        self, data_dir: Path, seed: int, speech_s: Callable[[str], float] | None
+    ) -> list[TestCase] | None:
         """The cases `load` will return once `generate` has written `data_dir`, made without any
         audio (nothing is written there), for `stage=plan`: the same ids (`benchmark.cases`
         applied), turns and timeouts, each turn's `duration_s` estimated; `speech_s(text)` is how
@@ -97,10 +100,15 @@ class Benchmark(abc.ABC):
         """The language-model requests the run of `cases` will make, per role (none by default)."""
         return []
 
-    def cross_report(self, runs: list[Path], out: Path, settings: Any) -> list[Path] | None:
-        """A report over several run folders (models as columns), or None for the generic one
-        (each metric's tables of every run side by side)."""
-        return None
+    def review(self) -> ReviewView:
+        """How the review app shows and labels this benchmark's sessions (`fdeval.engine.review`):
+        the generic view labels agree / disagree per result key."""
+        return ReviewView()
+
+    def report(self) -> ReportView:
+        """How `python -m fdeval.report` reports several runs: the generic view writes every
+        metric's tables of every run side by side."""
+        return ReportView()
 
     def select(self, cases: list[TestCase], ids: list[str] | None) -> list[TestCase]:
         """Keep the cases named in `ids` (an unknown id is an error listing valid ones)."""

@@ -40,6 +40,7 @@ from fdeval.secrets import secrets_withheld
 
 log = logging.getLogger("fdeval")
 
+
 class RunFailures(FdevalError):
     """Some cases could not be run (infrastructure errors); the others were recorded."""
 
@@ -68,8 +69,12 @@ def client_processes(settings: Any, clock: str, sessions: int, n_cases: int) -> 
     if clock != "realtime" or sessions <= 1 or n_cases <= 1:
         return 1
     asked = int(settings.client_processes)
-    n = asked or auto_processes(sessions, float(settings.client_cpu_s_per_session_s),
-                                float(settings.client_cpu_share), usable_cpus())
+    n = asked or auto_processes(
+        sessions,
+        float(settings.client_cpu_s_per_session_s),
+        float(settings.client_cpu_share),
+        usable_cpus(),
+    )
     return max(1, min(n, sessions, n_cases))
 
 
@@ -91,30 +96,57 @@ def _forward_logs(q: Any) -> None:
         logging.getLogger(record.name).handle(record)
 
 
-def spread(recorder: Any, processes: int, sessions: int, target: Callable[[dict[str, Any]], None]) -> float:
+def spread(
+    recorder: Any, processes: int, sessions: int, target: Callable[[dict[str, Any]], None]
+) -> float:
     """Record `recorder.todo` in `processes` client processes running `target`; the outcomes are
     counted by `recorder.tally`; returns the elapsed wall time."""
     run, step = recorder.run, recorder.step
     ctx = get_context("spawn")  # a fork would copy the threads (ONNX, espeak pools) mid-state
-    with secrets_withheld(keep=run.model.env_keys):  # the queues start multiprocessing's resource tracker
+    with secrets_withheld(
+        keep=run.model.env_keys
+    ):  # the queues start multiprocessing's resource tracker
         tasks, outcomes, logs = ctx.Queue(), ctx.Queue(), ctx.Queue()
     for case in recorder.todo:
         tasks.put(case.case_id)
     for _ in range(sessions):  # one end mark per slot
         tasks.put(None)
-    spec = {"cfg": OmegaConf.to_container(run.cfg, resolve=True), "run_dir": str(run.run_dir),
-            "out_root": str(run.out_root), "identity": run.folder.identity, "shard": run.shard, "step": step.name,
-            "todo": [c.case_id for c in recorder.todo], "count": processes}
-    forwarder = threading.Thread(target=_forward_logs, args=(logs,), daemon=True, name="client-logs")
+    spec = {
+        "cfg": OmegaConf.to_container(run.cfg, resolve=True),
+        "run_dir": str(run.run_dir),
+        "out_root": str(run.out_root),
+        "identity": run.folder.identity,
+        "shard": run.shard,
+        "step": step.name,
+        "todo": [c.case_id for c in recorder.todo],
+        "count": processes,
+    }
+    forwarder = threading.Thread(
+        target=_forward_logs, args=(logs,), daemon=True, name="client-logs"
+    )
     forwarder.start()
     t0 = time.perf_counter()
-    procs = [ctx.Process(target=target, args=({**spec, "index": i, "tasks": tasks, "outcomes": outcomes, "logs": logs},),
-                         name=f"fdeval-client-{i}", daemon=True) for i in range(processes)]
-    with secrets_withheld(keep=run.model.env_keys):  # a client process gets only the keys its model reads
+    procs = [
+        ctx.Process(
+            target=target,
+            args=({**spec, "index": i, "tasks": tasks, "outcomes": outcomes, "logs": logs},),
+            name=f"fdeval-client-{i}",
+            daemon=True,
+        )
+        for i in range(processes)
+    ]
+    with secrets_withheld(
+        keep=run.model.env_keys
+    ):  # a client process gets only the keys its model reads
         for p in procs:
             p.start()
-    log.info("%s: %d cases over %d client processes (%d sessions in flight)", step.name, len(recorder.todo),
-             processes, min(sessions, len(recorder.todo)))
+    log.info(
+        "%s: %d cases over %d client processes (%d sessions in flight)",
+        step.name,
+        len(recorder.todo),
+        processes,
+        min(sessions, len(recorder.todo)),
+    )
     bar = run.bar(recorder.todo, step.name)
     reported: set[str] = set()
     finished: set[int] = set()
@@ -127,8 +159,10 @@ def spread(recorder: Any, processes: int, sessions: int, target: Callable[[dict[
                 for i, p in enumerate(procs):
                     if i not in finished and p.exitcode is not None:
                         finished.add(i)  # died without its end message
-                        raise FdevalError(f"{step.name}: client process {i} exited with code {p.exitcode} before its "
-                                          f"cases were done; relaunch the same command to record what is missing")
+                        raise FdevalError(
+                            f"{step.name}: client process {i} exited with code {p.exitcode} before its "
+                            f"cases were done; relaunch the same command to record what is missing"
+                        )
                 continue
             if "fatal" in msg:
                 raise _fatal(msg)
@@ -146,8 +180,10 @@ def spread(recorder: Any, processes: int, sessions: int, target: Callable[[dict[
         forwarder.join(timeout=5)
     missing = [c.case_id for c in recorder.todo if c.case_id not in reported]
     if missing:
-        raise FdevalError(f"{step.name}: {len(missing)} case(s) were not recorded (e.g. {missing[0]}); relaunch the "
-                          "same command to record them")
+        raise FdevalError(
+            f"{step.name}: {len(missing)} case(s) were not recorded (e.g. {missing[0]}); relaunch the "
+            "same command to record them"
+        )
     return time.perf_counter() - t0
 
 
@@ -193,12 +229,18 @@ def serve(spec: dict[str, Any], make_recorder: Callable[[dict[str, Any]], Any]) 
         asyncio.run(rec.concurrently(max(1, int(rec.run.model.concurrency)), next_case))
         outcomes.put({"done": index})
     except FdevalError as e:
-        outcomes.put({"fatal": str(e), "kind": "failures" if isinstance(e, RunFailures) else "user"})
+        outcomes.put(
+            {"fatal": str(e), "kind": "failures" if isinstance(e, RunFailures) else "user"}
+        )
     except BaseException as e:  # noqa: BLE001 - reported to the launching process, which stops the step
         first = (str(e).strip().splitlines() or [""])[0]
         log.error("client process %d: %s", index, "".join(traceback.format_exception(e))[-3000:])
-        outcomes.put({"fatal": f"{spec['step']}: client process {index} failed: {type(e).__name__}: {first}",
-                      "kind": "crash"})
+        outcomes.put(
+            {
+                "fatal": f"{spec['step']}: client process {index} failed: {type(e).__name__}: {first}",
+                "kind": "crash",
+            }
+        )
     finally:
         if rec is not None:
             rec.run.close()

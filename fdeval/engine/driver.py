@@ -26,10 +26,10 @@ from fdeval.engine.launcher import Launcher, LocalLauncher, phases
 from fdeval.engine.run import Run, RunFolder, owned_paths
 from fdeval.engine.shared import Generate, RecordSessions, Score, versions
 from fdeval.engine.status import Status
-from fdeval.engine.steps import STAGES, CaseStep, Step
+from fdeval.engine.steps import STAGES, CaseStep, Step, check_stage
 from fdeval.errors import ConfigError, FdevalError, SessionsNotScored
 from fdeval.files import remove_stale_temps
-from fdeval.settings import check_run_options
+from fdeval.settings import check_run_options, model_resources
 
 log = logging.getLogger("fdeval")
 
@@ -57,8 +57,11 @@ def pipeline(benchmark: Any) -> list[Step]:
     if dup:
         raise ConfigError(f"benchmark {benchmark.name}: step name(s) {dup} declared twice")
     for s in steps:  # a step-only group a step reads but does not own would not key its files
-        if bad := [g for g in getattr(s, "uses", ()) if g in STEP_GROUPS and g not in s.owns]:
-            raise ConfigError(f"benchmark {benchmark.name}: step {s.name} uses {bad} without owning it (Step.owns)")
+        check_stage(s.stage, s.name)
+        if bad := [g for g in s.uses if g in STEP_GROUPS and g not in s.owns]:
+            raise ConfigError(
+                f"benchmark {benchmark.name}: step {s.name} uses {bad} without owning it (Step.owns)"
+            )
     return steps
 
 
@@ -87,8 +90,10 @@ def check_recorded_steps(run: Run, chosen: list[Step]) -> None:
     for s in keyed(chosen):
         mine = f"{s.folder}/{run.step_key(s)}"
         if s.name in recorded and mine not in made:
-            raise FdevalError(f"{s.name}: this task's settings make {mine}, the launch recorded {recorded[s.name]} "
-                              "(run.json); does the task see another environment?")
+            raise FdevalError(
+                f"{s.name}: this task's settings make {mine}, the launch recorded {recorded[s.name]} "
+                "(run.json); does the task see another environment?"
+            )
 
 
 def default_tools() -> list[Step]:
@@ -105,20 +110,32 @@ def select(names: list[str], steps: list[Step], extra: list[Step]) -> list[Step]
     return chosen + [t for t in extra if t.name in names]
 
 
-def run_steps(cfg: DictConfig, run_dir: Path, names: list[str], shard: tuple[int, int] | None = None,
-              identity: dict[str, Any] | None = None, tool_steps: list[Step] | None = None) -> Run:
+def run_steps(
+    cfg: DictConfig,
+    run_dir: Path,
+    names: list[str],
+    shard: tuple[int, int] | None = None,
+    identity: dict[str, Any] | None = None,
+    tool_steps: list[Step] | None = None,
+) -> Run:
     """Run the steps `names` select in this process (locally, or as one array task on `shard`).
 
     The identity is the one the launch recorded in run.json (array tasks may see another
     environment), else computed from `cfg`. An array task locks its own shard."""
     if identity is None:
         identity = RunFolder.read_identity(run_dir)
-    run = Run(cfg, run_dir, Path(cfg.out_root).expanduser().resolve(), shard=shard, identity=identity)
+    run = Run(
+        cfg, run_dir, Path(cfg.out_root).expanduser().resolve(), shard=shard, identity=identity
+    )
     run.pipeline = pipeline(run.benchmark)
     chosen = select(names, run.pipeline, tool_steps or default_tools())
     if shard is not None:
         check_recorded_steps(run, chosen)
-    lock = RunLock(run_dir, f".lock-shard-{shard[0]}-of-{shard[1]}").acquire() if shard is not None else None
+    lock = (
+        RunLock(run_dir, f".lock-shard-{shard[0]}-of-{shard[1]}").acquire()
+        if shard is not None
+        else None
+    )
     if (run_dir / "sessions").is_dir() and (n := remove_stale_temps(run_dir / "sessions")):
         log.info("removed %d temp file(s) left in sessions by an interrupted run", n)
     try:
@@ -137,18 +154,23 @@ def run_steps(cfg: DictConfig, run_dir: Path, names: list[str], shard: tuple[int
 
 
 def groups_used(steps: list[Step]) -> set[str]:
-    """The config groups the steps build components from (a `uses` attribute of each step)."""
-    return {g for s in steps for g in getattr(s, "uses", ())}
+    """The config groups the steps build components from (`Step.uses`)."""
+    return {g for s in steps for g in s.uses}
 
 
-def prepare(cfg: DictConfig, tag: str | Callable[[tuple[str, ...]], str], launcher: Launcher | None = None,
-            tool_steps: list[Step] | None = None) -> tuple[Path, dict[str, Any]]:
+def prepare(
+    cfg: DictConfig,
+    tag: str | Callable[[tuple[str, ...]], str],
+    launcher: Launcher | None = None,
+    tool_steps: list[Step] | None = None,
+) -> tuple[Path, dict[str, Any]]:
     """Check everything that can be checked before any work; the run folder and its identity.
 
     The folder is `<out_root>/<benchmark>/<model>/<tag>-<identity hash>` (`run_tag` replaces
     the tag made from the command line). A callable `tag` is given the config paths later steps
     own (`owned_paths`), which name no folder since they change no recording."""
     check_run_options(cfg)  # run options, launcher and orchestrator values (fdeval.settings)
+    model_resources(cfg.model)  # what stage=plan reads of the model (no constructor sees it)
     out_root = Path(cfg.out_root).expanduser().resolve()
     run = Run(cfg, Path("."), out_root)
     bench = run.benchmark
@@ -158,9 +180,7 @@ def prepare(cfg: DictConfig, tag: str | Callable[[tuple[str, ...]], str], launch
     if "run" in names and (launcher is None or launcher.name == "local"):
         run.model  # a missing client package or weight file is one line now, before generate
     for step in chosen:
-        step_check = getattr(step, "preflight", None)
-        if step_check is not None:
-            step_check(run, names)
+        step.preflight(run, names)
     check_cases(run)
     identity = run.folder.identity
     if callable(tag):
@@ -168,7 +188,9 @@ def prepare(cfg: DictConfig, tag: str | Callable[[tuple[str, ...]], str], launch
     name = str(cfg.get("run_tag") or tag)
     if not name or "/" in name or name.startswith("."):
         raise ConfigError(f"run_tag: {name!r} cannot name a folder")
-    return out_root / bench.name / str(cfg.model.name) / f"{name}-{identity_hash(identity)}", identity
+    return out_root / bench.name / str(
+        cfg.model.name
+    ) / f"{name}-{identity_hash(identity)}", identity
 
 
 def check_cases(run: Run) -> None:
@@ -183,9 +205,14 @@ def check_cases(run: Run) -> None:
         check_case_ids(bench.case_ids, set(planned))
 
 
-def run_stages(cfg: DictConfig, run_dir: Path, identity: dict[str, Any] | None = None,
-               launcher: Launcher | None = None,
-               tool_steps: list[Step] | None = None, strict: bool = False) -> Run | None:
+def run_stages(
+    cfg: DictConfig,
+    run_dir: Path,
+    identity: dict[str, Any] | None = None,
+    launcher: Launcher | None = None,
+    tool_steps: list[Step] | None = None,
+    strict: bool = False,
+) -> Run | None:
     """Run the configured steps: local ones here, the rest through `launcher`, holding the
     folder's lock (a second launch on the same folder fails at once). `strict` (the command
     line's): once all of them ran here, invalid or failed sessions raise `SessionsNotScored`."""
@@ -199,17 +226,33 @@ def run_stages(cfg: DictConfig, run_dir: Path, identity: dict[str, Any] | None =
     with RunLock(run_dir):
         for shard_lock in sorted(run_dir.glob(".lock-shard-*")):  # an array task still working here
             RunLock(run_dir, shard_lock.name).acquire().release()
-        probe.folder.write_run_json(OmegaConf.to_container(cfg, resolve=True), versions(), describe_steps(probe))
+        probe.folder.write_run_json(
+            OmegaConf.to_container(cfg, resolve=True), versions(), describe_steps(probe)
+        )
         ident = probe.folder.identity
-        here = [s.name for s in chosen if s.placement == "local" or isinstance(launcher, LocalLauncher)]
-        last = run_steps(cfg, run_dir, here, identity=ident, tool_steps=tool_steps) if here else None
+        here = [
+            s.name for s in chosen if s.placement == "local" or isinstance(launcher, LocalLauncher)
+        ]
+        last = (
+            run_steps(cfg, run_dir, here, identity=ident, tool_steps=tool_steps) if here else None
+        )
         rest = [s for s in chosen if s.name not in here]
         if rest:
             n_cases = len((last or run_steps(cfg, run_dir, [], identity=ident)).cases)
-            launcher.launch(run_dir, phases(rest, launcher.n_shards(n_cases)),
-                            lambda step_names: run_steps(cfg, run_dir, step_names, identity=ident))
-    if strict and last is not None and not rest and any(not isinstance(s, Generate) for s in chosen):
-        check_scored(last)  # (array tasks' sessions are counted by stage=status: the launch did not wait here)
+            launcher.launch(
+                run_dir,
+                phases(rest, launcher.n_shards(n_cases)),
+                lambda step_names: run_steps(cfg, run_dir, step_names, identity=ident),
+            )
+    if (
+        strict
+        and last is not None
+        and not rest
+        and any(not isinstance(s, Generate) for s in chosen)
+    ):
+        check_scored(
+            last
+        )  # (array tasks' sessions are counted by stage=status: the launch did not wait here)
     return last
 
 
@@ -224,5 +267,7 @@ def check_scored(run: Run) -> None:
     n = len(bad["invalid"]) + len(bad["failed"])
     if n:
         cid, why = (bad["invalid"] or bad["failed"])[0]
-        raise SessionsNotScored(f"{n} of {len(run.cases)} session(s) not scored: {len(bad['invalid'])} invalid, "
-                                f"{len(bad['failed'])} failed (e.g. {cid}: {why}); stage=status lists them")
+        raise SessionsNotScored(
+            f"{n} of {len(run.cases)} session(s) not scored: {len(bad['invalid'])} invalid, "
+            f"{len(bad['failed'])} failed (e.g. {cid}: {why}); stage=status lists them"
+        )

@@ -38,7 +38,9 @@ def units(run: Run, step: CaseStep) -> tuple[list[Unit], dict[str, list[str]]]:
     """The step's units over this process's usable sessions, and the skipped cases by state."""
     out = run.step_dir(step)
     ok, skipped = run.scorable(step.name)
-    return [Unit(c, s, k, out / step.filename(c.case_id, k)) for c, s in ok for k in step.keys(c)], skipped
+    return [
+        Unit(c, s, k, out / step.filename(c.case_id, k)) for c, s in ok for k in step.keys(c)
+    ], skipped
 
 
 def unit_mark(run: Run, step: CaseStep, unit: Unit, mark: dict[str, Any]) -> dict[str, Any]:
@@ -47,15 +49,24 @@ def unit_mark(run: Run, step: CaseStep, unit: Unit, mark: dict[str, Any]) -> dic
     return {**mark, "inputs": extra} if extra else mark
 
 
-def unit_state(run: Run, step: CaseStep, unit: Unit, mark: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+def unit_state(
+    run: Run, step: CaseStep, unit: Unit, mark: dict[str, Any]
+) -> tuple[str, dict[str, Any] | None]:
     """done | missing | stale | corrupt | foreign | error (an error record: made again). A file
     made from other inputs than the unit's current ones (`CaseStep.inputs`) is stale."""
     um = unit_mark(run, step, unit, mark)
     state, d = run.folder.read_derived(unit.path, unit.session, um)
-    if state == "foreign" and um is not mark and isinstance(d, dict) and \
-            run.folder.read_derived(unit.path, unit.session, None)[0] == "done":
+    if (
+        state == "foreign"
+        and um is not mark
+        and isinstance(d, dict)
+        and run.folder.read_derived(unit.path, unit.session, None)[0] == "done"
+    ):
         prov = d.get("provenance") or {}
-        if isinstance(prov.get("step"), dict) and {k: v for k, v in prov["step"].items() if k != "inputs"} == mark:
+        if (
+            isinstance(prov.get("step"), dict)
+            and {k: v for k, v in prov["step"].items() if k != "inputs"} == mark
+        ):
             return "stale", d  # this step's settings, older inputs: made again without resume=redo
     if state != "done":
         return state, d
@@ -81,7 +92,9 @@ def execute_case_step(run: Run, step: CaseStep) -> None:
         if state == "foreign":
             foreign.append(str(u.path.relative_to(run.run_dir)))
         elif state == "corrupt":
-            log.warning("%s: %s is unreadable; making it again", step.name, u.path.relative_to(run.run_dir))
+            log.warning(
+                "%s: %s is unreadable; making it again", step.name, u.path.relative_to(run.run_dir)
+            )
         if state != "done":
             todo.append(u)
     run.refuse_foreign(f"{step.name} file", foreign, "its run, session or step settings differ")
@@ -95,19 +108,37 @@ def execute_case_step(run: Run, step: CaseStep) -> None:
         payload = _make(step, run, u, failed)
         if payload is None:
             continue
-        write_json_atomic(u.path, {**payload, "provenance": run.folder.provenance(u.session, unit_mark(run, step, u, mark))})
+        write_json_atomic(
+            u.path,
+            {
+                **payload,
+                "provenance": run.folder.provenance(u.session, unit_mark(run, step, u, mark)),
+            },
+        )
         run.folder.error_path(u.path).unlink(missing_ok=True)
         made.append(u)
         res = step.result(payload)
         if res is not None:
-            label = res.status if res.status == "error" else str(res.value if isinstance(res.value, str) else "ok")
+            label = (
+                res.status
+                if res.status == "error"
+                else str(res.value if isinstance(res.value, str) else "ok")
+            )
             counts[label] = counts.get(label, 0) + 1
     step.finish(run, made)
-    log.info("%s: %d new of %d%s (%.1f s)", step.name, len(made), n_total, f" {counts}" if counts else "",
-             time.perf_counter() - t0)
+    log.info(
+        "%s: %d new of %d%s (%.1f s)",
+        step.name,
+        len(made),
+        n_total,
+        f" {counts}" if counts else "",
+        time.perf_counter() - t0,
+    )
     if failed:
-        raise StepFailures(f"{step.name}: {len(failed)} unit(s) failed (e.g. {failed[0]}; reasons in "
-                           f"{out.relative_to(run.run_dir)}/*.error.json); relaunch the same command to retry them")
+        raise StepFailures(
+            f"{step.name}: {len(failed)} unit(s) failed (e.g. {failed[0]}; reasons in "
+            f"{out.relative_to(run.run_dir)}/*.error.json); relaunch the same command to retry them"
+        )
 
 
 def _make(step: CaseStep, run: Run, u: Unit, failed: list[str]) -> dict[str, Any] | None:
@@ -120,14 +151,28 @@ def _make(step: CaseStep, run: Run, u: Unit, failed: list[str]) -> dict[str, Any
         except Exception as e:  # an infrastructure failure of this unit: recorded, never a result
             first = (str(e).strip().splitlines() or [""])[0]
             if attempt < step.retries:
-                log.warning("%s: %s: %s: %s; trying again (%d/%d)", step.name, u.path.name, type(e).__name__, first,
-                            attempt + 1, step.retries)
+                log.warning(
+                    "%s: %s: %s: %s; trying again (%d/%d)",
+                    step.name,
+                    u.path.name,
+                    type(e).__name__,
+                    first,
+                    attempt + 1,
+                    step.retries,
+                )
                 continue
             failed.append(u.path.name)
-            write_json_atomic(run.folder.error_path(u.path), {
-                "case_id": u.case_id, "key": u.key, "step": step.name, "error": f"{type(e).__name__}: {e}",
-                "traceback": "".join(traceback.format_exception(e))[-4000:],
-                "provenance": run.folder.provenance(u.session)})
+            write_json_atomic(
+                run.folder.error_path(u.path),
+                {
+                    "case_id": u.case_id,
+                    "key": u.key,
+                    "step": step.name,
+                    "error": f"{type(e).__name__}: {e}",
+                    "traceback": "".join(traceback.format_exception(e))[-4000:],
+                    "provenance": run.folder.provenance(u.session),
+                },
+            )
             log.error("%s: %s failed: %s: %s", step.name, u.path.name, type(e).__name__, first)
     return None
 
@@ -144,11 +189,15 @@ def _check_needs(run: Run, step: CaseStep, todo: list[Unit]) -> None:
             for k in up.keys(u.case):
                 p = run.step_dir(up) / up.filename(u.case_id, k)
                 if unit_state(run, up, Unit(u.case, u.session, k, p), mark)[0] != "done":
-                    raise FdevalError(f"{step.name}: no current {up.name} file for case {u.case_id} "
-                                      f"({p.relative_to(run.run_dir)}); run stage={up.stage} first")
+                    raise FdevalError(
+                        f"{step.name}: no current {up.name} file for case {u.case_id} "
+                        f"({p.relative_to(run.run_dir)}); run stage={up.stage} first"
+                    )
 
 
-def read_outputs(run: Run, step_name: str) -> tuple[list[tuple[Unit, dict[str, Any]]], dict[str, list[str]]]:
+def read_outputs(
+    run: Run, step_name: str
+) -> tuple[list[tuple[Unit, dict[str, Any]]], dict[str, list[str]]]:
     """The done files of a case step over the usable sessions (an aggregate's input), and the
     skipped cases by state. A missing, stale or foreign file is an error naming the step to run."""
     (step,) = run.steps_named((step_name,))
@@ -162,8 +211,10 @@ def read_outputs(run: Run, step_name: str) -> tuple[list[tuple[Unit, dict[str, A
         else:
             missing.append(u.path.name)
     if missing:
-        raise FdevalError(f"{step_name}: {len(missing)} file(s) missing or not current, e.g. {missing[0]}; "
-                          f"run stage={step.stage} first")
+        raise FdevalError(
+            f"{step_name}: {len(missing)} file(s) missing or not current, e.g. {missing[0]}; "
+            f"run stage={step.stage} first"
+        )
     return got, skipped
 
 
@@ -192,5 +243,3 @@ def count_units(run: Run, step: CaseStep, sessions: dict[str, Any]) -> dict[str,
             else:
                 c["todo"] += 1
     return c
-
-

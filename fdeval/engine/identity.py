@@ -40,17 +40,43 @@ RESUME_MODES = ("auto", "redo")
 
 # Top-level config keys that never change a result: where it goes, which steps run, where they
 # run, how it reports progress, and the tables (scores are always recomputed from verdicts).
-NOT_RESULT_KEYS = ("hydra", "stage", "launcher", "progress", "out_root", "run_tag", "report", "resume")
+NOT_RESULT_KEYS = (
+    "hydra",
+    "stage",
+    "launcher",
+    "progress",
+    "out_root",
+    "run_tag",
+    "report",
+    "resume",
+)
 # Dotted paths that only bound waits, retries or parallelism, or say where logs go.
 NOT_RESULT_PATHS = (
-    "benchmark.workers", "benchmark.llm.concurrency", "benchmark.llm.max_attempts",
-    "model.resources", "model.case_retries", "model.handshake_timeout_s", "model.token_log",
-    "model.server.log_dir", "model.server.startup_timeout_s", "model.server.start_attempts",
-    "model.server.max_restarts", "model.server.instances_per_gpu", "model.server.probe_timeout_s",
-    "judge.max_retries", "judge.timeout_s", "judge.max_retry_s", "judge.max_unreachable", "judge.max_failed_requests",
-    "judge.backoff_s", "judge.max_backoff_s",
-    "model.concurrency", "orchestrator.client_processes", "orchestrator.client_cpu_s_per_session_s",
-    "orchestrator.client_cpu_share", "orchestrator.invalid_retries",
+    "benchmark.workers",
+    "benchmark.llm.concurrency",
+    "benchmark.llm.max_attempts",
+    "model.resources",
+    "model.case_retries",
+    "model.handshake_timeout_s",
+    "model.token_log",
+    "model.server.log_dir",
+    "model.server.startup_timeout_s",
+    "model.server.start_attempts",
+    "model.server.max_restarts",
+    "model.server.instances_per_gpu",
+    "model.server.probe_timeout_s",
+    "judge.max_retries",
+    "judge.timeout_s",
+    "judge.max_retry_s",
+    "judge.max_unreachable",
+    "judge.max_failed_requests",
+    "judge.backoff_s",
+    "judge.max_backoff_s",
+    "model.concurrency",
+    "orchestrator.client_processes",
+    "orchestrator.client_cpu_s_per_session_s",
+    "orchestrator.client_cpu_share",
+    "orchestrator.invalid_retries",
 )
 # Config groups that only a benchmark's own steps read (the shared generate and run steps never
 # do), so they never change a recording: outside every run identity; a step that reads one owns it.
@@ -119,7 +145,9 @@ def _numbers(node: Any) -> Any:
     return node
 
 
-def result_config(cfg: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+def result_config(
+    cfg: Mapping[str, Any], environ: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """The part of a resolved config that can change a result, endpoints made explicit."""
     d = _numbers(copy.deepcopy(dict(cfg)))
     for key in NOT_RESULT_KEYS:
@@ -135,7 +163,9 @@ def result_config(cfg: Mapping[str, Any], environ: Mapping[str, str] | None = No
 
 
 def identity_hash(identity: Mapping[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:12]
+    return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[
+        :12
+    ]
 
 
 def diff_fields(a: Any, b: Any, prefix: str = "") -> list[str]:
@@ -176,8 +206,12 @@ def _short(v: Any) -> str:
     return s if len(s) <= 40 else s[:37] + "..."
 
 
-def readable_tag(overrides: list[str], untagged_keys: Iterable[str], untagged_prefixes: tuple[str, ...],
-                 owned: Iterable[str] = STEP_GROUPS) -> str:
+def readable_tag(
+    overrides: list[str],
+    untagged_keys: Iterable[str],
+    untagged_prefixes: tuple[str, ...],
+    owned: Iterable[str] = STEP_GROUPS,
+) -> str:
     """A short readable name from the recording-changing command-line overrides ('default' if none).
 
     Only a reminder for people: the identity hash beside it is what keeps folders apart, so
@@ -190,7 +224,11 @@ def readable_tag(overrides: list[str], untagged_keys: Iterable[str], untagged_pr
     for item in overrides:
         key, _, value = item.partition("=")
         bare = key.lstrip("+~")
-        if bare in untagged or bare.startswith(untagged_prefixes) or bare.startswith(owned_prefixes):
+        if (
+            bare in untagged
+            or bare.startswith(untagged_prefixes)
+            or bare.startswith(owned_prefixes)
+        ):
             continue
         if value.startswith("[") and value.endswith("]"):
             n = len([v for v in value[1:-1].split(",") if v.strip()])
@@ -199,7 +237,7 @@ def readable_tag(overrides: list[str], untagged_keys: Iterable[str], untagged_pr
     if not kept:
         return "default"
     tag = re.sub(r"[^A-Za-z0-9._=,+-]+", "_", ",".join(kept)).strip("._")
-    return (tag[:TAG_MAX_CHARS].rstrip("._,=") or "run")
+    return tag[:TAG_MAX_CHARS].rstrip("._,=") or "run"
 
 
 def data_dir(out_root: Path, benchmark: Any, seed: int, tts: Any = None) -> Path:
@@ -237,7 +275,9 @@ class RunLock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as e:
-            raise FdevalError(f"{self.path.parent}: cannot use the run folder: {e.strerror or e}") from None
+            raise FdevalError(
+                f"{self.path.parent}: cannot use the run folder: {e.strerror or e}"
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:
@@ -246,11 +286,15 @@ class RunLock:
                 holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip()
             if e.errno not in (errno.EAGAIN, errno.EACCES):
                 os.close(fd)
-                raise FdevalError(f"{self.path}: cannot lock the run folder: {e.strerror or e}") from None
+                raise FdevalError(
+                    f"{self.path}: cannot lock the run folder: {e.strerror or e}"
+                ) from None
             if wait is None:
                 os.close(fd)
-                raise FdevalError(f"{self.path.parent}: another fdeval process is using this run folder"
-                                  f"{' (' + holder + ')' if holder else ''}; wait for it to finish or stop it") from None
+                raise FdevalError(
+                    f"{self.path.parent}: another fdeval process is using this run folder"
+                    f"{' (' + holder + ')' if holder else ''}; wait for it to finish or stop it"
+                ) from None
             wait(holder)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)

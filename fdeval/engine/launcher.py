@@ -36,10 +36,20 @@ def phases(steps: list[Any], n_shards: int) -> list[Phase]:
     for s in steps:
         if out and out[-1].placement == s.placement:
             last = out.pop()
-            out.append(Phase(last.name, (*last.steps, s.name), last.placement, last.gpu, last.n_tasks))
+            out.append(
+                Phase(last.name, (*last.steps, s.name), last.placement, last.gpu, last.n_tasks)
+            )
             continue
         n = 1 if s.placement == "cpu_job" else n_shards
-        out.append(Phase(PHASE_NAMES.get(s.placement, s.placement), (s.name,), s.placement, s.placement == "gpu_array", n))
+        out.append(
+            Phase(
+                PHASE_NAMES.get(s.placement, s.placement),
+                (s.name,),
+                s.placement,
+                s.placement == "gpu_array",
+                n,
+            )
+        )
     return out
 
 
@@ -58,7 +68,9 @@ class Launcher(abc.ABC):
         return 1
 
     @abc.abstractmethod
-    def launch(self, run_dir: Path, phases: list[Phase], run_here: Callable[[list[str]], Any]) -> None:
+    def launch(
+        self, run_dir: Path, phases: list[Phase], run_here: Callable[[list[str]], Any]
+    ) -> None:
         """Run `phases` (`run_here(step_names)` runs steps in this process)."""
 
     def status_lines(self, run_dir: Path) -> list[str]:
@@ -69,7 +81,9 @@ class Launcher(abc.ABC):
 class LocalLauncher(Launcher):
     name = "local"
 
-    def launch(self, run_dir: Path, phases: list[Phase], run_here: Callable[[list[str]], Any]) -> None:
+    def launch(
+        self, run_dir: Path, phases: list[Phase], run_here: Callable[[list[str]], Any]
+    ) -> None:
         names = [n for p in phases for n in p.steps]
         if names:
             run_here(names)

@@ -47,11 +47,21 @@ from tqdm import tqdm
 
 import fdeval
 from fdeval.cases.schema import case_to_dict
-from fdeval.engine.identity import (STEP_GROUPS, ForeignArtifact, check_resume, data_dir, describe_diff, drop_paths,
-                                   identity_hash, pick, result_config)
+from fdeval.engine.identity import (
+    STEP_GROUPS,
+    ForeignArtifact,
+    check_resume,
+    data_dir,
+    describe_diff,
+    drop_paths,
+    identity_hash,
+    pick,
+    result_config,
+)
 from fdeval.errors import ConfigError, FdevalError
 from fdeval.files import file_sha256, write_json_atomic
-from fdeval.orchestrator.recorder import LOG_SCHEMA_VERSION, CorruptSession, check_session
+from fdeval.recording import LOG_SCHEMA_VERSION, CorruptSession, check_session
+from fdeval.settings import model_resources
 from fdeval.types import TestCase
 
 log = logging.getLogger("fdeval")
@@ -81,10 +91,16 @@ def build(node: Any) -> Any:
             where = node._get_full_key(None) or "config"
             try:
                 params = inspect.signature(get_class(target)).parameters
-                valid = ", ".join(sorted(n for n, p in params.items() if p.kind is not p.VAR_KEYWORD and n != "self"))
+                valid = ", ".join(
+                    sorted(
+                        n for n, p in params.items() if p.kind is not p.VAR_KEYWORD and n != "self"
+                    )
+                )
             except (ValueError, TypeError, ImportError):
                 valid = "?"
-            raise ConfigError(f"{where}.{unknown.group(1)}: unknown key for {target}; valid: [{valid}]") from None
+            raise ConfigError(
+                f"{where}.{unknown.group(1)}: unknown key for {target}; valid: [{valid}]"
+            ) from None
         raise
 
 
@@ -107,9 +123,17 @@ def run_identity(cfg: DictConfig, benchmark: Any) -> dict[str, Any]:
     cases_dir = getattr(benchmark, "cases_dir", None)
     return {
         "config": drop_paths(result_config(plain), owned_paths(benchmark)),
-        "benchmark": {"name": benchmark.name, "version": str(benchmark.version),
-                      "data_id": benchmark.data_id(int(cfg.seed)), "cases_dir": str(cases_dir) if cases_dir else None},
-        "code": {"fdeval": fdeval.__version__, "engine": ENGINE_VERSION, "session_log": LOG_SCHEMA_VERSION},
+        "benchmark": {
+            "name": benchmark.name,
+            "version": str(benchmark.version),
+            "data_id": benchmark.data_id(int(cfg.seed)),
+            "cases_dir": str(cases_dir) if cases_dir else None,
+        },
+        "code": {
+            "fdeval": fdeval.__version__,
+            "engine": ENGINE_VERSION,
+            "session_log": LOG_SCHEMA_VERSION,
+        },
     }
 
 
@@ -119,8 +143,10 @@ def step_dir(run_dir: str | Path, step_name: str) -> Path:
     `step_dir(run, "score") / "ias.csv"` or `step_dir(run, "judge").glob("*@*.json")`."""
     steps, _ = RunFolder.recorded_steps(Path(run_dir))
     if not isinstance(steps.get(step_name), str):
-        raise FdevalError(f"{run_dir}: run.json names no folder for step {step_name!r} (not a run folder of this "
-                          f"fdeval, or never launched with that step); relaunch the run")
+        raise FdevalError(
+            f"{run_dir}: run.json names no folder for step {step_name!r} (not a run folder of this "
+            f"fdeval, or never launched with that step); relaunch the run"
+        )
     return Path(run_dir) / steps[step_name]
 
 
@@ -130,14 +156,6 @@ def step_description(run_dir: str | Path, folder: str) -> dict[str, Any]:
     _, made = RunFolder.recorded_steps(Path(run_dir))
     d = made.get(folder)
     return d if isinstance(d, dict) else {}
-
-
-def recording_attempt(attrs: dict[str, Any]) -> int:
-    """Which recording of its case a session log is (logs written before the count was kept: 1)."""
-    try:
-        return max(1, int(attrs.get("recording_attempt", 1)))
-    except (TypeError, ValueError):
-        return 1
 
 
 @dataclass(frozen=True)
@@ -193,16 +211,30 @@ class RunFolder:
         made = d.get("step_folders") if isinstance(d, dict) else None
         return (steps if isinstance(steps, dict) else {}), (made if isinstance(made, dict) else {})
 
-    def write_run_json(self, command_config: dict[str, Any], versions: dict[str, str],
-                       steps: dict[str, dict[str, Any]] | None = None) -> None:
+    def write_run_json(
+        self,
+        command_config: dict[str, Any],
+        versions: dict[str, str],
+        steps: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
         """`steps`: each step's folder description (`Run.describe_step`) for this launch; the
         descriptions of earlier launches' folders are kept beside them."""
         _, made = self.recorded_steps(self.run_dir)
         steps = steps or {}
-        made.update({d["folder"]: {k: v for k, v in d.items() if k != "folder"} for d in steps.values()})
-        write_json_atomic(self.run_dir / "run.json", {
-            "run_id": self.run_id, "identity": self.identity, "command_config": command_config, "versions": versions,
-            "steps": {name: d["folder"] for name, d in steps.items()}, "step_folders": made})
+        made.update(
+            {d["folder"]: {k: v for k, v in d.items() if k != "folder"} for d in steps.values()}
+        )
+        write_json_atomic(
+            self.run_dir / "run.json",
+            {
+                "run_id": self.run_id,
+                "identity": self.identity,
+                "command_config": command_config,
+                "versions": versions,
+                "steps": {name: d["folder"] for name, d in steps.items()},
+                "step_folders": made,
+            },
+        )
 
     # -- the model ---------------------------------------------------------------------------
     def recorded_model(self) -> dict[str, Any] | None:
@@ -212,14 +244,19 @@ class RunFolder:
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as e:
-            raise FdevalError(f"{f}: unreadable ({e}); delete it to record the model again") from None
+            raise FdevalError(
+                f"{f}: unreadable ({e}); delete it to record the model again"
+            ) from None
         if not isinstance(d, dict) or not isinstance(d.get("model_id"), str):
-            raise FdevalError(f"{f}: not a model record (no model_id); delete it to record the model again")
+            raise FdevalError(
+                f"{f}: not a model record (no model_id); delete it to record the model again"
+            )
         return d
 
     # -- sessions ----------------------------------------------------------------------------
-    def session_state(self, case: TestCase, digest: str, model_id: str | None = None,
-                      folder: str = "sessions") -> SessionState:
+    def session_state(
+        self, case: TestCase, digest: str, model_id: str | None = None, folder: str = "sessions"
+    ) -> SessionState:
         """Whether `case`'s recording is there, whole, and this run's (see the module doc).
         `folder`: a benchmark's own session step keeps its recordings there (e.g. EchoChain's
         half-duplex control sessions)."""
@@ -235,9 +272,10 @@ class RunFolder:
                 return SessionState(cid, "failed", str(why))
             return SessionState(cid, "missing")
         try:
-            attrs = check_session(h5, wav)
+            info = check_session(h5, wav)
         except CorruptSession as e:
             return SessionState(cid, "corrupt", str(e))
+        attrs = info.attrs
         recorded = {"run_id": attrs.get("run_id"), "case_digest": attrs.get("case_digest")}
         current = {"run_id": self.run_id, "case_digest": digest}
         if model_id is not None:
@@ -251,14 +289,20 @@ class RunFolder:
             else:
                 why = describe_diff(recorded, current)
             return SessionState(cid, "foreign", why)
-        if not attrs.get("valid", True):
-            return SessionState(cid, "invalid", str(attrs.get("invalid_reason", "invalid")), str(attrs.get("session_id", "")),
-                                recording_attempt(attrs))
-        return SessionState(cid, "done", "", str(attrs.get("session_id", "")), recording_attempt(attrs))
+        if not info.valid:
+            return SessionState(
+                cid,
+                "invalid",
+                str(attrs.get("invalid_reason", "invalid")),
+                info.session_id,
+                info.recording_attempt,
+            )
+        return SessionState(cid, "done", "", info.session_id, info.recording_attempt)
 
     # -- files derived from a session --------------------------------------------------------
-    def read_derived(self, path: Path, session: SessionState, stamp: dict[str, Any] | None = None
-                     ) -> tuple[str, dict[str, Any] | None]:
+    def read_derived(
+        self, path: Path, session: SessionState, stamp: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any] | None]:
         """(state, content) of a JSON file a step derived from `session`: done | missing |
         stale (made from an older session) | corrupt | foreign (another run, or other step
         settings than `stamp`)."""
@@ -279,10 +323,14 @@ class RunFolder:
             return "foreign", d
         return "done", d
 
-    def derived_state(self, path: Path, session: SessionState, stamp: dict[str, Any] | None = None) -> str:
+    def derived_state(
+        self, path: Path, session: SessionState, stamp: dict[str, Any] | None = None
+    ) -> str:
         return self.read_derived(path, session, stamp)[0]
 
-    def provenance(self, session: SessionState, stamp: dict[str, Any] | None = None) -> dict[str, Any]:
+    def provenance(
+        self, session: SessionState, stamp: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         prov: dict[str, Any] = {"run_id": self.run_id, "session_id": session.session_id}
         if stamp is not None:
             prov["step"] = stamp
@@ -326,7 +374,11 @@ class Run:
         cache = self.__dict__.setdefault("_stamps", {})
         if step.name not in cache:
             settings = {"identity": step.identity(self), "config": self.step_config(step)}
-            cache[step.name] = {"name": step.name, "version": str(step.version), "settings": short_hash(settings)}
+            cache[step.name] = {
+                "name": step.name,
+                "version": str(step.version),
+                "settings": short_hash(settings),
+            }
         return cache[step.name]
 
     def upstream(self, step: Any) -> list[Any]:
@@ -334,7 +386,9 @@ class Run:
         names = {s.name for s in self.pipeline}
         missing = [n for n in step.needs if n not in names]
         if missing:
-            raise RuntimeError(f"step {step.name}: needs {missing}, which this run's pipeline does not hold")
+            raise RuntimeError(
+                f"step {step.name}: needs {missing}, which this run's pipeline does not hold"
+            )
         return [u for u in self.steps_named(step.needs) if u.keyed]
 
     def step_label(self, step: Any) -> str:
@@ -360,9 +414,15 @@ class Run:
     def describe_step(self, step: Any) -> dict[str, Any]:
         """What run.json says of a step folder: where, which step, its stamp, the settings it was
         keyed by and the folders of the steps it reads (a report names the judge from it)."""
-        return {"folder": f"{step.folder}/{self.step_key(step)}", "step": step.name, "stamp": self.stamp(step),
-                "label": self.step_label(step), "identity": step.identity(self), "config": self.step_config(step),
-                "after": {u.name: f"{u.folder}/{self.step_key(u)}" for u in self.upstream(step)}}
+        return {
+            "folder": f"{step.folder}/{self.step_key(step)}",
+            "step": step.name,
+            "stamp": self.stamp(step),
+            "label": self.step_label(step),
+            "identity": step.identity(self),
+            "config": self.step_config(step),
+            "after": {u.name: f"{u.folder}/{self.step_key(u)}" for u in self.upstream(step)},
+        }
 
     @property
     def seed(self) -> int:
@@ -382,7 +442,9 @@ class Run:
 
     @cached_property
     def folder(self) -> RunFolder:
-        ident = self.identity if self.identity is not None else run_identity(self.cfg, self.benchmark)
+        ident = (
+            self.identity if self.identity is not None else run_identity(self.cfg, self.benchmark)
+        )
         return RunFolder(self.run_dir, ident)
 
     @property
@@ -421,8 +483,11 @@ class Run:
             if group not in self.cfg:
                 raise ConfigError(f"{group}: this run's config has no '{group}' group")
             node = OmegaConf.to_container(self.cfg[group], resolve=True)
-            if group == "model":
-                node.pop("resources", None)  # describes the model for stage=plan, not a constructor argument
+            if (
+                group == "model"
+            ):  # `resources` describes the model for stage=plan: checked, then not passed
+                model_resources(node)
+                node.pop("resources", None)
             cache[group] = build(node)
         return cache[group]
 
@@ -449,8 +514,13 @@ class Run:
                 raise ForeignArtifact(
                     f"{self.run_dir}: recorded with model {recorded['model_id']}, but the configured model is "
                     f"{model_id} ({describe_diff(recorded.get('identity'), identity)}); "
-                    "pass resume=redo to record its sessions again")
-            log.warning("run: model changed (%s -> %s): its sessions are recorded again", recorded["model_id"], model_id)
+                    "pass resume=redo to record its sessions again"
+                )
+            log.warning(
+                "run: model changed (%s -> %s): its sessions are recorded again",
+                recorded["model_id"],
+                model_id,
+            )
         write_json_atomic(self.run_dir / "model.json", {"model_id": model_id, "identity": identity})
         return model_id
 
@@ -471,10 +541,14 @@ class Run:
     def refuse_foreign(self, what: str, names: list[str], why: str) -> None:
         """Stop with one line unless resume=redo (then the caller makes them again)."""
         if names and self.resume != "redo":
-            raise ForeignArtifact(f"{self.run_dir}: {what} {names[0]} was made by another run ({why}); {len(names)} "
-                                  "such file(s); pass resume=redo to make them again")
+            raise ForeignArtifact(
+                f"{self.run_dir}: {what} {names[0]} was made by another run ({why}); {len(names)} "
+                "such file(s); pass resume=redo to make them again"
+            )
 
-    def scorable(self, step: str) -> tuple[list[tuple[TestCase, SessionState]], dict[str, list[str]]]:
+    def scorable(
+        self, step: str
+    ) -> tuple[list[tuple[TestCase, SessionState]], dict[str, list[str]]]:
         """The cases with a usable session, and the others by state (what a later step skips).
 
         A case never run is an error (run the run step first); one whose session is unreadable
@@ -487,17 +561,25 @@ class Run:
             elif s.state in skipped:
                 skipped[s.state].append(c.case_id)
             elif s.state == "missing":
-                raise FdevalError(f"{step}: no session recorded for case {c.case_id}; run stage=run first")
+                raise FdevalError(
+                    f"{step}: no session recorded for case {c.case_id}; run stage=run first"
+                )
             else:
-                raise FdevalError(f"{step}: {self.run_dir}/sessions/{c.case_id}.h5 cannot be used ({s.why}); "
-                                  "run stage=run to record it again")
+                raise FdevalError(
+                    f"{step}: {self.run_dir}/sessions/{c.case_id}.h5 cannot be used ({s.why}); "
+                    "run stage=run to record it again"
+                )
         for state, ids in skipped.items():
             if ids:
-                log.warning("%s: %d case(s) skipped, session %s (e.g. %s)", step, len(ids), state, ids[0])
+                log.warning(
+                    "%s: %d case(s) skipped, session %s (e.g. %s)", step, len(ids), state, ids[0]
+                )
         return ok, skipped
 
     def bar(self, items: list, desc: str):
-        return tqdm(items, desc=desc, unit="case", disable=not self.progress or len(items) < 2, leave=False)
+        return tqdm(
+            items, desc=desc, unit="case", disable=not self.progress or len(items) < 2, leave=False
+        )
 
     def close(self) -> None:
         if self.built("model"):

@@ -32,19 +32,41 @@ def collect(run: Run) -> dict[str, Any]:
     for step in run.pipeline:
         if isinstance(step, CaseStep):
             n = count_units(run, step, sessions)
-            steps.append({"step": step.name, "stage": step.stage, "folder": _rel(run, step), **n,
-                          "expected": sum(n.values())})
+            steps.append(
+                {
+                    "step": step.name,
+                    "stage": step.stage,
+                    "folder": _rel(run, step),
+                    **n,
+                    "expected": sum(n.values()),
+                }
+            )
         elif isinstance(step, Score):
             tables = [t for m in step.metrics for t in m.tables]
-            steps.append({"step": step.name, "stage": step.stage, "folder": _rel(run, step), "tables": tables,
-                          "written": [t for t in tables if (run.step_dir(step) / f"{t}.csv").is_file()]})
+            steps.append(
+                {
+                    "step": step.name,
+                    "stage": step.stage,
+                    "folder": _rel(run, step),
+                    "tables": tables,
+                    "written": [t for t in tables if (run.step_dir(step) / f"{t}.csv").is_file()],
+                }
+            )
     return {
-        "run_dir": str(run.run_dir), "run_id": run.run_id, "benchmark": run.benchmark.name, "cases": len(cases),
-        "recorded": len(by_state.get("done", {})), "failed": by_state.get("failed", {}),
+        "run_dir": str(run.run_dir),
+        "run_id": run.run_id,
+        "benchmark": run.benchmark.name,
+        "cases": len(cases),
+        "recorded": len(by_state.get("done", {})),
+        "failed": by_state.get("failed", {}),
         "invalid": by_state.get("invalid", {}),
-        "invalid_recordings": {cid: s.attempt for cid, s in sessions.items() if s.state == "invalid"},
+        "invalid_recordings": {
+            cid: s.attempt for cid, s in sessions.items() if s.state == "invalid"
+        },
         "unreadable": by_state.get("corrupt", {}),
-        "foreign": by_state.get("foreign", {}), "missing": sorted(by_state.get("missing", {})), "steps": steps,
+        "foreign": by_state.get("foreign", {}),
+        "missing": sorted(by_state.get("missing", {})),
+        "steps": steps,
     }
 
 
@@ -67,20 +89,33 @@ class Status(Step):
         s = collect(run)
         lines = [
             f"run folder: {s['run_dir']}",
-            f"cases: {s['cases']}  recorded: {s['recorded']}  invalid: {len(s['invalid'])}  failed: {len(s['failed'])}  "
+            f"cases: {s['cases']}  recorded: {s['recorded']}  invalid: {len(s['invalid'])}  "
+            f"failed: {len(s['failed'])}  "
             f"unreadable: {len(s['unreadable'])}  foreign: {len(s['foreign'])}  missing: {len(s['missing'])}",
         ]
         for st in s["steps"]:
             if "expected" in st:
                 extra = "".join(f"  {k}: {st[k]}" for k in ("error", "failed") if st[k])
-                lines.append(f"step {st['step']} ({st['stage']}) {st['folder']}: {st['done']}/{st['expected']}{extra}")
+                lines.append(
+                    f"step {st['step']} ({st['stage']}) {st['folder']}: {st['done']}/{st['expected']}{extra}"
+                )
             else:
-                lines.append(f"step {st['step']} {st['folder']}: {len(st['written'])}/{len(st['tables'])} tables"
-                             f"  scored: {bool(st['written'])}")
-        for key, label in (("invalid", "invalid (not scored)"), ("failed", "failed"), ("unreadable", "unreadable"),
-                           ("foreign", "another run's")):
+                lines.append(
+                    f"step {st['step']} {st['folder']}: {len(st['written'])}/{len(st['tables'])} tables"
+                    f"  scored: {bool(st['written'])}"
+                )
+        for key, label in (
+            ("invalid", "invalid (not scored)"),
+            ("failed", "failed"),
+            ("unreadable", "unreadable"),
+            ("foreign", "another run's"),
+        ):
             for cid, why in sorted(s[key].items()):
-                times = f" (recorded {s['invalid_recordings'][cid]} time(s))" if key == "invalid" else ""
+                times = (
+                    f" (recorded {s['invalid_recordings'][cid]} time(s))"
+                    if key == "invalid"
+                    else ""
+                )
                 lines.append(f"  {label} {cid}: {why}{times}")
         if s["missing"]:
             shown = ", ".join(s["missing"][:10]) + (" ..." if len(s["missing"]) > 10 else "")

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Mapping
 
+from fdeval.errors import ConfigError
 from fdeval.types import TestCase
 
 if TYPE_CHECKING:  # the run context is only a type here (engine.run imports this module)
@@ -38,6 +39,14 @@ if TYPE_CHECKING:  # the run context is only a type here (engine.run imports thi
 Placement = Literal["gpu_array", "cpu_array", "cpu_job", "local"]
 ResultStatus = Literal["ok", "error"]
 STAGES = ("generate", "run", "transcribe", "judge", "score")
+
+
+def check_stage(stage: Any, step: str) -> None:
+    """A step's stage must be one of STAGES (one ConfigError line listing them)."""
+    if stage not in STAGES:
+        raise ConfigError(
+            f"step {step}: stage {stage!r} is not a stage; valid: {', '.join(STAGES)}"
+        )
 
 
 @dataclass(frozen=True)
@@ -56,16 +65,28 @@ class Result:
     status: ResultStatus = "ok"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"case_id": self.case_id, "key": self.key, "value": self.value, "explanation": self.explanation,
-                "metadata": dict(self.metadata), "status": self.status}
+        return {
+            "case_id": self.case_id,
+            "key": self.key,
+            "value": self.value,
+            "explanation": self.explanation,
+            "metadata": dict(self.metadata),
+            "status": self.status,
+        }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Result":
         status = d.get("status", "ok")
         if status not in ("ok", "error"):
             raise ValueError(f"status: expected ok or error, got {status!r}")
-        return cls(str(d["case_id"]), str(d.get("key", "")), d.get("value"), str(d.get("explanation", "")),
-                   dict(d.get("metadata") or {}), status)
+        return cls(
+            str(d["case_id"]),
+            str(d.get("key", "")),
+            d.get("value"),
+            str(d.get("explanation", "")),
+            dict(d.get("metadata") or {}),
+            status,
+        )
 
 
 @dataclass(frozen=True)
@@ -98,10 +119,25 @@ class Step(abc.ABC):
     # output depends on: outside the run identity, inside this step's stamp. A path that a
     # recording reads must never be owned (sessions would be reused across its values).
     owns: tuple[str, ...] = ()
+    # Config groups it builds components from (`run.component("judge")`): a group chosen on the
+    # command line that no selected step uses is refused; a step-only group (judge, asr) it uses
+    # it must also own, so that the group's settings key its files.
+    uses: tuple[str, ...] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        stage = cls.__dict__.get("stage")
+        if isinstance(stage, str) and stage:  # "" is a tool's (status, plan): selected by name only
+            check_stage(stage, cls.__dict__.get("name") or cls.__name__)
 
     def identity(self, run: "Run") -> dict[str, Any]:
         """The settings that make this step's output (beyond the run's identity)."""
         return {}
+
+    def preflight(self, run: "Run", steps: set[str]) -> None:
+        """Check, before any work, what the step will need when the steps named `steps` run (e.g.
+        the judge's settings, endpoint and key when new sessions will need verdicts); a problem is
+        one ConfigError line. Nothing by default."""
 
     def label(self, run: "Run") -> str:
         """A readable name for the subfolder of these settings (e.g. the judge's id); "" for none

@@ -41,17 +41,24 @@ from fdeval.errors import FdevalError, FileFieldError
 from fdeval.files import write_json_atomic
 from fdeval.interop.recording import Words, import_arrays, run_rate
 from fdeval.interop.runs import cli, open_import_run, read_json, then
-from fdeval.orchestrator.recorder import read_session_log
+from fdeval.recording import read_info
 from fdeval.report.runview import open_run
 
-TASKS = {"smooth_turn_taking": "turn_taking.json", "user_interruption": "interrupt.json", "pause_handling": "pause.json"}
+TASKS = {
+    "smooth_turn_taking": "turn_taking.json",
+    "user_interruption": "interrupt.json",
+    "pause_handling": "pause.json",
+}
 WINDOWS = ("full", "turn")
 FDEVAL_JSON = "fdeval.json"
 
 
 def _words(transcript: dict[str, Any], speaker: str, t0: float, t1: float) -> list[dict[str, Any]]:
-    return [{"text": w["text"], "timestamp": [float(w["start_s"]), float(w["end_s"])]}
-            for w in transcript["words"] if w["speaker"] == speaker and t0 <= float(w["start_s"]) < t1]
+    return [
+        {"text": w["text"], "timestamp": [float(w["start_s"]), float(w["end_s"])]}
+        for w in transcript["words"]
+        if w["speaker"] == speaker and t0 <= float(w["start_s"]) < t1
+    ]
 
 
 def _pick_turn(task: str, turns: list[dict[str, Any]], turn: int | None) -> dict[str, Any] | None:
@@ -64,19 +71,38 @@ def _pick_turn(task: str, turns: list[dict[str, Any]], turn: int | None) -> dict
     return turns[0] if turns else None
 
 
-def task_json(task: str, transcript: dict[str, Any], t: dict[str, Any], nxt: float) -> list[dict[str, Any]]:
+def task_json(
+    task: str, transcript: dict[str, Any], t: dict[str, Any], nxt: float
+) -> list[dict[str, Any]]:
     start, end = float(t["start_s"]), float(t["end_s"])
     if task == "user_interruption":
-        said = [w["text"] for w in transcript["words"] if w["speaker"] == "user" and w.get("turn") == t["index"]]
-        before = [w["text"] for w in transcript["words"] if w["speaker"] == "user" and w.get("turn") is not None
-                  and int(w["turn"]) < int(t["index"])]
-        return [{"context": " ".join(before), "interrupt": " ".join(said), "timestamp": [start, end]}]
+        said = [
+            w["text"]
+            for w in transcript["words"]
+            if w["speaker"] == "user" and w.get("turn") == t["index"]
+        ]
+        before = [
+            w["text"]
+            for w in transcript["words"]
+            if w["speaker"] == "user"
+            and w.get("turn") is not None
+            and int(w["turn"]) < int(t["index"])
+        ]
+        return [
+            {"context": " ".join(before), "interrupt": " ".join(said), "timestamp": [start, end]}
+        ]
     label = "[TURN-TAKING]" if task == "smooth_turn_taking" else "[PAUSE]"
     return [{"text": label, "timestamp": [end, nxt]}]  # the user's silence after the turn
 
 
-def export(run_dir: Path, out: Path, task: str, turn: int | None = None, window: str = "full",
-           output_json: bool = True) -> tuple[int, list[str]]:
+def export(
+    run_dir: Path,
+    out: Path,
+    task: str,
+    turn: int | None = None,
+    window: str = "full",
+    output_json: bool = True,
+) -> tuple[int, list[str]]:
     """Write one FDB v1 sample per usable session with a transcript and the task's turn; the
     number written and the cases skipped for having no such turn."""
     if task not in TASKS:
@@ -86,7 +112,9 @@ def export(run_dir: Path, out: Path, task: str, turn: int | None = None, window:
     view = open_run(run_dir)
     out = Path(out)
     if out.exists() and any(out.iterdir()):
-        raise FdevalError(f"{out}: --out: not empty (the evaluators read every entry there); give a new folder")
+        raise FdevalError(
+            f"{out}: --out: not empty (the evaluators read every entry there); give a new folder"
+        )
     overrides = _overrides(view.run_dir)
     n, skipped = 0, []
     for s in view.sessions:
@@ -109,18 +137,40 @@ def export(run_dir: Path, out: Path, task: str, turn: int | None = None, window:
         write_wav(d / "input.wav", x[:k, 0], sr)
         write_wav(d / "output.wav", x[:k, 1], sr)
         write_json_atomic(d / TASKS[task], task_json(task, tr, t, nxt))
-        write_json_atomic(d / "transcription.json", [{"speaker": 0, "item": _words(tr, "user", 0.0, t1)}])
+        write_json_atomic(
+            d / "transcription.json", [{"speaker": 0, "item": _words(tr, "user", 0.0, t1)}]
+        )
         if output_json:
-            chunks = _words(tr, "model", float(t["end_s"]) if task == "user_interruption" else 0.0, t1)
-            write_json_atomic(d / "output.json", {"text": " ".join(c["text"] for c in chunks), "chunks": chunks})
-        write_json_atomic(d / FDEVAL_JSON, {
-            "case_id": s.case.case_id, "benchmark": view.benchmark, "model": view.model, "model_id": view.model_id,
-            "run_dir": str(view.run_dir), "run_id": view.run_id, "session_id": _session_id(s.log), "task": task,
-            "turn": int(t["index"]), "window": window, "window_s": [0.0, k / sr], "sample_rate": sr, "launch_overrides": overrides,
-            "output_json": "fdeval transcript" if output_json else "none"})
+            chunks = _words(
+                tr, "model", float(t["end_s"]) if task == "user_interruption" else 0.0, t1
+            )
+            write_json_atomic(
+                d / "output.json", {"text": " ".join(c["text"] for c in chunks), "chunks": chunks}
+            )
+        write_json_atomic(
+            d / FDEVAL_JSON,
+            {
+                "case_id": s.case.case_id,
+                "benchmark": view.benchmark,
+                "model": view.model,
+                "model_id": view.model_id,
+                "run_dir": str(view.run_dir),
+                "run_id": view.run_id,
+                "session_id": _session_id(s.log),
+                "task": task,
+                "turn": int(t["index"]),
+                "window": window,
+                "window_s": [0.0, k / sr],
+                "sample_rate": sr,
+                "launch_overrides": overrides,
+                "output_json": "fdeval transcript" if output_json else "none",
+            },
+        )
     if n == 0:
-        raise FdevalError(f"{run_dir}: no usable session with a transcript and the task's turn to export "
-                          f"({len(skipped)} without it); run stage=transcribe first, or pass another --turn")
+        raise FdevalError(
+            f"{run_dir}: no usable session with a transcript and the task's turn to export "
+            f"({len(skipped)} without it); run stage=transcribe first, or pass another --turn"
+        )
     return n, skipped
 
 
@@ -135,7 +185,7 @@ def _overrides(run_dir: Path) -> list[str]:
 
 
 def _session_id(h5: Path | None) -> str:
-    return str(read_session_log(h5)["attrs"].get("session_id", "")) if h5 is not None else ""
+    return read_info(h5).session_id if h5 is not None else ""
 
 
 def samples(root: Path) -> list[Path]:
@@ -144,11 +194,16 @@ def samples(root: Path) -> list[Path]:
     if not root.is_dir():
         raise FdevalError(f"{root}: not a folder")
     out = []
-    for p in sorted(root.iterdir(), key=lambda p: (not p.name.isdigit(), int(p.name) if p.name.isdigit() else 0, p.name)):
+    for p in sorted(
+        root.iterdir(),
+        key=lambda p: (not p.name.isdigit(), int(p.name) if p.name.isdigit() else 0, p.name),
+    ):
         if p.name.endswith(".md") or p.name == ".DS_Store":
             continue
         if not p.is_dir():
-            raise FdevalError(f"{p}: not a sample folder (FDB's evaluators list every entry of the root)")
+            raise FdevalError(
+                f"{p}: not a sample folder (FDB's evaluators list every entry of the root)"
+            )
         out.append(p)
     if not out:
         raise FdevalError(f"{root}: no sample folders")
@@ -159,11 +214,17 @@ def _mono(path: Path, case_id: str, sr: int) -> np.ndarray:
     try:
         info = sf.info(str(path))
     except Exception:
-        raise FileFieldError(str(path), case_id, "<file>", "missing or not a readable audio file") from None
+        raise FileFieldError(
+            str(path), case_id, "<file>", "missing or not a readable audio file"
+        ) from None
     if info.channels != 1:
-        raise FileFieldError(str(path), case_id, "channels", f"{info.channels} channel(s); expected 1")
+        raise FileFieldError(
+            str(path), case_id, "channels", f"{info.channels} channel(s); expected 1"
+        )
     if info.samplerate != sr:
-        raise FileFieldError(str(path), case_id, "sample_rate", f"{info.samplerate} Hz; this run records at {sr} Hz")
+        raise FileFieldError(
+            str(path), case_id, "sample_rate", f"{info.samplerate} Hz; this run records at {sr} Hz"
+        )
     return read_wav(path)[0]
 
 
@@ -175,7 +236,9 @@ def import_fdb(root: Path, overrides: list[str] | None = None) -> Path:
     for d in dirs:
         m = read_json(d / FDEVAL_JSON)
         if not isinstance(m, dict) or not isinstance(m.get("case_id"), str):
-            raise FileFieldError(str(d / FDEVAL_JSON), None, "case_id", "missing: which fdeval case this sample is")
+            raise FileFieldError(
+                str(d / FDEVAL_JSON), None, "case_id", "missing: which fdeval case this sample is"
+            )
         metas.append(m)
     run = open_import_run(import_overrides(metas[0], overrides or []), Path(root))
     by_id = {c.case_id: c for c in run.cases}
@@ -185,19 +248,34 @@ def import_fdb(root: Path, overrides: list[str] | None = None) -> Path:
     for d, m in zip(dirs, metas):
         cid = m["case_id"]
         if cid not in by_id:
-            raise FileFieldError(str(d / FDEVAL_JSON), cid, "case_id", "not a case of this run's case set")
+            raise FileFieldError(
+                str(d / FDEVAL_JSON), cid, "case_id", "not a case of this run's case set"
+            )
         if cid in seen:
-            raise FileFieldError(str(d / FDEVAL_JSON), cid, "case_id", "a second sample of the same case")
+            raise FileFieldError(
+                str(d / FDEVAL_JSON), cid, "case_id", "a second sample of the same case"
+            )
         seen.add(cid)
         user, model = _mono(d / "input.wav", cid, sr), _mono(d / "output.wav", cid, sr)
         n = max(len(user), len(model))  # a model's output may stop early: the rest is its silence
         user, model = np.pad(user, (0, n - len(user))), np.pad(model, (0, n - len(model)))
         words = Words.read(d / "output.json", cid) if (d / "output.json").is_file() else None
-        import_arrays(run, by_id[cid], d / "input.wav", user, model, words, vad, partial=m.get("window") == "turn")
+        import_arrays(
+            run,
+            by_id[cid],
+            d / "input.wav",
+            user,
+            model,
+            words,
+            vad,
+            partial=m.get("window") == "turn",
+        )
     missing = sorted(set(by_id) - seen)
     if missing:
-        raise FdevalError(f"{root}: no sample for case {missing[0]!r} ({len(missing)} missing); add "
-                          f"benchmark.cases=[...] to import a subset")
+        raise FdevalError(
+            f"{root}: no sample for case {missing[0]!r} ({len(missing)} missing); add "
+            f"benchmark.cases=[...] to import a subset"
+        )
     return run.run_dir
 
 
@@ -209,16 +287,30 @@ def import_overrides(meta: dict[str, Any], given: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m fdeval.interop.fdb", description="Full-Duplex-Bench v1 layout")
+    p = argparse.ArgumentParser(
+        prog="python -m fdeval.interop.fdb", description="Full-Duplex-Bench v1 layout"
+    )
     sub = p.add_subparsers(dest="cmd", required=True)
     e = sub.add_parser("export", help="fdeval sessions -> FDB v1 sample folders")
     e.add_argument("run_dir", type=Path)
     e.add_argument("--out", type=Path, required=True)
     e.add_argument("--task", required=True, choices=sorted(TASKS))
-    e.add_argument("--turn", type=int, help="the user turn the task JSON points at (default: see docs/interop.md)")
-    e.add_argument("--window", default="full", choices=WINDOWS, help="turn: cut at the next user turn's start")
-    e.add_argument("--no-output-json", action="store_true", help="leave output.json to FDB's get_transcript/asr.py")
-    i = sub.add_parser("import", help="FDB v1 sample folders (made by export) -> an fdeval run folder")
+    e.add_argument(
+        "--turn",
+        type=int,
+        help="the user turn the task JSON points at (default: see docs/interop.md)",
+    )
+    e.add_argument(
+        "--window", default="full", choices=WINDOWS, help="turn: cut at the next user turn's start"
+    )
+    e.add_argument(
+        "--no-output-json",
+        action="store_true",
+        help="leave output.json to FDB's get_transcript/asr.py",
+    )
+    i = sub.add_parser(
+        "import", help="FDB v1 sample folders (made by export) -> an fdeval run folder"
+    )
     i.add_argument("root", type=Path)
     i.add_argument("--stages", help="run these stages after importing, e.g. transcribe,judge,score")
     i.add_argument("overrides", nargs="*")
@@ -227,11 +319,19 @@ def main(argv: list[str] | None = None) -> None:
     def go() -> None:
         if a.cmd == "export":
             n, skipped = export(a.run_dir, a.out, a.task, a.turn, a.window, not a.no_output_json)
-            note = f"; {len(skipped)} session(s) without the task's turn skipped (e.g. {skipped[0]})" if skipped else ""
+            note = (
+                f"; {len(skipped)} session(s) without the task's turn skipped (e.g. {skipped[0]})"
+                if skipped
+                else ""
+            )
             print(f"fdeval: exported {n} sample(s) to {a.out} (task {a.task}){note}", flush=True)
             return
         run_dir = import_fdb(a.root, a.overrides)
-        then(run_dir, import_overrides(read_json(samples(a.root)[0] / FDEVAL_JSON), a.overrides), a.stages)
+        then(
+            run_dir,
+            import_overrides(read_json(samples(a.root)[0] / FDEVAL_JSON), a.overrides),
+            a.stages,
+        )
 
     cli(go)
 

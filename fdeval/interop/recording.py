@@ -53,18 +53,34 @@ class Words:
         try:
             d = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError) as e:
-            raise FileFieldError(str(path), case_id, "<file>", f"unreadable JSON ({type(e).__name__})") from None
+            raise FileFieldError(
+                str(path), case_id, "<file>", f"unreadable JSON ({type(e).__name__})"
+            ) from None
         chunks = d.get("chunks") if isinstance(d, dict) else None
         if not isinstance(chunks, list):
-            raise FileFieldError(str(path), case_id, "chunks", "expected a list of {text, timestamp: [start, end]}")
+            raise FileFieldError(
+                str(path), case_id, "chunks", "expected a list of {text, timestamp: [start, end]}"
+            )
         out = []
         for i, c in enumerate(chunks):
             ts = c.get("timestamp") if isinstance(c, dict) else None
-            if not isinstance(c, dict) or not isinstance(c.get("text"), str) or not isinstance(ts, list) or len(ts) != 2 \
-                    or not isinstance(ts[0], (int, float)):
-                raise FileFieldError(str(path), case_id, f"chunks[{i}]", "expected {text: str, timestamp: [start, end]}")
+            if (
+                not isinstance(c, dict)
+                or not isinstance(c.get("text"), str)
+                or not isinstance(ts, list)
+                or len(ts) != 2
+                or not isinstance(ts[0], (int, float))
+            ):
+                raise FileFieldError(
+                    str(path),
+                    case_id,
+                    f"chunks[{i}]",
+                    "expected {text: str, timestamp: [start, end]}",
+                )
             start = float(ts[0])
-            end = float(ts[1]) if isinstance(ts[1], (int, float)) else NAN  # FDB's ASR may leave an end null
+            end = (
+                float(ts[1]) if isinstance(ts[1], (int, float)) else NAN
+            )  # FDB's ASR may leave an end null
             out.append((c["text"], start, end))
         return cls(tuple(out))
 
@@ -74,12 +90,27 @@ def load_stereo(path: Path, case_id: str, sample_rate: int) -> tuple[np.ndarray,
     try:
         info = sf.info(str(path))
     except Exception as e:
-        raise FileFieldError(str(path), case_id, "<file>", f"not a readable audio file ({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+        raise FileFieldError(
+            str(path),
+            case_id,
+            "<file>",
+            f"not a readable audio file ({str(e).splitlines()[0] if str(e) else type(e).__name__})",
+        ) from None
     if info.channels != 2:
-        raise FileFieldError(str(path), case_id, "channels", f"{info.channels} channel(s); expected 2 (ch0 user, ch1 model)")
+        raise FileFieldError(
+            str(path),
+            case_id,
+            "channels",
+            f"{info.channels} channel(s); expected 2 (ch0 user, ch1 model)",
+        )
     if info.samplerate != sample_rate:
-        raise FileFieldError(str(path), case_id, "sample_rate", f"{info.samplerate} Hz; this run records at {sample_rate} Hz "
-                             f"(resample it, or pass orchestrator.sample_rate={info.samplerate})")
+        raise FileFieldError(
+            str(path),
+            case_id,
+            "sample_rate",
+            f"{info.samplerate} Hz; this run records at {sample_rate} Hz "
+            f"(resample it, or pass orchestrator.sample_rate={info.samplerate})",
+        )
     x, _ = read_wav(path)
     return np.ascontiguousarray(x[:, 0]), np.ascontiguousarray(x[:, 1])
 
@@ -100,7 +131,7 @@ def find_turn(user: np.ndarray, audio: np.ndarray, from_n: int) -> tuple[int, fl
     ea = float(a @ a)
     if ea == 0.0:
         return from_n, 1.0
-    corr = fftconvolve(seg, a[::-1], mode="full")[len(a) - 1:]  # corr[k] = sum seg[k + j] a[j]
+    corr = fftconvolve(seg, a[::-1], mode="full")[len(a) - 1 :]  # corr[k] = sum seg[k + j] a[j]
     c2 = np.concatenate([[0.0], np.cumsum(seg.astype(np.float64) ** 2)])
     ends = np.minimum(np.arange(len(seg)) + len(a), len(seg))
     eseg = c2[ends] - c2[np.arange(len(seg))]
@@ -112,7 +143,7 @@ def find_turn(user: np.ndarray, audio: np.ndarray, from_n: int) -> tuple[int, fl
 def played_until(user: np.ndarray, audio: np.ndarray, start: int, frame_n: int) -> tuple[int, bool]:
     """(end sample, cut_short): where the turn stops playing in the channel."""
     n = min(len(audio), len(user) - start)
-    ra, ru = _rms_frames(audio[:n], frame_n), _rms_frames(user[start:start + n], frame_n)
+    ra, ru = _rms_frames(audio[:n], frame_n), _rms_frames(user[start : start + n], frame_n)
     silent = np.nonzero((ra > SPEECH_RMS) & (ru < SILENT_SHARE * ra))[0]
     if len(silent):
         return start + int(silent[0]) * frame_n, True
@@ -127,8 +158,16 @@ def match(user: np.ndarray, audio: np.ndarray, start: int, end: int) -> float:
     return float(a @ u) ** 2 / den if den > 0 else 0.0
 
 
-def build_log(run: Run, case: TestCase, source: Path, user: np.ndarray, model: np.ndarray,
-              words: Words | None, vad: SileroVAD, partial: bool = False) -> SessionLog:
+def build_log(
+    run: Run,
+    case: TestCase,
+    source: Path,
+    user: np.ndarray,
+    model: np.ndarray,
+    words: Words | None,
+    vad: SileroVAD,
+    partial: bool = False,
+) -> SessionLog:
     """The session log of an imported recording (see the module doc). `partial`: the recording
     was cut (an FDB export's `--window turn`): the turns from the first one not found on are
     left out as never played."""
@@ -155,17 +194,34 @@ def build_log(run: Run, case: TestCase, source: Path, user: np.ndarray, model: n
         if share < MIN_MATCH and partial:
             break
         if share < MIN_MATCH:
-            raise FileFieldError(str(source), case.case_id, "channel 0",
-                                 f"user turn {i} ({turn.label}) not found after {cursor / sr:.2f} s (best match "
-                                 f"{share:.2f} < {MIN_MATCH}); is channel 0 the user and this the case's recording?")
+            raise FileFieldError(
+                str(source),
+                case.case_id,
+                "channel 0",
+                f"user turn {i} ({turn.label}) not found after {cursor / sr:.2f} s (best match "
+                f"{share:.2f} < {MIN_MATCH}); is channel 0 the user and this the case's recording?",
+            )
         start_s, end_s = start / sr, end / sr
         onsets = [s for s, _ in segments if s <= start_s]
         onset = onsets[-1] if turn.turn_type == "barge-in" and onsets else NAN
-        log.turns.append({
-            "index": i, "label": turn.label, "turn_type": turn.turn_type, "subtype": turn.subtype or "",
-            "scheduled_s": start_s, "start_s": start_s, "actual_s": start_s, "error_s": NAN, "end_s": end_s,
-            "cut_short": bool(cut), "onset_s": onset, "delay_s": start_s - onset, "wait_reason": "imported",
-            "n_samples_played": end - start})
+        log.turns.append(
+            {
+                "index": i,
+                "label": turn.label,
+                "turn_type": turn.turn_type,
+                "subtype": turn.subtype or "",
+                "scheduled_s": start_s,
+                "start_s": start_s,
+                "actual_s": start_s,
+                "error_s": NAN,
+                "end_s": end_s,
+                "cut_short": bool(cut),
+                "onset_s": onset,
+                "delay_s": start_s - onset,
+                "wait_reason": "imported",
+                "n_samples_played": end - start,
+            }
+        )
         log.event(start_s, "turn_start", i, "imported")
         log.event(end_s, "turn_end", i, "cut_short" if cut else "complete")
         cursor = end
@@ -176,25 +232,51 @@ def build_log(run: Run, case: TestCase, source: Path, user: np.ndarray, model: n
     log.vad_segments = segments
     log.model_chunks = [(0.0, 0.0, n)]  # the model channel as recorded: one chunk, no flushes known
     if words is not None:
-        log.model_text = [[s, s, (e - s) if not math.isnan(e) else NAN, t, False] for t, s, e in words.words]
+        log.model_text = [
+            [s, s, (e - s) if not math.isnan(e) else NAN, t, False] for t, s, e in words.words
+        ]
     log.duration_s = n / sr
     log.attrs = {
-        "end_reason": "imported", "wall_s": NAN, "model_id": run.model_id, "benchmark": run.benchmark.name,
-        "benchmark_version": run.benchmark.version, "seed": run.seed, "case_seed": case_seed(run.seed, case.case_id),
-        "case_version": case.version, "text_stream": "words", "user_policy": "imported", "user_policy_asks": 0,
-        "user_policy_think_max_s": NAN, "oracle_user_text": False, "session_step": "run",
-        "model": {"imported": True}, "versions": versions(), "turn_config": asdict(turn_cfg),
-        "health_bounds": asdict(ocfg.health), "run_id": run.run_id, "run_identity": run.folder.identity,
-        "case_digest": run.case_digest(case), "session_id": uuid.uuid4().hex, "valid": True, "invalid_reason": "",
-        "health_pacing_lag_max_s": NAN, "health_model_lag_max_s": NAN, "health_model_first_audio_s": NAN,
-        "health_model_audio_s": n / sr, "health_frames_sent": 0, "health_realtime_factor": NAN,
-        "imported": True, "imported_from": str(source.resolve()),
+        "end_reason": "imported",
+        "wall_s": NAN,
+        "model_id": run.model_id,
+        "benchmark": run.benchmark.name,
+        "benchmark_version": run.benchmark.version,
+        "seed": run.seed,
+        "case_seed": case_seed(run.seed, case.case_id),
+        "case_version": case.version,
+        "text_stream": "words",
+        "user_policy": "imported",
+        "user_policy_asks": 0,
+        "user_policy_think_max_s": NAN,
+        "oracle_user_text": False,
+        "session_step": "run",
+        "model": {"imported": True},
+        "versions": versions(),
+        "turn_config": asdict(turn_cfg),
+        "health_bounds": asdict(ocfg.health),
+        "run_id": run.run_id,
+        "run_identity": run.folder.identity,
+        "case_digest": run.case_digest(case),
+        "session_id": uuid.uuid4().hex,
+        "valid": True,
+        "invalid_reason": "",
+        "health_pacing_lag_max_s": NAN,
+        "health_model_lag_max_s": NAN,
+        "health_model_first_audio_s": NAN,
+        "health_model_audio_s": n / sr,
+        "health_frames_sent": 0,
+        "health_realtime_factor": NAN,
+        "imported": True,
+        "imported_from": str(source.resolve()),
         "imported_words": "given" if words is not None else "none",
     }
     return log
 
 
-def import_session(run: Run, case: TestCase, wav: Path, words_path: Path | None, vad: SileroVAD) -> None:
+def import_session(
+    run: Run, case: TestCase, wav: Path, words_path: Path | None, vad: SileroVAD
+) -> None:
     """Validate one stereo recording against its case and write the run's sessions/<case>.wav + .h5."""
     user, model = load_stereo(wav, case.case_id, run_rate(run))
     words = Words.read(words_path, case.case_id) if words_path is not None else None
@@ -205,14 +287,26 @@ def run_rate(run: Run) -> int:
     return int(typed(run.cfg.orchestrator, OrchestratorSettings, "orchestrator").sample_rate)
 
 
-def import_arrays(run: Run, case: TestCase, source: Path, user: np.ndarray, model: np.ndarray,
-                  words: Words | None, vad: SileroVAD, partial: bool = False) -> None:
+def import_arrays(
+    run: Run,
+    case: TestCase,
+    source: Path,
+    user: np.ndarray,
+    model: np.ndarray,
+    words: Words | None,
+    vad: SileroVAD,
+    partial: bool = False,
+) -> None:
     """Write one imported session from its two channels (at the run's rate); `partial`: see build_log."""
     sr = run_rate(run)
     need = sum(t.duration_s for t in case.turns)
     if len(user) / sr < need and not partial:
-        raise FileFieldError(str(source), case.case_id, "length", f"{len(user) / sr:.2f} s, shorter than the case's "
-                             f"{need:.2f} s of user turns")
+        raise FileFieldError(
+            str(source),
+            case.case_id,
+            "length",
+            f"{len(user) / sr:.2f} s, shorter than the case's {need:.2f} s of user turns",
+        )
     log = build_log(run, case, source, user, model, words, vad, partial)
     h5, out_wav = run.folder.session_paths(case.case_id)
     h5.parent.mkdir(parents=True, exist_ok=True)

@@ -46,17 +46,25 @@ def open_import_run(overrides: list[str], source: Path) -> Run:
         GlobalHydra.instance().clear()
     run_dir = run_folder(overrides)  # the launch's own choice of folder (its checks included)
     run_dir.mkdir(parents=True, exist_ok=True)
-    run = Run(cfg, run_dir, Path(cfg.out_root).expanduser().resolve())  # identity: from cfg, as the launch computes it
+    run = Run(
+        cfg, run_dir, Path(cfg.out_root).expanduser().resolve()
+    )  # identity: from cfg, as the launch computes it
     run.pipeline = pipeline(run.benchmark)
-    Generate().execute(run)  # idempotent: the cases (and their turn audio) the recordings are matched to
+    Generate().execute(
+        run
+    )  # idempotent: the cases (and their turn audio) the recordings are matched to
     ident = {"imported": True, "model": str(cfg.model.name), "source": str(source.resolve())}
     model_id = f"imported:{short_hash(ident)}"
     recorded = run.folder.recorded_model()
     if recorded is not None and recorded["model_id"] != model_id:
-        raise FdevalError(f"{run_dir / 'model.json'}: this folder holds model {recorded['model_id']}, not the import "
-                          f"{model_id} from {source}; pass another run_tag=")
+        raise FdevalError(
+            f"{run_dir / 'model.json'}: this folder holds model {recorded['model_id']}, not the import "
+            f"{model_id} from {source}; pass another run_tag="
+        )
     write_json_atomic(run_dir / "model.json", {"model_id": model_id, "identity": ident})
-    run.folder.write_run_json(OmegaConf.to_container(cfg, resolve=True), versions(), describe_steps(run))
+    run.folder.write_run_json(
+        OmegaConf.to_container(cfg, resolve=True), versions(), describe_steps(run)
+    )
     return run
 
 
@@ -68,12 +76,20 @@ def launch_args(overrides: list[str], stages: str = "transcribe,judge,score") ->
 
 def then(run_dir: Path, overrides: list[str], stages: str | None) -> None:
     """After an import: run `stages` there with the launch itself, or print the command that does."""
-    print(f"fdeval: imported {len(list((run_dir / 'sessions').glob('*.h5')))} session(s) into {run_dir}", flush=True)
+    print(
+        f"fdeval: imported {len(list((run_dir / 'sessions').glob('*.h5')))} session(s) into {run_dir}",
+        flush=True,
+    )
     if stages:
-        sys.argv = ["fdeval.launch", *launch_args(overrides, stages)]  # Hydra reads its overrides there
+        sys.argv = [
+            "fdeval.launch",
+            *launch_args(overrides, stages),
+        ]  # Hydra reads its overrides there
         launch_main()
     else:
-        print(f"fdeval: next: python -m fdeval.launch {' '.join(launch_args(overrides))}", flush=True)
+        print(
+            f"fdeval: next: python -m fdeval.launch {' '.join(launch_args(overrides))}", flush=True
+        )
 
 
 def cli(main: Callable[[], None]) -> None:
@@ -81,7 +97,10 @@ def cli(main: Callable[[], None]) -> None:
     try:
         main()
     except FdevalError as e:
-        print(f"fdeval: error: {str(e).splitlines()[0] if str(e) else type(e).__name__}", file=sys.stderr)
+        print(
+            f"fdeval: error: {str(e).splitlines()[0] if str(e) else type(e).__name__}",
+            file=sys.stderr,
+        )
         sys.exit(2)
 
 

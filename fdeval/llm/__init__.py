@@ -6,6 +6,13 @@ OpenAI-compatible chat-completions servers (vLLM, SGLang, OpenAI; ``backend=``).
 imported only when an Anthropic request actually goes out. See ``docs/llm-judge.md``.
 """
 
-from fdeval.llm.client import API_KEY_ENV, LLMClient, LLMConfigError, LLMError, LLMResponse, request_hash
+from fdeval.llm.client import (
+    API_KEY_ENV,
+    LLMClient,
+    LLMConfigError,
+    LLMError,
+    LLMResponse,
+    request_hash,
+)
 
 __all__ = ["API_KEY_ENV", "LLMClient", "LLMConfigError", "LLMError", "LLMResponse", "request_hash"]

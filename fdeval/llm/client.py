@@ -91,15 +91,22 @@ BASE_URL_ENV = "ANTHROPIC_BASE_URL"
 DEFAULT_BASE_URL = "https://api.anthropic.com"  # the SDK's own default
 OPENAI_KEY_ENV = "OPENAI_API_KEY"
 # backend -> default endpoint of the OpenAI chat-completions protocol (vllm serve / sglang.launch_server ports)
-OPENAI_DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "vllm": "http://127.0.0.1:8000/v1",
-                       "sglang": "http://127.0.0.1:30000/v1"}
+OPENAI_DEFAULT_URLS = {
+    "openai": "https://api.openai.com/v1",
+    "vllm": "http://127.0.0.1:8000/v1",
+    "sglang": "http://127.0.0.1:30000/v1",
+}
 BACKENDS = ("anthropic", *OPENAI_DEFAULT_URLS, "gemini")
 # OpenAI's reasoning models (GPT-5.x) take the output bound as max_completion_tokens, not max_tokens
 MAX_TOKENS_PARAMS = ("max_tokens", "max_completion_tokens")
 CACHE_FORMAT = "fdeval.llm_cache"
 CACHE_FORMAT_VERSION = 2  # 2: the endpoint is part of the key
 RETRY_STATUS = frozenset({408, 409, 429})  # plus every 5xx
-CONFIG_STATUS = {401: "credentials rejected", 403: "permission denied", 404: "model or endpoint not found"}
+CONFIG_STATUS = {
+    401: "credentials rejected",
+    403: "permission denied",
+    404: "model or endpoint not found",
+}
 
 
 class LLMError(FdevalError):
@@ -120,8 +127,10 @@ class LLMUnavailable(LLMConfigError):
         # says where the run stopped
         self.who, self.endpoint, self.reason, self.during = who, endpoint, reason, during
         at = f" while {during}" if during else ""
-        super().__init__(f"{who}: endpoint {endpoint} unavailable ({reason}){at}; answers written so far are kept, "
-                         f"relaunch once it is reachable")
+        super().__init__(
+            f"{who}: endpoint {endpoint} unavailable ({reason}){at}; answers written so far are kept, "
+            f"relaunch once it is reachable"
+        )
 
 
 @dataclass(frozen=True)
@@ -150,9 +159,20 @@ def key_variables(backend: str) -> tuple[str, ...]:
     return gemini_text.KEY_VARIABLES if protocol == "gemini" else (OPENAI_KEY_ENV,)
 
 
-def request_hash(model: str, temperature: float | None, max_tokens: int, system: str, prompt: str,
-                 seed: int | None, attempt: int = 0, *, endpoint: str, protocol: str = "anthropic",
-                 top_p: float | None = None, options: dict[str, Any] | None = None) -> str:
+def request_hash(
+    model: str,
+    temperature: float | None,
+    max_tokens: int,
+    system: str,
+    prompt: str,
+    seed: int | None,
+    attempt: int = 0,
+    *,
+    endpoint: str,
+    protocol: str = "anthropic",
+    top_p: float | None = None,
+    options: dict[str, Any] | None = None,
+) -> str:
     """The content hash (sha256, hex) that names a request's cache file.
 
     `endpoint` is the resolved API URL (:func:`resolve_endpoint`). `attempt` > 0 (a re-ask after
@@ -162,8 +182,13 @@ def request_hash(model: str, temperature: float | None, max_tokens: int, system:
     (``max_tokens_param``, ``reasoning_effort``).
     """
     payload: dict[str, Any] = {
-        "model": model, "temperature": None if temperature is None else float(temperature),
-        "max_tokens": int(max_tokens), "system": system, "prompt": prompt, "seed": seed, "endpoint": endpoint,
+        "model": model,
+        "temperature": None if temperature is None else float(temperature),
+        "max_tokens": int(max_tokens),
+        "system": system,
+        "prompt": prompt,
+        "seed": seed,
+        "endpoint": endpoint,
     }
     if attempt:
         payload["attempt"] = int(attempt)
@@ -193,7 +218,9 @@ def is_loopback_host(host: str) -> bool:
         return False
 
 
-def resolve_endpoint(base_url: str | None, field: str = "llm.base_url", backend: str = "anthropic") -> str:
+def resolve_endpoint(
+    base_url: str | None, field: str = "llm.base_url", backend: str = "anthropic"
+) -> str:
     """The normalised URL requests go to: `base_url`, else (``anthropic``) ``$ANTHROPIC_BASE_URL``,
     else :data:`DEFAULT_BASE_URL`; for the OpenAI-protocol backends, else
     :data:`OPENAI_DEFAULT_URLS`. Raises :class:`LLMConfigError` (naming `field` or the environment
@@ -206,7 +233,9 @@ def resolve_endpoint(base_url: str | None, field: str = "llm.base_url", backend:
         base_url = OPENAI_DEFAULT_URLS[backend]
     if base_url is None:
         env = os.environ.get(BASE_URL_ENV, "").strip()
-        base_url, source = (env, f"environment variable {BASE_URL_ENV}") if env else (DEFAULT_BASE_URL, field)
+        base_url, source = (
+            (env, f"environment variable {BASE_URL_ENV}") if env else (DEFAULT_BASE_URL, field)
+        )
     # The value is never echoed: a mistyped key or a password in the URL must not reach a log.
     try:
         parts = urlsplit(base_url.strip())
@@ -219,8 +248,10 @@ def resolve_endpoint(base_url: str | None, field: str = "llm.base_url", backend:
     if parts.username or parts.password or parts.query or parts.fragment:
         raise LLMConfigError(f"{source}: the URL must not carry credentials, a query or a fragment")
     if scheme == "http" and not is_loopback_host(host):
-        raise LLMConfigError(f"{source}: refusing plain http to {host}: the API key is sent only over https, "
-                             f"or over http to a loopback host (127.0.0.0/8, ::1, localhost)")
+        raise LLMConfigError(
+            f"{source}: refusing plain http to {host}: the API key is sent only over https, "
+            f"or over http to a loopback host (127.0.0.0/8, ::1, localhost)"
+        )
     netloc = f"[{host}]" if ":" in host else host
     if port is not None and port != {"http": 80, "https": 443}[scheme]:
         netloc += f":{port}"
@@ -231,22 +262,42 @@ def _import_anthropic():
     try:
         import anthropic
     except ImportError:
-        raise LLMConfigError("llm: the 'anthropic' package is not installed; pip install anthropic") from None
+        raise LLMConfigError(
+            "llm: the 'anthropic' package is not installed; pip install anthropic"
+        ) from None
     return anthropic
 
 
 class LLMClient:
     """Cached, retrying access to one model at fixed sampling settings (see the module docstring)."""
 
-    def __init__(self, model: str, temperature: float | None, max_tokens: int, cache_dir: str | os.PathLike,
-                 seed: int | None = None, base_url: str | None = None, max_retries: int = 5,
-                 timeout_s: float = 60.0, *, backoff_s: float = 1.0, max_backoff_s: float = 30.0,
-                 max_retry_s: float = 60.0, max_unreachable: int = 3, max_failed_requests: int = 3,
-                 name: str = "llm", backend: str = "anthropic", top_p: float | None = None,
-                 max_tokens_param: str = "max_tokens", reasoning_effort: str | None = None):
+    def __init__(
+        self,
+        model: str,
+        temperature: float | None,
+        max_tokens: int,
+        cache_dir: str | os.PathLike,
+        seed: int | None = None,
+        base_url: str | None = None,
+        max_retries: int = 5,
+        timeout_s: float = 60.0,
+        *,
+        backoff_s: float = 1.0,
+        max_backoff_s: float = 30.0,
+        max_retry_s: float = 60.0,
+        max_unreachable: int = 3,
+        max_failed_requests: int = 3,
+        name: str = "llm",
+        backend: str = "anthropic",
+        top_p: float | None = None,
+        max_tokens_param: str = "max_tokens",
+        reasoning_effort: str | None = None,
+    ):
         # Every setting is checked here, without I/O, so a caller can report a bad one before work.
         def bad(field: str, want: str, value: Any) -> LLMConfigError:
-            return LLMConfigError(f"{name}.{field}: must be {want}, got {_one_line(repr(value), 80)}")
+            return LLMConfigError(
+                f"{name}.{field}: must be {want}, got {_one_line(repr(value), 80)}"
+            )
 
         def number(v: Any) -> bool:
             return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
@@ -256,7 +307,11 @@ class LLMClient:
 
         if backend not in BACKENDS:
             raise bad("backend", f"one of {list(BACKENDS)}", backend)
-        if not isinstance(model, str) or not model.strip() or any(c.isspace() or not c.isprintable() for c in model):
+        if (
+            not isinstance(model, str)
+            or not model.strip()
+            or any(c.isspace() or not c.isprintable() for c in model)
+        ):
             raise bad("model", "a non-empty model id without spaces", model)
         if temperature is not None and (not number(temperature) or not 0 <= temperature <= 2):
             raise bad("temperature", "a number in [0, 2] or null", temperature)
@@ -266,11 +321,18 @@ class LLMClient:
             raise bad("max_tokens", "an integer in [1, 1000000]", max_tokens)
         if seed is not None and not integer(seed):
             raise bad("seed", "an integer or null", seed)
-        for field_, value, low in (("max_retries", max_retries, 0), ("max_unreachable", max_unreachable, 1),
-                                   ("max_failed_requests", max_failed_requests, 1)):
+        for field_, value, low in (
+            ("max_retries", max_retries, 0),
+            ("max_unreachable", max_unreachable, 1),
+            ("max_failed_requests", max_failed_requests, 1),
+        ):
             if not integer(value) or not low <= value <= 1000:
                 raise bad(field_, f"an integer in [{low}, 1000]", value)
-        for field_, value in (("backoff_s", backoff_s), ("max_backoff_s", max_backoff_s), ("max_retry_s", max_retry_s)):
+        for field_, value in (
+            ("backoff_s", backoff_s),
+            ("max_backoff_s", max_backoff_s),
+            ("max_retry_s", max_retry_s),
+        ):
             if not number(value) or value < 0:
                 raise bad(field_, "a finite number >= 0", value)
         if not number(timeout_s) or timeout_s <= 0:
@@ -279,12 +341,26 @@ class LLMClient:
             raise bad("base_url", "a URL or null", base_url)
         if max_tokens_param not in MAX_TOKENS_PARAMS:
             raise bad("max_tokens_param", f"one of {list(MAX_TOKENS_PARAMS)}", max_tokens_param)
-        if reasoning_effort is not None and (not isinstance(reasoning_effort, str) or not reasoning_effort.isidentifier()):
-            raise bad("reasoning_effort", "a word such as none, low, medium or high, or null", reasoning_effort)
-        if protocol_of(backend) != "openai" and (max_tokens_param != "max_tokens" or reasoning_effort is not None):
-            raise LLMConfigError(f"{name}: max_tokens_param and reasoning_effort are settings of the OpenAI protocol "
-                                 f"(backend openai, vllm or sglang), not of {backend}")
-        if not isinstance(cache_dir, (str, os.PathLike)) or str(cache_dir).strip() == "" or "\0" in str(cache_dir):
+        if reasoning_effort is not None and (
+            not isinstance(reasoning_effort, str) or not reasoning_effort.isidentifier()
+        ):
+            raise bad(
+                "reasoning_effort",
+                "a word such as none, low, medium or high, or null",
+                reasoning_effort,
+            )
+        if protocol_of(backend) != "openai" and (
+            max_tokens_param != "max_tokens" or reasoning_effort is not None
+        ):
+            raise LLMConfigError(
+                f"{name}: max_tokens_param and reasoning_effort are settings of the OpenAI protocol "
+                f"(backend openai, vllm or sglang), not of {backend}"
+            )
+        if (
+            not isinstance(cache_dir, (str, os.PathLike))
+            or str(cache_dir).strip() == ""
+            or "\0" in str(cache_dir)
+        ):
             raise bad("cache_dir", "a folder path", cache_dir)
         self.name = name
         self.backend = backend
@@ -318,9 +394,11 @@ class LLMClient:
         self._unavailable: LLMUnavailable | None = None
 
     def __repr__(self) -> str:  # never shows the key
-        return (f"LLMClient(backend={self.backend!r}, model={self.model!r}, temperature={self.temperature!r}, "
-                f"max_tokens={self.max_tokens}, cache_dir={str(self.cache_dir)!r}, seed={self.seed!r}, "
-                f"endpoint={self.endpoint!r})")
+        return (
+            f"LLMClient(backend={self.backend!r}, model={self.model!r}, temperature={self.temperature!r}, "
+            f"max_tokens={self.max_tokens}, cache_dir={str(self.cache_dir)!r}, seed={self.seed!r}, "
+            f"endpoint={self.endpoint!r})"
+        )
 
     def check_ready(self) -> None:
         """Raise :class:`LLMConfigError` now if an uncached request could not be sent: no key in the
@@ -333,15 +411,30 @@ class LLMClient:
             self._gemini_key()
             return
         if importlib.util.find_spec("anthropic") is None:
-            raise LLMConfigError(f"{self.name}: the 'anthropic' package is not installed; pip install anthropic")
+            raise LLMConfigError(
+                f"{self.name}: the 'anthropic' package is not installed; pip install anthropic"
+            )
         if not os.environ.get(API_KEY_ENV, "").strip():
-            raise LLMConfigError(f"{self.name}: no API key: set the environment variable {API_KEY_ENV} "
-                                 f"to call {self.model} at {self.endpoint}")
+            raise LLMConfigError(
+                f"{self.name}: no API key: set the environment variable {API_KEY_ENV} "
+                f"to call {self.model} at {self.endpoint}"
+            )
 
     # ----------------------------------------------------------------------------------------
     def request_hash(self, system: str, prompt: str, attempt: int = 0) -> str:
-        return request_hash(self.model, self.temperature, self.max_tokens, system, prompt, self.seed, attempt,
-                            endpoint=self.endpoint, protocol=self.protocol, top_p=self.top_p, options=self.options)
+        return request_hash(
+            self.model,
+            self.temperature,
+            self.max_tokens,
+            system,
+            prompt,
+            self.seed,
+            attempt,
+            endpoint=self.endpoint,
+            protocol=self.protocol,
+            top_p=self.top_p,
+            options=self.options,
+        )
 
     @property
     def options(self) -> dict[str, Any]:
@@ -374,22 +467,46 @@ class LLMClient:
         answer = self._create(system, prompt, key)
         served = answer.model or self.model
         openai = self.protocol == "openai"
-        direct = self.protocol != "anthropic"  # every set sampling value is sent (the SDK path checks)
+        direct = (
+            self.protocol != "anthropic"
+        )  # every set sampling value is sent (the SDK path checks)
         # one stop vocabulary for callers: the OpenAI protocol's "length" is a cut at max_tokens
         stop = "max_tokens" if openai and answer.finish_reason == "length" else answer.finish_reason
-        sent = {"temperature": self.temperature is not None and (direct or bool(self._sends_temperature)),
-                "top_p": self.top_p is not None and (direct or bool(self._sends_top_p)),
-                "seed": direct and self.seed is not None}
-        response = {"id": answer.id, "model": served, "stop_reason": stop, "usage": answer.usage, "text": answer.text}
+        sent = {
+            "temperature": self.temperature is not None
+            and (direct or bool(self._sends_temperature)),
+            "top_p": self.top_p is not None and (direct or bool(self._sends_top_p)),
+            "seed": direct and self.seed is not None,
+        }
+        response = {
+            "id": answer.id,
+            "model": served,
+            "stop_reason": stop,
+            "usage": answer.usage,
+            "text": answer.text,
+        }
         if openai:
             response["finish_reason"] = answer.finish_reason
         entry = {
-            "format": CACHE_FORMAT, "format_version": CACHE_FORMAT_VERSION, "key": key,
-            "request": {"backend": self.protocol, "endpoint": self.endpoint, "model": self.model,
-                        "temperature": self.temperature, "temperature_sent": sent["temperature"],
-                        "top_p": self.top_p, "top_p_sent": sent["top_p"], "max_tokens": self.max_tokens,
-                        "seed": self.seed, "seed_sent": sent["seed"], "attempt": attempt, **self.options,
-                        "system": system, "prompt": prompt},
+            "format": CACHE_FORMAT,
+            "format_version": CACHE_FORMAT_VERSION,
+            "key": key,
+            "request": {
+                "backend": self.protocol,
+                "endpoint": self.endpoint,
+                "model": self.model,
+                "temperature": self.temperature,
+                "temperature_sent": sent["temperature"],
+                "top_p": self.top_p,
+                "top_p_sent": sent["top_p"],
+                "max_tokens": self.max_tokens,
+                "seed": self.seed,
+                "seed_sent": sent["seed"],
+                "attempt": attempt,
+                **self.options,
+                "system": system,
+                "prompt": prompt,
+            },
             "response": response,
             "sdk": {"http": "urllib"} if direct else {"anthropic": self._sdk_version()},
         }
@@ -404,21 +521,41 @@ class LLMClient:
             d = json.loads(path.read_text(encoding="utf-8"))
             resp = d["response"]
             req = d.get("request", {})
-            if (d.get("format") != CACHE_FORMAT or d.get("key") != key or not isinstance(resp.get("text"), str)
-                    or req.get("endpoint") != self.endpoint or req.get("backend", "anthropic") != self.protocol):
+            if (
+                d.get("format") != CACHE_FORMAT
+                or d.get("key") != key
+                or not isinstance(resp.get("text"), str)
+                or req.get("endpoint") != self.endpoint
+                or req.get("backend", "anthropic") != self.protocol
+            ):
                 raise ValueError("not a cache entry for this request")
             usage = {str(k): int(v) for k, v in (resp.get("usage") or {}).items()}
-            return LLMResponse(resp["text"], str(resp.get("model") or self.model), True, key, usage,
-                               resp.get("stop_reason"))
+            return LLMResponse(
+                resp["text"],
+                str(resp.get("model") or self.model),
+                True,
+                key,
+                usage,
+                resp.get("stop_reason"),
+            )
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-            log.warning("llm: ignoring unreadable cache file %s (%s); asking the model again", path, _one_line(e, 120))
+            log.warning(
+                "llm: ignoring unreadable cache file %s (%s); asking the model again",
+                path,
+                _one_line(e, 120),
+            )
             return None
 
     @staticmethod
     def _usage(message: Any) -> dict[str, int]:
         u = getattr(message, "usage", None)
         out: dict[str, int] = {}
-        for name in ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
+        for name in (
+            "input_tokens",
+            "output_tokens",
+            "cache_creation_input_tokens",
+            "cache_read_input_tokens",
+        ):
             v = getattr(u, name, None)
             if isinstance(v, int) and not isinstance(v, bool):
                 out[name] = v
@@ -441,43 +578,63 @@ class LLMClient:
             anthropic = _import_anthropic()
             key = os.environ.get(API_KEY_ENV, "").strip()
             if not key:
-                raise LLMConfigError(f"llm: no API key: set the environment variable {API_KEY_ENV} "
-                                     f"to call {self.model} (cached answers need no key)")
+                raise LLMConfigError(
+                    f"llm: no API key: set the environment variable {API_KEY_ENV} "
+                    f"to call {self.model} (cached answers need no key)"
+                )
             self._key = key
             # the resolved endpoint, passed explicitly: the SDK must not pick another from the environment
-            self._sdk_client = anthropic.Anthropic(api_key=key, base_url=self.endpoint, max_retries=0,
-                                                   timeout=self.timeout_s)
+            self._sdk_client = anthropic.Anthropic(
+                api_key=key, base_url=self.endpoint, max_retries=0, timeout=self.timeout_s
+            )
             try:
                 params = inspect.signature(self._sdk_client.messages.create).parameters
-                self._sends_temperature, self._sends_top_p = "temperature" in params, "top_p" in params
+                self._sends_temperature, self._sends_top_p = (
+                    "temperature" in params,
+                    "top_p" in params,
+                )
             except (TypeError, ValueError):
                 self._sends_temperature = self._sends_top_p = True
-            for what, value, sent in (("temperature", self.temperature, self._sends_temperature),
-                                      ("top_p", self.top_p, self._sends_top_p)):
+            for what, value, sent in (
+                ("temperature", self.temperature, self._sends_temperature),
+                ("top_p", self.top_p, self._sends_top_p),
+            ):
                 if value is not None and not sent:
-                    log.warning("llm: anthropic %s takes no sampling %s; %s=%g is not sent (it still keys the cache)",
-                                self._sdk_version(), what, what, value)
+                    log.warning(
+                        "llm: anthropic %s takes no sampling %s; %s=%g is not sent (it still keys the cache)",
+                        self._sdk_version(),
+                        what,
+                        what,
+                        value,
+                    )
         return self._sdk_client
 
     def _gemini_key(self) -> str | None:
         """``$GEMINI_API_KEY`` (else ``$GOOGLE_API_KEY``), or None at a loopback endpoint without
         one; else LLMConfigError."""
-        key = next((v for v in (os.environ.get(n, "").strip() for n in gemini_text.KEY_VARIABLES) if v), None)
+        key = next(
+            (v for v in (os.environ.get(n, "").strip() for n in gemini_text.KEY_VARIABLES) if v),
+            None,
+        )
         if key is None and not self.loopback:
-            raise LLMConfigError(f"{self.name}: no API key: set the environment variable GEMINI_API_KEY (or "
-                                 f"GOOGLE_API_KEY) to call {self.model} at {self.endpoint} (a loopback server needs none)")
+            raise LLMConfigError(
+                f"{self.name}: no API key: set the environment variable GEMINI_API_KEY (or "
+                f"GOOGLE_API_KEY) to call {self.model} at {self.endpoint} (a loopback server needs none)"
+            )
         return key
 
     def _openai_key(self) -> str | None:
         """``$OPENAI_API_KEY``, or None at a loopback endpoint without one; else LLMConfigError."""
         key = os.environ.get(OPENAI_KEY_ENV, "").strip() or None
         if key is None and not self.loopback:
-            raise LLMConfigError(f"{self.name}: no API key: set the environment variable {OPENAI_KEY_ENV} "
-                                 f"to call {self.model} at {self.endpoint} (a loopback server needs none)")
+            raise LLMConfigError(
+                f"{self.name}: no API key: set the environment variable {OPENAI_KEY_ENV} "
+                f"to call {self.model} at {self.endpoint} (a loopback server needs none)"
+            )
         return key
 
     def _delay(self, k: int, rng: random.Random, retry_after: float | None) -> float:
-        delay = min(self.max_backoff_s, self.backoff_s * (2 ** k)) * (0.5 + 0.5 * rng.random())
+        delay = min(self.max_backoff_s, self.backoff_s * (2**k)) * (0.5 + 0.5 * rng.random())
         if retry_after is not None:
             delay = max(delay, min(retry_after, self.max_backoff_s))
         return delay
@@ -488,12 +645,22 @@ class LLMClient:
         with self._lock:
             if unanswered:
                 self._unreachable += 1
-                n, bound, what = self._unreachable, self.max_unreachable, "attempts without an answer"
+                n, bound, what = (
+                    self._unreachable,
+                    self.max_unreachable,
+                    "attempts without an answer",
+                )
             else:
                 self._failed += 1
-                n, bound, what = self._failed, self.max_failed_requests, "requests failed after their retries"
+                n, bound, what = (
+                    self._failed,
+                    self.max_failed_requests,
+                    "requests failed after their retries",
+                )
             if n >= bound and self._unavailable is None:
-                self._unavailable = LLMUnavailable(self.name, self.endpoint, f"{n} consecutive {what}; last: {why}")
+                self._unavailable = LLMUnavailable(
+                    self.name, self.endpoint, f"{n} consecutive {what}; last: {why}"
+                )
             error = self._unavailable
         if error is not None:
             raise error
@@ -508,8 +675,11 @@ class LLMClient:
         """One request through the backend's sender, with the retry loop of the module docstring."""
         if self._unavailable is not None:
             raise self._unavailable
-        send = {"openai": self._openai_sender, "gemini": self._gemini_sender,
-                "anthropic": self._anthropic_sender}[self.protocol](system, prompt)
+        send = {
+            "openai": self._openai_sender,
+            "gemini": self._gemini_sender,
+            "anthropic": self._anthropic_sender,
+        }[self.protocol](system, prompt)
         rng = random.Random(f"{self.seed}:{key}")
         why = ""
         deadline: float | None = None  # end of the retry window, set when the first attempt fails
@@ -530,17 +700,23 @@ class LLMClient:
                 else:
                     self._answered(False)
                     if f.status in CONFIG_STATUS:
-                        raise LLMConfigError(f"{self.name}: {self.model} at {self.endpoint}: "
-                                             f"{CONFIG_STATUS[f.status]}: {why}") from None
+                        raise LLMConfigError(
+                            f"{self.name}: {self.model} at {self.endpoint}: "
+                            f"{CONFIG_STATUS[f.status]}: {why}"
+                        ) from None
                     if f.status and not (f.status in RETRY_STATUS or f.status >= 500):
-                        raise LLMError(f"{self.name}: {self.model}: request rejected: {why}") from None
+                        raise LLMError(
+                            f"{self.name}: {self.model}: request rejected: {why}"
+                        ) from None
             now = time.monotonic()
             if deadline is None:
                 deadline = now + self.max_retry_s
             delay = self._delay(made - 1, rng, retry_after)
             if made > self.max_retries or now + delay >= deadline:
                 break
-            log.warning("llm: %s: %s; retry %d/%d in %.2f s", self.model, why, made, self.max_retries, delay)
+            log.warning(
+                "llm: %s: %s; retry %d/%d in %.2f s", self.model, why, made, self.max_retries, delay
+            )
             time.sleep(delay)
         self._count_failure(False, why)
         raise LLMError(f"{self.name}: {self.model}: failed after {made} attempt(s): {why}")
@@ -548,8 +724,12 @@ class LLMClient:
     def _anthropic_sender(self, system: str, prompt: str) -> Callable[[float], ChatAnswer]:
         client = self._client()
         anthropic = _import_anthropic()
-        params: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens, "system": system,
-                                  "messages": [{"role": "user", "content": prompt}]}
+        params: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": self.max_tokens,
+            "system": system,
+            "messages": [{"role": "user", "content": prompt}],
+        }
         if self.temperature is not None and self._sends_temperature:
             params["temperature"] = self.temperature
         if self.top_p is not None and self._sends_top_p:
@@ -560,18 +740,40 @@ class LLMClient:
                 message = client.messages.create(**params, timeout=timeout)
             except anthropic.APIStatusError as e:
                 status = int(getattr(e, "status_code", 0) or 0)
-                raise AttemptFailed(self._status_text(e, status), status=status, retry_after=self._retry_after(e)) from None
+                raise AttemptFailed(
+                    self._status_text(e, status), status=status, retry_after=self._retry_after(e)
+                ) from None
             except anthropic.APITimeoutError:
-                raise AttemptFailed(f"no answer within {timeout:g} s (timeout)", unanswered=True) from None
+                raise AttemptFailed(
+                    f"no answer within {timeout:g} s (timeout)", unanswered=True
+                ) from None
             except anthropic.APIConnectionError as e:
-                raise AttemptFailed(f"connection error: {e.__cause__ or e}", unanswered=True) from None
-            except (anthropic.APIResponseValidationError, ValueError) as e:  # a body that is not the API's JSON
+                raise AttemptFailed(
+                    f"connection error: {e.__cause__ or e}", unanswered=True
+                ) from None
+            except (
+                anthropic.APIResponseValidationError,
+                ValueError,
+            ) as e:  # a body that is not the API's JSON
                 raise AttemptFailed(f"malformed response: {e}") from None
-            if getattr(message, "type", None) != "message" or not isinstance(getattr(message, "content", None), list):
-                raise AttemptFailed(f"malformed response: not a Messages API message ({_one_line(repr(message), 80)})")
-            text = "".join(getattr(b, "text", "") for b in message.content if getattr(b, "type", None) == "text")
-            return ChatAnswer(text, getattr(message, "model", None) or None, getattr(message, "stop_reason", None),
-                              self._usage(message), getattr(message, "id", None))
+            if getattr(message, "type", None) != "message" or not isinstance(
+                getattr(message, "content", None), list
+            ):
+                raise AttemptFailed(
+                    f"malformed response: not a Messages API message ({_one_line(repr(message), 80)})"
+                )
+            text = "".join(
+                getattr(b, "text", "")
+                for b in message.content
+                if getattr(b, "type", None) == "text"
+            )
+            return ChatAnswer(
+                text,
+                getattr(message, "model", None) or None,
+                getattr(message, "stop_reason", None),
+                self._usage(message),
+                getattr(message, "id", None),
+            )
 
         return send
 
@@ -580,11 +782,21 @@ class LLMClient:
         self._key = key
         if self._opener is None:
             self._opener = opener(self.loopback)
-        messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
-        body: dict[str, Any] = {"model": self.model, "messages": messages, self.max_tokens_param: self.max_tokens,
-                                "stream": False}
-        for name, value in (("temperature", self.temperature), ("top_p", self.top_p), ("seed", self.seed),
-                            ("reasoning_effort", self.reasoning_effort)):
+        messages = ([{"role": "system", "content": system}] if system else []) + [
+            {"role": "user", "content": prompt}
+        ]
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            self.max_tokens_param: self.max_tokens,
+            "stream": False,
+        }
+        for name, value in (
+            ("temperature", self.temperature),
+            ("top_p", self.top_p),
+            ("seed", self.seed),
+            ("reasoning_effort", self.reasoning_effort),
+        ):
             if value is not None:
                 body[name] = value
         return lambda timeout: post_chat(self.endpoint, body, key, timeout, open_=self._opener)
@@ -594,17 +806,26 @@ class LLMClient:
         self._key = key
         if self._opener is None:
             self._opener = opener(self.loopback)
-        body = gemini_text.generate_body(system, prompt, temperature=self.temperature, max_tokens=self.max_tokens,
-                                         seed=self.seed, top_p=self.top_p)
-        return lambda timeout: gemini_text.post_generate(self.endpoint, self.model, body, key, timeout,
-                                                         open_=self._opener)
+        body = gemini_text.generate_body(
+            system,
+            prompt,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            seed=self.seed,
+            top_p=self.top_p,
+        )
+        return lambda timeout: gemini_text.post_generate(
+            self.endpoint, self.model, body, key, timeout, open_=self._opener
+        )
 
     @staticmethod
     def _status_text(e: Any, status: int) -> str:
         body = getattr(e, "body", None)
         err = body.get("error") if isinstance(body, dict) else None
         if isinstance(err, dict) and (err.get("message") or err.get("type")):
-            return _one_line(f"HTTP {status} {err.get('type') or ''}: {err.get('message') or ''}", 200)
+            return _one_line(
+                f"HTTP {status} {err.get('type') or ''}: {err.get('message') or ''}", 200
+            )
         return _one_line(f"HTTP {status}: {getattr(e, 'message', None) or e}", 200)
 
     @staticmethod

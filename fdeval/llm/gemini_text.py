@@ -31,15 +31,25 @@ KEY_VARIABLES = ("GEMINI_API_KEY", "GOOGLE_API_KEY")  # the order google-genai r
 _STOP = {"STOP": "end_turn", "MAX_TOKENS": "max_tokens"}
 
 
-def generate_body(system: str, prompt: str, *, temperature: float | None, max_tokens: int, seed: int | None,
-                  top_p: float | None) -> dict[str, Any]:
+def generate_body(
+    system: str,
+    prompt: str,
+    *,
+    temperature: float | None,
+    max_tokens: int,
+    seed: int | None,
+    top_p: float | None,
+) -> dict[str, Any]:
     """The JSON body of one request: the system instruction, one user turn, the sampling settings
     that are set (None sends nothing)."""
     config: dict[str, Any] = {"maxOutputTokens": int(max_tokens)}
     for name, value in (("temperature", temperature), ("topP", top_p), ("seed", seed)):
         if value is not None:
             config[name] = value
-    body: dict[str, Any] = {"contents": [{"role": "user", "parts": [{"text": prompt}]}], "generationConfig": config}
+    body: dict[str, Any] = {
+        "contents": [{"role": "user", "parts": [{"text": prompt}]}],
+        "generationConfig": config,
+    }
     if system:
         body["systemInstruction"] = {"parts": [{"text": system}]}
     return body
@@ -58,8 +68,11 @@ def parse_generate(raw: bytes) -> ChatAnswer:
     if not isinstance(candidates, list) or not candidates or not isinstance(candidates[0], dict):
         feedback = body.get("promptFeedback")
         blocked = feedback.get("blockReason") if isinstance(feedback, dict) else None
-        raise AttemptFailed(f"no candidate in the answer (prompt blocked: {blocked})" if blocked
-                            else "malformed response: not a GenerateContentResponse (no candidates)")
+        raise AttemptFailed(
+            f"no candidate in the answer (prompt blocked: {blocked})"
+            if blocked
+            else "malformed response: not a GenerateContentResponse (no candidates)"
+        )
     first = candidates[0]
     content = first.get("content")
     parts = content.get("parts") if isinstance(content, dict) else None
@@ -68,25 +81,42 @@ def parse_generate(raw: bytes) -> ChatAnswer:
         if finish in _STOP:  # e.g. every output token spent on thinking: an empty, cut answer
             parts = []
         else:
-            raise AttemptFailed(f"malformed response: the first candidate has no content (finishReason {finish})")
+            raise AttemptFailed(
+                f"malformed response: the first candidate has no content (finishReason {finish})"
+            )
     texts = [p.get("text") for p in parts if isinstance(p, dict) and not p.get("thought")]
     if not all(isinstance(t, str) for t in texts):
         raise AttemptFailed("malformed response: a content part is not text")
     usage: dict[str, int] = {}
     meta = body.get("usageMetadata")
-    for theirs, ours in (("promptTokenCount", "input_tokens"), ("candidatesTokenCount", "output_tokens"),
-                         ("thoughtsTokenCount", "thinking_tokens")):
+    for theirs, ours in (
+        ("promptTokenCount", "input_tokens"),
+        ("candidatesTokenCount", "output_tokens"),
+        ("thoughtsTokenCount", "thinking_tokens"),
+    ):
         v = meta.get(theirs) if isinstance(meta, dict) else None
         if isinstance(v, int) and not isinstance(v, bool):
             usage[ours] = v
     model, rid = body.get("modelVersion"), body.get("responseId")
     stop = _STOP.get(finish, finish.lower() if isinstance(finish, str) else None)
-    return ChatAnswer("".join(texts), model if isinstance(model, str) and model else None, stop, usage,
-                      rid if isinstance(rid, str) else None)
+    return ChatAnswer(
+        "".join(texts),
+        model if isinstance(model, str) and model else None,
+        stop,
+        usage,
+        rid if isinstance(rid, str) else None,
+    )
 
 
-def post_generate(endpoint: str, model: str, body: dict, key: str | None, timeout: float, *,
-                  open_: urllib.request.OpenerDirector) -> ChatAnswer:
+def post_generate(
+    endpoint: str,
+    model: str,
+    body: dict,
+    key: str | None,
+    timeout: float,
+    *,
+    open_: urllib.request.OpenerDirector,
+) -> ChatAnswer:
     """Send one generateContent request (see the module docstring)."""
     url = f"{endpoint}/models/{urllib.parse.quote(model, safe='-._')}:generateContent"
     headers = {"x-goog-api-key": key} if key else {}

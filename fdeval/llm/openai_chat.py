@@ -38,9 +38,21 @@ class AttemptFailed(Exception):
     """One attempt that brought no usable answer. `unanswered`: no HTTP answer at all (refused,
     reset, timeout); `status`: the HTTP status when there was one (0 for a malformed 200)."""
 
-    def __init__(self, why: str, *, unanswered: bool = False, status: int = 0, retry_after: float | None = None):
+    def __init__(
+        self,
+        why: str,
+        *,
+        unanswered: bool = False,
+        status: int = 0,
+        retry_after: float | None = None,
+    ):
         super().__init__(why)
-        self.why, self.unanswered, self.status, self.retry_after = why, unanswered, status, retry_after
+        self.why, self.unanswered, self.status, self.retry_after = (
+            why,
+            unanswered,
+            status,
+            retry_after,
+        )
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -111,17 +123,33 @@ def parse_completion(raw: bytes) -> ChatAnswer:
     model = body.get("model")
     finish = choices[0].get("finish_reason")
     rid = body.get("id")
-    return ChatAnswer(text, model if isinstance(model, str) and model else None,
-                      finish if isinstance(finish, str) else None, usage, rid if isinstance(rid, str) else None)
+    return ChatAnswer(
+        text,
+        model if isinstance(model, str) and model else None,
+        finish if isinstance(finish, str) else None,
+        usage,
+        rid if isinstance(rid, str) else None,
+    )
 
 
-def post_json(url: str, body: dict, headers: dict[str, str], timeout: float, *,
-              open_: urllib.request.OpenerDirector) -> bytes:
+def post_json(
+    url: str,
+    body: dict,
+    headers: dict[str, str],
+    timeout: float,
+    *,
+    open_: urllib.request.OpenerDirector,
+) -> bytes:
     """POST `body` as JSON to `url` and return the 2xx answer's raw body, or raise
     :class:`AttemptFailed` (see the module docstring). Shared by every HTTP protocol of
     :mod:`fdeval.llm` (chat completions here, Gemini's generateContent in
     :mod:`fdeval.llm.gemini_text`). Error texts never hold a key (the caller scrubs them too)."""
-    headers = {"Content-Type": "application/json", "Accept": "application/json", "User-Agent": USER_AGENT, **headers}
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json",
+        "User-Agent": USER_AGENT,
+        **headers,
+    }
     data = json.dumps(body, ensure_ascii=False).encode("utf-8")
     req = urllib.request.Request(url, data=data, headers=headers, method="POST")
     try:
@@ -140,7 +168,9 @@ def post_json(url: str, body: dict, headers: dict[str, str], timeout: float, *,
     except urllib.error.URLError as e:
         reason = e.reason
         if isinstance(reason, (socket.timeout, TimeoutError)):
-            raise AttemptFailed(f"no answer within {timeout:g} s (timeout)", unanswered=True) from None
+            raise AttemptFailed(
+                f"no answer within {timeout:g} s (timeout)", unanswered=True
+            ) from None
         raise AttemptFailed(f"connection error: {reason}", unanswered=True) from None
     except (socket.timeout, TimeoutError):
         raise AttemptFailed(f"no answer within {timeout:g} s (timeout)", unanswered=True) from None
@@ -148,8 +178,16 @@ def post_json(url: str, body: dict, headers: dict[str, str], timeout: float, *,
         raise AttemptFailed(f"connection error: {type(e).__name__}: {e}", unanswered=True) from None
 
 
-def post_chat(endpoint: str, body: dict, key: str | None, timeout: float, *,
-              open_: urllib.request.OpenerDirector) -> ChatAnswer:
+def post_chat(
+    endpoint: str,
+    body: dict,
+    key: str | None,
+    timeout: float,
+    *,
+    open_: urllib.request.OpenerDirector,
+) -> ChatAnswer:
     """Send one chat-completions request; see the module docstring."""
     headers = {"Authorization": f"Bearer {key}"} if key else {}
-    return parse_completion(post_json(f"{endpoint}/chat/completions", body, headers, timeout, open_=open_))
+    return parse_completion(
+        post_json(f"{endpoint}/chat/completions", body, headers, timeout, open_=open_)
+    )

@@ -73,15 +73,23 @@ class LLMServerSpec:
             raise ConfigError(f"{WHERE}.{bad[0]}: unknown key; valid: {valid}")
         d = dict(node)
         cmd = d.get("command")
-        if isinstance(cmd, str) or not cmd or not all(isinstance(c, (str, int, float)) for c in cmd):
-            raise ConfigError(f"{WHERE}.command: a list of arguments, e.g. [vllm, serve, <model>, --port, '8000']")
+        if (
+            isinstance(cmd, str)
+            or not cmd
+            or not all(isinstance(c, (str, int, float)) for c in cmd)
+        ):
+            raise ConfigError(
+                f"{WHERE}.command: a list of arguments, e.g. [vllm, serve, <model>, --port, '8000']"
+            )
         d["command"] = tuple(str(c) for c in cmd)
         port = d.get("port", 8000)
         if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
             raise ConfigError(f"{WHERE}.port: a port number, got {port!r}")
         arrays = d.get("arrays", ("run", "post"))
         if isinstance(arrays, str) or not arrays or any(a not in ARRAYS for a in arrays):
-            raise ConfigError(f"{WHERE}.arrays: a non-empty list of {', '.join(ARRAYS)}; got {arrays!r}")
+            raise ConfigError(
+                f"{WHERE}.arrays: a non-empty list of {', '.join(ARRAYS)}; got {arrays!r}"
+            )
         d["arrays"] = tuple(arrays)
         path = d.get("ready_path", "/v1/models")
         if not isinstance(path, str) or not path.startswith("/"):
@@ -92,8 +100,12 @@ class LLMServerSpec:
                 raise ConfigError(f"{WHERE}.{key}: a positive number of seconds, got {value!r}")
         d["env"] = {str(k): str(v) for k, v in (d.get("env") or {}).items()}
         names = d.get("pass_env") or ()
-        if isinstance(names, str) or not all(isinstance(n, str) and ENV_NAME.fullmatch(n) for n in names):
-            raise ConfigError(f"{WHERE}.pass_env: a list of environment variable names, got {names!r}")
+        if isinstance(names, str) or not all(
+            isinstance(n, str) and ENV_NAME.fullmatch(n) for n in names
+        ):
+            raise ConfigError(
+                f"{WHERE}.pass_env: a list of environment variable names, got {names!r}"
+            )
         d["pass_env"] = tuple(names)
         return LLMServerSpec(**d)
 
@@ -127,34 +139,55 @@ def _stop(proc: subprocess.Popen, timeout_s: float) -> None:
 
 
 @contextmanager
-def serving(spec: LLMServerSpec, log_path: Path, environ: Mapping[str, str] | None = None) -> Iterator[str]:
+def serving(
+    spec: LLMServerSpec, log_path: Path, environ: Mapping[str, str] | None = None
+) -> Iterator[str]:
     """Start the server, wait until ``ready_path`` answers, yield its URL; stop it on exit."""
     if port_taken("127.0.0.1", spec.port):
-        raise LLMServerError(f"{WHERE}.port: 127.0.0.1:{spec.port} is already in use on this node (another task's "
-                             f"server?); give each such task a node of its own (launcher.sbatch_extra: "
-                             f"{{exclusive: true}}) or another port")
+        raise LLMServerError(
+            f"{WHERE}.port: 127.0.0.1:{spec.port} is already in use on this node (another task's "
+            f"server?); give each such task a node of its own (launcher.sbatch_extra: "
+            f"{{exclusive: true}}) or another port"
+        )
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log_file:
-        log_file.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(spec.command)}\n".encode())
+        log_file.write(
+            f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(spec.command)}\n".encode()
+        )
         log_file.flush()
-        linux_main = sys.platform.startswith("linux") and threading.current_thread() is threading.main_thread()
+        linux_main = (
+            sys.platform.startswith("linux")
+            and threading.current_thread() is threading.main_thread()
+        )
         try:
-            proc = subprocess.Popen(list(spec.command), stdin=subprocess.DEVNULL, stdout=log_file,
-                                    stderr=subprocess.STDOUT, env=server_environment(spec, environ),
-                                    start_new_session=True, preexec_fn=die_with_parent if linux_main else None)
+            proc = subprocess.Popen(
+                list(spec.command),
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                env=server_environment(spec, environ),
+                start_new_session=True,
+                preexec_fn=die_with_parent if linux_main else None,
+            )
         except OSError as e:
-            raise LLMServerError(f"{WHERE}.command: cannot start {spec.command[0]!r}: {e.strerror or e}") from None
+            raise LLMServerError(
+                f"{WHERE}.command: cannot start {spec.command[0]!r}: {e.strerror or e}"
+            ) from None
     try:
         deadline = time.monotonic() + spec.startup_timeout_s
         while not _ready(spec.url + spec.ready_path):
             code = proc.poll()
             if code is not None:
-                raise LLMServerError(f"{WHERE}: the server exited with code {code} before it was ready; "
-                                     f"{log_path}: {' '.join(tail(log_path, 600).split())}")
+                raise LLMServerError(
+                    f"{WHERE}: the server exited with code {code} before it was ready; "
+                    f"{log_path}: {' '.join(tail(log_path, 600).split())}"
+                )
             if time.monotonic() > deadline:
-                raise LLMServerError(f"{WHERE}: {spec.url}{spec.ready_path} did not answer within "
-                                     f"startup_timeout_s={spec.startup_timeout_s:g}; {log_path}: "
-                                     f"{' '.join(tail(log_path, 600).split())}")
+                raise LLMServerError(
+                    f"{WHERE}: {spec.url}{spec.ready_path} did not answer within "
+                    f"startup_timeout_s={spec.startup_timeout_s:g}; {log_path}: "
+                    f"{' '.join(tail(log_path, 600).split())}"
+                )
             time.sleep(POLL_S)
         yield spec.url
     finally:

@@ -38,8 +38,13 @@ class Interval:
     n_resamples: int
 
 
-def resample_indices(rng: np.random.Generator, n: int, n_resamples: int, chunk: int = CHUNK,
-                     strata: np.ndarray | None = None) -> Iterator[np.ndarray]:
+def resample_indices(
+    rng: np.random.Generator,
+    n: int,
+    n_resamples: int,
+    chunk: int = CHUNK,
+    strata: np.ndarray | None = None,
+) -> Iterator[np.ndarray]:
     """Yield (b, n) arrays of unit indices drawn with replacement, `chunk` rows at a time.
 
     With `strata` (an int label per unit), each stratum is resampled within itself, so
@@ -51,11 +56,14 @@ def resample_indices(rng: np.random.Generator, n: int, n_resamples: int, chunk: 
         if groups is None:
             yield rng.integers(0, n, size=(b, n))
         else:
-            yield np.concatenate([g[rng.integers(0, g.size, size=(b, g.size))] for g in groups], axis=1)
+            yield np.concatenate(
+                [g[rng.integers(0, g.size, size=(b, g.size))] for g in groups], axis=1
+            )
 
 
-def bca_interval(theta_hat: np.ndarray, replicates: np.ndarray, jackknife: np.ndarray,
-                 confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+def bca_interval(
+    theta_hat: np.ndarray, replicates: np.ndarray, jackknife: np.ndarray, confidence: float = 0.95
+) -> tuple[np.ndarray, np.ndarray]:
     """BCa limits for k statistics from (B, k) bootstrap and (n, k) jackknife values.
 
     z0 = Phi^-1(share of replicates below the estimate, ties counted half); the acceleration is
@@ -76,22 +84,30 @@ def bca_interval(theta_hat: np.ndarray, replicates: np.ndarray, jackknife: np.nd
         if np.ptp(r) == 0:
             low[j] = high[j] = theta_hat[j]
             continue
-        below = (np.count_nonzero(r < theta_hat[j]) + 0.5 * np.count_nonzero(r == theta_hat[j])) / r.size
+        below = (
+            np.count_nonzero(r < theta_hat[j]) + 0.5 * np.count_nonzero(r == theta_hat[j])
+        ) / r.size
         below = np.clip(below, 0.5 / r.size, 1 - 0.5 / r.size)  # keep z0 finite
         z0 = ndtri(below)
         jk = jack[:, j][np.isfinite(jack[:, j])]
         d = jk.mean() - jk
         ss = np.sum(d * d)
-        a = np.sum(d ** 3) / (6.0 * ss ** 1.5) if ss > 0 else 0.0
+        a = np.sum(d**3) / (6.0 * ss**1.5) if ss > 0 else 0.0
         adj = ndtr(z0 + (z0 + z_alpha) / (1 - a * (z0 + z_alpha)))
         low[j], high[j] = np.quantile(r, adj)
     return low, high
 
 
-def bootstrap_sums(X: np.ndarray, statistic: Callable[[np.ndarray], np.ndarray], *,
-                   n_resamples: int = N_RESAMPLES, confidence: float = 0.95,
-                   seed: int | np.random.Generator = 0, strata: np.ndarray | None = None,
-                   chunk: int = CHUNK) -> list[Interval]:
+def bootstrap_sums(
+    X: np.ndarray,
+    statistic: Callable[[np.ndarray], np.ndarray],
+    *,
+    n_resamples: int = N_RESAMPLES,
+    confidence: float = 0.95,
+    seed: int | np.random.Generator = 0,
+    strata: np.ndarray | None = None,
+    chunk: int = CHUNK,
+) -> list[Interval]:
     """BCa intervals for statistic(column sums of X) with X (n, p) per-unit rows.
 
     `statistic` maps sums of shape (m, p) to (m, k) and must be vectorised over m.
@@ -108,25 +124,45 @@ def bootstrap_sums(X: np.ndarray, statistic: Callable[[np.ndarray], np.ndarray],
         reps.append(statistic(counts.reshape(b, n).astype(float) @ X))
     jack = statistic(total[None, :] - X)  # leave one unit out
     low, high = bca_interval(theta, np.concatenate(reps), jack, confidence)
-    return [Interval(float(t), float(lo), float(hi), confidence, n_resamples) for t, lo, hi in zip(theta, low, high)]
+    return [
+        Interval(float(t), float(lo), float(hi), confidence, n_resamples)
+        for t, lo, hi in zip(theta, low, high)
+    ]
 
 
-def bootstrap_indices(n: int, statistic: Callable[[np.ndarray], np.ndarray], *,
-                      n_resamples: int = N_RESAMPLES, confidence: float = 0.95,
-                      seed: int | np.random.Generator = 0, strata: np.ndarray | None = None,
-                      chunk: int = CHUNK) -> list[Interval]:
+def bootstrap_indices(
+    n: int,
+    statistic: Callable[[np.ndarray], np.ndarray],
+    *,
+    n_resamples: int = N_RESAMPLES,
+    confidence: float = 0.95,
+    seed: int | np.random.Generator = 0,
+    strata: np.ndarray | None = None,
+    chunk: int = CHUNK,
+) -> list[Interval]:
     """BCa intervals for any statistic of resampled indices: statistic((m, n') int array) -> (m, k).
 
     The jackknife calls it on the n leave-one-out index rows (in chunks).
     """
     rng = np.random.default_rng(seed)
     theta = np.asarray(statistic(np.arange(n)[None, :]), dtype=float)[0]
-    reps = np.concatenate([np.asarray(statistic(idx), dtype=float)
-                           for idx in resample_indices(rng, n, n_resamples, chunk, strata)])
-    jack = np.concatenate([np.asarray(statistic(_leave_one_out(n, rows)), dtype=float)
-                           for rows in _chunks(n, max(1, (chunk * n) // max(n - 1, 1)))])
+    reps = np.concatenate(
+        [
+            np.asarray(statistic(idx), dtype=float)
+            for idx in resample_indices(rng, n, n_resamples, chunk, strata)
+        ]
+    )
+    jack = np.concatenate(
+        [
+            np.asarray(statistic(_leave_one_out(n, rows)), dtype=float)
+            for rows in _chunks(n, max(1, (chunk * n) // max(n - 1, 1)))
+        ]
+    )
     low, high = bca_interval(theta, reps, jack, confidence)
-    return [Interval(float(t), float(lo), float(hi), confidence, n_resamples) for t, lo, hi in zip(theta, low, high)]
+    return [
+        Interval(float(t), float(lo), float(hi), confidence, n_resamples)
+        for t, lo, hi in zip(theta, low, high)
+    ]
 
 
 def _chunks(n: int, size: int) -> Sequence[np.ndarray]:

@@ -24,8 +24,9 @@ class CsvError(FdevalError):
         super().__init__(f"{path}: line {line}: field {field!r}: {message}")
 
 
-def read_csv_rows(path: str | Path, required: tuple[str, ...],
-                  optional: tuple[str, ...] = ()) -> Iterator[tuple[int, dict[str, str]]]:
+def read_csv_rows(
+    path: str | Path, required: tuple[str, ...], optional: tuple[str, ...] = ()
+) -> Iterator[tuple[int, dict[str, str]]]:
     """Yield ``(line number, row)`` for each data row, cells stripped; absent optional columns are ''.
 
     The header must hold every `required` column and nothing outside `required` + `optional`.
@@ -48,7 +49,9 @@ def read_csv_rows(path: str | Path, required: tuple[str, ...],
             raise CsvError(path, 1, name, f"missing column; the header is {', '.join(header)}")
     for name in header:
         if name not in required + optional:
-            raise CsvError(path, 1, name, f"unknown column; valid: {', '.join(required + optional)}")
+            raise CsvError(
+                path, 1, name, f"unknown column; valid: {', '.join(required + optional)}"
+            )
         if header.count(name) > 1:
             raise CsvError(path, 1, name, "column appears twice")
     for cells in reader:
@@ -78,7 +81,9 @@ def _csv_cell(x: Any) -> str:
     return str(x)
 
 
-def write_csv(rows: list[Mapping[str, Any]], path: str | Path, significant: Iterable[str] = ()) -> None:
+def write_csv(
+    rows: list[Mapping[str, Any]], path: str | Path, significant: Iterable[str] = ()
+) -> None:
     """`rows` as CSV (columns in order of first appearance; None as an empty cell), atomically.
 
     Floats get at most six decimals, except in the `significant` columns (p-values, which may be
@@ -90,6 +95,12 @@ def write_csv(rows: list[Mapping[str, Any]], path: str | Path, significant: Iter
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(cols)
     for row in rows:
-        w.writerow([f"{row[c]:.6g}" if c in sig and isinstance(row.get(c), float) else _csv_cell(row.get(c))
-                    for c in cols])
+        w.writerow(
+            [
+                f"{row[c]:.6g}"
+                if c in sig and isinstance(row.get(c), float)
+                else _csv_cell(row.get(c))
+                for c in cols
+            ]
+        )
     write_text_atomic(path, buf.getvalue())

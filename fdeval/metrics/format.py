@@ -64,13 +64,20 @@ def format_cell(value: Any, kind: str) -> str:
         return f"{value:.3f}"
     if kind == "ci":  # (low, high[, small]): `small` marks an interval from too few units
         low, high, *small = value
-        return NA if low is None else f"[{_pct(low)}, {_pct(high)}]" + (SMALL_N_MARK if any(small) else "")
+        return (
+            NA
+            if low is None
+            else f"[{_pct(low)}, {_pct(high)}]" + (SMALL_N_MARK if any(small) else "")
+        )
     if kind == "pct_ci":  # (x, low, high[, small])
         x, low, high, *small = value
         if x is None:
             return NA
-        return (f"{_pct(x)}%" + ("" if low is None else f" [{_pct(low)}, {_pct(high)}]")
-                + (SMALL_N_MARK if low is not None and any(small) else ""))
+        return (
+            f"{_pct(x)}%"
+            + ("" if low is None else f" [{_pct(low)}, {_pct(high)}]")
+            + (SMALL_N_MARK if low is not None and any(small) else "")
+        )
     if kind == "p":
         return "<0.0001" if value < 1e-4 else f"{value:.4f}"
     if kind == "flag":
@@ -78,25 +85,39 @@ def format_cell(value: Any, kind: str) -> str:
     return str(value)
 
 
+_MD_SPECIAL = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "\\|"}
+_MD_RE = re.compile("[&<>|]")
+
+
+def md_text(text: Any) -> str:
+    """`text` safe in a Markdown table cell: `|` escaped, and `&`, `<`, `>` as HTML entities, so a
+    case's text (a scenario, an instruction) never becomes raw HTML in a rendered report."""
+    return _MD_RE.sub(lambda m: _MD_SPECIAL[m.group()], str(text))
+
+
 def md_cell(x: Any) -> str:
-    """A raw value as a Markdown cell, whatever its column: n/a, three decimals, `|` escaped."""
+    """A raw value as a Markdown cell, whatever its column: n/a, three decimals, text escaped (md_text)."""
     if x is None:
         return NA
     if isinstance(x, float):
         return f"{x:.3f}"
-    return str(x).replace("|", "\\|")
+    return md_text(x)
 
 
 def _cells(table: Table) -> list[list[str]]:
-    return [[format_cell(row[c.key], c.kind) if c.key in row else MISSING for c in table.columns]
-            for row in table.rows]
+    return [
+        [format_cell(row[c.key], c.kind) if c.key in row else MISSING for c in table.columns]
+        for row in table.rows
+    ]
 
 
 def _numeric(c: Column) -> bool:
     return c.kind != "text"
 
 
-def to_markdown(tables: list[Table], title: str | None = None, notes: list[str] | None = None) -> str:
+def to_markdown(
+    tables: list[Table], title: str | None = None, notes: list[str] | None = None
+) -> str:
     """One Markdown document: an optional ``#`` title and notes, then each table under ``##``."""
     out: list[str] = []
     if title:
@@ -107,21 +128,38 @@ def to_markdown(tables: list[Table], title: str | None = None, notes: list[str] 
         out += [f"## {t.title}", ""]
         if t.notes:
             out += [f"- {n}" for n in t.notes] + [""]
-        out.append("| " + " | ".join(c.header.replace("|", "\\|") for c in t.columns) + " |")
+        out.append("| " + " | ".join(md_text(c.header) for c in t.columns) + " |")
         out.append("|" + "|".join("---:" if _numeric(c) else "---" for c in t.columns) + "|")
         for i, cells in enumerate(_cells(t)):
+            # text cells hold case text (scenarios, instructions): escaped; numbers keep e.g. "<0.0001"
+            cells = [
+                md_text(x) if c.kind == "text" else x.replace("|", "\\|")
+                for c, x in zip(t.columns, cells)
+            ]
             shown = [f"**{x}**" if (i, c.key) in t.bold else x for c, x in zip(t.columns, cells)]
-            out.append("| " + " | ".join(x.replace("|", "\\|") for x in shown) + " |")
+            out.append("| " + " | ".join(shown) + " |")
         out.append("")
     return "\n".join(out)
 
 
 _LATEX_SPECIAL = {
-    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-    "<": r"\textless{}", ">": r"\textgreater{}", "|": r"\textbar{}",
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "|": r"\textbar{}",
     # the few non-ASCII symbols the tables use, so that plain pdflatex reads the file
-    "Δ": r"\ensuremath{\Delta}", "∅": r"\ensuremath{\emptyset}", "†": r"\ensuremath{\dagger}",
+    "Δ": r"\ensuremath{\Delta}",
+    "∅": r"\ensuremath{\emptyset}",
+    "†": r"\ensuremath{\dagger}",
 }
 _LATEX_RE = re.compile("|".join(re.escape(k) for k in _LATEX_SPECIAL))
 
@@ -148,13 +186,17 @@ def to_latex(tables: list[Table], notes: list[str] | None = None) -> str:
         out += [f"% {n}" for n in t.notes]
         if len(t.columns) > 7:  # a wide table: smaller type and tighter columns to fit a page
             out += [r"\small", r"\setlength{\tabcolsep}{3pt}"]
-        out.append(r"\begin{tabular}{" + "".join("r" if _numeric(c) else "l" for c in t.columns) + "}")
+        out.append(
+            r"\begin{tabular}{" + "".join("r" if _numeric(c) else "l" for c in t.columns) + "}"
+        )
         out.append(r"\toprule")
         out.append(" & ".join(c.latex_header or latex_escape(c.header) for c in t.columns) + r" \\")
         out.append(r"\midrule")
         for i, cells in enumerate(_cells(t)):
-            shown = [f"\\textbf{{{_latex_cell(x)}}}" if (i, c.key) in t.bold else _latex_cell(x)
-                     for c, x in zip(t.columns, cells)]
+            shown = [
+                f"\\textbf{{{_latex_cell(x)}}}" if (i, c.key) in t.bold else _latex_cell(x)
+                for c, x in zip(t.columns, cells)
+            ]
             out.append(" & ".join(shown) + r" \\")
         out += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
     return "\n".join(out) + "\n"

@@ -87,15 +87,30 @@ class BootstrapCI:
     unit: str
 
     def columns(self, prefix: str) -> dict[str, Any]:
-        """The interval and its recipe as row columns: ``<prefix>_ci_low``, ``<prefix>_ci_high``, ``ci_*``, ``boot_*``."""
-        return {f"{prefix}_ci_low": self.low, f"{prefix}_ci_high": self.high, "ci_method": self.method,
-                "ci_level": self.level, "boot_unit": self.unit, "boot_n": self.n,
-                "boot_resamples": self.resamples, "boot_seed": self.seed}
+        """The interval and its recipe as row columns: ``<prefix>_ci_low``, ``<prefix>_ci_high``,
+        ``ci_*``, ``boot_*``."""
+        return {
+            f"{prefix}_ci_low": self.low,
+            f"{prefix}_ci_high": self.high,
+            "ci_method": self.method,
+            "ci_level": self.level,
+            "boot_unit": self.unit,
+            "boot_n": self.n,
+            "boot_resamples": self.resamples,
+            "boot_seed": self.seed,
+        }
 
 
-def bootstrap_mean(values: Sequence[float] | np.ndarray, *, resamples: int = 10_000, seed: int = 0,
-                   level: float = 0.95, method: str = "bca", strata: Sequence[Hashable] | None = None,
-                   unit: str = "case") -> BootstrapCI:
+def bootstrap_mean(
+    values: Sequence[float] | np.ndarray,
+    *,
+    resamples: int = 10_000,
+    seed: int = 0,
+    level: float = 0.95,
+    method: str = "bca",
+    strata: Sequence[Hashable] | None = None,
+    unit: str = "case",
+) -> BootstrapCI:
     """Bootstrap interval for the mean of `values` (one per unit), resampling whole units.
 
     `method` is ``"bca"`` (bias-corrected and accelerated, jackknife acceleration) or
@@ -110,7 +125,14 @@ def bootstrap_mean(values: Sequence[float] | np.ndarray, *, resamples: int = 10_
         raise ValueError(f"resamples must be >= 1, got {resamples!r}")
     x = np.asarray(values, dtype=float).reshape(-1)
     n = x.size
-    out = dict(method=method, level=float(level), n=int(n), resamples=int(resamples), seed=int(seed), unit=unit)
+    out = dict(
+        method=method,
+        level=float(level),
+        n=int(n),
+        resamples=int(resamples),
+        seed=int(seed),
+        unit=unit,
+    )
     if n == 0:
         return BootstrapCI(None, None, None, **out)
     estimate = float(x.mean())
@@ -123,7 +145,9 @@ def bootstrap_mean(values: Sequence[float] | np.ndarray, *, resamples: int = 10_
         labels = {s: k for k, s in enumerate(dict.fromkeys(strata))}
         codes = np.array([labels[s] for s in strata])
     rng = np.random.default_rng(int(seed))
-    reps = np.concatenate([x[idx].mean(axis=1) for idx in resample_indices(rng, n, int(resamples), strata=codes)])
+    reps = np.concatenate(
+        [x[idx].mean(axis=1) for idx in resample_indices(rng, n, int(resamples), strata=codes)]
+    )
     if method == "percentile":
         low, high = np.quantile(reps, [(1 - level) / 2, (1 + level) / 2])
     else:

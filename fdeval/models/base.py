@@ -68,7 +68,11 @@ class ModelEvent:
 
 # -- optional client packages --------------------------------------------------------------
 # pip distribution of an importable module, where the names differ
-DISTRIBUTIONS = {"socketio": "python-socketio", "google.genai": "google-genai", "websockets.exceptions": "websockets"}
+DISTRIBUTIONS = {
+    "socketio": "python-socketio",
+    "google.genai": "google-genai",
+    "websockets.exceptions": "websockets",
+}
 # what a server fdeval did not start records for what it cannot know (checkpoint, decoding)
 NOT_STARTED = "unknown: not started by fdeval"
 
@@ -78,8 +82,9 @@ def pip_extra(extra: str) -> str:
     return f"pip install 'fdeval[{extra}]'"
 
 
-def optional_import(module: str, install: str, user: str, needs: Sequence[str] = (), *,
-                    find_only: bool = False) -> ModuleType | None:
+def optional_import(
+    module: str, install: str, user: str, needs: Sequence[str] = (), *, find_only: bool = False
+) -> ModuleType | None:
     """`import module` (a heavy or optional dependency), or one line naming the install command.
 
     The error is a ConfigError (exit code 2, no traceback): "<user> needs <needs>: <install>
@@ -94,21 +99,31 @@ def optional_import(module: str, install: str, user: str, needs: Sequence[str] =
                 raise ImportError(f"No module named {module!r}")
             return None
         return importlib.import_module(module)
-    except (ImportError, ValueError) as e:  # ValueError: find_spec of a module set to None in sys.modules
+    except (
+        ImportError,
+        ValueError,
+    ) as e:  # ValueError: find_spec of a module set to None in sys.modules
         names = " and ".join(DISTRIBUTIONS.get(m, m) for m in (needs or (module,)))
         raise ConfigError(f"{user} needs {names}: {install} (import {module}: {e})") from None
 
 
-def server_identity(ident: dict[str, Any], external: tuple[str, int] | None,
-                    checkpoint_label: str | None) -> dict[str, Any]:
+def server_identity(
+    ident: dict[str, Any], external: tuple[str, int] | None, checkpoint_label: str | None
+) -> dict[str, Any]:
     """`ident` finished for where the model's server comes from. One fdeval starts: as given, plus
     the user's `model.checkpoint_label` if any. One someone else runs (`external` = host, port):
     its address, and checkpoint and decoding unknown (or the label), never the config's defaults."""
     if external is not None:
         host, port = external
-        return {**ident, "server": f"external {host}:{port}", "checkpoint": checkpoint_label or NOT_STARTED,
-                "decoding": NOT_STARTED}
-    return {**ident, "checkpoint_label": checkpoint_label} if checkpoint_label is not None else ident
+        return {
+            **ident,
+            "server": f"external {host}:{port}",
+            "checkpoint": checkpoint_label or NOT_STARTED,
+            "decoding": NOT_STARTED,
+        }
+    return (
+        {**ident, "checkpoint_label": checkpoint_label} if checkpoint_label is not None else ident
+    )
 
 
 @dataclass(frozen=True)
@@ -138,7 +153,9 @@ class DuplexSession(abc.ABC):
     """
 
     frame_n: int = 0
-    _rest: np.ndarray = np.zeros(0, np.float32)  # the partial frame held back (replaced, never mutated)
+    _rest: np.ndarray = np.zeros(
+        0, np.float32
+    )  # the partial frame held back (replaced, never mutated)
 
     async def send(self, audio: np.ndarray) -> None:
         """Give the model user audio (float32 mono at the model's rate; silence too)."""
@@ -150,7 +167,7 @@ class DuplexSession(abc.ABC):
         whole = len(buf) // n * n
         self._rest = buf[whole:]
         for i in range(0, whole, n):
-            await self.send_frame(buf[i:i + n])
+            await self.send_frame(buf[i : i + n])
 
     @abc.abstractmethod
     async def send_frame(self, frame: np.ndarray) -> None:
@@ -237,11 +254,15 @@ class DuplexModel(abc.ABC):
         """Hold only this client process's share of the sessions: the run spreads a realtime run's
         sessions over `count` processes, this one being `index` (called before the first session);
         `concurrency` is then this process's share. A model that cannot be split says so."""
-        raise ConfigError(f"model {self.name}: its sessions cannot be spread over client processes; "
-                          "set orchestrator.client_processes=1")
+        raise ConfigError(
+            f"model {self.name}: its sessions cannot be spread over client processes; "
+            "set orchestrator.client_processes=1"
+        )
 
     @abc.abstractmethod
-    def session(self, instruction: str | None, seed: int) -> AbstractAsyncContextManager[DuplexSession]:
+    def session(
+        self, instruction: str | None, seed: int
+    ) -> AbstractAsyncContextManager[DuplexSession]:
         """Open a session conditioned on `instruction` (None = un-instructed)."""
 
     def close(self) -> None:

@@ -54,8 +54,10 @@ log = logging.getLogger("fdeval")
 INPUT_RATE = 16000
 OUTPUT_RATE = 24000
 # web/parms.py: GlobalParams' initial role (its source string carries line-continuation spaces).
-SERVER_DEFAULT_ROLE = ("You are a helpful voice assistant. Your answer should be coherent, natural, simple, complete. "
-                       "Your name is Xiao Yun. Your inventor is Tencent.")
+SERVER_DEFAULT_ROLE = (
+    "You are a helpful voice assistant. Your answer should be coherent, natural, simple, complete. "
+    "Your name is Xiao Yun. Your inventor is Tencent."
+)
 
 
 class FreezeOmniServerError(ServerConnectionError):
@@ -72,13 +74,22 @@ class FreezeOmni(NetworkModel):
     client_modules = ("socketio", "aiohttp")  # python-socketio's asyncio client runs on aiohttp
     client_extra = "freezeomni"
 
-    def __init__(self, name: str = "freezeomni", host: str = "127.0.0.1", port: int | None = 8081,
-                 base_prompt: str | None = SERVER_DEFAULT_ROLE, samples_per_event: int = 256,
-                 checkpoint: str = "VITA-MLLM/Freeze-Omni + Qwen/Qwen2-7B-Instruct",
-                 transports: list[str] | None = None, connect_timeout_s: float = 30.0,
-                 prompt_timeout_s: float = 60.0, turn_silence_s: float | None = None,
-                 server: dict[str, Any] | None = None, case_retries: int = 2,
-                 checkpoint_label: str | None = None):
+    def __init__(
+        self,
+        name: str = "freezeomni",
+        host: str = "127.0.0.1",
+        port: int | None = 8081,
+        base_prompt: str | None = SERVER_DEFAULT_ROLE,
+        samples_per_event: int = 256,
+        checkpoint: str = "VITA-MLLM/Freeze-Omni + Qwen/Qwen2-7B-Instruct",
+        transports: list[str] | None = None,
+        connect_timeout_s: float = 30.0,
+        prompt_timeout_s: float = 60.0,
+        turn_silence_s: float | None = None,
+        server: dict[str, Any] | None = None,
+        case_retries: int = 2,
+        checkpoint_label: str | None = None,
+    ):
         self.name = name
         self.require_clients()
         self.checkpoint_label = checkpoint_label
@@ -86,8 +97,13 @@ class FreezeOmni(NetworkModel):
         self.samples_per_event = int(samples_per_event)
         self.frame_s = self.samples_per_event / INPUT_RATE
         self.checkpoint = checkpoint
-        self.transports = list(transports) if transports else None  # None: polling, then upgrade to websocket
-        self.connect_timeout_s, self.prompt_timeout_s = float(connect_timeout_s), float(prompt_timeout_s)
+        self.transports = (
+            list(transports) if transports else None
+        )  # None: polling, then upgrade to websocket
+        self.connect_timeout_s, self.prompt_timeout_s = (
+            float(connect_timeout_s),
+            float(prompt_timeout_s),
+        )
         self.turn_silence_s = turn_silence_s
         self.server = plain(server)
         self.case_retries = int(case_retries)
@@ -99,28 +115,42 @@ class FreezeOmni(NetworkModel):
 
     def identity(self) -> dict[str, Any]:
         return server_identity(
-            {"name": self.name, "adapter": "freezeomni-socketio", "checkpoint": self.checkpoint,
-             "base_prompt": self.base_prompt, "samples_per_event": self.samples_per_event,
-             "sample_rate": self.sample_rate, "output_sample_rate": OUTPUT_RATE},
-            self.external, self.checkpoint_label)
+            {
+                "name": self.name,
+                "adapter": "freezeomni-socketio",
+                "checkpoint": self.checkpoint,
+                "base_prompt": self.base_prompt,
+                "samples_per_event": self.samples_per_event,
+                "sample_rate": self.sample_rate,
+                "output_sample_rate": OUTPUT_RATE,
+            },
+            self.external,
+            self.checkpoint_label,
+        )
 
     def prompt(self, instruction: str | None) -> str | None:
         if not instruction:
             return self.base_prompt
         return f"{self.base_prompt}\n{instruction}" if self.base_prompt else instruction
 
-    async def probe(self, host: str | None = None, port: int | None = None, timeout_s: float = 10.0) -> None:
+    async def probe(
+        self, host: str | None = None, port: int | None = None, timeout_s: float = 10.0
+    ) -> None:
         """Readiness check for a server launcher: GET / (the demo page) answers over HTTPS (the
         server listens only once its models are loaded; a Socket.IO connection would take a
         user slot)."""
         aiohttp = self.client_module("aiohttp")
         url = f"https://{host or self.host}:{port or self.port}/"
         try:
-            async with aiohttp.ClientSession() as http, \
-                    http.get(url, ssl=False, timeout=aiohttp.ClientTimeout(total=timeout_s)) as r:
+            async with (
+                aiohttp.ClientSession() as http,
+                http.get(url, ssl=False, timeout=aiohttp.ClientTimeout(total=timeout_s)) as r,
+            ):
                 status = r.status
         except (aiohttp.ClientError, OSError) as e:
-            raise FreezeOmniServerError(f"freezeomni server {url}: not reachable ({type(e).__name__}: {e})") from None
+            raise FreezeOmniServerError(
+                f"freezeomni server {url}: not reachable ({type(e).__name__}: {e})"
+            ) from None
         if status != 200:
             raise FreezeOmniServerError(f"freezeomni server {url}: not ready (HTTP {status})")
 
@@ -153,17 +183,28 @@ class FreezeOmniSession(NetworkSession):
     async def _connect(self) -> None:
         socketio = self.model.client_module("socketio")
         m = self.model
-        sio = self._sio = socketio.AsyncClient(reconnection=False, ssl_verify=False, handle_sigint=False)
+        sio = self._sio = socketio.AsyncClient(
+            reconnection=False, ssl_verify=False, handle_sigint=False
+        )
         sio.on("audio", self._on_audio)
         sio.on("stop_tts", self._on_stop_tts)
         sio.on("prompt_success", lambda *a: self._prompted.set())
-        sio.on("too_many_users", lambda *a: self._fail(self.error("too many users (the server's --max_users "
-                                                                  "sessions are open)")))
-        sio.on("out_time", lambda *a: self._fail(self.error("the server timed the session out (out_time)")))
+        sio.on(
+            "too_many_users",
+            lambda *a: self._fail(
+                self.error("too many users (the server's --max_users sessions are open)")
+            ),
+        )
+        sio.on(
+            "out_time",
+            lambda *a: self._fail(self.error("the server timed the session out (out_time)")),
+        )
         sio.on("disconnect", lambda *a: self._fail(self.error("the server closed the connection")))
         try:
-            await asyncio.wait_for(sio.connect(self.url, transports=m.transports, wait_timeout=m.connect_timeout_s),
-                                   m.connect_timeout_s + 5.0)
+            await asyncio.wait_for(
+                sio.connect(self.url, transports=m.transports, wait_timeout=m.connect_timeout_s),
+                m.connect_timeout_s + 5.0,
+            )
         except (socketio.exceptions.ConnectionError, OSError) as e:
             raise self.error(f"cannot connect ({type(e).__name__}: {e})") from None
         if self.prompt is not None:
@@ -185,16 +226,22 @@ class FreezeOmniSession(NetworkSession):
         self.n_stop_tts += 1
         if self._audio_since_stop:
             self._audio_since_stop = False
-            self._out = StreamResampler(OUTPUT_RATE, INPUT_RATE)  # the dropped audio's tail goes too
+            self._out = StreamResampler(
+                OUTPUT_RATE, INPUT_RATE
+            )  # the dropped audio's tail goes too
             self._emit(ModelEvent("interrupted", arrival_mono=time.monotonic()))
 
     async def _send(self, frame: np.ndarray) -> None:
         pcm = (np.clip(np.asarray(frame, dtype=np.float32), -1.0, 1.0) * 32767.0).astype("<i2")
-        await self._sio.emit("audio", json.dumps({"sample_rate": INPUT_RATE, "audio": list(pcm.tobytes())}))
+        await self._sio.emit(
+            "audio", json.dumps({"sample_rate": INPUT_RATE, "audio": list(pcm.tobytes())})
+        )
         self.n_sent += 1
 
     async def _goodbye(self) -> None:
-        if self._sio is not None and self._sio.connected:  # acknowledged, so it is delivered before the disconnect
+        if (
+            self._sio is not None and self._sio.connected
+        ):  # acknowledged, so it is delivered before the disconnect
             await self._sio.call("recording-stopped", timeout=2.0)
 
     async def _disconnect(self) -> None:

@@ -92,13 +92,25 @@ class FunAudioChat(NetworkModel):
     client_modules = ("aiohttp", "sphn")
     client_extra = "funaudiochat"
 
-    def __init__(self, name: str = "funaudiochat", host: str = "127.0.0.1", port: int | None = 11235,
-                 base_prompt: str | None = S2M_PROMPT, checkpoint: str = "FunAudioLLM/Fun-Audio-Chat-8B",
-                 vad_threshold: float = 0.5, pause_after_silence_s: float = 2.5, preroll_s: float = 0.3,
-                 start_settle_s: float = 0.1, flush_on_start: bool = False, connect_timeout_s: float = 30.0,
-                 handshake_timeout_s: float = 60.0, turn_silence_s: float | None = 5.0,
-                 server: dict[str, Any] | None = None, case_retries: int = 2,
-                 checkpoint_label: str | None = None):
+    def __init__(
+        self,
+        name: str = "funaudiochat",
+        host: str = "127.0.0.1",
+        port: int | None = 11235,
+        base_prompt: str | None = S2M_PROMPT,
+        checkpoint: str = "FunAudioLLM/Fun-Audio-Chat-8B",
+        vad_threshold: float = 0.5,
+        pause_after_silence_s: float = 2.5,
+        preroll_s: float = 0.3,
+        start_settle_s: float = 0.1,
+        flush_on_start: bool = False,
+        connect_timeout_s: float = 30.0,
+        handshake_timeout_s: float = 60.0,
+        turn_silence_s: float | None = 5.0,
+        server: dict[str, Any] | None = None,
+        case_retries: int = 2,
+        checkpoint_label: str | None = None,
+    ):
         self.name = name
         self.require_clients()
         self.checkpoint_label = checkpoint_label
@@ -108,7 +120,10 @@ class FunAudioChat(NetworkModel):
         self.pause_after_silence_s = float(pause_after_silence_s)
         self.preroll_s, self.start_settle_s = float(preroll_s), float(start_settle_s)
         self.flush_on_start = bool(flush_on_start)
-        self.connect_timeout_s, self.handshake_timeout_s = float(connect_timeout_s), float(handshake_timeout_s)
+        self.connect_timeout_s, self.handshake_timeout_s = (
+            float(connect_timeout_s),
+            float(handshake_timeout_s),
+        )
         self.turn_silence_s = turn_silence_s
         self.server = plain(server)
         self.case_retries = int(case_retries)
@@ -121,19 +136,32 @@ class FunAudioChat(NetworkModel):
 
     def identity(self) -> dict[str, Any]:
         return server_identity(
-            {"name": self.name, "adapter": "funaudiochat-kindbyte-ws", "checkpoint": self.checkpoint,
-             "base_prompt": self.base_prompt, "vad_threshold": self.vad_threshold,
-             "pause_after_silence_s": self.pause_after_silence_s, "preroll_s": self.preroll_s,
-             "start_settle_s": self.start_settle_s, "flush_on_start": self.flush_on_start,
-             "turn_silence_s": self.turn_silence_s, "sample_rate": self.sample_rate, "frame_s": self.frame_s},
-            self.external, self.checkpoint_label)
+            {
+                "name": self.name,
+                "adapter": "funaudiochat-kindbyte-ws",
+                "checkpoint": self.checkpoint,
+                "base_prompt": self.base_prompt,
+                "vad_threshold": self.vad_threshold,
+                "pause_after_silence_s": self.pause_after_silence_s,
+                "preroll_s": self.preroll_s,
+                "start_settle_s": self.start_settle_s,
+                "flush_on_start": self.flush_on_start,
+                "turn_silence_s": self.turn_silence_s,
+                "sample_rate": self.sample_rate,
+                "frame_s": self.frame_s,
+            },
+            self.external,
+            self.checkpoint_label,
+        )
 
     def prompt(self, instruction: str | None) -> str | None:
         if not instruction:
             return self.base_prompt
         return f"{self.base_prompt} {instruction}" if self.base_prompt else instruction
 
-    async def probe(self, host: str | None = None, port: int | None = None, timeout_s: float = 30.0) -> None:
+    async def probe(
+        self, host: str | None = None, port: int | None = None, timeout_s: float = 30.0
+    ) -> None:
         """Readiness check for a server launcher: /api/chat sends its 00 00 00 handshake."""
         aiohttp = self.client_module("aiohttp")
         url = f"ws://{host or self.host}:{port or self.port}/api/chat"
@@ -141,9 +169,17 @@ class FunAudioChat(NetworkModel):
             async with aiohttp.ClientSession() as http, http.ws_connect(url) as ws:
                 msg = await ws.receive(timeout=timeout_s)
         except (aiohttp.ClientError, OSError) as e:
-            raise FunAudioChatServerError(f"funaudiochat server {url}: not reachable ({type(e).__name__}: {e})") from None
-        if msg.type != aiohttp.WSMsgType.BINARY or not msg.data or msg.data[0] != kindbyte.HANDSHAKE:
-            raise FunAudioChatServerError(f"funaudiochat server {url}: no handshake ({msg.type.name})")
+            raise FunAudioChatServerError(
+                f"funaudiochat server {url}: not reachable ({type(e).__name__}: {e})"
+            ) from None
+        if (
+            msg.type != aiohttp.WSMsgType.BINARY
+            or not msg.data
+            or msg.data[0] != kindbyte.HANDSHAKE
+        ):
+            raise FunAudioChatServerError(
+                f"funaudiochat server {url}: no handshake ({msg.type.name})"
+            )
 
     def session(self, instruction: str | None, seed: int) -> FunAudioChatSession:
         return FunAudioChatSession(self, self.prompt(instruction))
@@ -159,7 +195,9 @@ class FunAudioChatSession(WebSocketSession):
         self.prompt = prompt
         self._codec = kindbyte.OpusCodec(RATE)
         # the user side: VAD on what is sent, the START / PAUSE state, recent audio for the pre-roll
-        self._vad = model._vad.stream(threshold=model.vad_threshold, min_silence_s=model.pause_after_silence_s)
+        self._vad = model._vad.stream(
+            threshold=model.vad_threshold, min_silence_s=model.pause_after_silence_s
+        )
         self._to_vad = StreamResampler(RATE, 16000)
         self._state = "paused"  # paused | settling | talking
         self._settle_until = 0.0
@@ -210,7 +248,11 @@ class FunAudioChatSession(WebSocketSession):
                 self._emit(ModelEvent("audio", audio=pcm, arrival_mono=arrival))
         elif kind == kindbyte.TEXT:
             text = payload.decode("utf-8", errors="replace")
-            if not text.strip() or text.strip() in STATUS_TEXTS or text.lstrip().startswith("[Final:"):
+            if (
+                not text.strip()
+                or text.strip() in STATUS_TEXTS
+                or text.lstrip().startswith("[Final:")
+            ):
                 return
             # shown on arrival: back from where the audio queued so far ends
             offset = arrival - max(arrival, self._audio_end)
@@ -248,7 +290,9 @@ class FunAudioChatSession(WebSocketSession):
                 await self._control(START)
                 self._state, self._settle_until = "settling", now + self.model.start_settle_s
                 onset_n = int(round(ev.t_s * RATE))
-                self._replay_from = max(self._hist_start, onset_n - int(self.model.preroll_s * RATE))
+                self._replay_from = max(
+                    self._hist_start, onset_n - int(self.model.preroll_s * RATE)
+                )
                 if self.model.flush_on_start and self._audio_since_flush:
                     self._audio_since_flush = False
                     self._audio_end = now
@@ -269,4 +313,4 @@ class FunAudioChatSession(WebSocketSession):
                 self._state = "talking"
 
     async def _replay(self) -> None:
-        await self._audio(self._hist[self._replay_from - self._hist_start:])
+        await self._audio(self._hist[self._replay_from - self._hist_start :])

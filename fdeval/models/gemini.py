@@ -50,7 +50,13 @@ import numpy as np
 from fdeval.audio.resample import StreamResampler
 from fdeval.errors import ConfigError
 from fdeval.models.base import ModelEvent
-from fdeval.models.network import KeyMask, NetworkModel, NetworkSession, ServerConnectionError, plain
+from fdeval.models.network import (
+    KeyMask,
+    NetworkModel,
+    NetworkSession,
+    ServerConnectionError,
+    plain,
+)
 
 log = logging.getLogger("fdeval")
 
@@ -58,8 +64,10 @@ INPUT_RATE = 16000
 OUTPUT_RATE = 24000
 KEY_VARIABLES = ("GOOGLE_API_KEY", "GEMINI_API_KEY")
 DEFAULT_MODEL = "gemini-2.5-flash-native-audio-preview-12-2025"
-DEFAULT_REALTIME_INPUT = {"automatic_activity_detection": {"disabled": False},
-                          "activity_handling": "START_OF_ACTIVITY_INTERRUPTS"}
+DEFAULT_REALTIME_INPUT = {
+    "automatic_activity_detection": {"disabled": False},
+    "activity_handling": "START_OF_ACTIVITY_INTERRUPTS",
+}
 
 
 class GeminiLiveError(ServerConnectionError):
@@ -70,13 +78,22 @@ def _api_key() -> str:
     for var in KEY_VARIABLES:
         if os.environ.get(var):
             return os.environ[var]
-    raise ConfigError("gemini: no API key: set GEMINI_API_KEY (or GOOGLE_API_KEY) in the environment "
-                      "(it is never read from the config)")
+    raise ConfigError(
+        "gemini: no API key: set GEMINI_API_KEY (or GOOGLE_API_KEY) in the environment "
+        "(it is never read from the config)"
+    )
 
 
 _KEYS = KeyMask(KEY_VARIABLES, patterns=(r"([?&]key=)[^&\s]+",))
-_MASKED_LOGGERS = ("websockets.client", "websockets.protocol", "websockets", "google_genai", "google_genai.live",
-                   "httpx", "httpcore")
+_MASKED_LOGGERS = (
+    "websockets.client",
+    "websockets.protocol",
+    "websockets",
+    "google_genai",
+    "google_genai.live",
+    "httpx",
+    "httpcore",
+)
 
 
 class GeminiLive(NetworkModel):
@@ -90,12 +107,22 @@ class GeminiLive(NetworkModel):
     client_extra = "gemini"
     env_keys = KEY_VARIABLES
 
-    def __init__(self, name: str = "gemini", model: str = DEFAULT_MODEL, voice: str | None = "Zephyr",
-                 base_prompt: str | None = None, proactive_audio: bool = True,
-                 input_transcription: bool = True, output_transcription: bool = True,
-                 realtime_input_config: dict[str, Any] | None = None, api_version: str | None = "v1alpha",
-                 http_options: dict[str, Any] | None = None, connect_timeout_s: float = 30.0,
-                 turn_silence_s: float | None = None, server: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        name: str = "gemini",
+        model: str = DEFAULT_MODEL,
+        voice: str | None = "Zephyr",
+        base_prompt: str | None = None,
+        proactive_audio: bool = True,
+        input_transcription: bool = True,
+        output_transcription: bool = True,
+        realtime_input_config: dict[str, Any] | None = None,
+        api_version: str | None = "v1alpha",
+        http_options: dict[str, Any] | None = None,
+        connect_timeout_s: float = 30.0,
+        turn_silence_s: float | None = None,
+        server: dict[str, Any] | None = None,
+    ):
         self.name = name
         self.require_clients()
         _api_key()  # fail at once, naming the variable
@@ -104,11 +131,16 @@ class GeminiLive(NetworkModel):
         self.voice = voice
         self.base_prompt = base_prompt
         self.proactive_audio = bool(proactive_audio)
-        self.input_transcription, self.output_transcription = bool(input_transcription), bool(output_transcription)
+        self.input_transcription, self.output_transcription = (
+            bool(input_transcription),
+            bool(output_transcription),
+        )
         ric = plain(realtime_input_config)
         self.realtime_input_config = dict(DEFAULT_REALTIME_INPUT if ric is None else ric)
         self.api_version = api_version
-        self.http_options = dict(plain(http_options) or {})  # e.g. base_url of a proxy; tests use a local server
+        self.http_options = dict(
+            plain(http_options) or {}
+        )  # e.g. base_url of a proxy; tests use a local server
         self.connect_timeout_s = float(connect_timeout_s)
         self.turn_silence_s = turn_silence_s
         self.server = plain(server)  # always null: a hosted API
@@ -119,12 +151,22 @@ class GeminiLive(NetworkModel):
 
     def identity(self) -> dict[str, Any]:
         genai, _ = self.sdk()
-        return {"name": self.name, "adapter": "gemini-live", "model": self.model, "voice": self.voice,
-                "base_prompt": self.base_prompt, "proactive_audio": self.proactive_audio,
-                "input_transcription": self.input_transcription, "output_transcription": self.output_transcription,
-                "realtime_input_config": self.realtime_input_config, "api_version": self.api_version,
-                "google_genai": getattr(genai, "__version__", "?"), "sample_rate": self.sample_rate,
-                "output_sample_rate": OUTPUT_RATE, "frame_s": self.frame_s}
+        return {
+            "name": self.name,
+            "adapter": "gemini-live",
+            "model": self.model,
+            "voice": self.voice,
+            "base_prompt": self.base_prompt,
+            "proactive_audio": self.proactive_audio,
+            "input_transcription": self.input_transcription,
+            "output_transcription": self.output_transcription,
+            "realtime_input_config": self.realtime_input_config,
+            "api_version": self.api_version,
+            "google_genai": getattr(genai, "__version__", "?"),
+            "sample_rate": self.sample_rate,
+            "output_sample_rate": OUTPUT_RATE,
+            "frame_s": self.frame_s,
+        }
 
     def prompt(self, instruction: str | None) -> str | None:
         if not instruction:
@@ -139,8 +181,11 @@ class GeminiLive(NetworkModel):
         if prompt:
             kw["system_instruction"] = prompt
         if self.voice:
-            kw["speech_config"] = types.SpeechConfig(voice_config=types.VoiceConfig(
-                prebuilt_voice_config=types.PrebuiltVoiceConfig(voice_name=self.voice)))
+            kw["speech_config"] = types.SpeechConfig(
+                voice_config=types.VoiceConfig(
+                    prebuilt_voice_config=types.PrebuiltVoiceConfig(voice_name=self.voice)
+                )
+            )
         if self.proactive_audio:
             kw["proactivity"] = types.ProactivityConfig(proactive_audio=True)
         if self.input_transcription:
@@ -185,7 +230,9 @@ class GeminiLiveSession(NetworkSession):
 
     async def _connect(self) -> None:
         m = self.model
-        self._cm = m.client().aio.live.connect(model=m.model, config=m.connect_config(self.instruction))
+        self._cm = m.client().aio.live.connect(
+            model=m.model, config=m.connect_config(self.instruction)
+        )
         try:
             self._live = await asyncio.wait_for(self._cm.__aenter__(), m.connect_timeout_s)
         except Exception as e:  # the SDK raises APIError, websockets' and OS errors
@@ -209,13 +256,19 @@ class GeminiLiveSession(NetworkSession):
                     self._audio_since_flush = False
                     self._emit(ModelEvent("interrupted", arrival_mono=arrival))
             if sc.output_transcription is not None and sc.output_transcription.text:
-                self._emit(ModelEvent("text", text=sc.output_transcription.text, arrival_mono=arrival))
+                self._emit(
+                    ModelEvent("text", text=sc.output_transcription.text, arrival_mono=arrival)
+                )
             if sc.input_transcription is not None and sc.input_transcription.text:
                 self.user_transcript.append(sc.input_transcription.text)
             if sc.model_turn is not None:
                 for part in sc.model_turn.parts or ():
                     blob = part.inline_data
-                    if blob is None or not blob.data or not (blob.mime_type or "").startswith("audio/pcm"):
+                    if (
+                        blob is None
+                        or not blob.data
+                        or not (blob.mime_type or "").startswith("audio/pcm")
+                    ):
                         continue
                     rate = _rate(blob.mime_type)
                     pcm = np.frombuffer(blob.data, dtype="<i2").astype(np.float32) / 32768.0
@@ -225,12 +278,16 @@ class GeminiLiveSession(NetworkSession):
                         self._audio_since_flush = True
                         self._emit(ModelEvent("audio", audio=samples, arrival_mono=arrival))
         if msg.go_away is not None:
-            log.warning("gemini live: the server will close this session soon (time left %s)", msg.go_away.time_left)
+            log.warning(
+                "gemini live: the server will close this session soon (time left %s)",
+                msg.go_away.time_left,
+            )
 
     async def _send(self, frame: np.ndarray) -> None:
         pcm = (np.clip(np.asarray(frame, dtype=np.float32), -1.0, 1.0) * 32767.0).astype("<i2")
-        await self._live.send_realtime_input(audio=self._types.Blob(data=pcm.tobytes(),
-                                                                    mime_type=f"audio/pcm;rate={INPUT_RATE}"))
+        await self._live.send_realtime_input(
+            audio=self._types.Blob(data=pcm.tobytes(), mime_type=f"audio/pcm;rate={INPUT_RATE}")
+        )
 
     async def _disconnect(self) -> None:
         if self._cm is not None:

@@ -48,7 +48,9 @@ class Rows(abc.ABC):
         number of prompt steps the row runs before it takes the session's first frame."""
 
     @abc.abstractmethod
-    def step(self, frames: dict[int, np.ndarray], prompting: Sequence[int]) -> dict[int, list[ModelEvent]]:
+    def step(
+        self, frames: dict[int, np.ndarray], prompting: Sequence[int]
+    ) -> dict[int, list[ModelEvent]]:
         """One batched step: `frames` for the rows in conversation, one prompt step for each row
         in `prompting`; every other row stands still. Returns the events of each frame's row."""
 
@@ -159,7 +161,9 @@ class SlotPool:
             self._maybe_step()
             return
         self._freed = False
-        talking = [i for i in range(self.B) if self.owner[i] is not None and not self.prompt_left[i]]
+        talking = [
+            i for i in range(self.B) if self.owner[i] is not None and not self.prompt_left[i]
+        ]
         prompting = [i for i in range(self.B) if self.prompt_left[i]]
         if any(i not in self.frames for i in talking) or not (self.frames or prompting):
             return
@@ -169,7 +173,10 @@ class SlotPool:
         try:
             out = self.rows.step(frames, prompting)
         except BaseException as e:
-            for fut in [*waiters.values(), *(self._prompt_done.pop(i) for i in prompting if i in self._prompt_done)]:
+            for fut in [
+                *waiters.values(),
+                *(self._prompt_done.pop(i) for i in prompting if i in self._prompt_done),
+            ]:
                 if not fut.done():
                     fut.set_exception(e)
             return
@@ -230,8 +237,10 @@ class BatchedModel(DuplexModel):
                 self._pool = SlotPool(self._load())
             except Exception as e:
                 first = (str(e).strip().splitlines() or [""])[0]
-                self._load_error = (f"{self.name}: the model could not be loaded ({type(e).__name__}: {first}); "
-                                    "not retried in this run")
+                self._load_error = (
+                    f"{self.name}: the model could not be loaded ({type(e).__name__}: {first}); "
+                    "not retried in this run"
+                )
                 raise ModelLoadError(self._load_error) from e
             self.load_s = time.perf_counter() - t0
         return self._pool
@@ -244,7 +253,12 @@ class BatchedModel(DuplexModel):
         p = self._pool
         if p is None:
             return dict(self.counted)
-        return {"steps": p.steps, "row_steps": p.row_steps, "prompt_steps": p.prompt_steps, "step_s": p.step_s}
+        return {
+            "steps": p.steps,
+            "row_steps": p.row_steps,
+            "prompt_steps": p.prompt_steps,
+            "step_s": p.step_s,
+        }
 
     def close(self) -> None:
         if self._pool is not None:
@@ -264,7 +278,6 @@ class RowSession(DuplexSession):
         self._pool: SlotPool | None = None
         self.token_log: list | None = None  # the row's tokens per step, where the model logs them
 
-
     async def __aenter__(self) -> "RowSession":
         self._pool = self.model.pool
         self.row = await self._pool.acquire(self, self.instruction, self.seed)
@@ -280,7 +293,9 @@ class RowSession(DuplexSession):
     async def send_frame(self, frame: np.ndarray) -> None:
         assert self.row is not None and self._pool is not None, "send outside the session"
         if len(frame) != self.frame_n:
-            raise ValueError(f"{self.model.name} takes frames of {self.frame_n} samples, got {len(frame)}")
+            raise ValueError(
+                f"{self.model.name} takes frames of {self.frame_n} samples, got {len(frame)}"
+            )
         self._pending.extend(await self._pool.submit(self.row, frame))
 
     async def receive(self) -> list[ModelEvent]:

@@ -75,12 +75,22 @@ class MiniCPMO(NetworkModel):
     client_modules = ("aiohttp",)
     client_extra = "minicpmo"
 
-    def __init__(self, name: str = "minicpmo", host: str = "127.0.0.1", port: int | None = 22400,
-                 base_prompt: str | None = None, config: dict[str, Any] | None = None,
-                 ref_audio_path: str | None = None, checkpoint: str = "openbmb/MiniCPM-o-4_5",
-                 connect_timeout_s: float = 30.0, prepare_timeout_s: float = 120.0,
-                 turn_silence_s: float | None = None, server: dict[str, Any] | None = None,
-                 case_retries: int = 2, checkpoint_label: str | None = None):
+    def __init__(
+        self,
+        name: str = "minicpmo",
+        host: str = "127.0.0.1",
+        port: int | None = 22400,
+        base_prompt: str | None = None,
+        config: dict[str, Any] | None = None,
+        ref_audio_path: str | None = None,
+        checkpoint: str = "openbmb/MiniCPM-o-4_5",
+        connect_timeout_s: float = 30.0,
+        prepare_timeout_s: float = 120.0,
+        turn_silence_s: float | None = None,
+        server: dict[str, Any] | None = None,
+        case_retries: int = 2,
+        checkpoint_label: str | None = None,
+    ):
         self.name = name
         self.require_clients()
         self.checkpoint_label = checkpoint_label
@@ -88,7 +98,10 @@ class MiniCPMO(NetworkModel):
         self.config = plain(config) or {}
         self.ref_audio_path = ref_audio_path
         self.checkpoint = checkpoint
-        self.connect_timeout_s, self.prepare_timeout_s = float(connect_timeout_s), float(prepare_timeout_s)
+        self.connect_timeout_s, self.prepare_timeout_s = (
+            float(connect_timeout_s),
+            float(prepare_timeout_s),
+        )
         self.turn_silence_s = turn_silence_s
         self.server = plain(server)  # how to launch the workers (port null: a ServerPool runs them)
         self.case_retries = int(case_retries)
@@ -100,29 +113,47 @@ class MiniCPMO(NetworkModel):
 
     def identity(self) -> dict[str, Any]:
         return server_identity(
-            {"name": self.name, "adapter": "minicpmo-duplex-ws", "checkpoint": self.checkpoint,
-             "base_prompt": self.base_prompt, "config": self.config, "ref_audio_path": self.ref_audio_path,
-             "sample_rate": self.sample_rate, "output_sample_rate": OUTPUT_RATE, "frame_s": self.frame_s},
-            self.external, self.checkpoint_label)
+            {
+                "name": self.name,
+                "adapter": "minicpmo-duplex-ws",
+                "checkpoint": self.checkpoint,
+                "base_prompt": self.base_prompt,
+                "config": self.config,
+                "ref_audio_path": self.ref_audio_path,
+                "sample_rate": self.sample_rate,
+                "output_sample_rate": OUTPUT_RATE,
+                "frame_s": self.frame_s,
+            },
+            self.external,
+            self.checkpoint_label,
+        )
 
     def prompt(self, instruction: str | None) -> str | None:
         if not instruction:
             return self.base_prompt
         return f"{self.base_prompt}\n{instruction}" if self.base_prompt else instruction
 
-    async def probe(self, host: str | None = None, port: int | None = None, timeout_s: float = 10.0) -> None:
+    async def probe(
+        self, host: str | None = None, port: int | None = None, timeout_s: float = 10.0
+    ) -> None:
         """Readiness check for a server launcher: the worker's GET /health says "healthy" (a
         duplex connection would take the worker's one session)."""
         aiohttp = self.client_module("aiohttp")
         url = f"http://{host or self.host}:{port or self.port}/health"
         try:
-            async with aiohttp.ClientSession() as http, \
-                    http.get(url, timeout=aiohttp.ClientTimeout(total=timeout_s)) as r:
+            async with (
+                aiohttp.ClientSession() as http,
+                http.get(url, timeout=aiohttp.ClientTimeout(total=timeout_s)) as r,
+            ):
                 status, body = r.status, await r.json(content_type=None)
         except (aiohttp.ClientError, OSError, ValueError) as e:
-            raise MiniCPMOServerError(f"minicpmo worker {url}: not reachable ({type(e).__name__}: {e})") from None
+            raise MiniCPMOServerError(
+                f"minicpmo worker {url}: not reachable ({type(e).__name__}: {e})"
+            ) from None
         if status != 200 or not isinstance(body, dict) or body.get("status") != "healthy":
-            raise MiniCPMOServerError(f"minicpmo worker {url}: not ready (HTTP {status}: {body!r:.200})")
+            raise MiniCPMOServerError(
+                f"minicpmo worker {url}: not ready (HTTP {status}: {body!r:.200})"
+            )
 
     def session(self, instruction: str | None, seed: int) -> MiniCPMOSession:
         return MiniCPMOSession(self, self.prompt(instruction), seed)
@@ -153,8 +184,10 @@ class MiniCPMOSession(WebSocketSession):
 
     def refused(self, status: int) -> ServerConnectionError:
         if status == 403:
-            return self.error(f"refused the session (HTTP 403: the worker closes with {BUSY_CODE} when it is busy "
-                              "or still loading; one session per worker)")
+            return self.error(
+                f"refused the session (HTTP 403: the worker closes with {BUSY_CODE} when it is busy "
+                "or still loading; one session per worker)"
+            )
         return super().refused(status)
 
     def closed_why(self, code: int | None) -> str:
@@ -164,9 +197,15 @@ class MiniCPMOSession(WebSocketSession):
 
     async def _connect(self) -> None:
         m = self.model
-        ws = await self._open_ws(f"{self.url}?session_id={self.session_id}", m.connect_timeout_s, 64 * 2**20)
+        ws = await self._open_ws(
+            f"{self.url}?session_id={self.session_id}", m.connect_timeout_s, 64 * 2**20
+        )
         self._start_reader()
-        msg: dict[str, Any] = {"type": "prepare", "system_prompt": self.prompt or "", "config": dict(m.config)}
+        msg: dict[str, Any] = {
+            "type": "prepare",
+            "system_prompt": self.prompt or "",
+            "config": dict(m.config),
+        }
         if self.prompt is None:
             del msg["system_prompt"]  # the worker then uses its own default
         if m.ref_audio_path:
@@ -210,7 +249,10 @@ class MiniCPMOSession(WebSocketSession):
 
     async def _send(self, frame: np.ndarray) -> None:
         pcm = np.ascontiguousarray(frame, dtype="<f4")
-        payload = {"type": "audio_chunk", "audio_base64": base64.b64encode(pcm.tobytes()).decode("ascii")}
+        payload = {
+            "type": "audio_chunk",
+            "audio_base64": base64.b64encode(pcm.tobytes()).decode("ascii"),
+        }
         await self._ws.send_str(json.dumps(payload))
         self.n_sent += 1
 

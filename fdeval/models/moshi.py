@@ -42,13 +42,19 @@ from fdeval.models.network import NetworkModel, ServerConnectionError, WebSocket
 
 ADAPTER_VERSION = "1"
 LAUNCHER = str(Path(__file__).with_name("moshi_launch.py"))
-CHECKPOINT_FILES = ("config_path", "moshi_weight", "mimi_weight", "tokenizer")  # model.<key>: local files
+CHECKPOINT_FILES = (
+    "config_path",
+    "moshi_weight",
+    "mimi_weight",
+    "tokenizer",
+)  # model.<key>: local files
 
 
 def hf_revision(repo: str) -> str | None:
     """The commit of `repo` in the local Hugging Face cache (refs/main), if it was downloaded."""
     home = os.environ.get("HF_HUB_CACHE") or os.path.join(
-        os.environ.get("HF_HOME", os.path.expanduser("~/.cache/huggingface")), "hub")
+        os.environ.get("HF_HOME", os.path.expanduser("~/.cache/huggingface")), "hub"
+    )
     ref = Path(home) / f"models--{repo.replace('/', '--')}" / "refs" / "main"
     try:
         return ref.read_text().strip() or None
@@ -64,8 +70,11 @@ def checkpoint_identity(m: Any) -> dict[str, Any]:
         if value:
             files[key] = {"path": str(value), "sha256": file_sha256(value)}
     local = bool(files.get("moshi_weight"))
-    return {"hf_repo": None if local else m.hf_repo,
-            "hf_revision": None if local or not m.hf_repo else hf_revision(m.hf_repo), "files": files}
+    return {
+        "hf_repo": None if local else m.hf_repo,
+        "hf_revision": None if local or not m.hf_repo else hf_revision(m.hf_repo),
+        "files": files,
+    }
 
 
 def check_local_files(m: Any) -> None:
@@ -76,8 +85,13 @@ def check_local_files(m: Any) -> None:
             raise ConfigError(f"model.{key}: no such file: {value}")
 
 
-async def handshake(host: str, port: int, path: str = "/api/chat", query: Mapping[str, str] | None = None,
-                    timeout_s: float = 30.0) -> None:
+async def handshake(
+    host: str,
+    port: int,
+    path: str = "/api/chat",
+    query: Mapping[str, str] | None = None,
+    timeout_s: float = 30.0,
+) -> None:
     """Connect, wait for the 0x00 handshake, close: the health check of a Moshi-family server."""
     aiohttp = optional_import("aiohttp", pip_extra("moshi-client"), "the Moshi-family health check")
     url = f"ws://{host}:{port}{path}" + (f"?{urlencode(dict(query))}" if query else "")
@@ -85,7 +99,9 @@ async def handshake(host: str, port: int, path: str = "/api/chat", query: Mappin
         async with http.ws_connect(url, max_msg_size=0, autoping=True) as ws:
             msg = await ws.receive(timeout=timeout_s)
             if msg.type != aiohttp.WSMsgType.BINARY:
-                raise ConnectionError(f"expected the 0x00 handshake, got {msg.type.name} {msg.data!r}"[:200])
+                raise ConnectionError(
+                    f"expected the 0x00 handshake, got {msg.type.name} {msg.data!r}"[:200]
+                )
             kind, _ = kindbyte.decode(msg.data)
             if kind != kindbyte.HANDSHAKE:
                 raise ConnectionError(f"expected the 0x00 handshake, got kind {kind}")
@@ -109,9 +125,18 @@ class KindByteServerModel(NetworkModel):
     client_modules = ("sphn", "aiohttp")
     client_extra = "moshi-client"
 
-    def __init__(self, name: str, turn_silence_s: float | None, server: Mapping[str, Any] | None,
-                 host: str | None = "127.0.0.1", port: int | None = None, handshake_timeout_s: float = 600.0,
-                 case_retries: int = 2, path: str = "/api/chat", checkpoint_label: str | None = None):
+    def __init__(
+        self,
+        name: str,
+        turn_silence_s: float | None,
+        server: Mapping[str, Any] | None,
+        host: str | None = "127.0.0.1",
+        port: int | None = None,
+        handshake_timeout_s: float = 600.0,
+        case_retries: int = 2,
+        path: str = "/api/chat",
+        checkpoint_label: str | None = None,
+    ):
         self.name = name
         self.require_clients()
         self.turn_silence_s = turn_silence_s
@@ -119,8 +144,15 @@ class KindByteServerModel(NetworkModel):
         self.case_retries = int(case_retries)
         self.path = path
         self.checkpoint_label = checkpoint_label
-        self._init_server(server, host, port, self.probe, placeholders={"launcher": LAUNCHER},
-                          extra_env=self.server_env(), extra_args=self.server_args())
+        self._init_server(
+            server,
+            host,
+            port,
+            self.probe,
+            placeholders={"launcher": LAUNCHER},
+            extra_env=self.server_env(),
+            extra_args=self.server_args(),
+        )
 
     # -- what subclasses say ------------------------------------------------------------------
     def server_args(self) -> list[str]:
@@ -151,7 +183,9 @@ class KindByteSession(WebSocketSession):
         super().__init__(model)
         self.instruction, self.seed = instruction, seed
         self.n_sent = self.n_audio_msgs = self.n_text = 0
-        self._last_audio_s = 0.0  # the length of the audio in the message just read, if it was audio
+        self._last_audio_s = (
+            0.0  # the length of the audio in the message just read, if it was audio
+        )
 
     @property
     def url(self) -> str:
@@ -159,7 +193,9 @@ class KindByteSession(WebSocketSession):
 
     async def _connect(self) -> None:
         aiohttp = self.model.client_module("aiohttp")
-        q = self.model.query(self.instruction, self.seed)  # (the instruction: not in error messages)
+        q = self.model.query(
+            self.instruction, self.seed
+        )  # (the instruction: not in error messages)
         ws = await self._open_ws(self.url + (f"?{urlencode(q)}" if q else ""))
         try:
             msg = await ws.receive(timeout=self.model.handshake_timeout_s)
@@ -185,12 +221,18 @@ class KindByteSession(WebSocketSession):
         elif kind == kindbyte.TEXT:
             self.n_text += 1
             text = payload.decode("utf-8", "replace")
-            if not (self.model.text_follows_audio and last_audio_s):  # PersonaPlex: the text comes first
+            if not (
+                self.model.text_follows_audio and last_audio_s
+            ):  # PersonaPlex: the text comes first
                 self._emit(ModelEvent("text", text=text, arrival_mono=arrival))
             elif self._pending and self._pending[-1].kind == "audio":
-                self._pending.insert(len(self._pending) - 1, ModelEvent("text", text=text, arrival_mono=arrival))
+                self._pending.insert(
+                    len(self._pending) - 1, ModelEvent("text", text=text, arrival_mono=arrival)
+                )
             else:  # its frame's audio was handed over already: placed back by that audio's length
-                self._emit(ModelEvent("text", text=text, offset_s=-last_audio_s, arrival_mono=arrival))
+                self._emit(
+                    ModelEvent("text", text=text, offset_s=-last_audio_s, arrival_mono=arrival)
+                )
 
     async def _send(self, frame: np.ndarray) -> None:
         data = self.codec.encode(frame)
@@ -202,30 +244,65 @@ class KindByteSession(WebSocketSession):
 class Moshi(KindByteServerModel):
     """Moshi behind `moshi.server` (see the module docstring)."""
 
-    def __init__(self, name: str = "moshi", turn_silence_s: float | None = 2.5, server: Mapping[str, Any] | None = None,
-                 hf_repo: str | None = "kyutai/moshiko-pytorch-bf16", config_path: str | None = None,
-                 moshi_weight: str | None = None, mimi_weight: str | None = None, tokenizer: str | None = None,
-                 device: str = "cuda", half: bool = False, temp: float = 0.8, temp_text: float = 0.7,
-                 top_k: int = 250, top_k_text: int = 25, send_text_prompt: bool = True,
-                 host: str | None = "127.0.0.1", port: int | None = None, handshake_timeout_s: float = 600.0,
-                 case_retries: int = 2, token_log: str | None = None, checkpoint_label: str | None = None):
+    def __init__(
+        self,
+        name: str = "moshi",
+        turn_silence_s: float | None = 2.5,
+        server: Mapping[str, Any] | None = None,
+        hf_repo: str | None = "kyutai/moshiko-pytorch-bf16",
+        config_path: str | None = None,
+        moshi_weight: str | None = None,
+        mimi_weight: str | None = None,
+        tokenizer: str | None = None,
+        device: str = "cuda",
+        half: bool = False,
+        temp: float = 0.8,
+        temp_text: float = 0.7,
+        top_k: int = 250,
+        top_k_text: int = 25,
+        send_text_prompt: bool = True,
+        host: str | None = "127.0.0.1",
+        port: int | None = None,
+        handshake_timeout_s: float = 600.0,
+        case_retries: int = 2,
+        token_log: str | None = None,
+        checkpoint_label: str | None = None,
+    ):
         self.hf_repo, self.config_path = hf_repo, config_path
         self.moshi_weight, self.mimi_weight, self.tokenizer = moshi_weight, mimi_weight, tokenizer
         self.device, self.half = device, bool(half)
-        self.decoding = {"temp": float(temp), "temp_text": float(temp_text), "top_k": int(top_k),
-                         "top_k_text": int(top_k_text)}
+        self.decoding = {
+            "temp": float(temp),
+            "temp_text": float(temp_text),
+            "top_k": int(top_k),
+            "top_k_text": int(top_k_text),
+        }
         self.send_text_prompt = bool(send_text_prompt)
         self.token_log = token_log
-        super().__init__(name, turn_silence_s, server, host, port, handshake_timeout_s, case_retries,
-                         checkpoint_label=checkpoint_label)
-        if self.external is None:  # the weights of a server fdeval starts are hashed for the identity
+        super().__init__(
+            name,
+            turn_silence_s,
+            server,
+            host,
+            port,
+            handshake_timeout_s,
+            case_retries,
+            checkpoint_label=checkpoint_label,
+        )
+        if (
+            self.external is None
+        ):  # the weights of a server fdeval starts are hashed for the identity
             check_local_files(self)
 
     def server_args(self) -> list[str]:
         args: list[str] = []
-        for flag, value in (("--hf-repo", self.hf_repo), ("--config-path", self.config_path),
-                            ("--moshi-weight", self.moshi_weight), ("--mimi-weight", self.mimi_weight),
-                            ("--tokenizer", self.tokenizer)):
+        for flag, value in (
+            ("--hf-repo", self.hf_repo),
+            ("--config-path", self.config_path),
+            ("--moshi-weight", self.moshi_weight),
+            ("--mimi-weight", self.mimi_weight),
+            ("--tokenizer", self.tokenizer),
+        ):
             if value:
                 args += [flag, str(value)]
         args += ["--device", self.device]
@@ -244,12 +321,20 @@ class Moshi(KindByteServerModel):
 
     def identity(self) -> dict[str, Any]:
         ident: dict[str, Any] = {
-            "name": self.name, "kind": "moshi-server", "adapter_version": ADAPTER_VERSION,
+            "name": self.name,
+            "kind": "moshi-server",
+            "adapter_version": ADAPTER_VERSION,
             "protocol": "websocket /api/chat kind-byte, Ogg/Opus 24 kHz, 80 ms frames",
-            "turn_silence_s": self.turn_silence_s, "instruction_read_by_server": False,
+            "turn_silence_s": self.turn_silence_s,
+            "instruction_read_by_server": False,
         }
-        if self.external is None:  # an external server's checkpoint, dtype and decoding are its owner's
-            ident.update(checkpoint_identity(self), dtype="float16" if self.half else "bfloat16",
-                         decoding=self.decoding, server_python=self.spec.python)
+        if (
+            self.external is None
+        ):  # an external server's checkpoint, dtype and decoding are its owner's
+            ident.update(
+                checkpoint_identity(self),
+                dtype="float16" if self.half else "bfloat16",
+                decoding=self.decoding,
+                server_python=self.spec.python,
+            )
         return server_identity(ident, self.external, self.checkpoint_label)
-

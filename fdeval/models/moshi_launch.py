@@ -61,7 +61,10 @@ def _patch() -> None:
             # the warmup's 4 frames are not a session: mark resets so readers can split sessions
             row = None if out is None else out[0, :, 0].tolist()
             with open(token_log, "a") as f:
-                f.write(json.dumps({"offset": int(self._streaming_state.offset_cpu), "tokens": row}) + "\n")
+                f.write(
+                    json.dumps({"offset": int(self._streaming_state.offset_cpu), "tokens": row})
+                    + "\n"
+                )
             return out
 
         lm.LMGen.step = logged_step  # type: ignore[method-assign]

@@ -35,30 +35,41 @@ from typing import Any
 
 from fdeval.errors import ConfigError
 from fdeval.models.base import optional_import
-from fdeval.models.lockstep import BatchedModel, ModelLoadError, Rows
+from fdeval.models.lockstep import BatchedModel, Rows
 from fdeval.models.moshi import ADAPTER_VERSION, check_local_files, checkpoint_identity
 
-VENV_HINT = ("python -m fdeval.models.moshi_env --with-fdeval, then "
-             ".cache/moshi-venv/bin/python -m fdeval.launch model=moshi_lockstep ...")
+VENV_HINT = (
+    "python -m fdeval.models.moshi_env --with-fdeval, then "
+    ".cache/moshi-venv/bin/python -m fdeval.launch model=moshi_lockstep ..."
+)
 LOCAL_FILES = ("moshi_weight", "mimi_weight", "tokenizer")  # required when model.hf_repo is null
 
 
 def need(module: str, name: str, find_only: bool = False) -> Any:
     """`optional_import` of what the Moshi family's in-process models need, naming the moshi venv."""
-    return optional_import(module, f"it runs inside the moshi venv: {VENV_HINT}", f"model={name}", ("moshi", "torch"),
-                           find_only=find_only)
+    return optional_import(
+        module,
+        f"it runs inside the moshi venv: {VENV_HINT}",
+        f"model={name}",
+        ("moshi", "torch"),
+        find_only=find_only,
+    )
 
 
 def _config_ref(config_path: str, key: str, value: str) -> Path:
     """A file that config.json names (`mimi_config_name`, `lora_name`), without the hub:
     file://PATH, an absolute path, or a path relative to the config's folder."""
     if value.startswith("hf://"):
-        raise ConfigError(f"model.config_path: {config_path}: {key} {value!r} is on the model hub, "
-                          "but model.hf_repo is null (local files only)")
+        raise ConfigError(
+            f"model.config_path: {config_path}: {key} {value!r} is on the model hub, "
+            "but model.hf_repo is null (local files only)"
+        )
     path = Path(value.removeprefix("file://"))
     path = path if path.is_absolute() else Path(config_path).parent / path
     if not path.is_file():
-        raise ConfigError(f"model.config_path: {config_path}: {key} {value!r}: no such file: {path}")
+        raise ConfigError(
+            f"model.config_path: {config_path}: {key} {value!r}: no such file: {path}"
+        )
     return path
 
 
@@ -67,14 +78,18 @@ def local_checkpoint_files(m: Any) -> dict[str, Path]:
     Checked when the model is built; `moshi`'s own loader would ask the hub for anything missing."""
     for key in LOCAL_FILES:
         if not getattr(m, key):
-            raise ConfigError(f"model.{key}: required when model.hf_repo is null (local files, no model hub)")
+            raise ConfigError(
+                f"model.{key}: required when model.hf_repo is null (local files, no model hub)"
+            )
     check_local_files(m)
     files = {key: Path(getattr(m, key)) for key in LOCAL_FILES}
     if m.config_path:
         try:
             raw = json.loads(Path(m.config_path).read_text())
         except (OSError, UnicodeDecodeError, ValueError) as e:
-            raise ConfigError(f"model.config_path: {m.config_path}: not a JSON config ({e})") from None
+            raise ConfigError(
+                f"model.config_path: {m.config_path}: not a JSON config ({e})"
+            ) from None
         if not isinstance(raw, dict):
             raise ConfigError(f"model.config_path: {m.config_path}: not a JSON object")
         for key, arg in (("mimi_config_name", "mimi_config_path"), ("lora_name", "lora_weights")):
@@ -88,7 +103,9 @@ def kv_steps(kv_cache_s: float | None, frame_s: float, extra_steps: int = 0) -> 
     if kv_cache_s is None:
         return None
     if not (math.isfinite(float(kv_cache_s)) and float(kv_cache_s) > 0):
-        raise ConfigError(f"model.kv_cache_s: must be > 0 (seconds of session a row's KV cache holds), got {kv_cache_s}")
+        raise ConfigError(
+            f"model.kv_cache_s: must be > 0 (seconds of session a row's KV cache holds), got {kv_cache_s}"
+        )
     # + the first frame (discarded), the model's delays and a margin: the turn manager cuts a
     # session at the first frame past the cap
     return int(math.ceil(float(kv_cache_s) / frame_s)) + 8 + int(extra_steps)
@@ -104,10 +121,24 @@ class MoshiFamilyBatched(BatchedModel):
     frame_s = 0.08
     text_stream = "pieces"
 
-    def __init__(self, name: str, batch_size: int, turn_silence_s: float | None, hf_repo: str | None,
-                 config_path: str | None, moshi_weight: str | None, mimi_weight: str | None, tokenizer: str | None,
-                 device: str, dtype: str, decoding: dict[str, Any], seed: int, torch_threads: int | None,
-                 kv_cache_s: float | None, log_tokens: bool):
+    def __init__(
+        self,
+        name: str,
+        batch_size: int,
+        turn_silence_s: float | None,
+        hf_repo: str | None,
+        config_path: str | None,
+        moshi_weight: str | None,
+        mimi_weight: str | None,
+        tokenizer: str | None,
+        device: str,
+        dtype: str,
+        decoding: dict[str, Any],
+        seed: int,
+        torch_threads: int | None,
+        kv_cache_s: float | None,
+        log_tokens: bool,
+    ):
         if int(batch_size) < 1:
             raise ConfigError(f"model.batch_size: must be >= 1, got {batch_size}")
         super().__init__(name, batch_size)
@@ -115,8 +146,12 @@ class MoshiFamilyBatched(BatchedModel):
         self.hf_repo, self.config_path = hf_repo, config_path
         self.moshi_weight, self.mimi_weight, self.tokenizer = moshi_weight, mimi_weight, tokenizer
         self.device, self.dtype = device, dtype
-        self.decoding = {"temp": float(decoding["temp"]), "temp_text": float(decoding["temp_text"]),
-                         "top_k": int(decoding["top_k"]), "top_k_text": int(decoding["top_k_text"])}
+        self.decoding = {
+            "temp": float(decoding["temp"]),
+            "temp_text": float(decoding["temp_text"]),
+            "top_k": int(decoding["top_k"]),
+            "top_k_text": int(decoding["top_k_text"]),
+        }
         self.seed, self.torch_threads, self.log_tokens = int(seed), torch_threads, bool(log_tokens)
         self.kv_steps = kv_steps(kv_cache_s, self.frame_s)
         for module in ("moshi", "torch"):  # found, not imported: torch takes seconds to import
@@ -135,36 +170,85 @@ class MoshiFamilyBatched(BatchedModel):
 class MoshiLockstep(MoshiFamilyBatched):
     """Moshi's LMGen + Mimi in this process, `batch_size` sessions per forward pass."""
 
-    def __init__(self, name: str = "moshi-lockstep", batch_size: int = 8, turn_silence_s: float | None = 2.5,
-                 hf_repo: str | None = "kyutai/moshiko-pytorch-bf16", config_path: str | None = None,
-                 moshi_weight: str | None = None, mimi_weight: str | None = None, tokenizer: str | None = None,
-                 device: str = "cuda", dtype: str = "bfloat16", temp: float = 0.8, temp_text: float = 0.7,
-                 top_k: int = 250, top_k_text: int = 25, seed: int = 42424242, torch_threads: int | None = None,
-                 kv_cache_s: float | None = None, log_tokens: bool = False):
-        super().__init__(name, batch_size, turn_silence_s, hf_repo, config_path, moshi_weight, mimi_weight, tokenizer,
-                         device, dtype, {"temp": temp, "temp_text": temp_text, "top_k": top_k, "top_k_text": top_k_text},
-                         seed, torch_threads, kv_cache_s, log_tokens)
+    def __init__(
+        self,
+        name: str = "moshi-lockstep",
+        batch_size: int = 8,
+        turn_silence_s: float | None = 2.5,
+        hf_repo: str | None = "kyutai/moshiko-pytorch-bf16",
+        config_path: str | None = None,
+        moshi_weight: str | None = None,
+        mimi_weight: str | None = None,
+        tokenizer: str | None = None,
+        device: str = "cuda",
+        dtype: str = "bfloat16",
+        temp: float = 0.8,
+        temp_text: float = 0.7,
+        top_k: int = 250,
+        top_k_text: int = 25,
+        seed: int = 42424242,
+        torch_threads: int | None = None,
+        kv_cache_s: float | None = None,
+        log_tokens: bool = False,
+    ):
+        super().__init__(
+            name,
+            batch_size,
+            turn_silence_s,
+            hf_repo,
+            config_path,
+            moshi_weight,
+            mimi_weight,
+            tokenizer,
+            device,
+            dtype,
+            {"temp": temp, "temp_text": temp_text, "top_k": top_k, "top_k_text": top_k_text},
+            seed,
+            torch_threads,
+            kv_cache_s,
+            log_tokens,
+        )
         self._local: dict[str, Path] | None = None if hf_repo else local_checkpoint_files(self)
 
     def identity(self) -> dict[str, Any]:
         # kv_cache_s is not in it: a cache that holds every session computes what the full one does
         return {
-            "name": self.name, "kind": "moshi-lockstep", "adapter_version": ADAPTER_VERSION,
-            **checkpoint_identity(self), "dtype": self.dtype, "device": self.device, "decoding": self.decoding,
-            "batch_size": self.batch_size, "seed": self.seed, "turn_silence_s": self.turn_silence_s,
+            "name": self.name,
+            "kind": "moshi-lockstep",
+            "adapter_version": ADAPTER_VERSION,
+            **checkpoint_identity(self),
+            "dtype": self.dtype,
+            "device": self.device,
+            "decoding": self.decoding,
+            "batch_size": self.batch_size,
+            "seed": self.seed,
+            "turn_silence_s": self.turn_silence_s,
         }
 
     def _checkpoint(self, loaders):
         if self._local is None:
-            return loaders.CheckpointInfo.from_hf_repo(self.hf_repo, self.moshi_weight, self.mimi_weight,
-                                                       self.tokenizer, config_path=self.config_path)
+            return loaders.CheckpointInfo.from_hf_repo(
+                self.hf_repo,
+                self.moshi_weight,
+                self.mimi_weight,
+                self.tokenizer,
+                config_path=self.config_path,
+            )
         f = self._local
-        if not self.config_path:  # no config: the architecture of Moshi 7B, as moshi's loader assumes
+        if (
+            not self.config_path
+        ):  # no config: the architecture of Moshi 7B, as moshi's loader assumes
             return loaders.CheckpointInfo(f["moshi_weight"], f["mimi_weight"], f["tokenizer"])
         # every path given: moshi's loader then reads only these files (hf_repo None: no hub)
         return loaders.CheckpointInfo.from_hf_repo(
-            None, f["moshi_weight"], f["mimi_weight"], f["tokenizer"], config_path=self.config_path,
-            mimi_config_path=f.get("mimi_config_path"), lora_weights=f.get("lora_weights"))
+            None,
+            f["moshi_weight"],
+            f["mimi_weight"],
+            f["tokenizer"],
+            config_path=self.config_path,
+            mimi_config_path=f.get("mimi_config_path"),
+            lora_weights=f.get("lora_weights"),
+        )
 
     def _load(self) -> Rows:
         torch = self.torch_setup()
@@ -173,5 +257,13 @@ class MoshiLockstep(MoshiFamilyBatched):
         info = self._checkpoint(loaders)
         mimi = info.get_mimi(device=self.device)
         lm = info.get_moshi(device=self.device, dtype=getattr(torch, self.dtype))
-        return rows.MoshiRows(lm, mimi, info.get_text_tokenizer(), self.batch_size, self.device,
-                              {**info.lm_gen_config, **self.decoding}, self.kv_steps, self.log_tokens)
+        return rows.MoshiRows(
+            lm,
+            mimi,
+            info.get_text_tokenizer(),
+            self.batch_size,
+            self.device,
+            {**info.lm_gen_config, **self.decoding},
+            self.kv_steps,
+            self.log_tokens,
+        )

@@ -47,7 +47,9 @@ class MimiRows(Rows):
     """Mimi for B rows, and what every Moshi-family step shares. Subclasses implement `step`
     and open the LM's streaming state in `__init__`."""
 
-    def __init__(self, mimi: Any, tokenizer: Any, batch_size: int, device: str, log_tokens: bool = False):
+    def __init__(
+        self, mimi: Any, tokenizer: Any, batch_size: int, device: str, log_tokens: bool = False
+    ):
         self.mimi, self.tokenizer = mimi, tokenizer
         self.batch_size = B = int(batch_size)
         self.device = device
@@ -98,8 +100,9 @@ class MimiRows(Rows):
         self.set_mimi_rows(rows)
         return self.mimi.decode(audio_tokens.clamp(min=0)).float().cpu().numpy()
 
-    def events(self, rows: Sequence[int], tok: np.ndarray, valid: Sequence[int], pcm: np.ndarray | None
-               ) -> dict[int, list[ModelEvent]]:
+    def events(
+        self, rows: Sequence[int], tok: np.ndarray, valid: Sequence[int], pcm: np.ndarray | None
+    ) -> dict[int, list[ModelEvent]]:
         """Each row's events: its text piece (if any), then its audio; a row whose output is not
         out yet (the first steps, by the model's delays) gets none."""
         ok = set(valid)
@@ -116,7 +119,9 @@ class MimiRows(Rows):
             text = int(tok[i, 0])
             ev = []
             if text not in TEXT_NOT_A_PIECE:
-                ev.append(ModelEvent("text", text=self.tokenizer.id_to_piece(text).replace("\u2581", " ")))
+                ev.append(
+                    ModelEvent("text", text=self.tokenizer.id_to_piece(text).replace("\u2581", " "))
+                )
             ev.append(ModelEvent.audio_chunk(pcm[i, 0]))
             out[i] = ev
         return out
@@ -133,8 +138,17 @@ class MoshiRows(MimiRows):
     it as "in the past"); rows out of step are masked (`support_out_of_sync`), so one row's
     start never stalls the others."""
 
-    def __init__(self, lm: Any, mimi: Any, tokenizer: Any, batch_size: int, device: str,
-                 lm_gen_kwargs: dict[str, Any], kv_steps: int | None = None, log_tokens: bool = False):
+    def __init__(
+        self,
+        lm: Any,
+        mimi: Any,
+        tokenizer: Any,
+        batch_size: int,
+        device: str,
+        lm_gen_kwargs: dict[str, Any],
+        kv_steps: int | None = None,
+        log_tokens: bool = False,
+    ):
         super().__init__(mimi, tokenizer, batch_size, device, log_tokens)
         self.kv_capacity = size_kv_cache(lm.transformer, int(lm.context), kv_steps)
         self.lm_gen = LMGen(lm, support_out_of_sync=True, **lm_gen_kwargs)
@@ -163,7 +177,9 @@ class MoshiRows(MimiRows):
         self.first[row] = True
         return super().start_row(row, instruction, seed)
 
-    def step(self, frames: dict[int, np.ndarray], prompting: Sequence[int]) -> dict[int, list[ModelEvent]]:
+    def step(
+        self, frames: dict[int, np.ndarray], prompting: Sequence[int]
+    ) -> dict[int, list[ModelEvent]]:
         rows = sorted(frames)
         with torch.no_grad():
             reset = [i for i in rows if self.needs_reset[i]]

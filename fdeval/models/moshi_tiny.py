@@ -53,8 +53,16 @@ def tiny_lm_kwargs(text_card: int) -> dict:
     from moshi.models import loaders
 
     kw = copy.deepcopy(loaders._lm_kwargs)
-    kw.update(dim=64, num_heads=4, num_layers=2, text_card=text_card, depformer_dim=64,
-              depformer_dim_feedforward=int(4.125 * 64), depformer_num_heads=4, depformer_num_layers=2)
+    kw.update(
+        dim=64,
+        num_heads=4,
+        num_layers=2,
+        text_card=text_card,
+        depformer_dim=64,
+        depformer_dim_feedforward=int(4.125 * 64),
+        depformer_num_heads=4,
+        depformer_num_layers=2,
+    )
     return kw
 
 
@@ -64,8 +72,14 @@ def small_mimi_config() -> dict:
     cfg = copy.deepcopy(loaders._mimi_config)
     cfg["seanet"].update(dimension=128, n_filters=8)
     cfg["quantizer"].update(dimension=64, n_q=16, input_dimension=128, output_dimension=128)
-    cfg["transformer"].update(d_model=128, num_heads=4, num_layers=1, dim_feedforward=256,
-                              input_dimension=128, output_dimensions=[128])
+    cfg["transformer"].update(
+        d_model=128,
+        num_heads=4,
+        num_layers=1,
+        dim_feedforward=256,
+        input_dimension=128,
+        output_dimensions=[128],
+    )
     return cfg
 
 
@@ -97,7 +111,9 @@ def mimi_that_hears(mimi, seed: int) -> None:
     for module in [*mimi.encoder.modules(), *mimi.downsample.modules()]:
         if isinstance(module, torch.nn.Conv1d):
             fan_in = module.weight[0].numel()
-            module.weight.data.copy_(torch.randn(module.weight.shape, generator=g) * (2.0 / fan_in) ** 0.5)
+            module.weight.data.copy_(
+                torch.randn(module.weight.shape, generator=g) * (2.0 / fan_in) ** 0.5
+            )
             if module.bias is not None:
                 module.bias.data.zero_()
     with torch.no_grad():
@@ -108,8 +124,14 @@ def mimi_that_hears(mimi, seed: int) -> None:
             for layer in rvq.vq.layers:
                 book = layer._codebook
                 pick = torch.randint(len(vectors), (book.codebook_size,), generator=g)
-                jitter = torch.randn((book.codebook_size, vectors.shape[1]), generator=g) * vectors.std(0) / 2
-                book.embedding_sum.copy_(vectors[pick] + jitter)  # (jittered: residuals stay non-zero)
+                jitter = (
+                    torch.randn((book.codebook_size, vectors.shape[1]), generator=g)
+                    * vectors.std(0)
+                    / 2
+                )
+                book.embedding_sum.copy_(
+                    vectors[pick] + jitter
+                )  # (jittered: residuals stay non-zero)
                 book.cluster_usage.fill_(1.0)
                 book._initialized.fill_(1.0)
                 book._embedding = None  # (the cached embedding_sum / cluster_usage)
@@ -123,9 +145,18 @@ def train_tokenizer(out: Path, vocab_size: int = 128) -> Path:
     corpus.write_text(CORPUS * 4)
     # ids as in Moshi's tokenizer: 0 = unk (skipped by the server), 3 = the text padding token
     spm.SentencePieceTrainer.train(
-        input=str(corpus), model_prefix=str(out / "tokenizer"), vocab_size=vocab_size, model_type="unigram",
-        unk_id=0, bos_id=1, eos_id=2, pad_id=3, character_coverage=1.0, hard_vocab_limit=True,
-        minloglevel=2, num_threads=1,
+        input=str(corpus),
+        model_prefix=str(out / "tokenizer"),
+        vocab_size=vocab_size,
+        model_type="unigram",
+        unk_id=0,
+        bos_id=1,
+        eos_id=2,
+        pad_id=3,
+        character_coverage=1.0,
+        hard_vocab_limit=True,
+        minloglevel=2,
+        num_threads=1,
     )
     corpus.unlink()
     (out / "tokenizer.vocab").unlink(missing_ok=True)
@@ -149,17 +180,34 @@ def build(out: Path, seed: int = 0) -> dict:
     (out / "mimi.json").write_text(json.dumps(mimi_cfg, indent=1))
     mimi = loaders.get_mimi(None, mimi_cfg, device="cpu", num_codebooks=8)
     mimi_that_hears(mimi, seed)
-    save_file({k: v.contiguous() for k, v in mimi.state_dict().items()}, str(out / "mimi.safetensors"))
+    save_file(
+        {k: v.contiguous() for k, v in mimi.state_dict().items()}, str(out / "mimi.safetensors")
+    )
     lm = loaders.get_moshi_lm(None, lm_kwargs=lm_kw, device="cpu", dtype=torch.float32)
-    save_file({k: v.contiguous() for k, v in lm.state_dict().items()}, str(out / "model.safetensors"))
-    config = {**lm_kw, "model_type": "moshi", "mimi_config_name": f"file://{out / 'mimi.json'}",
-              "moshi_name": "model.safetensors", "mimi_name": "mimi.safetensors", "tokenizer_name": "tokenizer.model"}
+    save_file(
+        {k: v.contiguous() for k, v in lm.state_dict().items()}, str(out / "model.safetensors")
+    )
+    config = {
+        **lm_kw,
+        "model_type": "moshi",
+        "mimi_config_name": f"file://{out / 'mimi.json'}",
+        "moshi_name": "model.safetensors",
+        "mimi_name": "mimi.safetensors",
+        "tokenizer_name": "tokenizer.model",
+    }
     (out / "config.json").write_text(json.dumps(config, indent=1))
     n_lm = sum(p.numel() for p in lm.parameters())
     n_mimi = sum(p.numel() for p in mimi.parameters())
-    info = {"dir": str(out), "config": str(out / "config.json"), "moshi_weight": str(out / "model.safetensors"),
-            "mimi_weight": str(out / "mimi.safetensors"), "tokenizer": str(tok), "lm_params": n_lm,
-            "mimi_params": n_mimi, "text_card": text_card}
+    info = {
+        "dir": str(out),
+        "config": str(out / "config.json"),
+        "moshi_weight": str(out / "model.safetensors"),
+        "mimi_weight": str(out / "mimi.safetensors"),
+        "tokenizer": str(tok),
+        "lm_params": n_lm,
+        "mimi_params": n_mimi,
+        "text_card": text_card,
+    }
     (out / "tiny.json").write_text(json.dumps(info, indent=1))
     return info
 

@@ -33,11 +33,20 @@ from types import ModuleType
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from fdeval.errors import ConfigError
-from fdeval.models.base import DuplexModel, DuplexSession, ModelEvent, ModelUnavailable, optional_import, pip_extra
+from fdeval.models.base import (
+    DuplexModel,
+    DuplexSession,
+    ModelEvent,
+    ModelUnavailable,
+    optional_import,
+    pip_extra,
+)
 from fdeval.models.servers import Probe, ServerInstance, ServerPool, ServerSpec, lost
+from fdeval.types import (
+    plain,
+)  # the adapters' one converter of config values (imported from here too)
 
 log = logging.getLogger("fdeval")
 
@@ -81,13 +90,6 @@ class KeyMask(logging.Filter):
                 logger.addFilter(self)
 
 
-def plain(node: Any) -> Any:
-    """Hydra hands nested config values over as OmegaConf containers: make them plain."""
-    if isinstance(node, (DictConfig, ListConfig)):
-        return OmegaConf.to_container(node, resolve=True)
-    return node
-
-
 class NetworkModel(DuplexModel):
     """A model reached over a connection (see the module docstring)."""
 
@@ -101,7 +103,9 @@ class NetworkModel(DuplexModel):
 
     def client_module(self, module: str) -> ModuleType:
         """One of `client_modules`, imported, or a one-line ConfigError with the install command."""
-        mod = optional_import(module, pip_extra(self.client_extra), f"model={self.name}", self.client_modules)
+        mod = optional_import(
+            module, pip_extra(self.client_extra), f"model={self.name}", self.client_modules
+        )
         assert mod is not None
         return mod
 
@@ -111,9 +115,16 @@ class NetworkModel(DuplexModel):
         for module in self.client_modules:
             self.client_module(module)
 
-    def _init_server(self, server: Mapping[str, Any] | None, host: str | None, port: int | None, probe: Probe,
-                     placeholders: Mapping[str, str] | None = None, extra_env: Mapping[str, str] | None = None,
-                     extra_args: Sequence[str] = ()) -> None:
+    def _init_server(
+        self,
+        server: Mapping[str, Any] | None,
+        host: str | None,
+        port: int | None,
+        probe: Probe,
+        placeholders: Mapping[str, str] | None = None,
+        extra_env: Mapping[str, str] | None = None,
+        extra_args: Sequence[str] = (),
+    ) -> None:
         """`model.port` means a server someone else runs on `host` (default 127.0.0.1), whatever
         `model.server` says; otherwise the `server:` block is started by a pool (`extra_args`
         appended to its command); neither is a one-line error."""
@@ -123,17 +134,24 @@ class NetworkModel(DuplexModel):
         self.spec = self.pool = None
         if self.external is not None:
             if server is not None:
-                log.info("%s: model.port given: using the server on %s:%d, model.server is not started",
-                         self.name, *self.external)
+                log.info(
+                    "%s: model.port given: using the server on %s:%d, model.server is not started",
+                    self.name,
+                    *self.external,
+                )
             return
         try:
             spec = ServerSpec.from_config(plain(server))
         except ValueError as e:
             raise ConfigError(f"model.{e}") from None
         if spec is None:
-            raise ConfigError(f"model.server: {self.name} needs a server: block, or model.port of a running server")
+            raise ConfigError(
+                f"model.server: {self.name} needs a server: block, or model.port of a running server"
+            )
         self.spec = replace(spec, command=tuple(spec.command) + tuple(str(a) for a in extra_args))
-        self.pool = ServerPool(self.name, self.spec, probe, placeholders=placeholders, extra_env=extra_env)
+        self.pool = ServerPool(
+            self.name, self.spec, probe, placeholders=placeholders, extra_env=extra_env
+        )
 
     @property  # type: ignore[override]
     def concurrency(self) -> int:
@@ -332,7 +350,9 @@ class NetworkSession(DuplexSession):
             return
         try:
             if isinstance(exc, OSError) and not isinstance(exc, ModelUnavailable):
-                raise await lost(self.model.name, inst, f"{type(exc).__name__}: {self.describe(exc)}") from exc
+                raise await lost(
+                    self.model.name, inst, f"{type(exc).__name__}: {self.describe(exc)}"
+                ) from exc
         finally:
             self.model.pool.release(inst)
 
@@ -345,7 +365,9 @@ class WebSocketSession(NetworkSession):
     _ws: Any = None
     WSMsgType: Any = None  # aiohttp's message types, once connected
 
-    async def _open_ws(self, url: str, timeout_s: float | None = None, max_msg_size: int = 0) -> Any:
+    async def _open_ws(
+        self, url: str, timeout_s: float | None = None, max_msg_size: int = 0
+    ) -> Any:
         aiohttp = self.model.client_module("aiohttp")
         self.WSMsgType = aiohttp.WSMsgType
         self._http = aiohttp.ClientSession()

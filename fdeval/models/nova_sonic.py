@@ -54,8 +54,16 @@ OUTPUT_RATE = 24000
 STREAM_LIMIT_S = 480.0  # "a stream that remains open for 8 minutes" (the SDK's docstring)
 BARGE_IN_TEXT = '{ "interrupted" : true }'
 # The AWS credential chain reads these: the only secrets a client process of this model is given.
-AWS_VARIABLES = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_CONFIG_FILE",
-                 "AWS_SHARED_CREDENTIALS_FILE", "AWS_REGION", "AWS_DEFAULT_REGION")
+AWS_VARIABLES = (
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
+    "AWS_CONFIG_FILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+)
 SENSITIVITIES = ("HIGH", "MEDIUM", "LOW")
 
 
@@ -70,23 +78,39 @@ class NovaUnavailable(NovaServiceError, ModelUnavailable):
 def require_python(name: str) -> None:
     if sys.version_info < (3, 12):
         v = ".".join(map(str, sys.version_info[:3]))
-        raise ConfigError(f"model={name} needs Python 3.12 or later (aws-sdk-bedrock-runtime, the only client that "
-                          f"streams both ways, requires it); this is Python {v}")
+        raise ConfigError(
+            f"model={name} needs Python 3.12 or later (aws-sdk-bedrock-runtime, the only client that "
+            f"streams both ways, requires it); this is Python {v}"
+        )
 
 
 class NovaProtocol:
     """Nova Sonic's events for one session, both ways, without a transport: what to send, and
     what the service's events mean (model events, vendor log lines, usage)."""
 
-    def __init__(self, instruction: str | None, voice: str, inference: dict[str, Any], endpointing: str):
+    def __init__(
+        self, instruction: str | None, voice: str, inference: dict[str, Any], endpointing: str
+    ):
         self.prompt_name = f"prompt-{uuid.uuid4().hex[:12]}"
         self.audio_name = f"audio-{uuid.uuid4().hex[:12]}"
-        self.instruction, self.voice, self.inference, self.endpointing = instruction, voice, inference, endpointing
+        self.instruction, self.voice, self.inference, self.endpointing = (
+            instruction,
+            voice,
+            inference,
+            endpointing,
+        )
         self.blocks: dict[str, dict[str, Any]] = {}  # contentId -> {type, role, stage}
-        self.audio_block: str | None = None  # the assistant's latest AUDIO content (the answer being spoken)
+        self.audio_block: str | None = (
+            None  # the assistant's latest AUDIO content (the answer being spoken)
+        )
         self.interrupted: set[str] = set()  # assistant AUDIO contents a barge-in stopped
         self.dropped_audio_s = 0.0
-        self.usage: dict[str, float] = {"speech_in": 0, "speech_out": 0, "text_in": 0, "text_out": 0}
+        self.usage: dict[str, float] = {
+            "speech_in": 0,
+            "speech_out": 0,
+            "text_in": 0,
+            "text_out": 0,
+        }
         self.resample = StreamResampler(OUTPUT_RATE, INPUT_RATE)
 
     # -- what the client sends -------------------------------------------------------------------
@@ -97,35 +121,89 @@ class NovaProtocol:
     def opening(self) -> list[dict[str, Any]]:
         p = self.prompt_name
         out = [
-            self.event("sessionStart", {"inferenceConfiguration": self.inference,
-                                        "turnDetectionConfiguration": {"endpointingSensitivity": self.endpointing}}),
-            self.event("promptStart", {
-                "promptName": p, "textOutputConfiguration": {"mediaType": "text/plain"},
-                "audioOutputConfiguration": {"mediaType": "audio/lpcm", "sampleRateHertz": OUTPUT_RATE,
-                                             "sampleSizeBits": 16, "channelCount": 1, "voiceId": self.voice,
-                                             "encoding": "base64", "audioType": "SPEECH"}}),
+            self.event(
+                "sessionStart",
+                {
+                    "inferenceConfiguration": self.inference,
+                    "turnDetectionConfiguration": {"endpointingSensitivity": self.endpointing},
+                },
+            ),
+            self.event(
+                "promptStart",
+                {
+                    "promptName": p,
+                    "textOutputConfiguration": {"mediaType": "text/plain"},
+                    "audioOutputConfiguration": {
+                        "mediaType": "audio/lpcm",
+                        "sampleRateHertz": OUTPUT_RATE,
+                        "sampleSizeBits": 16,
+                        "channelCount": 1,
+                        "voiceId": self.voice,
+                        "encoding": "base64",
+                        "audioType": "SPEECH",
+                    },
+                },
+            ),
         ]
         if self.instruction:
             name = f"system-{uuid.uuid4().hex[:12]}"
-            out += [self.event("contentStart", {"promptName": p, "contentName": name, "type": "TEXT", "interactive": False,
-                                                "role": "SYSTEM", "textInputConfiguration": {"mediaType": "text/plain"}}),
-                    self.event("textInput", {"promptName": p, "contentName": name, "content": self.instruction}),
-                    self.event("contentEnd", {"promptName": p, "contentName": name})]
-        out.append(self.event("contentStart", {
-            "promptName": p, "contentName": self.audio_name, "type": "AUDIO", "interactive": True, "role": "USER",
-            "audioInputConfiguration": {"mediaType": "audio/lpcm", "sampleRateHertz": INPUT_RATE, "sampleSizeBits": 16,
-                                        "channelCount": 1, "audioType": "SPEECH", "encoding": "base64"}}))
+            out += [
+                self.event(
+                    "contentStart",
+                    {
+                        "promptName": p,
+                        "contentName": name,
+                        "type": "TEXT",
+                        "interactive": False,
+                        "role": "SYSTEM",
+                        "textInputConfiguration": {"mediaType": "text/plain"},
+                    },
+                ),
+                self.event(
+                    "textInput", {"promptName": p, "contentName": name, "content": self.instruction}
+                ),
+                self.event("contentEnd", {"promptName": p, "contentName": name}),
+            ]
+        out.append(
+            self.event(
+                "contentStart",
+                {
+                    "promptName": p,
+                    "contentName": self.audio_name,
+                    "type": "AUDIO",
+                    "interactive": True,
+                    "role": "USER",
+                    "audioInputConfiguration": {
+                        "mediaType": "audio/lpcm",
+                        "sampleRateHertz": INPUT_RATE,
+                        "sampleSizeBits": 16,
+                        "channelCount": 1,
+                        "audioType": "SPEECH",
+                        "encoding": "base64",
+                    },
+                },
+            )
+        )
         return out
 
     def audio(self, frame: np.ndarray) -> dict[str, Any]:
         pcm = (np.clip(np.asarray(frame, dtype=np.float32), -1.0, 1.0) * 32767.0).astype("<i2")
-        return self.event("audioInput", {"promptName": self.prompt_name, "contentName": self.audio_name,
-                                         "content": base64.b64encode(pcm.tobytes()).decode("ascii")})
+        return self.event(
+            "audioInput",
+            {
+                "promptName": self.prompt_name,
+                "contentName": self.audio_name,
+                "content": base64.b64encode(pcm.tobytes()).decode("ascii"),
+            },
+        )
 
     def closing(self) -> list[dict[str, Any]]:
         p = self.prompt_name
-        return [self.event("contentEnd", {"promptName": p, "contentName": self.audio_name}),
-                self.event("promptEnd", {"promptName": p}), self.event("sessionEnd", {})]
+        return [
+            self.event("contentEnd", {"promptName": p, "contentName": self.audio_name}),
+            self.event("promptEnd", {"promptName": p}),
+            self.event("sessionEnd", {}),
+        ]
 
     # -- what the service sends --------------------------------------------------------------------
     def handle(self, message: dict[str, Any], arrival: float) -> list[ModelEvent]:
@@ -133,12 +211,17 @@ class NovaProtocol:
         ((name, body),) = message["event"].items()
         out: list[ModelEvent] = []
         vendor = lambda what, detail="": out.append(  # noqa: E731
-            ModelEvent("vendor", text=what, detail=detail, arrival_mono=arrival))
+            ModelEvent("vendor", text=what, detail=detail, arrival_mono=arrival)
+        )
         if name == "completionStart":
             vendor("completionStart", f"completion_id={body.get('completionId')}")
         elif name == "contentStart":
             extra = body.get("additionalModelFields")
-            stage = json.loads(extra).get("generationStage") if isinstance(extra, str) and extra else None
+            stage = (
+                json.loads(extra).get("generationStage")
+                if isinstance(extra, str) and extra
+                else None
+            )
             cid = body.get("contentId", "")
             self.blocks[cid] = {"type": body.get("type"), "role": body.get("role"), "stage": stage}
             if body.get("type") == "AUDIO" and body.get("role") == "ASSISTANT":
@@ -156,13 +239,22 @@ class NovaProtocol:
             elif role == "USER":
                 vendor("user_text", text[:300])
         elif name == "audioOutput":
-            pcm = np.frombuffer(base64.b64decode(body["content"]), dtype="<i2").astype(np.float32) / 32768.0
-            if body.get("contentId") in self.interrupted:  # late audio of an answer the user interrupted
+            pcm = (
+                np.frombuffer(base64.b64decode(body["content"]), dtype="<i2").astype(np.float32)
+                / 32768.0
+            )
+            if (
+                body.get("contentId") in self.interrupted
+            ):  # late audio of an answer the user interrupted
                 self.dropped_audio_s += len(pcm) / OUTPUT_RATE
                 return out
             samples = self.resample.push(pcm)
             if len(samples):
-                out.append(ModelEvent("audio", audio=samples, arrival_mono=arrival, item=body.get("contentId", "")))
+                out.append(
+                    ModelEvent(
+                        "audio", audio=samples, arrival_mono=arrival, item=body.get("contentId", "")
+                    )
+                )
         elif name == "contentEnd":
             reason = body.get("stopReason")
             block = self.blocks.get(body.get("contentId", ""), {})
@@ -175,7 +267,10 @@ class NovaProtocol:
                 self.usage[f"speech_{key}"] += float(d.get("speechTokens", 0) or 0)
                 self.usage[f"text_{key}"] += float(d.get("textTokens", 0) or 0)
         elif name == "completionEnd":
-            vendor("completionEnd", f"completion_id={body.get('completionId')} stop_reason={body.get('stopReason')}")
+            vendor(
+                "completionEnd",
+                f"completion_id={body.get('completionId')} stop_reason={body.get('stopReason')}",
+            )
         return out
 
     def _interrupt(self, out: list[ModelEvent], arrival: float) -> None:
@@ -183,7 +278,14 @@ class NovaProtocol:
         if self.audio_block is None or self.audio_block in self.interrupted:
             return
         self.interrupted.add(self.audio_block)
-        out.append(ModelEvent("vendor", text="interrupted", detail=f"content_id={self.audio_block}", arrival_mono=arrival))
+        out.append(
+            ModelEvent(
+                "vendor",
+                text="interrupted",
+                detail=f"content_id={self.audio_block}",
+                arrival_mono=arrival,
+            )
+        )
         out.append(ModelEvent("interrupted", arrival_mono=arrival))
 
 
@@ -194,27 +296,52 @@ class NovaSonic(NetworkModel):
     frame_s = 0.032  # the ~32 ms audio frames the service documents
     clock = "realtime"
     text_stream = "words"  # the SPECULATIVE text comes as whole sentences
-    client_modules = ("aws_sdk_bedrock_runtime.client", "aws_sdk_bedrock_runtime.config", "aws_sdk_bedrock_runtime.models",
-                      "smithy_http.aio.crt")
+    client_modules = (
+        "aws_sdk_bedrock_runtime.client",
+        "aws_sdk_bedrock_runtime.config",
+        "aws_sdk_bedrock_runtime.models",
+        "smithy_http.aio.crt",
+    )
     client_extra = "nova"
     env_keys = AWS_VARIABLES
     max_session_s = STREAM_LIMIT_S
 
-    def __init__(self, name: str = "nova_sonic", model: str = "amazon.nova-2-sonic-v1:0", region: str = "us-east-1",
-                 profile: str | None = None, endpoint: str | None = None, voice: str = "matthew",
-                 base_prompt: str | None = None, endpointing_sensitivity: str = "HIGH",
-                 inference: dict[str, Any] | None = None, ca_file: str | None = None, concurrency: int = 1,
-                 case_retries: int = 2,
-                 connect_timeout_s: float = 30.0, prices: dict[str, Any] | None = None,
-                 turn_silence_s: float | None = None, server: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        name: str = "nova_sonic",
+        model: str = "amazon.nova-2-sonic-v1:0",
+        region: str = "us-east-1",
+        profile: str | None = None,
+        endpoint: str | None = None,
+        voice: str = "matthew",
+        base_prompt: str | None = None,
+        endpointing_sensitivity: str = "HIGH",
+        inference: dict[str, Any] | None = None,
+        ca_file: str | None = None,
+        concurrency: int = 1,
+        case_retries: int = 2,
+        connect_timeout_s: float = 30.0,
+        prices: dict[str, Any] | None = None,
+        turn_silence_s: float | None = None,
+        server: dict[str, Any] | None = None,
+    ):
         self.name = name
         require_python(name)
         self.require_clients()
         if endpointing_sensitivity not in SENSITIVITIES:
-            raise ConfigError(f"model.endpointing_sensitivity: one of {', '.join(SENSITIVITIES)}; got {endpointing_sensitivity!r}")
-        self.model, self.region, self.profile, self.endpoint = str(model), str(region), profile, endpoint
+            raise ConfigError(
+                f"model.endpointing_sensitivity: one of {', '.join(SENSITIVITIES)}; got {endpointing_sensitivity!r}"
+            )
+        self.model, self.region, self.profile, self.endpoint = (
+            str(model),
+            str(region),
+            profile,
+            endpoint,
+        )
         self.voice, self.base_prompt, self.endpointing = voice, base_prompt, endpointing_sensitivity
-        self.inference = dict(plain(inference) or {"maxTokens": 1024, "topP": 0.9, "temperature": 0.7})
+        self.inference = dict(
+            plain(inference) or {"maxTokens": 1024, "topP": 0.9, "temperature": 0.7}
+        )
         self.ca_file = ca_file
         self._concurrency = int(concurrency)
         self.case_retries = max(0, int(case_retries))
@@ -228,10 +355,20 @@ class NovaSonic(NetworkModel):
         return self._concurrency
 
     def identity(self) -> dict[str, Any]:
-        return {"name": self.name, "adapter": "nova-sonic", "model": self.model, "region": self.region,
-                "endpoint": self.endpoint, "voice": self.voice, "base_prompt": self.base_prompt,
-                "endpointing_sensitivity": self.endpointing, "inference": self.inference,
-                "sample_rate": INPUT_RATE, "output_sample_rate": OUTPUT_RATE, "frame_s": self.frame_s}
+        return {
+            "name": self.name,
+            "adapter": "nova-sonic",
+            "model": self.model,
+            "region": self.region,
+            "endpoint": self.endpoint,
+            "voice": self.voice,
+            "base_prompt": self.base_prompt,
+            "endpointing_sensitivity": self.endpointing,
+            "inference": self.inference,
+            "sample_rate": INPUT_RATE,
+            "output_sample_rate": OUTPUT_RATE,
+            "frame_s": self.frame_s,
+        }
 
     def prompt(self, instruction: str | None) -> str | None:
         if not instruction:
@@ -245,8 +382,10 @@ class NovaSonic(NetworkModel):
         transport = crt.AWSCRTHTTPClient()
         if self.ca_file:
             if not hasattr(transport, "_tls_ctx"):
-                raise ConfigError("model.ca_file: the installed smithy-http has no TLS context to replace "
-                                  "(AWSCRTHTTPClient._tls_ctx); use the pinned aws-sdk-bedrock-runtime==0.12.0")
+                raise ConfigError(
+                    "model.ca_file: the installed smithy-http has no TLS context to replace "
+                    "(AWSCRTHTTPClient._tls_ctx); use the pinned aws-sdk-bedrock-runtime==0.12.0"
+                )
             io = self.client_module("awscrt.io")
             opts = io.TlsContextOptions()
             opts.override_default_trust_store_from_path(None, str(self.ca_file))
@@ -254,7 +393,10 @@ class NovaSonic(NetworkModel):
         return transport
 
     def session(self, instruction: str | None, seed: int) -> NovaSession:
-        return NovaSession(self, NovaProtocol(self.prompt(instruction), self.voice, self.inference, self.endpointing))
+        return NovaSession(
+            self,
+            NovaProtocol(self.prompt(instruction), self.voice, self.inference, self.endpointing),
+        )
 
 
 class NovaSession(NetworkSession):
@@ -272,18 +414,30 @@ class NovaSession(NetworkSession):
 
     async def _connect(self) -> None:
         m = self.model
-        client_mod, config_mod = m.client_module("aws_sdk_bedrock_runtime.client"), m.client_module("aws_sdk_bedrock_runtime.config")
-        models, crt = m.client_module("aws_sdk_bedrock_runtime.models"), m.client_module("smithy_http.aio.crt")
+        client_mod, config_mod = (
+            m.client_module("aws_sdk_bedrock_runtime.client"),
+            m.client_module("aws_sdk_bedrock_runtime.config"),
+        )
+        models, crt = (
+            m.client_module("aws_sdk_bedrock_runtime.models"),
+            m.client_module("smithy_http.aio.crt"),
+        )
         kw: dict[str, Any] = {"region": m.region, "transport": m.transport(crt)}
         if m.endpoint:
             kw["endpoint_uri"] = m.endpoint
         try:
             cfg = await config_mod.AsyncBedrockRuntimeConfig.resolve(profile=m.profile, **kw)
             client = client_mod.AsyncBedrockRuntimeClient(config=cfg)
-            self._stream = await asyncio.wait_for(client.invoke_model_with_bidirectional_stream(
-                models.InvokeModelWithBidirectionalStreamOperationInput(model_id=m.model)), m.connect_timeout_s)
+            self._stream = await asyncio.wait_for(
+                client.invoke_model_with_bidirectional_stream(
+                    models.InvokeModelWithBidirectionalStreamOperationInput(model_id=m.model)
+                ),
+                m.connect_timeout_s,
+            )
         except Exception as e:  # credentials, endpoint, TLS: the SDK's and CRT's own errors
-            raise NovaUnavailable(f"{self.where()}: cannot open the stream ({type(e).__name__}: {e})") from None
+            raise NovaUnavailable(
+                f"{self.where()}: cannot open the stream ({type(e).__name__}: {e})"
+            ) from None
         self._models = models
         for ev in self.protocol.opening():
             await self._put(ev)
@@ -291,7 +445,9 @@ class NovaSession(NetworkSession):
 
     async def _put(self, event: dict[str, Any]) -> None:
         part = self._models.BidirectionalInputPayloadPart(bytes_=json.dumps(event).encode("utf-8"))
-        await self._stream.input_stream.send(self._models.InvokeModelWithBidirectionalStreamInputChunk(value=part))
+        await self._stream.input_stream.send(
+            self._models.InvokeModelWithBidirectionalStreamInputChunk(value=part)
+        )
 
     async def _read(self) -> None:
         _, output = await self._stream.await_output()
@@ -303,15 +459,21 @@ class NovaSession(NetworkSession):
             data = getattr(value, "bytes_", None)
             if data is None:  # one of the stream's exception members
                 kind = type(ev).__name__.removeprefix("InvokeModelWithBidirectionalStreamOutput")
-                busy = kind in ("ThrottlingException", "ServiceUnavailableException", "ModelTimeoutException",
-                                "InternalServerException")
+                busy = kind in (
+                    "ThrottlingException",
+                    "ServiceUnavailableException",
+                    "ModelTimeoutException",
+                    "InternalServerException",
+                )
                 err = NovaUnavailable if busy else NovaServiceError
                 raise err(f"{self.where()}: {kind}: {getattr(value, 'message', value)}")
             try:
                 message = json.loads(data)
                 events = self.protocol.handle(message, time.monotonic())
             except (ValueError, KeyError, TypeError, AttributeError) as e:
-                raise self.error(f"malformed event ({type(e).__name__}: {e}): {data[:120]!r}") from None
+                raise self.error(
+                    f"malformed event ({type(e).__name__}: {e}): {data[:120]!r}"
+                ) from None
             for e in events:
                 self._emit(e)
 
@@ -333,7 +495,10 @@ class NovaSession(NetworkSession):
         if p and p.get("usd_per_1k_tokens"):
             r = p["usd_per_1k_tokens"]
             cost = round(sum(usage[k] * float(r.get(k, 0)) for k in usage) / 1000.0, 6)
-        return {"usage": usage, "cost_usd": cost,
-                "prices": None if not p else {"date": p.get("date"), "source": p.get("source")},
-                "interrupted_answers": len(self.protocol.interrupted),
-                "dropped_audio_ms": round(1000 * self.protocol.dropped_audio_s, 3)}
+        return {
+            "usage": usage,
+            "cost_usd": cost,
+            "prices": None if not p else {"date": p.get("date"), "source": p.get("source")},
+            "interrupted_answers": len(self.protocol.interrupted),
+            "dropped_audio_ms": round(1000 * self.protocol.dropped_audio_s, 3),
+        }

@@ -64,15 +64,31 @@ import numpy as np
 from fdeval.audio.resample import StreamResampler
 from fdeval.errors import ConfigError
 from fdeval.models.base import ModelEvent, ModelUnavailable, PlayedFlush
-from fdeval.models.network import KeyMask, NetworkModel, NetworkSession, ServerConnectionError, plain
+from fdeval.models.network import (
+    KeyMask,
+    NetworkModel,
+    NetworkSession,
+    ServerConnectionError,
+    plain,
+)
 
 log = logging.getLogger("fdeval")
 
-SESSION_TYPES = "openai.types.realtime.realtime_session_create_request"  # where the SDK lists deprecated ids
-PLAY_SLACK_S = 0.2  # playback starts on the frame grid: a chunk may end up to a frame later than it arrived
+SESSION_TYPES = (
+    "openai.types.realtime.realtime_session_create_request"  # where the SDK lists deprecated ids
+)
+PLAY_SLACK_S = (
+    0.2  # playback starts on the frame grid: a chunk may end up to a frame later than it arrived
+)
 WHOLE_TOLERANCE_MS = 2.0
-DEFAULT_TURN_DETECTION = {"type": "server_vad", "threshold": 0.5, "prefix_padding_ms": 300,
-                          "silence_duration_ms": 500, "create_response": True, "interrupt_response": True}
+DEFAULT_TURN_DETECTION = {
+    "type": "server_vad",
+    "threshold": 0.5,
+    "prefix_padding_ms": 300,
+    "silence_duration_ms": 500,
+    "create_response": True,
+    "interrupt_response": True,
+}
 
 
 @dataclass(frozen=True)
@@ -90,11 +106,26 @@ class Dialect:
 
 
 DIALECTS = {
-    "openai": Dialect("openai", "OPENAI_API_KEY", "wss://api.openai.com/v1", (24000,), ("server_vad", "semantic_vad"),
-                      False, ("session.created",), ("response_cancel_not_active",)),
-    "xai": Dialect("xai", "XAI_API_KEY", "wss://api.x.ai/v1", (8000, 16000, 21050, 24000, 32000, 44100, 48000),
-                   ("server_vad",), True, ("conversation.created", "session.created"),
-                   ("response_cancel_not_active", "no active response", "already has an active response")),
+    "openai": Dialect(
+        "openai",
+        "OPENAI_API_KEY",
+        "wss://api.openai.com/v1",
+        (24000,),
+        ("server_vad", "semantic_vad"),
+        False,
+        ("session.created",),
+        ("response_cancel_not_active",),
+    ),
+    "xai": Dialect(
+        "xai",
+        "XAI_API_KEY",
+        "wss://api.x.ai/v1",
+        (8000, 16000, 21050, 24000, 32000, 44100, 48000),
+        ("server_vad",),
+        True,
+        ("conversation.created", "session.created"),
+        ("response_cancel_not_active", "no active response", "already has an active response"),
+    ),
 }
 
 
@@ -118,7 +149,9 @@ def sdk_deprecations(module: Any) -> dict[str, str]:
         return {}
     out: dict[str, str] = {}
     block = text.partition("Deprecated values:")[2].partition('"""')[0]
-    for ids, date in re.findall(r"-\s+((?:\"[^\"]+\",?\s*)+):\s*Announced shutdown date:\s*(\d{4}-\d{2}-\d{2})", block):
+    for ids, date in re.findall(
+        r"-\s+((?:\"[^\"]+\",?\s*)+):\s*Announced shutdown date:\s*(\d{4}-\d{2}-\d{2})", block
+    ):
         for mid in re.findall(r"\"([^\"]+)\"", ids):
             out[mid] = date
     return out
@@ -135,23 +168,42 @@ class OpenAIRealtime(NetworkModel):
     env_keys: tuple[str, ...] = ("OPENAI_API_KEY",)
     default_dialect = "openai"
 
-    def __init__(self, name: str = "gpt_realtime", model: str = "gpt-realtime-2025-08-28", dialect: str | None = None,
-                 voice: str | None = "marin", base_prompt: str | None = None,
-                 turn_detection: dict[str, Any] | str | None = "default", input_rate: int = 24000,
-                 output_rate: int = 24000, input_transcription: str | None = None,
-                 reasoning: dict[str, Any] | None = None, base_url: str | None = None, concurrency: int = 1,
-                 case_retries: int = 2, connect_timeout_s: float = 30.0, connect_retries: int = 3,
-                 max_retry_after_s: float = 30.0, manual_silence_ms: int = 500, manual_threshold: float = 0.01,
-                 prices: dict[str, Any] | None = None, turn_silence_s: float | None = None,
-                 server: dict[str, Any] | None = None):
+    def __init__(
+        self,
+        name: str = "gpt_realtime",
+        model: str = "gpt-realtime-2025-08-28",
+        dialect: str | None = None,
+        voice: str | None = "marin",
+        base_prompt: str | None = None,
+        turn_detection: dict[str, Any] | str | None = "default",
+        input_rate: int = 24000,
+        output_rate: int = 24000,
+        input_transcription: str | None = None,
+        reasoning: dict[str, Any] | None = None,
+        base_url: str | None = None,
+        concurrency: int = 1,
+        case_retries: int = 2,
+        connect_timeout_s: float = 30.0,
+        connect_retries: int = 3,
+        max_retry_after_s: float = 30.0,
+        manual_silence_ms: int = 500,
+        manual_threshold: float = 0.01,
+        prices: dict[str, Any] | None = None,
+        turn_silence_s: float | None = None,
+        server: dict[str, Any] | None = None,
+    ):
         self.name = name
         dialect = dialect or self.default_dialect
         if dialect not in DIALECTS:
-            raise ConfigError(f"model.dialect: unknown dialect {dialect!r}; valid: {', '.join(DIALECTS)}")
+            raise ConfigError(
+                f"model.dialect: unknown dialect {dialect!r}; valid: {', '.join(DIALECTS)}"
+            )
         self.dialect = DIALECTS[dialect]
         if self.dialect.key_var not in self.env_keys:
-            raise ConfigError(f"model.dialect: {dialect} reads {self.dialect.key_var}; use the model config made for it "
-                              f"(model=grok_voice for xai, model=gpt_realtime for openai)")
+            raise ConfigError(
+                f"model.dialect: {dialect} reads {self.dialect.key_var}; use the model config made for it "
+                f"(model=grok_voice for xai, model=gpt_realtime for openai)"
+            )
         self.require_clients()
         self.api_key()  # fail at once, naming the variable
         _KEYS.install(_MASKED_LOGGERS)
@@ -164,20 +216,26 @@ class OpenAIRealtime(NetworkModel):
         if td in (None, "none", "null"):
             td = None
         elif not isinstance(td, dict) or td.get("type") not in self.dialect.turn_types:
-            raise ConfigError(f"model.turn_detection: {dialect} takes type {' or '.join(self.dialect.turn_types)}, or null "
-                              f"(manual turns); got {td!r}")
+            raise ConfigError(
+                f"model.turn_detection: {dialect} takes type {' or '.join(self.dialect.turn_types)}, or null "
+                f"(manual turns); got {td!r}"
+            )
         self.turn_detection: dict[str, Any] | None = td
         for field_name, rate in (("input_rate", input_rate), ("output_rate", output_rate)):
             if int(rate) not in self.dialect.rates:
-                raise ConfigError(f"model.{field_name}: {dialect} takes PCM16 at {', '.join(map(str, self.dialect.rates))} Hz; "
-                                  f"got {rate}")
+                raise ConfigError(
+                    f"model.{field_name}: {dialect} takes PCM16 at {', '.join(map(str, self.dialect.rates))} Hz; "
+                    f"got {rate}"
+                )
         self.sample_rate = int(input_rate)
         self.output_rate = int(output_rate)
         self.input_transcription = input_transcription
         self.reasoning = plain(reasoning)
         self.base_url = str(base_url or self.dialect.base_url).rstrip("/")
         if not re.match(r"^wss?://", self.base_url):
-            raise ConfigError(f"model.base_url: a WebSocket URL (wss://... or ws://...) is needed; got {self.base_url!r}")
+            raise ConfigError(
+                f"model.base_url: a WebSocket URL (wss://... or ws://...) is needed; got {self.base_url!r}"
+            )
         self._concurrency = int(concurrency)
         if self._concurrency < 1:
             raise ConfigError(f"model.concurrency: at least 1 session per key; got {concurrency}")
@@ -194,8 +252,12 @@ class OpenAIRealtime(NetworkModel):
         if self.dialect.name == "openai":
             shutdown = sdk_deprecations(self.client_module(SESSION_TYPES)).get(self.model)
         if shutdown:
-            log.warning("%s: model id %s is deprecated in the openai package; its announced shutdown date is %s",
-                        self.name, self.model, shutdown)
+            log.warning(
+                "%s: model id %s is deprecated in the openai package; its announced shutdown date is %s",
+                self.name,
+                self.model,
+                shutdown,
+            )
 
     # -- what the run asks -----------------------------------------------------------------------
     @property  # type: ignore[override]
@@ -205,29 +267,44 @@ class OpenAIRealtime(NetworkModel):
     def share(self, index: int, count: int) -> None:
         """Spread `model.concurrency` sessions over `count` client processes (they share the key)."""
         if count > self._concurrency:
-            raise ConfigError(f"model.concurrency={self._concurrency} sessions cannot be spread over {count} client "
-                              "processes; lower orchestrator.client_processes or raise model.concurrency")
+            raise ConfigError(
+                f"model.concurrency={self._concurrency} sessions cannot be spread over {count} client "
+                "processes; lower orchestrator.client_processes or raise model.concurrency"
+            )
         base, extra = divmod(self._concurrency, count)
         self._concurrency = base + (1 if index < extra else 0)
 
     def api_key(self) -> str:
         key = os.environ.get(self.dialect.key_var)
         if not key:
-            raise ConfigError(f"{self.name}: no API key: set {self.dialect.key_var} in the environment "
-                              "(it is never read from the config)")
+            raise ConfigError(
+                f"{self.name}: no API key: set {self.dialect.key_var} in the environment "
+                "(it is never read from the config)"
+            )
         return key
 
     def identity(self) -> dict[str, Any]:
         openai = self.client_module("openai")
         # the endpoint is part of it: a proxy or a stand-in is not the vendor's service
-        return {"name": self.name, "adapter": "openai-realtime", "dialect": self.dialect.name, "model": self.model,
-                "endpoint": self.base_url,
-                "voice": self.voice, "base_prompt": self.base_prompt, "turn_detection": self.turn_detection,
-                "input_rate": self.sample_rate, "output_rate": self.output_rate,
-                "input_transcription": self.input_transcription, "reasoning": self.reasoning,
-                "openai": getattr(openai, "__version__", "?"), "frame_s": self.frame_s,
-                "manual_turns": None if self.turn_detection else {"silence_ms": self.manual_silence_ms,
-                                                                  "threshold": self.manual_threshold}}
+        return {
+            "name": self.name,
+            "adapter": "openai-realtime",
+            "dialect": self.dialect.name,
+            "model": self.model,
+            "endpoint": self.base_url,
+            "voice": self.voice,
+            "base_prompt": self.base_prompt,
+            "turn_detection": self.turn_detection,
+            "input_rate": self.sample_rate,
+            "output_rate": self.output_rate,
+            "input_transcription": self.input_transcription,
+            "reasoning": self.reasoning,
+            "openai": getattr(openai, "__version__", "?"),
+            "frame_s": self.frame_s,
+            "manual_turns": None
+            if self.turn_detection
+            else {"silence_ms": self.manual_silence_ms, "threshold": self.manual_threshold},
+        }
 
     def prompt(self, instruction: str | None) -> str | None:
         if not instruction:
@@ -240,7 +317,11 @@ class OpenAIRealtime(NetworkModel):
         pcm_out = {"type": "audio/pcm", "rate": self.output_rate}
         audio_in: dict[str, Any] = {"format": pcm_in}
         audio_out: dict[str, Any] = {"format": pcm_out}
-        s: dict[str, Any] = {"type": "realtime", "model": self.model, "output_modalities": ["audio"]}
+        s: dict[str, Any] = {
+            "type": "realtime",
+            "model": self.model,
+            "output_modalities": ["audio"],
+        }
         prompt = self.prompt(instruction)
         if prompt:
             s["instructions"] = prompt
@@ -263,7 +344,9 @@ class OpenAIRealtime(NetworkModel):
         openai = self.client_module("openai")
         http = re.sub(r"^ws", "http", self.base_url)
         # URLs and key passed explicitly: OPENAI_BASE_URL or another vendor's key cannot redirect a run
-        return openai.AsyncOpenAI(api_key=self.api_key(), base_url=http, websocket_base_url=self.base_url, max_retries=0)
+        return openai.AsyncOpenAI(
+            api_key=self.api_key(), base_url=http, websocket_base_url=self.base_url, max_retries=0
+        )
 
     def session(self, instruction: str | None, seed: int) -> RealtimeSession:
         return RealtimeSession(self, instruction)
@@ -279,10 +362,25 @@ class GrokVoice(OpenAIRealtime):
     env_keys = ("XAI_API_KEY",)
     default_dialect = "xai"
 
-    def __init__(self, name: str = "grok_voice", model: str = "grok-voice-think-fast-1.0", dialect: str | None = "xai",
-                 voice: str | None = "eve", input_rate: int = 16000, output_rate: int = 16000, **kw: Any):
-        super().__init__(name=name, model=model, dialect=dialect, voice=voice, input_rate=input_rate,
-                         output_rate=output_rate, **kw)
+    def __init__(
+        self,
+        name: str = "grok_voice",
+        model: str = "grok-voice-think-fast-1.0",
+        dialect: str | None = "xai",
+        voice: str | None = "eve",
+        input_rate: int = 16000,
+        output_rate: int = 16000,
+        **kw: Any,
+    ):
+        super().__init__(
+            name=name,
+            model=model,
+            dialect=dialect,
+            voice=voice,
+            input_rate=input_rate,
+            output_rate=output_rate,
+            **kw,
+        )
 
 
 # -- prices ------------------------------------------------------------------------------------
@@ -304,7 +402,9 @@ def check_prices(prices: dict[str, Any] | None, dialect: str) -> dict[str, Any] 
         if missing:
             raise ConfigError(f"model.prices.usd_per_1m_tokens: missing {', '.join(missing)}")
     elif "usd_per_audio_minute" not in prices:
-        raise ConfigError("model.prices.usd_per_audio_minute: missing (xAI bills audio minutes sent and received)")
+        raise ConfigError(
+            "model.prices.usd_per_audio_minute: missing (xAI bills audio minutes sent and received)"
+        )
     return dict(prices)
 
 
@@ -316,8 +416,9 @@ def session_cost(prices: dict[str, Any] | None, usage: dict[str, float]) -> floa
         r = prices["usd_per_1m_tokens"]
         return sum(float(usage.get(k, 0)) * float(r[k]) for k in TOKEN_KINDS) / 1e6
     minutes = (float(usage.get("audio_sent_s", 0)) + float(usage.get("audio_received_s", 0))) / 60.0
-    return minutes * float(prices["usd_per_audio_minute"]) + float(usage.get("item_creates", 0)) * float(
-        prices.get("usd_per_item_create", 0.0))
+    return minutes * float(prices["usd_per_audio_minute"]) + float(
+        usage.get("item_creates", 0)
+    ) * float(prices.get("usd_per_item_create", 0.0))
 
 
 # -- the session -------------------------------------------------------------------------------
@@ -369,10 +470,16 @@ class RealtimeSession(NetworkSession):
             if wait is None:
                 break
             if attempt == m.connect_retries:
-                raise RealtimeUnavailable(f"{self.where()}: {self._busy} (after {attempt + 1} tries)")
+                raise RealtimeUnavailable(
+                    f"{self.where()}: {self._busy} (after {attempt + 1} tries)"
+                )
             await asyncio.sleep(wait)
         self._start_reader()
-        await self._until(self._created, m.connect_timeout_s, f"first event ({' or '.join(m.dialect.first_events)})")
+        await self._until(
+            self._created,
+            m.connect_timeout_s,
+            f"first event ({' or '.join(m.dialect.first_events)})",
+        )
         await self._conn.session.update(session=m.session_config(self.instruction))
         await self._until(self._updated, m.connect_timeout_s, "session.updated")
 
@@ -388,12 +495,19 @@ class RealtimeSession(NetworkSession):
             self._cm = None
             status = e.response.status_code
             if status in (401, 403):
-                raise self.error(f"the service refused the key in {m.dialect.key_var} (HTTP {status})") from None
+                raise self.error(
+                    f"the service refused the key in {m.dialect.key_var} (HTTP {status})"
+                ) from None
             if status == 429 or status >= 500:
                 self._busy = f"the service is busy (HTTP {status})"
                 return _retry_after(e.response.headers, m.max_retry_after_s)
             raise self.error(f"the service refused the session (HTTP {status})") from None
-        except (OSError, TimeoutError, exceptions.InvalidHandshake, exceptions.ConnectionClosed) as e:
+        except (
+            OSError,
+            TimeoutError,
+            exceptions.InvalidHandshake,
+            exceptions.ConnectionClosed,
+        ) as e:
             self._cm = None
             self._busy = f"cannot connect ({type(e).__name__}: {_mask(str(e))})"
             return 1.0
@@ -414,10 +528,14 @@ class RealtimeSession(NetworkSession):
                 try:
                     self._handle(kind, ev, arrival)
                 except (KeyError, TypeError, ValueError, AttributeError) as e:
-                    raise self.error(f"malformed {kind} event ({type(e).__name__}: {e}): {_snippet(raw)}") from None
+                    raise self.error(
+                        f"malformed {kind} event ({type(e).__name__}: {e}): {_snippet(raw)}"
+                    ) from None
         except exceptions.ConnectionClosed as e:
             code = e.rcvd.code if e.rcvd is not None else None
-            raise RealtimeUnavailable(f"{self.where()}: the service closed the connection (close code {code})") from None
+            raise RealtimeUnavailable(
+                f"{self.where()}: the service closed the connection (close code {code})"
+            ) from None
 
     def _vendor(self, name: str, arrival: float, detail: str = "") -> None:
         self._emit(ModelEvent("vendor", text=name, detail=detail, arrival_mono=arrival))
@@ -434,10 +552,18 @@ class RealtimeSession(NetworkSession):
             if ev["response_id"] not in self._interrupted_responses and ev["delta"]:
                 self._emit(ModelEvent("text", text=ev["delta"], arrival_mono=arrival))
         elif kind == "input_audio_buffer.speech_started":
-            self._vendor("speech_started", arrival, f"audio_start_ms={ev.get('audio_start_ms')} item_id={ev.get('item_id')}")
+            self._vendor(
+                "speech_started",
+                arrival,
+                f"audio_start_ms={ev.get('audio_start_ms')} item_id={ev.get('item_id')}",
+            )
             self._barge_in(arrival)
         elif kind == "input_audio_buffer.speech_stopped":
-            self._vendor("speech_stopped", arrival, f"audio_end_ms={ev.get('audio_end_ms')} item_id={ev.get('item_id')}")
+            self._vendor(
+                "speech_stopped",
+                arrival,
+                f"audio_end_ms={ev.get('audio_end_ms')} item_id={ev.get('item_id')}",
+            )
         elif kind == "response.created":
             self._response = ev["response"]["id"]
             self.n_responses += 1
@@ -445,11 +571,16 @@ class RealtimeSession(NetworkSession):
         elif kind == "response.done":
             self._done(ev["response"], arrival)
         elif kind == "conversation.item.truncated":
-            self._vendor("truncated", arrival, f"item_id={ev['item_id']} audio_end_ms={ev['audio_end_ms']}")
+            self._vendor(
+                "truncated", arrival, f"item_id={ev['item_id']} audio_end_ms={ev['audio_end_ms']}"
+            )
         elif kind == "conversation.item.deleted":
             self._vendor("deleted", arrival, f"item_id={ev['item_id']}")
         elif kind == "rate_limits.updated":
-            limits = " ".join(f"{r.get('name')}={r.get('remaining')}/{r.get('limit')}" for r in ev.get("rate_limits") or ())
+            limits = " ".join(
+                f"{r.get('name')}={r.get('remaining')}/{r.get('limit')}"
+                for r in ev.get("rate_limits") or ()
+            )
             self._vendor("rate_limits", arrival, limits)
         elif kind == "error":
             self._service_error(ev.get("error") or {}, arrival)
@@ -462,8 +593,10 @@ class RealtimeSession(NetworkSession):
             fmt = (audio.get(side) or {}).get("format") or {}
             got = fmt.get("rate")
             if got is not None and int(got) != want:
-                raise self.error(f"the service set the {side} audio to {got} Hz, not the {want} Hz asked for "
-                                 f"(model.{side}_rate)")
+                raise self.error(
+                    f"the service set the {side} audio to {got} Hz, not the {want} Hz asked for "
+                    f"(model.{side}_rate)"
+                )
 
     def _audio(self, ev: dict[str, Any], arrival: float) -> None:
         rid, item = ev["response_id"], ev["item_id"]
@@ -495,7 +628,9 @@ class RealtimeSession(NetworkSession):
         # audio that may still be queued or playing (a frame of scheduling slack): flush it
         if self._audio_since_flush and arrival < self._play_end_mono + PLAY_SLACK_S:
             self._audio_since_flush = False
-            self._pending_truncate = {i for i, v in self._items.items() if v["response_id"] == rid or not v.get("settled")}
+            self._pending_truncate = {
+                i for i, v in self._items.items() if v["response_id"] == rid or not v.get("settled")
+            }
             self._emit(ModelEvent("interrupted", arrival_mono=arrival))
         elif rid is not None and not self._server_cancels():
             self._cancel_wanted = True
@@ -514,7 +649,10 @@ class RealtimeSession(NetworkSession):
         usage = resp.get("usage") or {}
         din, dout = usage.get("input_token_details") or {}, usage.get("output_token_details") or {}
         cached = din.get("cached_tokens_details") or {}
-        c_audio, c_text = float(cached.get("audio_tokens", 0) or 0), float(cached.get("text_tokens", 0) or 0)
+        c_audio, c_text = (
+            float(cached.get("audio_tokens", 0) or 0),
+            float(cached.get("text_tokens", 0) or 0),
+        )
         self.usage["audio_in"] += float(din.get("audio_tokens", 0) or 0) - c_audio
         self.usage["audio_in_cached"] += c_audio
         self.usage["text_in"] += float(din.get("text_tokens", 0) or 0) - c_text
@@ -524,7 +662,9 @@ class RealtimeSession(NetworkSession):
 
     def _service_error(self, err: dict[str, Any], arrival: float) -> None:
         code, message = str(err.get("code") or ""), str(err.get("message") or "")
-        self._vendor("error", arrival, f"code={code} param={err.get('param')} message={message[:200]}")
+        self._vendor(
+            "error", arrival, f"code={code} param={err.get('param')} message={message[:200]}"
+        )
         if any(b == code or b in message.lower() for b in self.model.dialect.benign_errors):
             return
         self.errors.append(f"{code}: {message}")
@@ -557,15 +697,30 @@ class RealtimeSession(NetworkSession):
                 continue  # played whole (the resampler holds back well under a ms): nothing to tell
             if end_ms <= 0:
                 await self._conn.conversation.item.delete(item_id=item)
-                row = {"item_id": item, "action": "delete", "audio_end_ms": 0, "played_ms": played_ms,
-                       "received_ms": received_ms}
+                row = {
+                    "item_id": item,
+                    "action": "delete",
+                    "audio_end_ms": 0,
+                    "played_ms": played_ms,
+                    "received_ms": received_ms,
+                }
             else:
-                await self._conn.conversation.item.truncate(item_id=item, content_index=0, audio_end_ms=end_ms)
-                row = {"item_id": item, "action": "truncate", "audio_end_ms": end_ms, "played_ms": played_ms,
-                       "received_ms": received_ms}
+                await self._conn.conversation.item.truncate(
+                    item_id=item, content_index=0, audio_end_ms=end_ms
+                )
+                row = {
+                    "item_id": item,
+                    "action": "truncate",
+                    "audio_end_ms": end_ms,
+                    "played_ms": played_ms,
+                    "received_ms": received_ms,
+                }
             self.truncates.append(row)
-            self._vendor(row["action"], time.monotonic(),
-                         f"item_id={item} audio_end_ms={end_ms} played_ms={played_ms:.3f} received_ms={received_ms:.1f}")
+            self._vendor(
+                row["action"],
+                time.monotonic(),
+                f"item_id={item} audio_end_ms={end_ms} played_ms={played_ms:.3f} received_ms={received_ms:.1f}",
+            )
         if not self._server_cancels() and self._response is not None:
             self._cancel_wanted = True
 
@@ -575,7 +730,9 @@ class RealtimeSession(NetworkSession):
         if self._cancel_wanted:
             self._cancel_wanted = False
             await self._conn.response.cancel()
-        await self._conn.input_audio_buffer.append(audio=base64.b64encode(pcm.tobytes()).decode("ascii"))
+        await self._conn.input_audio_buffer.append(
+            audio=base64.b64encode(pcm.tobytes()).decode("ascii")
+        )
         self.usage["audio_sent_s"] += len(frame) / self.model.sample_rate
         if self.model.turn_detection is None:
             await self._manual_turns(frame)
@@ -583,14 +740,18 @@ class RealtimeSession(NetworkSession):
     async def _manual_turns(self, frame: np.ndarray) -> None:
         """turn_detection null: the client decides the turns (an energy gate on the user's audio)."""
         m = self.model
-        loud = float(np.sqrt(np.mean(np.square(frame)))) > m.manual_threshold if len(frame) else False
+        loud = (
+            float(np.sqrt(np.mean(np.square(frame)))) > m.manual_threshold if len(frame) else False
+        )
         if loud and not self._gate_speaking:
             self._gate_speaking, self._gate_quiet_ms, self._gate_heard = True, 0.0, True
             now = time.monotonic()
             self._vendor("client_speech_started", now)
             self._barge_in(now)
         elif self._gate_speaking:
-            self._gate_quiet_ms = 0.0 if loud else self._gate_quiet_ms + 1000.0 * len(frame) / m.sample_rate
+            self._gate_quiet_ms = (
+                0.0 if loud else self._gate_quiet_ms + 1000.0 * len(frame) / m.sample_rate
+            )
             if self._gate_quiet_ms >= m.manual_silence_ms:
                 self._gate_speaking = False
                 await self._conn.input_audio_buffer.commit()
@@ -606,11 +767,18 @@ class RealtimeSession(NetworkSession):
         m = self.model
         usage = {k: round(v, 6) if isinstance(v, float) else v for k, v in self.usage.items()}
         cost = m.cost_usd(self.usage)
-        return {"usage": usage, "cost_usd": None if cost is None else round(cost, 6),
-                "prices": None if m.prices is None else {"date": m.prices["date"], "source": m.prices["source"]},
-                "n_responses": self.n_responses, "truncates": self.truncates,
-                "dropped_audio_ms": round(self.dropped_audio_ms, 3), "service_errors": self.errors,
-                "events": dict(sorted(self.counts.items()))}
+        return {
+            "usage": usage,
+            "cost_usd": None if cost is None else round(cost, 6),
+            "prices": None
+            if m.prices is None
+            else {"date": m.prices["date"], "source": m.prices["source"]},
+            "n_responses": self.n_responses,
+            "truncates": self.truncates,
+            "dropped_audio_ms": round(self.dropped_audio_ms, 3),
+            "service_errors": self.errors,
+            "events": dict(sorted(self.counts.items())),
+        }
 
 
 def _retry_after(headers: Any, cap_s: float) -> float:
@@ -630,6 +798,14 @@ def _snippet(raw: Any) -> str:
 # -- keys out of logs ------------------------------------------------------------------------------
 KEY_VARIABLES = tuple(d.key_var for d in DIALECTS.values())
 _KEYS = KeyMask(KEY_VARIABLES, patterns=(r"(Bearer\s+)\S+",))
-_MASKED_LOGGERS = ("websockets.client", "websockets.protocol", "websockets", "openai", "openai._base_client",
-                   "openai.resources.realtime.realtime", "httpx", "httpcore")
+_MASKED_LOGGERS = (
+    "websockets.client",
+    "websockets.protocol",
+    "websockets",
+    "openai",
+    "openai._base_client",
+    "openai.resources.realtime.realtime",
+    "httpx",
+    "httpcore",
+)
 _mask = _KEYS.mask

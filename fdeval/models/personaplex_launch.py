@@ -72,8 +72,11 @@ def apply_arch(path: str) -> None:
     with open(path) as f:
         arch = json.load(f)
     loaders._lm_kwargs = dict(arch["lm_kwargs"])
-    for key, name in (("seanet", "_seanet_kwargs"), ("transformer", "_transformer_kwargs"),
-                      ("quantizer", "_quantizer_kwargs")):
+    for key, name in (
+        ("seanet", "_seanet_kwargs"),
+        ("transformer", "_transformer_kwargs"),
+        ("quantizer", "_quantizer_kwargs"),
+    ):
         if key in arch.get("mimi", {}):
             setattr(loaders, name, dict(arch["mimi"][key]))
     _note(f"architecture from {path}")
@@ -99,16 +102,22 @@ def _decoding(LMGen) -> None:
     overrides = json.loads(os.environ.get("FDEVAL_PERSONAPLEX_LM_GEN", "") or "{}")
     if not overrides:
         return
-    unknown = set(overrides) - LM_GEN_KEYS if isinstance(overrides, dict) else {"(not a JSON object)"}
+    unknown = (
+        set(overrides) - LM_GEN_KEYS if isinstance(overrides, dict) else {"(not a JSON object)"}
+    )
     if unknown:
-        raise SystemExit(f"FDEVAL_PERSONAPLEX_LM_GEN: unknown LMGen arguments {sorted(unknown)} "
-                         f"(known: {sorted(LM_GEN_KEYS)})")
+        raise SystemExit(
+            f"FDEVAL_PERSONAPLEX_LM_GEN: unknown LMGen arguments {sorted(unknown)} "
+            f"(known: {sorted(LM_GEN_KEYS)})"
+        )
     init = LMGen.__init__
 
     def __init__(self, *args, **kwargs):
         init(self, *args, **{**kwargs, **overrides})
-        _note(f"LMGen decoding: use_sampling={self.use_sampling} temp={self.temp} temp_text={self.temp_text} "
-              f"top_k={self.top_k} top_k_text={self.top_k_text}")
+        _note(
+            f"LMGen decoding: use_sampling={self.use_sampling} temp={self.temp} temp_text={self.temp_text} "
+            f"top_k={self.top_k} top_k_text={self.top_k_text}"
+        )
 
     LMGen.__init__ = __init__
 
@@ -162,7 +171,10 @@ def _track_phases(LMGen) -> None:
         WHERE.update(phase="conversation", part=None)  # the server sends its 0x00 handshake next
         return out
 
-    LMGen.step_system_prompts, LMGen.step_system_prompts_async = step_system_prompts, step_system_prompts_async
+    LMGen.step_system_prompts, LMGen.step_system_prompts_async = (
+        step_system_prompts,
+        step_system_prompts_async,
+    )
 
 
 def _token_log(LMGen, path: str) -> None:
@@ -171,11 +183,22 @@ def _token_log(LMGen, path: str) -> None:
 
         def wrapper(self, *args, **kwargs):
             out = method(self, *args, **kwargs)
-            tokens = out[0] if isinstance(out, tuple) else out  # (step(return_embeddings=True): (out, emb))
+            tokens = (
+                out[0] if isinstance(out, tuple) else out
+            )  # (step(return_embeddings=True): (out, emb))
             row = None if tokens is None else tokens[0, :, 0].tolist()
             with open(path, "a") as f:
-                f.write(json.dumps({**WHERE, "call": name, "offset": int(self._streaming_state.offset),
-                                    "tokens": row}) + "\n")
+                f.write(
+                    json.dumps(
+                        {
+                            **WHERE,
+                            "call": name,
+                            "offset": int(self._streaming_state.offset),
+                            "tokens": row,
+                        }
+                    )
+                    + "\n"
+                )
             return out
 
         setattr(LMGen, name, wrapper)
@@ -215,8 +238,10 @@ def patch(argv: list[str]) -> None:
     from moshi.models import lm
 
     if not hasattr(lm.LMGen, "step_system_prompts"):
-        raise SystemExit(f"{sys.executable}: its `moshi` ({os.path.dirname(lm.__file__)}) is not NVIDIA's PersonaPlex "
-                         "fork (no LMGen.step_system_prompts); run this launcher with a venv that has moshi-personaplex")
+        raise SystemExit(
+            f"{sys.executable}: its `moshi` ({os.path.dirname(lm.__file__)}) is not NVIDIA's PersonaPlex "
+            "fork (no LMGen.step_system_prompts); run this launcher with a venv that has moshi-personaplex"
+        )
     arch = os.environ.get("FDEVAL_PERSONAPLEX_ARCH")
     if arch:
         apply_arch(arch)

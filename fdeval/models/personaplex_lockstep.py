@@ -41,47 +41,97 @@ from fdeval.models.moshi import ADAPTER_VERSION, checkpoint_identity
 from fdeval.models.moshi_lockstep import MoshiFamilyBatched, need
 
 # the files of PersonaPlex's hub repository, as its loader names them
-HUB_FILES = {"moshi_weight": "model.safetensors", "mimi_weight": "tokenizer-e351c8d8-checkpoint125.safetensors",
-             "tokenizer": "tokenizer_spm_32k_3.model"}
+HUB_FILES = {
+    "moshi_weight": "model.safetensors",
+    "mimi_weight": "tokenizer-e351c8d8-checkpoint125.safetensors",
+    "tokenizer": "tokenizer_spm_32k_3.model",
+}
 VOICES = "voices.tgz"
 
 
 class PersonaPlexLockstep(MoshiFamilyBatched):
     """PersonaPlex in this process, `batch_size` sessions per forward pass."""
 
-    def __init__(self, name: str = "personaplex-lockstep", batch_size: int = 8, turn_silence_s: float | None = 5.0,
-                 hf_repo: str | None = "nvidia/personaplex-7b-v1", config_path: str | None = None,
-                 moshi_weight: str | None = None, mimi_weight: str | None = None, tokenizer: str | None = None,
-                 voice_prompt: str = "NATF0.pt", voice_prompt_dir: str | None = None, device: str = "cuda",
-                 dtype: str = "bfloat16", temp: float = 0.8, temp_text: float = 0.7, top_k: int = 250,
-                 top_k_text: int = 25, seed: int = 42424242, torch_threads: int | None = None,
-                 kv_cache_s: float | None = None, max_text_prompt_tokens: int = 512, log_tokens: bool = False):
-        super().__init__(name, batch_size, turn_silence_s, hf_repo, config_path, moshi_weight, mimi_weight, tokenizer,
-                         device, dtype, {"temp": temp, "temp_text": temp_text, "top_k": top_k, "top_k_text": top_k_text},
-                         seed, torch_threads, kv_cache_s, log_tokens)
+    def __init__(
+        self,
+        name: str = "personaplex-lockstep",
+        batch_size: int = 8,
+        turn_silence_s: float | None = 5.0,
+        hf_repo: str | None = "nvidia/personaplex-7b-v1",
+        config_path: str | None = None,
+        moshi_weight: str | None = None,
+        mimi_weight: str | None = None,
+        tokenizer: str | None = None,
+        voice_prompt: str = "NATF0.pt",
+        voice_prompt_dir: str | None = None,
+        device: str = "cuda",
+        dtype: str = "bfloat16",
+        temp: float = 0.8,
+        temp_text: float = 0.7,
+        top_k: int = 250,
+        top_k_text: int = 25,
+        seed: int = 42424242,
+        torch_threads: int | None = None,
+        kv_cache_s: float | None = None,
+        max_text_prompt_tokens: int = 512,
+        log_tokens: bool = False,
+    ):
+        super().__init__(
+            name,
+            batch_size,
+            turn_silence_s,
+            hf_repo,
+            config_path,
+            moshi_weight,
+            mimi_weight,
+            tokenizer,
+            device,
+            dtype,
+            {"temp": temp, "temp_text": temp_text, "top_k": top_k, "top_k_text": top_k_text},
+            seed,
+            torch_threads,
+            kv_cache_s,
+            log_tokens,
+        )
         self.voice_prompt, self.voice_prompt_dir = voice_prompt, voice_prompt_dir
         if int(max_text_prompt_tokens) < 0:
-            raise ConfigError(f"model.max_text_prompt_tokens: must be >= 0, got {max_text_prompt_tokens}")
+            raise ConfigError(
+                f"model.max_text_prompt_tokens: must be >= 0, got {max_text_prompt_tokens}"
+            )
         self.max_text_prompt_tokens = int(max_text_prompt_tokens)
         if not hf_repo:
             for key in ("moshi_weight", "mimi_weight", "tokenizer", "voice_prompt_dir"):
                 if not getattr(self, key):
-                    raise ConfigError(f"model.{key}: required when model.hf_repo is null (local files, no model hub)")
+                    raise ConfigError(
+                        f"model.{key}: required when model.hf_repo is null (local files, no model hub)"
+                    )
         if voice_prompt_dir is not None:
             path = Path(voice_prompt_dir) / voice_prompt
             if not path.is_file():
-                raise ConfigError(f"model.voice_prompt: no such file: {path} (model.voice_prompt_dir)")
+                raise ConfigError(
+                    f"model.voice_prompt: no such file: {path} (model.voice_prompt_dir)"
+                )
 
     def identity(self) -> dict[str, Any]:
         voice = None
-        if self.voice_prompt_dir is not None:  # (from the hub: its revision, in checkpoint_identity)
+        if (
+            self.voice_prompt_dir is not None
+        ):  # (from the hub: its revision, in checkpoint_identity)
             path = Path(self.voice_prompt_dir) / self.voice_prompt
             voice = {"path": str(path), "sha256": file_sha256(path)}
         return {
-            "name": self.name, "kind": "personaplex-lockstep", "adapter_version": ADAPTER_VERSION,
-            **checkpoint_identity(self), "voice_prompt": self.voice_prompt, "voice_prompt_file": voice,
-            "dtype": self.dtype, "device": self.device, "decoding": self.decoding, "batch_size": self.batch_size,
-            "seed": self.seed, "turn_silence_s": self.turn_silence_s,
+            "name": self.name,
+            "kind": "personaplex-lockstep",
+            "adapter_version": ADAPTER_VERSION,
+            **checkpoint_identity(self),
+            "voice_prompt": self.voice_prompt,
+            "voice_prompt_file": voice,
+            "dtype": self.dtype,
+            "device": self.device,
+            "decoding": self.decoding,
+            "batch_size": self.batch_size,
+            "seed": self.seed,
+            "turn_silence_s": self.turn_silence_s,
         }
 
     def _files(self) -> dict[str, str]:
@@ -113,22 +163,49 @@ class PersonaPlexLockstep(MoshiFamilyBatched):
             lm_kwargs = {k: v for k, v in raw.items() if k not in CONFIG_KEYS}
             if raw.get("mimi_config_name"):
                 ref = str(raw["mimi_config_name"]).removeprefix("file://")
-                ref = ref if os.path.isabs(ref) else os.path.join(os.path.dirname(self.config_path), ref)
+                ref = (
+                    ref
+                    if os.path.isabs(ref)
+                    else os.path.join(os.path.dirname(self.config_path), ref)
+                )
                 mimi_config = json.loads(Path(ref).read_text())
 
         def mimi():  # PersonaPlex uses 8 of Mimi's codebooks
-            return loaders.get_mimi(files["mimi_weight"], mimi_config, device=self.device, num_codebooks=8)
+            return loaders.get_mimi(
+                files["mimi_weight"], mimi_config, device=self.device, num_codebooks=8
+            )
 
         codec = mimi()
         lm = rows.load_lm(files["moshi_weight"], lm_kwargs, self.device, getattr(torch, self.dtype))
         frame_n = int(codec.sample_rate / codec.frame_rate)
-        voice = rows.load_voice_prompt(files["voice"], mimi, self.device, int(codec.sample_rate), frame_n)
+        voice = rows.load_voice_prompt(
+            files["voice"], mimi, self.device, int(codec.sample_rate), frame_n
+        )
         tokenizer = sentencepiece.SentencePieceProcessor(str(files["tokenizer"]))
-        return rows.PersonaPlexRows(lm, codec, tokenizer, self.batch_size, self.device, voice, self.decoding,
-                                    self.kv_steps, self.max_text_prompt_tokens, self.log_tokens)
+        return rows.PersonaPlexRows(
+            lm,
+            codec,
+            tokenizer,
+            self.batch_size,
+            self.device,
+            voice,
+            self.decoding,
+            self.kv_steps,
+            self.max_text_prompt_tokens,
+            self.log_tokens,
+        )
 
 
 # keys of a kyutai-style config.json that are not the LM's kwargs
-CONFIG_KEYS = ("model_type", "moshi_name", "mimi_name", "mimi_config_name", "tokenizer_name", "lora_name",
-               "lm_gen_config", "tts_config", "stt_config", "model_id")
-
+CONFIG_KEYS = (
+    "model_type",
+    "moshi_name",
+    "mimi_name",
+    "mimi_config_name",
+    "tokenizer_name",
+    "lora_name",
+    "lm_gen_config",
+    "tts_config",
+    "stt_config",
+    "model_id",
+)

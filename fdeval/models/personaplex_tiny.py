@@ -52,13 +52,22 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
 
 VOICE = "tiny_voice"
 SAMPLE_RATE = 24000
-ARCH_SIZES = {"dim": 64, "num_heads": 4, "num_layers": 2, "depformer_dim": 64,
-              "depformer_dim_feedforward": int(4.125 * 64), "depformer_num_heads": 4, "depformer_num_layers": 2}
+ARCH_SIZES = {
+    "dim": 64,
+    "num_heads": 4,
+    "num_layers": 2,
+    "depformer_dim": 64,
+    "depformer_dim_feedforward": int(4.125 * 64),
+    "depformer_num_heads": 4,
+    "depformer_num_layers": 2,
+}
 
 
 def _sibling(name: str):
     """A module of this folder loaded from its file (the folder itself is kept off sys.path)."""
-    spec = importlib.util.spec_from_file_location(f"_fdeval_{name}", os.path.join(_HERE, f"{name}.py"))
+    spec = importlib.util.spec_from_file_location(
+        f"_fdeval_{name}", os.path.join(_HERE, f"{name}.py")
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # type: ignore[union-attr]
     return module
@@ -68,14 +77,35 @@ def personaplex_lm_kwargs(text_card: int) -> dict:
     """PersonaPlex's LM structure (NVIDIA/personaplex `loaders._lm_kwargs`, with the dep_q of 16
     that its `get_moshi_lm` forces) at tiny sizes."""
     return {
-        "dim": 4096, "text_card": text_card, "existing_text_padding_id": 3, "n_q": 16, "dep_q": 16, "card": 2048,
-        "num_heads": 32, "num_layers": 32, "hidden_scale": 4.125, "causal": True, "layer_scale": None,
-        "context": 3000, "max_period": 10000, "gating": "silu", "norm": "rms_norm_f32",
-        "positional_embedding": "rope", "depformer_dim": 1024, "depformer_dim_feedforward": int(4.125 * 1024),
-        "depformer_num_heads": 16, "depformer_num_layers": 6, "depformer_causal": True,
-        "depformer_layer_scale": None, "depformer_multi_linear": True, "depformer_context": 8,
-        "depformer_max_period": 10000, "depformer_gating": "silu", "depformer_pos_emb": "none",
-        "depformer_weights_per_step": True, "delays": [0, 0, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1],
+        "dim": 4096,
+        "text_card": text_card,
+        "existing_text_padding_id": 3,
+        "n_q": 16,
+        "dep_q": 16,
+        "card": 2048,
+        "num_heads": 32,
+        "num_layers": 32,
+        "hidden_scale": 4.125,
+        "causal": True,
+        "layer_scale": None,
+        "context": 3000,
+        "max_period": 10000,
+        "gating": "silu",
+        "norm": "rms_norm_f32",
+        "positional_embedding": "rope",
+        "depformer_dim": 1024,
+        "depformer_dim_feedforward": int(4.125 * 1024),
+        "depformer_num_heads": 16,
+        "depformer_num_layers": 6,
+        "depformer_causal": True,
+        "depformer_layer_scale": None,
+        "depformer_multi_linear": True,
+        "depformer_context": 8,
+        "depformer_max_period": 10000,
+        "depformer_gating": "silu",
+        "depformer_pos_emb": "none",
+        "depformer_weights_per_step": True,
+        "delays": [0, 0, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1],
     } | ARCH_SIZES
 
 
@@ -138,31 +168,61 @@ def build(out: Path, seed: int = 0) -> dict:
     mimi = loaders.get_mimi(None, mimi_cfg, device="cpu", num_codebooks=8)
     tiny.mimi_that_hears(mimi, seed)
     lm = loaders.get_moshi_lm(None, lm_kwargs=lm_kw, device="cpu", dtype=torch.float32)
-    files = {"mimi_weight": (mimi, out / "mimi.safetensors"), "moshi_weight": (lm, out / "model.safetensors")}
+    files = {
+        "mimi_weight": (mimi, out / "mimi.safetensors"),
+        "moshi_weight": (lm, out / "model.safetensors"),
+    }
     for module, path in files.values():
         save_file(to_fork_layout(module.state_dict()), str(path))
 
     # kyutai's loaders take the fork layout (strict load) and give back the same weights
-    again = {"mimi_weight": loaders.get_mimi(str(out / "mimi.safetensors"), mimi_cfg, device="cpu", num_codebooks=8),
-             "moshi_weight": loaders.get_moshi_lm(str(out / "model.safetensors"), lm_kwargs=lm_kw, device="cpu",
-                                                  dtype=torch.float32)}
+    again = {
+        "mimi_weight": loaders.get_mimi(
+            str(out / "mimi.safetensors"), mimi_cfg, device="cpu", num_codebooks=8
+        ),
+        "moshi_weight": loaders.get_moshi_lm(
+            str(out / "model.safetensors"), lm_kwargs=lm_kw, device="cpu", dtype=torch.float32
+        ),
+    }
     for key, (module, _) in files.items():
         a, b = module.state_dict(), again[key].state_dict()
-        assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a), f"{key}: kyutai reloads other weights"
+        assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a), (
+            f"{key}: kyutai reloads other weights"
+        )
     for _, path in files.values():
-        assert not [k for k in load_file(str(path)) if "_projs." in k], f"{path}: not in the fork's layout"
+        assert not [k for k in load_file(str(path)) if "_projs." in k], (
+            f"{path}: not in the fork's layout"
+        )
 
-    arch = {"lm_kwargs": lm_kw, "mimi": {k: mimi_cfg[k] for k in ("seanet", "transformer", "quantizer")}}
+    arch = {
+        "lm_kwargs": lm_kw,
+        "mimi": {k: mimi_cfg[k] for k in ("seanet", "transformer", "quantizer")},
+    }
     (out / "personaplex_arch.json").write_text(json.dumps(arch, indent=1))
-    config = {**lm_kw, "model_type": "moshi", "mimi_config_name": f"file://{out / 'mimi.json'}",
-              "moshi_name": "model.safetensors", "mimi_name": "mimi.safetensors", "tokenizer_name": "tokenizer.model"}
+    config = {
+        **lm_kw,
+        "model_type": "moshi",
+        "mimi_config_name": f"file://{out / 'mimi.json'}",
+        "moshi_name": "model.safetensors",
+        "mimi_name": "mimi.safetensors",
+        "tokenizer_name": "tokenizer.model",
+    }
     (out / "config.json").write_text(json.dumps(config, indent=1))
     wav = voice_wav(out / "voices" / f"{VOICE}.wav")
-    info = {"dir": str(out), "config": str(out / "config.json"), "arch": str(out / "personaplex_arch.json"),
-            "moshi_weight": str(out / "model.safetensors"), "mimi_weight": str(out / "mimi.safetensors"),
-            "tokenizer": str(tok), "voice_prompt_dir": str(wav.parent), "voice_wav": wav.name,
-            "voice_pt": None, "lm_params": sum(p.numel() for p in lm.parameters()),
-            "mimi_params": sum(p.numel() for p in mimi.parameters()), "text_card": text_card}
+    info = {
+        "dir": str(out),
+        "config": str(out / "config.json"),
+        "arch": str(out / "personaplex_arch.json"),
+        "moshi_weight": str(out / "model.safetensors"),
+        "mimi_weight": str(out / "mimi.safetensors"),
+        "tokenizer": str(tok),
+        "voice_prompt_dir": str(wav.parent),
+        "voice_wav": wav.name,
+        "voice_pt": None,
+        "lm_params": sum(p.numel() for p in lm.parameters()),
+        "mimi_params": sum(p.numel() for p in mimi.parameters()),
+        "text_card": text_card,
+    }
     (out / "tiny.json").write_text(json.dumps(info, indent=1))
     return info
 
@@ -176,8 +236,10 @@ def voice_embeddings(out: Path) -> dict:
     from safetensors.torch import load_file
 
     if not hasattr(LMGen, "step_system_prompts"):
-        raise SystemExit("--voice-embeddings needs NVIDIA's PersonaPlex fork of moshi (moshi-personaplex), "
-                         f"not the moshi at {os.path.dirname(sys.modules['moshi'].__file__)}")
+        raise SystemExit(
+            "--voice-embeddings needs NVIDIA's PersonaPlex fork of moshi (moshi-personaplex), "
+            f"not the moshi at {os.path.dirname(sys.modules['moshi'].__file__)}"
+        )
     out = Path(out).resolve()
     info = json.loads((out / "tiny.json").read_text())
     _sibling("personaplex_launch").apply_arch(info["arch"])
@@ -186,13 +248,21 @@ def voice_embeddings(out: Path) -> dict:
     probe = LMModel(device="cpu", dtype=torch.float32, **lm_kw)
     result = probe.load_state_dict(load_file(info["moshi_weight"]), strict=False)
     if result.missing_keys or result.unexpected_keys:
-        raise SystemExit(f"the fork's LMModel: missing {result.missing_keys}, unexpected {result.unexpected_keys}")
+        raise SystemExit(
+            f"the fork's LMModel: missing {result.missing_keys}, unexpected {result.unexpected_keys}"
+        )
     mimi = loaders.get_mimi(info["mimi_weight"], "cpu")  # (safetensors' load_model: strict)
     lm = loaders.get_moshi_lm(info["moshi_weight"], device="cpu")
 
     # as the server's ServerState builds its LMGen, plus the save flag
-    gen = LMGen(lm, audio_silence_frame_cnt=int(0.5 * mimi.frame_rate), sample_rate=mimi.sample_rate, device="cpu",
-                frame_rate=mimi.frame_rate, save_voice_prompt_embeddings=True)
+    gen = LMGen(
+        lm,
+        audio_silence_frame_cnt=int(0.5 * mimi.frame_rate),
+        sample_rate=mimi.sample_rate,
+        device="cpu",
+        frame_rate=mimi.frame_rate,
+        save_voice_prompt_embeddings=True,
+    )
     mimi.streaming_forever(1)
     gen.streaming_forever(1)
     wav = os.path.join(info["voice_prompt_dir"], info["voice_wav"])
@@ -215,10 +285,17 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("out")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--voice-embeddings", action="store_true",
-                   help="(NVIDIA's fork) check the fork loads the weights and write voices/*.pt from the WAV")
+    p.add_argument(
+        "--voice-embeddings",
+        action="store_true",
+        help="(NVIDIA's fork) check the fork loads the weights and write voices/*.pt from the WAV",
+    )
     a = p.parse_args(argv)
-    print(json.dumps(voice_embeddings(Path(a.out)) if a.voice_embeddings else build(Path(a.out), a.seed)))
+    print(
+        json.dumps(
+            voice_embeddings(Path(a.out)) if a.voice_embeddings else build(Path(a.out), a.seed)
+        )
+    )
 
 
 if __name__ == "__main__":

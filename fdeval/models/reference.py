@@ -68,12 +68,24 @@ class Policy:
 POLICIES: dict[str, Policy] = {
     "default": Policy(),
     "listen": Policy("listen", take_turn_silence_s=1.6, overlap_yield_s=0.6, acknowledge=True),
-    "backchannel": Policy("backchannel", take_turn_silence_s=1.6, backchannel=True, overlap_yield_s=0.6, acknowledge=True),
-    "interrupt": Policy("interrupt", take_turn_silence_s=1.6, interrupt=True, overlap_yield_s=0.6, acknowledge=True),
+    "backchannel": Policy(
+        "backchannel",
+        take_turn_silence_s=1.6,
+        backchannel=True,
+        overlap_yield_s=0.6,
+        acknowledge=True,
+    ),
+    "interrupt": Policy(
+        "interrupt", take_turn_silence_s=1.6, interrupt=True, overlap_yield_s=0.6, acknowledge=True
+    ),
     "continue": Policy("continue", take_turn_silence_s=1.0, overlap_yield_s=1.2, acknowledge=True),
-    "acknowledge": Policy("acknowledge", take_turn_silence_s=1.0, overlap_yield_s=0.25, acknowledge=True),
+    "acknowledge": Policy(
+        "acknowledge", take_turn_silence_s=1.0, overlap_yield_s=0.25, acknowledge=True
+    ),
     # EchoChain: a 1 s silence ends a request of a few sentences; any barge-in past 0.3 s stops it
-    "assistant": Policy("assistant", take_turn_silence_s=1.0, overlap_yield_s=0.3, acknowledge=True),
+    "assistant": Policy(
+        "assistant", take_turn_silence_s=1.0, overlap_yield_s=0.3, acknowledge=True
+    ),
 }
 
 _RESPONSIVE = re.compile(
@@ -98,7 +110,9 @@ def parse_policy(instruction: str | None) -> str:
     if not instruction or not instruction.strip():
         return "default"
     text = instruction.lower().replace("\u2019", "'")
-    if ASSISTANT_MARKER.lower() in text:  # first: the responder prompt also talks about interruptions
+    if (
+        ASSISTANT_MARKER.lower() in text
+    ):  # first: the responder prompt also talks about interruptions
         return "assistant"
     if _RESPONSIVE.search(text):
         return "acknowledge" if _ACK.search(text) else "continue"
@@ -113,10 +127,22 @@ def parse_policy(instruction: str | None) -> str:
 
 
 ANSWERS = (
-    "Sure, I can help with that. Let me walk you through it one step at a time, starting with the part that matters most, and then we can look at the details together.",
-    "Okay, that makes sense. The simplest way to think about it is to break it into a few small pieces, handle the first one today, and leave the rest for later in the week.",
-    "Good question. In most cases the answer depends on your situation, so I would start with what you already know, write it down, and then compare a couple of options side by side.",
-    "Thanks for telling me. Here is how I would approach it: first get clear on the goal, then pick one small change you can try right away, and check how it feels after a few days.",
+    (
+        "Sure, I can help with that. Let me walk you through it one step at a time, starting with "
+        "the part that matters most, and then we can look at the details together."
+    ),
+    (
+        "Okay, that makes sense. The simplest way to think about it is to break it into a few small "
+        "pieces, handle the first one today, and leave the rest for later in the week."
+    ),
+    (
+        "Good question. In most cases the answer depends on your situation, so I would start with "
+        "what you already know, write it down, and then compare a couple of options side by side."
+    ),
+    (
+        "Thanks for telling me. Here is how I would approach it: first get clear on the goal, then "
+        "pick one small change you can try right away, and check how it feels after a few days."
+    ),
 )
 BACKCHANNELS = ("mm-hmm", "yeah", "okay", "right", "I see")
 INTERRUPTS = (
@@ -137,7 +163,9 @@ RESUMES = ("Anyway, as I was saying, ",)
 # the user says (a new date, a person, a preference without a pattern) is not taken up, so its
 # failures are real ones of a keyword assistant, never injected.
 ASSISTANT_MARKER = "You are the voice assistant in a live spoken conversation"
-ASSISTANT_VERSION = "3"  # 3: fillers are not task words. Bump when the patterns, templates or history reading change (part of identity())
+# 3: fillers are not task words. Bump when the patterns, templates or history reading change
+# (part of identity())
+ASSISTANT_VERSION = "3"
 # EchoChain's replay and control give the earlier exchanges as text in the instruction: this block
 # (the layout of its responder prompt). The assistant reads its USER lines, never its ASSISTANT ones.
 HISTORY_HEADER = "CONVERSATION SO FAR (a text record of the spoken exchanges):"
@@ -147,39 +175,59 @@ _USER_LINE = re.compile(r"USER \((?P<kind>message|barge-in)(?:, [^)]*)?\):(?P<te
 _ASSISTANT_LINE = re.compile(r"ASSISTANT \((?P<kind>[^)]*)\):")
 
 _ONES = "one|two|three|four|five|six|seven|eight|nine"
-_NUM_WORD = (rf"(?:(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)(?:-(?:{_ONES}))?|{_ONES}|zero|ten|eleven"
-             r"|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|hundred|thousand|half|dozen|a|an)")
+_NUM_WORD = (
+    rf"(?:(?:twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)(?:-(?:{_ONES}))?|{_ONES}|zero|ten|eleven"
+    r"|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|hundred|thousand|half|dozen|a|an)"
+)
 _NUM = rf"(?:\d+(?:[.,]\d+)?|{_NUM_WORD}(?:(?: and | |-){_NUM_WORD})*)"
 _B, _E = r"(?<![\w'-])", r"(?![\w'-])"  # word edges that keep "sixty-five" and "can't" whole
-_MONEY = re.compile(rf"{_B}(?P<n>{_NUM})\s+(?P<u>dollars?|bucks|euros?|pounds?){_E}"
-                    rf"(?P<post>\s+(?:budget|max|maximum|tops|limit|or less|at most){_E})?")
-_BUDGET_CUE = re.compile(rf"{_B}(?:budget|spend|spending|afford|under|below|max|maximum|most|limit|cap|only|within"
-                         rf"|up to|less than|more than){_E}")
+_MONEY = re.compile(
+    rf"{_B}(?P<n>{_NUM})\s+(?P<u>dollars?|bucks|euros?|pounds?){_E}"
+    rf"(?P<post>\s+(?:budget|max|maximum|tops|limit|or less|at most){_E})?"
+)
+_BUDGET_CUE = re.compile(
+    rf"{_B}(?:budget|spend|spending|afford|under|below|max|maximum|most|limit|cap|only|within"
+    rf"|up to|less than|more than){_E}"
+)
 _PER = r"(?:\s+(?:a|per|each)\s+(?:day|night|week|session|evening|morning))?"
-_DURATION = re.compile(rf"{_B}(?P<n>{_NUM})\s+(?P<u>minutes?|hours?|days?|weeks?)(?P<per>{_PER}){_E}"
-                       rf"(?P<post>\s+(?:max|maximum|tops|or less|at most){_E})?")
-_TIME_CUE = re.compile(rf"{_B}(?:only|just|under|within|most|max|maximum|limit|up to|less than|more than){_E}")
-_PEOPLE = (re.compile(rf"{_B}(?P<n>{_NUM})\s+(?:of us|people|persons|guests|adults){_E}"),
-           re.compile(rf"{_B}(?:party|group|table|reservation|dinner) (?:for|of) (?P<n>{_NUM}){_E}"))
+_DURATION = re.compile(
+    rf"{_B}(?P<n>{_NUM})\s+(?P<u>minutes?|hours?|days?|weeks?)(?P<per>{_PER}){_E}"
+    rf"(?P<post>\s+(?:max|maximum|tops|or less|at most){_E})?"
+)
+_TIME_CUE = re.compile(
+    rf"{_B}(?:only|just|under|within|most|max|maximum|limit|up to|less than|more than){_E}"
+)
+_PEOPLE = (
+    re.compile(rf"{_B}(?P<n>{_NUM})\s+(?:of us|people|persons|guests|adults){_E}"),
+    re.compile(rf"{_B}(?:party|group|table|reservation|dinner) (?:for|of) (?P<n>{_NUM}){_E}"),
+)
 _DIETS = "vegetarian|vegan|pescatarian|keto|paleo|kosher|halal"
-_DIET = re.compile(rf"(?:(?P<neg>\bnot|\bno longer|n't|\bnever)(?:\s+[\w']+){{0,2}}?\s+)?{_B}(?P<d>{_DIETS}){_E}")
+_DIET = re.compile(
+    rf"(?:(?P<neg>\bnot|\bno longer|n't|\bnever)(?:\s+[\w']+){{0,2}}?\s+)?{_B}(?P<d>{_DIETS}){_E}"
+)
 _FREE = re.compile(rf"{_B}(?P<x>[a-z]+)[- ]free{_E}")
 _AVOID_CUE = re.compile(
     rf"(?:{_B}(?:allergic to|allergy to|(?:can't|cannot|can not|couldn't) (?:have|eat|drink|use|take|stand|handle)"
     r"|(?:don't|do not|doesn't|does not|won't|will not) (?:want|like|eat|drink|need)|no|without|avoid|skip|exclude"
-    rf"|leave out|cut out|nothing with|hate|hates|instead of|(?:but|and) not)|,\s*not){_E}")
+    rf"|leave out|cut out|nothing with|hate|hates|instead of|(?:but|and) not)|,\s*not){_E}"
+)
 _ALLERGY = re.compile(rf"{_B}(?P<x>[a-z]+) allerg(?:y|ies){_E}")
 _FINE = re.compile(rf"{_B}(?P<x>[a-z]+) (?:is|are) (?:fine|okay|ok|alright) ")
-_PRIORITY = (re.compile(r"\bcares? more about (?P<a>[^.,;!?]+?) than (?:about )?(?P<b>[^.,;!?]+)"),
-             re.compile(r"\bprioriti[sz]e (?P<a>[^.,;!?]+?) over (?P<b>[^.,;!?]+)"),
-             re.compile(r"\b(?:rather have|prefer) (?P<a>[^.,;!?]+?) (?:than|over) (?P<b>[^.,;!?]+)"),
-             re.compile(r"(?P<a>[^.,;!?]+?) (?:matters|matter|is more important|are more important|counts)"
-                        r" (?:more )?than (?P<b>[^.,;!?]+)"))
+_PRIORITY = (
+    re.compile(r"\bcares? more about (?P<a>[^.,;!?]+?) than (?:about )?(?P<b>[^.,;!?]+)"),
+    re.compile(r"\bprioriti[sz]e (?P<a>[^.,;!?]+?) over (?P<b>[^.,;!?]+)"),
+    re.compile(r"\b(?:rather have|prefer) (?P<a>[^.,;!?]+?) (?:than|over) (?P<b>[^.,;!?]+)"),
+    re.compile(
+        r"(?P<a>[^.,;!?]+?) (?:matters|matter|is more important|are more important|counts)"
+        r" (?:more )?than (?P<b>[^.,;!?]+)"
+    ),
+)
 _CLAUSE = re.compile(r"[^.!?;]+")
 _NUMBER = re.compile(_NUM)
 _TOKEN = re.compile(r"[a-z][a-z'-]*|,")
 
-STOPWORDS = frozenset("""
+STOPWORDS = frozenset(
+    """
 mm-hmm uh-huh hmm mm um uh er ah oh okay ok yeah yep like kinda sorta gonna wanna
 a about above after again against all also am an and any anyway are aren't as at be because been before being
 below between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during
@@ -201,7 +249,8 @@ dollars dollar bucks euros pounds budget minutes minute hours hour weeks people 
 allergic allergy allergies vegetarian vegan pescatarian keto paleo kosher halal free
 one two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty sixty seventy eighty
 ninety hundred thousand half dozen
-""".split())
+""".split()
+)
 
 
 @dataclass(frozen=True)
@@ -217,7 +266,11 @@ def _plural(n: str, unit: str) -> str:
     """ "sixty dollar" -> "sixty dollars", "a sixty" -> "sixty", "half an hour" stays."""
     unit = {"bucks": "dollars"}.get(unit, unit)
     first, _, rest = n.partition(" ")
-    if first in ("a", "an") and rest and rest.split(" ")[0] not in ("hundred", "thousand", "dozen", "half"):
+    if (
+        first in ("a", "an")
+        and rest
+        and rest.split(" ")[0] not in ("hundred", "thousand", "dozen", "half")
+    ):
         n = rest
     if n in ("one", "a", "an", "1") or n.endswith((" a", " an")) or unit.endswith("s"):
         return f"{n} {unit}"
@@ -268,20 +321,41 @@ def recognise(text: str) -> list[Constraint]:
         c, at = clause.group(), clause.start()
         # an amount is a limit when a cue comes before it in its clause ("budget dropped from a
         # hundred dollars to sixty dollars": both are, the later one wins) or right after it
-        for rx, cue, kind, say in ((_MONEY, _BUDGET_CUE, "budget", "a budget of "), (_DURATION, _TIME_CUE, "time", "at most ")):
+        for rx, cue, kind, say in (
+            (_MONEY, _BUDGET_CUE, "budget", "a budget of "),
+            (_DURATION, _TIME_CUE, "time", "at most "),
+        ):
             first_cue = cue.search(c)
-            found += [(at + m.start(), Constraint(kind, say + _plural(m["n"], m["u"]) + (m.groupdict().get("per") or "")))
-                      for m in rx.finditer(c) if m["post"] or (first_cue and first_cue.start() < m.start())]
+            found += [
+                (
+                    at + m.start(),
+                    Constraint(
+                        kind, say + _plural(m["n"], m["u"]) + (m.groupdict().get("per") or "")
+                    ),
+                )
+                for m in rx.finditer(c)
+                if m["post"] or (first_cue and first_cue.start() < m.start())
+            ]
         for rx in _PEOPLE:
-            found += [(at + m.start("n"), Constraint("people", f"{m['n']} people"))
-                      for m in rx.finditer(c) if m["n"] not in ("a", "an", "half")]
+            found += [
+                (at + m.start("n"), Constraint("people", f"{m['n']} people"))
+                for m in rx.finditer(c)
+                if m["n"] not in ("a", "an", "half")
+            ]
         for m in _DIET.finditer(c):
-            found.append((at + m.start("d"), Constraint("diet", None if m["neg"] else f"everything {m['d']}")))
+            found.append(
+                (
+                    at + m.start("d"),
+                    Constraint("diet", None if m["neg"] else f"everything {m['d']}"),
+                )
+            )
         for m in _FREE.finditer(c):
             if m["x"] not in STOPWORDS:
                 found.append((at + m.start(), Constraint(f"avoid:{m['x']}", f"no {m['x']}")))
         for m in _AVOID_CUE.finditer(c):
-            found += [(at + m.end(), Constraint(f"avoid:{x}", f"no {x}")) for x in _items(c[m.end():])]
+            found += [
+                (at + m.end(), Constraint(f"avoid:{x}", f"no {x}")) for x in _items(c[m.end() :])
+            ]
         for m in _ALLERGY.finditer(c):
             if m["x"] not in STOPWORDS:
                 found.append((at + m.start(), Constraint(f"avoid:{m['x']}", f"no {m['x']}")))
@@ -304,7 +378,13 @@ def content_words(text: str, limit: int, known: frozenset[str] = frozenset()) ->
     seen, joined = set(known), False
     for tok in _TOKEN.findall(text):
         tok = tok.strip("'-")
-        if len(tok) < 3 or tok in STOPWORDS or tok.endswith("n't") or _NUMBER.fullmatch(tok) or tok in seen:
+        if (
+            len(tok) < 3
+            or tok in STOPWORDS
+            or tok.endswith("n't")
+            or _NUMBER.fullmatch(tok)
+            or tok in seen
+        ):
             joined = False
             continue
         if len(seen) - len(known) == limit:
@@ -335,7 +415,11 @@ def history_user_turns(instruction: str | None) -> list[tuple[str, bool]]:
         line = lines[i].strip()
         head = _EXCHANGE.match(line)
         # an exchange starts the record, or follows a blank line with the next number
-        if head and (i == start if number is None else not lines[i - 1].strip() and int(head["n"]) == number + 1):
+        if head and (
+            i == start
+            if number is None
+            else not lines[i - 1].strip() and int(head["n"]) == number + 1
+        ):
             state, number = "head", int(head["n"])
             continue
         user, assistant = _USER_LINE.match(line), _ASSISTANT_LINE.match(line)
@@ -344,7 +428,11 @@ def history_user_turns(instruction: str | None) -> list[tuple[str, bool]]:
         elif state == "before":
             state = "barge" if user and user["kind"] == "barge-in" else "before"
         elif state in ("message", "barge") and assistant:
-            state = "before" if state == "message" and assistant["kind"] == "before the barge-in" else "out"
+            state = (
+                "before"
+                if state == "message" and assistant["kind"] == "before the barge-in"
+                else "out"
+            )
             continue
         if state in ("message", "barge") and user:
             turns.append((user["text"].strip(), state == "barge"))
@@ -358,14 +446,32 @@ def _spoken_list(xs: list[str]) -> str:
 
 
 OPENINGS = (  # with constraints / without
-    ("Okay, for {task}, keeping to {cons}, here is what I would do.", "Okay, for {task}, here is what I would do."),
-    ("Right, so for {task}, with {cons}, this is my suggestion.", "Right, so for {task}, this is my suggestion."),
-    ("Sure. For {task}, and keeping {cons} in mind, here is the plan.", "Sure. For {task}, here is the plan."),
+    (
+        "Okay, for {task}, keeping to {cons}, here is what I would do.",
+        "Okay, for {task}, here is what I would do.",
+    ),
+    (
+        "Right, so for {task}, with {cons}, this is my suggestion.",
+        "Right, so for {task}, this is my suggestion.",
+    ),
+    (
+        "Sure. For {task}, and keeping {cons} in mind, here is the plan.",
+        "Sure. For {task}, here is the plan.",
+    ),
 )
 BODIES = (
-    "First I would pick a few options that fit all of that, then narrow them down to the best two, and check the details with you before we commit to anything.",
-    "I would start with the simplest option that meets those limits, sketch the steps one at a time, and we can adjust anything that does not feel right.",
-    "Let me lay out the first step now, then the next one, and at the end we can look at what is left and change whatever you like.",
+    (
+        "First I would pick a few options that fit all of that, then narrow them down to the best "
+        "two, and check the details with you before we commit to anything."
+    ),
+    (
+        "I would start with the simplest option that meets those limits, sketch the steps one at a "
+        "time, and we can adjust anything that does not feel right."
+    ),
+    (
+        "Let me lay out the first step now, then the next one, and at the end we can look at what "
+        "is left and change whatever you like."
+    ),
 )
 ASSISTANT_ACKS = ("Got it, {new}.", "Understood, {new}.")
 ASSISTANT_ACKS_BARE = ("Okay, thanks.", "Okay, thanks for that.")
@@ -391,7 +497,11 @@ class AssistantState:
         new = []
         for c in recognise(text):
             if c.phrase is None:  # "nuts are fine" also lifts "tree nuts"
-                for kind in [k for k in self.constraints if k == c.kind or k.endswith(" " + c.kind.partition(":")[2])]:
+                for kind in [
+                    k
+                    for k in self.constraints
+                    if k == c.kind or k.endswith(" " + c.kind.partition(":")[2])
+                ]:
                     del self.constraints[kind]
             else:
                 self.constraints[c.kind] = c.phrase
@@ -404,7 +514,9 @@ class AssistantState:
             task += f", and your question about {_spoken_list(self.focus)}"
         with_cons, bare = rng.choice(OPENINGS)
         cons = list(self.constraints.values())
-        opening = with_cons.format(task=task, cons=_spoken_list(cons)) if cons else bare.format(task=task)
+        opening = (
+            with_cons.format(task=task, cons=_spoken_list(cons)) if cons else bare.format(task=task)
+        )
         return f"{opening} {rng.choice(BODIES)}"
 
 
@@ -415,23 +527,35 @@ class ReferenceAgent(DuplexModel):
     text_stream = "words"
     oracle_user_text = True  # read by the assistant policy only
 
-    def __init__(self, name: str = "reference", voice: str = "en-us+f3", rate_wpm: int = 175,
-                 sample_rate: int = 16000, frame_s: float = 0.032, vad_threshold: float = 0.5,
-                 policy_overrides: dict[str, dict[str, Any]] | None = None, compute_s_per_frame: float = 0.0,
-                 concurrency: int = 1):
+    def __init__(
+        self,
+        name: str = "reference",
+        voice: str = "en-us+f3",
+        rate_wpm: int = 175,
+        sample_rate: int = 16000,
+        frame_s: float = 0.032,
+        vad_threshold: float = 0.5,
+        policy_overrides: dict[str, dict[str, Any]] | None = None,
+        compute_s_per_frame: float = 0.0,
+        concurrency: int = 1,
+    ):
         self.name = name
         if not (isinstance(concurrency, int) and concurrency >= 1):
             raise ConfigError(f"model.concurrency: must be an integer >= 1, got {concurrency!r}")
         # sessions held at once: each has its own state, so any number can share the agent
         self.concurrency = concurrency
         if not compute_s_per_frame >= 0:
-            raise ConfigError(f"model.compute_s_per_frame: must be >= 0, got {compute_s_per_frame!r}")
+            raise ConfigError(
+                f"model.compute_s_per_frame: must be >= 0, got {compute_s_per_frame!r}"
+            )
         # extra time each frame takes (a model slower than real time, to see the realtime health check)
         self.compute_s_per_frame = float(compute_s_per_frame)
         self.voice, self.rate_wpm = voice, rate_wpm
         self.sample_rate, self.frame_s = sample_rate, frame_s
         self.vad_threshold = vad_threshold
-        self.policies = {k: replace(p, **(policy_overrides or {}).get(k, {})) for k, p in POLICIES.items()}
+        self.policies = {
+            k: replace(p, **(policy_overrides or {}).get(k, {})) for k, p in POLICIES.items()
+        }
         self._tts = EspeakTTS(voice=voice, rate_wpm=rate_wpm, sample_rate=sample_rate)
         self._vad = SileroVAD(sample_rate=sample_rate)
         self._cache: dict[str, Synthesis] = {}
@@ -439,10 +563,20 @@ class ReferenceAgent(DuplexModel):
 
     def identity(self) -> dict[str, Any]:
         return {
-            "name": self.name, "kind": "reference-agent", "version": AGENT_VERSION, "voice": self.voice,
-            "rate_wpm": self.rate_wpm, "frame_s": self.frame_s, "vad_threshold": self.vad_threshold,
-            "policies": {k: asdict(p) for k, p in self.policies.items()}, "assistant_version": ASSISTANT_VERSION,
-            **({"compute_s_per_frame": self.compute_s_per_frame} if self.compute_s_per_frame else {}),
+            "name": self.name,
+            "kind": "reference-agent",
+            "version": AGENT_VERSION,
+            "voice": self.voice,
+            "rate_wpm": self.rate_wpm,
+            "frame_s": self.frame_s,
+            "vad_threshold": self.vad_threshold,
+            "policies": {k: asdict(p) for k, p in self.policies.items()},
+            "assistant_version": ASSISTANT_VERSION,
+            **(
+                {"compute_s_per_frame": self.compute_s_per_frame}
+                if self.compute_s_per_frame
+                else {}
+            ),
         }
 
     def share(self, index: int, count: int) -> None:
@@ -490,7 +624,9 @@ class ReferenceAgent(DuplexModel):
         if policy.kind != "assistant":
             self.warm()
         sess = ReferenceSession(self, policy, seed)
-        if sess.assistant is not None:  # a real assistant reads its system prompt: the earlier exchanges
+        if (
+            sess.assistant is not None
+        ):  # a real assistant reads its system prompt: the earlier exchanges
             for text, barge_in in history_user_turns(instruction):
                 sess.assistant.take(text.split(), barge_in)
         return sess
@@ -522,7 +658,9 @@ class ReferenceSession(InProcessSession):
         # assistant policy: the words heard since it last took the floor, and what it holds
         self.heard: list[str] = []
         self.assistant = AssistantState([], [], {}) if policy.kind == "assistant" else None
-        self.ahead: tuple[str, Future] | None = None  # the answer it expects to give, being synthesized
+        self.ahead: tuple[str, Future] | None = (
+            None  # the answer it expects to give, being synthesized
+        )
         self._heard_at_ahead = -1
 
     def hear_user_words(self, words: list[tuple[str, float]]) -> None:
@@ -545,7 +683,11 @@ class ReferenceSession(InProcessSession):
         """Speak `text`: the audio synthesized ahead when that was this very text (so the result
         never depends on how fast the synthesis ran), else from the cache or synthesized now."""
         ahead, self.ahead = self.ahead, None
-        utt = ahead[1].result() if ahead is not None and ahead[0] == text else self.agent.synth(text, cache)
+        utt = (
+            ahead[1].result()
+            if ahead is not None and ahead[0] == text
+            else self.agent.synth(text, cache)
+        )
         self._speak(utt, kind)
 
     def _speak(self, utt: Synthesis, kind: str) -> None:
@@ -559,7 +701,12 @@ class ReferenceSession(InProcessSession):
         sr = self.agent.sample_rate
         a, b = self.cursor, min(self.cursor + self.frame_n, len(self.utt.samples))
         events = [
-            ModelEvent("text", text=w.text, offset_s=max(0.0, w.start_s - a / sr), duration_s=w.end_s - w.start_s)
+            ModelEvent(
+                "text",
+                text=w.text,
+                offset_s=max(0.0, w.start_s - a / sr),
+                duration_s=w.end_s - w.start_s,
+            )
             for w in self.utt.words
             if a <= int(round(w.start_s * sr)) < b
         ]
@@ -571,7 +718,9 @@ class ReferenceSession(InProcessSession):
             self.utt = None
         return events
 
-    def _compose(self, state: AssistantState, rng: random.Random, heard: list[str], barge_in: bool) -> str:
+    def _compose(
+        self, state: AssistantState, rng: random.Random, heard: list[str], barge_in: bool
+    ) -> str:
         """The assistant's answer to `heard`: after a yield the words are a barge-in (constraints
         only, acknowledged), else a request. Updates `state` and draws from `rng`."""
         new = state.take(heard, barge_in)
@@ -597,7 +746,9 @@ class ReferenceSession(InProcessSession):
         assert self.assistant is not None
         rng = random.Random()
         rng.setstate(self.rng.getstate())
-        text = self._compose(copy.deepcopy(self.assistant), rng, list(self.heard), self.yielded_answer is not None)
+        text = self._compose(
+            copy.deepcopy(self.assistant), rng, list(self.heard), self.yielded_answer is not None
+        )
         if self.ahead is None or self.ahead[0] != text:
             self.ahead = (text, self.agent.synth_ahead(text))
 
@@ -616,7 +767,9 @@ class ReferenceSession(InProcessSession):
             long_turn = self.utt_kind in ("answer", "ack", "resume", "interrupt")
             if long_turn and self.user_speaking and overlap_s >= p.overlap_yield_s:
                 if self.utt_kind in ("answer", "resume") or self.assistant is not None:
-                    self.yielded_answer = self.utt.text  # the assistant: any yield makes what follows a barge-in
+                    self.yielded_answer = (
+                        self.utt.text
+                    )  # the assistant: any yield makes what follows a barge-in
                     if self.assistant is None and not p.acknowledge:  # it will resume this answer
                         rest = RESUMES[0] + self.yielded_answer[0].lower() + self.yielded_answer[1:]
                         self.ahead = (rest, self.agent.synth_ahead(rest))
@@ -625,7 +778,11 @@ class ReferenceSession(InProcessSession):
                 return []
             return self._emit()
         silence_s = 0.0 if self.user_speaking else self.vad.silence_s
-        if not self.user_speaking and self.user_turn_speech_s >= p.min_user_speech_s and silence_s >= p.take_turn_silence_s:
+        if (
+            not self.user_speaking
+            and self.user_turn_speech_s >= p.min_user_speech_s
+            and silence_s >= p.take_turn_silence_s
+        ):
             if self.assistant is not None:
                 kind = "ack" if self.yielded_answer is not None else "answer"
                 self._say(self._assistant_turn(), kind, cache=False)
@@ -640,17 +797,31 @@ class ReferenceSession(InProcessSession):
                 self._say(self._next_answer(), "answer")
             return self._emit()
         in_pause = not self.user_speaking and self.user_turn_speech_s > 0
-        if self.assistant is not None and in_pause and self.user_turn_speech_s >= p.min_user_speech_s \
-                and (self.ahead is None or self._heard_at_ahead != len(self.heard)):
+        if (
+            self.assistant is not None
+            and in_pause
+            and self.user_turn_speech_s >= p.min_user_speech_s
+            and (self.ahead is None or self._heard_at_ahead != len(self.heard))
+        ):
             self._heard_at_ahead = len(self.heard)
             self._think_ahead()
-        if p.backchannel and in_pause and silence_s >= p.backchannel_pause_s and self.user_turn_speech_s >= 1.5 \
-                and self.t_s - self.last_backchannel_s >= p.backchannel_gap_s:
+        if (
+            p.backchannel
+            and in_pause
+            and silence_s >= p.backchannel_pause_s
+            and self.user_turn_speech_s >= 1.5
+            and self.t_s - self.last_backchannel_s >= p.backchannel_gap_s
+        ):
             self.last_backchannel_s = self.t_s
             self._say(self.rng.choice(BACKCHANNELS), "backchannel")
             return self._emit()
-        if p.interrupt and in_pause and not self.cut_in_this_turn and silence_s >= p.interrupt_pause_s \
-                and self.user_turn_speech_s >= p.interrupt_after_speech_s:
+        if (
+            p.interrupt
+            and in_pause
+            and not self.cut_in_this_turn
+            and silence_s >= p.interrupt_pause_s
+            and self.user_turn_speech_s >= p.interrupt_after_speech_s
+        ):
             self.cut_in_this_turn = True
             self._say(self.rng.choice(INTERRUPTS), "interrupt")
             return self._emit()

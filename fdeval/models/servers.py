@@ -79,7 +79,9 @@ class ServerSpec:
     command: tuple[str, ...]
     python: str = sys.executable
     env: Mapping[str, str] = field(default_factory=dict)
-    pass_env: tuple[str, ...] = ()  # names from the environment to pass although the filter drops them
+    pass_env: tuple[
+        str, ...
+    ] = ()  # names from the environment to pass although the filter drops them
     instances_per_gpu: int = 1
     startup_timeout_s: float = 600.0
     log_dir: str | None = None
@@ -98,8 +100,12 @@ class ServerSpec:
         d["command"] = tuple(str(x) for x in d["command"])
         d["env"] = {str(k): str(v) for k, v in (d.get("env") or {}).items()}
         names = d.get("pass_env") or ()
-        if isinstance(names, str) or not all(isinstance(n, str) and ENV_NAME.fullmatch(n) for n in names):
-            raise ValueError(f"server.pass_env: a list of environment variable names, got {names!r}")
+        if isinstance(names, str) or not all(
+            isinstance(n, str) and ENV_NAME.fullmatch(n) for n in names
+        ):
+            raise ValueError(
+                f"server.pass_env: a list of environment variable names, got {names!r}"
+            )
         d["pass_env"] = tuple(names)
         if d.get("python") in (None, ""):
             d["python"] = sys.executable
@@ -109,32 +115,79 @@ class ServerSpec:
             raise ValueError(f"server: unknown key(s) {bad}; valid: {sorted(known)}")
         spec = ServerSpec(**d)
         if spec.instances_per_gpu < 1:
-            raise ValueError(f"server.instances_per_gpu: must be >= 1, got {spec.instances_per_gpu}")
+            raise ValueError(
+                f"server.instances_per_gpu: must be >= 1, got {spec.instances_per_gpu}"
+            )
         return spec
 
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # What a model server may need from the job's environment (names, then prefixes).
-SERVERENV_NAMES = frozenset({
-    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "TMP", "TEMP",
-    "LD_LIBRARY_PATH", "XDG_CACHE_HOME", "XDG_RUNTIME_DIR", "TOKENIZERS_PARALLELISM",
-    "http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY",
-    "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
-})
-SERVER_ENV_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "HF_", "HUGGINGFACE_", "TRANSFORMERS_", "TORCH_", "PYTORCH_",
-                       "TRITON_", "PYTHON", "OMP_", "MKL_", "OPENBLAS_", "NUMEXPR_", "NCCL_", "SLURM_")
+SERVERENV_NAMES = frozenset(
+    {
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "SHELL",
+        "LANG",
+        "LANGUAGE",
+        "TZ",
+        "TMPDIR",
+        "TMP",
+        "TEMP",
+        "LD_LIBRARY_PATH",
+        "XDG_CACHE_HOME",
+        "XDG_RUNTIME_DIR",
+        "TOKENIZERS_PARALLELISM",
+        "http_proxy",
+        "https_proxy",
+        "no_proxy",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "NO_PROXY",
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        "REQUESTS_CA_BUNDLE",
+        "CURL_CA_BUNDLE",
+    }
+)
+SERVER_ENV_PREFIXES = (
+    "LC_",
+    "CUDA_",
+    "NVIDIA_",
+    "HF_",
+    "HUGGINGFACE_",
+    "TRANSFORMERS_",
+    "TORCH_",
+    "PYTORCH_",
+    "TRITON_",
+    "PYTHON",
+    "OMP_",
+    "MKL_",
+    "OPENBLAS_",
+    "NUMEXPR_",
+    "NCCL_",
+    "SLURM_",
+)
 # A secret (fdeval.secrets.is_secret_name) is never passed unless named in pass_env / set in env,
 # even under an allowed prefix (HF_TOKEN).
 
 
-def server_environment(spec: "ServerSpec", environ: Mapping[str, str] | None = None,
-                       extra: Mapping[str, str] | None = None) -> dict[str, str]:
+def server_environment(
+    spec: "ServerSpec",
+    environ: Mapping[str, str] | None = None,
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, str]:
     """The environment of a model server: the allowed variables of `environ` (default
     ``os.environ``) that are not secrets, then the ``pass_env`` names that are set, then
     ``spec.env``, then the adapter's `extra` (e.g. its decoding settings)."""
     src = os.environ if environ is None else environ
-    env = {k: v for k, v in src.items()
-           if (k in SERVERENV_NAMES or k.startswith(SERVER_ENV_PREFIXES)) and not is_secret_name(k)}
+    env = {
+        k: v
+        for k, v in src.items()
+        if (k in SERVERENV_NAMES or k.startswith(SERVER_ENV_PREFIXES)) and not is_secret_name(k)
+    }
     env.update({k: src[k] for k in spec.pass_env if k in src})
     env.update(spec.env)
     env.update(extra or {})
@@ -209,13 +262,17 @@ class ServerInstance:
         self.restarts = 0
         self.busy = False
         self.retired = False  # could not be restarted any more
-        self._start_task: asyncio.Future | None = None  # the start in progress, awaited by every caller
+        self._start_task: asyncio.Future | None = (
+            None  # the start in progress, awaited by every caller
+        )
 
     @property
     def name(self) -> str:
         # array tasks of one run share its folder: a task's servers carry its task id
         task = os.environ.get("SLURM_ARRAY_TASK_ID")
-        return f"{self.pool.name}-t{task}-{self.index}" if task else f"{self.pool.name}-{self.index}"
+        return (
+            f"{self.pool.name}-t{task}-{self.index}" if task else f"{self.pool.name}-{self.index}"
+        )
 
     @property
     def log_path(self) -> Path:
@@ -234,14 +291,23 @@ class ServerInstance:
 
     def _popen(self) -> None:
         spec = self.pool.spec
-        if self.proc is not None:  # never lose track of a process: it would keep its port (and GPU memory)
+        if (
+            self.proc is not None
+        ):  # never lose track of a process: it would keep its port (and GPU memory)
             self.stop()
         self.port = free_port(self.host)
-        fmt = {"python": spec.python, "host": self.host, "port": str(self.port), **self.pool.placeholders}
+        fmt = {
+            "python": spec.python,
+            "host": self.host,
+            "port": str(self.port),
+            **self.pool.placeholders,
+        }
         try:
             cmd = [a.format(**fmt) for a in spec.command]
         except KeyError as e:
-            raise ServerError(f"{self.name}: unknown placeholder {e} in server.command; valid: {sorted(fmt)}") from None
+            raise ServerError(
+                f"{self.name}: unknown placeholder {e} in server.command; valid: {sorted(fmt)}"
+            ) from None
         env = server_environment(spec, extra=self.pool.extra_env)
         if self.device is not None:
             env["CUDA_VISIBLE_DEVICES"] = self.device
@@ -249,8 +315,18 @@ class ServerInstance:
         logf = open(self.log_path, "ab")
         try:
             self.proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT, env=env, start_new_session=True,
-                preexec_fn=die_with_parent if (sys.platform.startswith("linux") and threading.current_thread() is threading.main_thread()) else None,
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=logf,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+                preexec_fn=die_with_parent
+                if (
+                    sys.platform.startswith("linux")
+                    and threading.current_thread() is threading.main_thread()
+                )
+                else None,
             )
         except OSError as e:
             raise ServerError(f"{self.name}: cannot start {cmd[0]!r}: {e}") from None
@@ -267,7 +343,9 @@ class ServerInstance:
             if not self.alive():
                 return False
             try:
-                await asyncio.wait_for(self.pool.probe(self.host, self.port), timeout=spec.probe_timeout_s)
+                await asyncio.wait_for(
+                    self.pool.probe(self.host, self.port), timeout=spec.probe_timeout_s
+                )
                 return True
             except (OSError, asyncio.TimeoutError, ConnectionError) as e:
                 last = e
@@ -281,7 +359,9 @@ class ServerInstance:
         """Start (or restart) this instance and wait until it answers the handshake (bounded tries).
 
         One start at a time: a caller that comes while a start is in progress waits for that one."""
-        await asyncio.shield(self._begin_start())  # a cancelled waiter leaves it running for the others
+        await asyncio.shield(
+            self._begin_start()
+        )  # a cancelled waiter leaves it running for the others
 
     def _begin_start(self) -> asyncio.Future:
         self._start_task = _in_flight(self._start_task, self._start)
@@ -297,21 +377,43 @@ class ServerInstance:
             self._popen()
             t0 = time.monotonic()
             if await self._wait_healthy() and self.pool.epoch == epoch:
-                log.info("server %s ready on %s:%d in %.1f s", self.name, self.host, self.port, time.monotonic() - t0)
+                log.info(
+                    "server %s ready on %s:%d in %.1f s",
+                    self.name,
+                    self.host,
+                    self.port,
+                    time.monotonic() - t0,
+                )
                 self._note(f"healthy after {time.monotonic() - t0:.1f} s")
                 return
             code = self.proc.poll() if self.proc else None
             self.stop()
-            log.warning("server %s failed to start (attempt %d/%d, exit %s)", self.name, attempt, spec.start_attempts, code)
-        raise ServerError(f"server {self.name} did not become healthy after {spec.start_attempts} attempt(s); "
-                          f"log {self.log_path}, last lines:\n{self.log_tail()}")
+            log.warning(
+                "server %s failed to start (attempt %d/%d, exit %s)",
+                self.name,
+                attempt,
+                spec.start_attempts,
+                code,
+            )
+        raise ServerError(
+            f"server {self.name} did not become healthy after {spec.start_attempts} attempt(s); "
+            f"log {self.log_path}, last lines:\n{self.log_tail()}"
+        )
 
     async def restart(self, why: str) -> None:
         if self.restarts >= self.pool.spec.max_restarts:
-            raise ServerError(f"server {self.name} {why}; not restarted: it was restarted {self.restarts} time(s) already "
-                              f"(server.max_restarts); log {self.log_path}, last lines:\n{self.log_tail()}")
+            raise ServerError(
+                f"server {self.name} {why}; not restarted: it was restarted {self.restarts} time(s) already "
+                f"(server.max_restarts); log {self.log_path}, last lines:\n{self.log_tail()}"
+            )
         self.restarts += 1
-        log.warning("server %s %s; restarting (%d/%d)", self.name, why, self.restarts, self.pool.spec.max_restarts)
+        log.warning(
+            "server %s %s; restarting (%d/%d)",
+            self.name,
+            why,
+            self.restarts,
+            self.pool.spec.max_restarts,
+        )
         self._note(f"{why}; restart {self.restarts}/{self.pool.spec.max_restarts}")
         self.stop()
         await self.start()
@@ -347,8 +449,15 @@ class ServerInstance:
 class ServerPool:
     """`instances_per_gpu` servers per visible GPU, started on first use, one session per instance."""
 
-    def __init__(self, name: str, spec: ServerSpec, probe: Probe, placeholders: Mapping[str, str] | None = None,
-                 extra_env: Mapping[str, str] | None = None, gpus: list[str | None] | None = None):
+    def __init__(
+        self,
+        name: str,
+        spec: ServerSpec,
+        probe: Probe,
+        placeholders: Mapping[str, str] | None = None,
+        extra_env: Mapping[str, str] | None = None,
+        gpus: list[str | None] | None = None,
+    ):
         self.name, self.spec, self.probe = name, spec, probe
         self.placeholders = dict(placeholders or {})
         self.extra_env = dict(extra_env or {})
@@ -360,13 +469,18 @@ class ServerPool:
         self.epoch = 0  # counts stop() calls: a start begun before one starts no more processes
         self._failed: ServerError | None = None
         self._last_error: ServerError | None = None
-        self._share = (0, 1)  # (index, count): this client process runs instances index, index+count, ...
+        self._share = (
+            0,
+            1,
+        )  # (index, count): this client process runs instances index, index+count, ...
 
     def share(self, index: int, count: int) -> None:
         """Run only this client process's share of the instances (every `count`-th one from
         `index`), when the run spreads its sessions over `count` processes (before the start)."""
         if self._started or not 0 <= index < count:
-            raise ValueError(f"pool {self.name}: cannot share as {index} of {count} (started: {self._started})")
+            raise ValueError(
+                f"pool {self.name}: cannot share as {index} of {count} (started: {self._started})"
+            )
         self._share = (index, count)
 
     # -- configuration ------------------------------------------------------------------------
@@ -405,8 +519,11 @@ class ServerPool:
         gpus = self.gpus
         self.log_dir.mkdir(parents=True, exist_ok=True)
         index, count = self._share  # instance numbers (ports, logs, devices) are the whole pool's
-        self.instances = [ServerInstance(self, n, g) for n, g in
-                          enumerate(g for g in gpus for _ in range(self.spec.instances_per_gpu)) if n % count == index]
+        self.instances = [
+            ServerInstance(self, n, g)
+            for n, g in enumerate(g for g in gpus for _ in range(self.spec.instances_per_gpu))
+            if n % count == index
+        ]
         tasks = [inst._begin_start() for inst in self.instances]
         try:
             await asyncio.gather(*tasks)
@@ -465,7 +582,9 @@ class ServerPool:
         _live.discard(self)
 
 
-def _in_flight(task: "asyncio.Future | None", start: Callable[[], Awaitable[None]]) -> asyncio.Future:
+def _in_flight(
+    task: "asyncio.Future | None", start: Callable[[], Awaitable[None]]
+) -> asyncio.Future:
     """`task` if it is still running in this loop, else a new task of `start()`. The caller stores
     it before awaiting, so that whoever comes next waits for the same one."""
     if task is None or task.done() or task.get_loop() is not asyncio.get_running_loop():
@@ -482,7 +601,9 @@ async def lost(name: str, inst: ServerInstance, what: str) -> ServerDied:
             break
         await asyncio.sleep(0.05)
     state = f"exited with code {code}" if code is not None else "is still running"
-    return ServerDied(f"{name} server {inst.name} {state}; session lost ({what}); server log tail:\n{inst.log_tail()}")
+    return ServerDied(
+        f"{name} server {inst.name} {state}; session lost ({what}); server log tail:\n{inst.log_tail()}"
+    )
 
 
 # -- stop everything on exit and on the signals of preemption ------------------------------------

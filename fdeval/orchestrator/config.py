@@ -44,7 +44,6 @@ class TurnConfig:
     tail_after_last_turn_s: float | None = None
 
 
-
 @dataclass(frozen=True)
 class HealthBounds:
     """How far a realtime session may fall behind before it is invalid (docs/architecture.md says why).

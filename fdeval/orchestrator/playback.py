@@ -27,7 +27,9 @@ class ScheduledChunk:
 class Flush:
     t_s: float
     n_dropped: int
-    played_n: tuple[tuple[str, int], ...] = ()  # (item, samples of it played before t_s), items only
+    played_n: tuple[
+        tuple[str, int], ...
+    ] = ()  # (item, samples of it played before t_s), items only
 
 
 class Playback:
@@ -40,7 +42,9 @@ class Playback:
         self.rendered_n = 0  # samples already handed to the listener (VAD, recording)
         self.chunks: list[ScheduledChunk] = []
         self.flushes: list[Flush] = []
-        self._item_spans: list[list] = []  # [item, start_n, n kept]: chunks of items, cut by flushes
+        self._item_spans: list[
+            list
+        ] = []  # [item, start_n, n kept]: chunks of items, cut by flushes
         # an item's audio that stalls: a chunk starting after the previous chunk of the same item
         # ended (it arrived late: the listener hears a gap the model did not mean)
         self.item_stall_max_n = 0
@@ -81,7 +85,9 @@ class Playback:
         n = max(int(round(t_s * self.sample_rate)), self.rendered_n)
         played: dict[str, int] = {}
         for span in self._item_spans:
-            span[2] = min(max(0, n - span[1]), span[2])  # what was dropped now or before is not played
+            span[2] = min(
+                max(0, n - span[1]), span[2]
+            )  # what was dropped now or before is not played
             played[span[0]] = played.get(span[0], 0) + span[2]
         self._last_item = ""
         dropped = max(0, self.queue_end_n - n)

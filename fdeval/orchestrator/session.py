@@ -38,7 +38,14 @@ from fdeval.models.base import DuplexModel, DuplexSession, ModelEvent, PlayedFlu
 from fdeval.orchestrator.clock import Clock
 from fdeval.orchestrator.config import HealthBounds, OrchestratorConfig
 from fdeval.orchestrator.playback import Playback
-from fdeval.orchestrator.policy import Conversation, ModelText, PlayedUserTurn, ScriptedPolicy, UserPolicy, UserTurn
+from fdeval.orchestrator.policy import (
+    Conversation,
+    ModelText,
+    PlayedUserTurn,
+    ScriptedPolicy,
+    UserPolicy,
+    UserTurn,
+)
 from fdeval.orchestrator.recorder import SessionLog
 from fdeval.orchestrator.turns import TurnManager, TurnRecord, effective_turn_config
 from fdeval.types import TestCase, Turn
@@ -96,8 +103,12 @@ async def run_session(
     asks = _Asks(policy, case.case_id, text_stream, sr, turn_cfg.silence_s)
     first = await asks.ask(0.0)
     if not first:
-        raise ValueError(f"case {case.case_id!r}: the user policy {policy.name!r} gave no first turn")
-    tm = TurnManager([u.turn for u in first], [u.audio for u in first], sr, turn_cfg, log.event, ask=True)
+        raise ValueError(
+            f"case {case.case_id!r}: the user policy {policy.name!r} gave no first turn"
+        )
+    tm = TurnManager(
+        [u.turn for u in first], [u.audio for u in first], sr, turn_cfg, log.event, ask=True
+    )
     playback = Playback(sr)
     vstream = vad.stream(threshold=cfg.vad_threshold, min_silence_s=cfg.vad_min_silence_s)
     to_model = StreamResampler(sr, model.sample_rate)
@@ -105,8 +116,16 @@ async def run_session(
     model_frames = _Rebuffer(int(round(model.frame_s * model.sample_rate)))
     user_track: list[np.ndarray] = []
     actual_start: dict[int, float] = {}
-    log.attrs.update({"turn_config": asdict(turn_cfg), "model_frame_s": model.frame_s, "model_sample_rate": model.sample_rate,
-                      "text_stream": text_stream, "health_bounds": asdict(cfg.health), "user_policy": policy.name})
+    log.attrs.update(
+        {
+            "turn_config": asdict(turn_cfg),
+            "model_frame_s": model.frame_s,
+            "model_sample_rate": model.sample_rate,
+            "text_stream": text_stream,
+            "health_bounds": asdict(cfg.health),
+            "user_policy": policy.name,
+        }
+    )
     health = _Health(clock.kind == "realtime", bool(model.audio_per_frame), sr)
     oracle = bool(model.oracle_user_text)
     log.attrs["oracle_user_text"] = oracle
@@ -114,7 +133,12 @@ async def run_session(
     def hand_over(asking: asyncio.Task, n: int) -> None:
         turns = asking.result()
         if turns:  # an empty answer (the user is done) shows as the session_end that follows
-            log.event(n / sr, "user_policy", -1, f"n_turns={len(turns)} asked_s={asks.asked_s:.4f} think_s={asks.think_s:.4f}")
+            log.event(
+                n / sr,
+                "user_policy",
+                -1,
+                f"n_turns={len(turns)} asked_s={asks.asked_s:.4f} think_s={asks.think_s:.4f}",
+            )
         tm.add_turns([u.turn for u in turns], [u.audio for u in turns], n)
 
     asking: asyncio.Task | None = None
@@ -148,13 +172,17 @@ async def run_session(
                 log.user_frames.append((t0, sent_s, frame_n, streaming))
                 user_track.append(frame)
                 if oracle and streaming >= 0:
-                    heard = _words_in(tm.turns[streaming], tm.records[streaming].start_n, n0, frame_n, sr)
+                    heard = _words_in(
+                        tm.turns[streaming], tm.records[streaming].start_n, n0, frame_n, sr
+                    )
                     if heard:
                         sess.hear_user_words(heard)
                 for f in model_frames.push(to_model.push(frame)):
                     await sess.send(f)
                 events = await sess.receive()
-                n_audio, flushes = _place(events, clock, t0 + frame_n / sr, playback, from_model, log)
+                n_audio, flushes = _place(
+                    events, clock, t0 + frame_n / sr, playback, from_model, log
+                )
                 health.model_audio_n += n_audio
                 health.item_stall(playback.item_stall_max_n)
                 for f in flushes:  # the session hears what was played (a hosted API's truncate)
@@ -173,12 +201,21 @@ async def run_session(
                     tm.end_reason = "behind_real_time"
                     break
                 if tm.state == "ask" and asking is None:
-                    speech = (*vstream.segments, *([(vstream.last_onset_s, n_end / sr)] if vstream.is_speaking else []))
-                    asking = asyncio.ensure_future(asks.ask(n_end / sr, tm.turns, tm.records, log.model_text, speech))
+                    speech = (
+                        *vstream.segments,
+                        *([(vstream.last_onset_s, n_end / sr)] if vstream.is_speaking else []),
+                    )
+                    asking = asyncio.ensure_future(
+                        asks.ask(n_end / sr, tm.turns, tm.records, log.model_text, speech)
+                    )
                     if clock.kind == "lockstep":
-                        await asyncio.wait([asking])  # the session clock stands still while the policy thinks
+                        await asyncio.wait(
+                            [asking]
+                        )  # the session clock stands still while the policy thinks
                     else:
-                        await asyncio.sleep(0)  # one loop turn: an answer that needs no waiting is taken at once
+                        await asyncio.sleep(
+                            0
+                        )  # one loop turn: an answer that needs no waiting is taken at once
                     if asking.done():
                         hand_over(asking, n_end)
                         asking = None
@@ -204,11 +241,19 @@ async def run_session(
         end_n = rec.end_n if rec.end_n >= 0 else (n_total if started else rec.start_n)
         log.turns.append(
             {
-                "index": rec.index, "label": rec.label, "turn_type": rec.turn_type, "subtype": rec.subtype,
-                "scheduled_s": scheduled_s, "start_s": rec.start_n / sr if started else float("nan"),
-                "actual_s": actual_s, "error_s": actual_s - scheduled_s,
-                "end_s": end_n / sr if started else float("nan"), "cut_short": rec.cut_short,
-                "onset_s": rec.onset_s, "delay_s": rec.delay_s, "wait_reason": rec.wait_reason,
+                "index": rec.index,
+                "label": rec.label,
+                "turn_type": rec.turn_type,
+                "subtype": rec.subtype,
+                "scheduled_s": scheduled_s,
+                "start_s": rec.start_n / sr if started else float("nan"),
+                "actual_s": actual_s,
+                "error_s": actual_s - scheduled_s,
+                "end_s": end_n / sr if started else float("nan"),
+                "cut_short": rec.cut_short,
+                "onset_s": rec.onset_s,
+                "delay_s": rec.delay_s,
+                "wait_reason": rec.wait_reason,
                 "n_samples_played": max(0, end_n - rec.start_n) if started else 0,
             }
         )
@@ -217,7 +262,9 @@ async def run_session(
     log.attrs["user_policy_asks"] = asks.n
     log.policy_record = policy.record()
     log.attrs["user_policy_think_max_s"] = asks.think_max_s
-    log.attrs.update(health.verdict(cfg.health, tm.end_reason, turn_cfg.max_session_s, log.duration_s, wall_s))
+    log.attrs.update(
+        health.verdict(cfg.health, tm.end_reason, turn_cfg.max_session_s, log.duration_s, wall_s)
+    )
     user = np.concatenate(user_track) if user_track else np.zeros(0, np.float32)
     return SessionResult(log, user, playback.track(n_total), wall_s)
 
@@ -235,20 +282,54 @@ def _words_in(turn: Turn, start_n: int, n0: int, frame_n: int, sr: int) -> list[
 class _Asks:
     """The session's questions to its user policy: the conversation it is shown, and think times."""
 
-    def __init__(self, policy: UserPolicy, case_id: str, text_stream: str, sample_rate: int, silence_s: float):
-        self.policy, self.case_id, self.text_stream, self.sr = policy, case_id, text_stream, sample_rate
+    def __init__(
+        self, policy: UserPolicy, case_id: str, text_stream: str, sample_rate: int, silence_s: float
+    ):
+        self.policy, self.case_id, self.text_stream, self.sr = (
+            policy,
+            case_id,
+            text_stream,
+            sample_rate,
+        )
         self.silence_s = silence_s
         self.n, self.asked_s, self.think_s, self.think_max_s = 0, 0.0, 0.0, 0.0
 
-    async def ask(self, now_s: float, turns: Sequence[Turn] = (), records: Sequence[TurnRecord] = (),
-                  model_text: Sequence[list[Any]] = (),
-                  model_speech: Sequence[tuple[float, float]] = ()) -> tuple[UserTurn, ...]:
-        user = tuple(PlayedUserTurn(r.index, r.label, r.turn_type, t.text, r.start_n / self.sr, r.end_n / self.sr, r.cut_short)
-                     for t, r in zip(turns, records) if r.end_n >= 0)
+    async def ask(
+        self,
+        now_s: float,
+        turns: Sequence[Turn] = (),
+        records: Sequence[TurnRecord] = (),
+        model_text: Sequence[list[Any]] = (),
+        model_speech: Sequence[tuple[float, float]] = (),
+    ) -> tuple[UserTurn, ...]:
+        user = tuple(
+            PlayedUserTurn(
+                r.index,
+                r.label,
+                r.turn_type,
+                t.text,
+                r.start_n / self.sr,
+                r.end_n / self.sr,
+                r.cut_short,
+            )
+            for t, r in zip(turns, records)
+            if r.end_n >= 0
+        )
         # what the user has heard: pieces whose audio has started playing and was not dropped
-        model = tuple(ModelText(row[3], row[1], row[2]) for row in model_text if not row[4] and row[1] <= now_s + 1e-9)
-        conv = Conversation(self.case_id, now_s, user, model, self.text_stream,
-                            tuple((float(a), float(b)) for a, b in model_speech), self.silence_s)
+        model = tuple(
+            ModelText(row[3], row[1], row[2])
+            for row in model_text
+            if not row[4] and row[1] <= now_s + 1e-9
+        )
+        conv = Conversation(
+            self.case_id,
+            now_s,
+            user,
+            model,
+            self.text_stream,
+            tuple((float(a), float(b)) for a, b in model_speech),
+            self.silence_s,
+        )
         self.n += 1
         self.asked_s = now_s
         t0 = time.perf_counter()
@@ -257,7 +338,9 @@ class _Asks:
         self.think_max_s = max(self.think_max_s, self.think_s)
         for u in answer:
             if not isinstance(u, UserTurn) or np.ndim(u.audio) != 1:
-                raise TypeError(f"case {self.case_id!r}: user policy {self.policy.name!r} must answer UserTurns with mono audio")
+                raise TypeError(
+                    f"case {self.case_id!r}: user policy {self.policy.name!r} must answer UserTurns with mono audio"
+                )
         return tuple(UserTurn(u.turn, np.asarray(u.audio, dtype=np.float32)) for u in answer)
 
 
@@ -292,33 +375,56 @@ class _Health:
         # when an item's audio stalls: its lag is the longest gap inside an item.
         if stall_n > 0:
             stall = stall_n / self.sr
-            self.model_lag_s = stall if math.isnan(self.model_lag_s) else max(self.model_lag_s, stall)
+            self.model_lag_s = (
+                stall if math.isnan(self.model_lag_s) else max(self.model_lag_s, stall)
+            )
 
     def broken(self, bounds: HealthBounds) -> bool:
-        return self.realtime and (self.pacing_lag_s > bounds.max_pacing_lag_s or self.model_lag_s > bounds.max_model_lag_s)
+        return self.realtime and (
+            self.pacing_lag_s > bounds.max_pacing_lag_s or self.model_lag_s > bounds.max_model_lag_s
+        )
 
-    def verdict(self, bounds: HealthBounds, end_reason: str, max_session_s: float, duration_s: float,
-                wall_s: float) -> dict[str, Any]:
+    def verdict(
+        self,
+        bounds: HealthBounds,
+        end_reason: str,
+        max_session_s: float,
+        duration_s: float,
+        wall_s: float,
+    ) -> dict[str, Any]:
         why = []
         if end_reason == "max_session":
             why.append(f"cut at orchestrator.max_session_s={max_session_s:g}")
         if self.realtime and self.pacing_lag_s > bounds.max_pacing_lag_s:
-            why.append(f"user audio sent up to {self.pacing_lag_s:.2f} s late (bound {bounds.max_pacing_lag_s:g} s: "
-                       "the client or the model could not keep real time)")
+            why.append(
+                f"user audio sent up to {self.pacing_lag_s:.2f} s late (bound {bounds.max_pacing_lag_s:g} s: "
+                "the client or the model could not keep real time)"
+            )
         if self.realtime and self.model_lag_s > bounds.max_model_lag_s:
-            why.append(f"model audio {self.model_lag_s:.2f} s behind the session (bound {bounds.max_model_lag_s:g} s: "
-                       "the model fell behind real time)")
+            why.append(
+                f"model audio {self.model_lag_s:.2f} s behind the session (bound {bounds.max_model_lag_s:g} s: "
+                "the model fell behind real time)"
+            )
         return {
-            "health_pacing_lag_max_s": float(self.pacing_lag_s), "health_model_lag_max_s": float(self.model_lag_s),
-            "health_model_audio_s": self.model_audio_n / self.sr, "health_frames_sent": self.n_frames,
+            "health_pacing_lag_max_s": float(self.pacing_lag_s),
+            "health_model_lag_max_s": float(self.model_lag_s),
+            "health_model_audio_s": self.model_audio_n / self.sr,
+            "health_frames_sent": self.n_frames,
             "health_model_first_audio_s": float(self.first_audio_s),
             "health_realtime_factor": wall_s / duration_s if duration_s > 0 else float("nan"),
-            "valid": not why, "invalid_reason": "; ".join(why),
+            "valid": not why,
+            "invalid_reason": "; ".join(why),
         }
 
 
-def _place(events: list[ModelEvent], clock: Clock, nominal_s: float, playback: Playback,
-           from_model: StreamResampler, log: SessionLog) -> tuple[int, list[PlayedFlush]]:
+def _place(
+    events: list[ModelEvent],
+    clock: Clock,
+    nominal_s: float,
+    playback: Playback,
+    from_model: StreamResampler,
+    log: SessionLog,
+) -> tuple[int, list[PlayedFlush]]:
     """Put drained model events on the played timeline (chunks, text pieces, flushes); returns
     the number of model samples (at the session rate) that arrived, and the flushes the session
     is to be told of."""
@@ -345,6 +451,15 @@ def _place(events: list[ModelEvent], clock: Clock, nominal_s: float, playback: P
                 if row[1] >= flush.t_s:
                     row[4] = True  # its audio will never be played
             played = " ".join(f"{item}:{1000 * k / sr:.3f}" for item, k in flush.played_n)
-            log.event(flush.t_s, "playback_flush", -1, f"n_dropped={flush.n_dropped}" + (f" played_ms={played}" if played else ""))
-            flushes.append(PlayedFlush(flush.t_s, {item: k / sr for item, k in flush.played_n}, flush.n_dropped))
+            log.event(
+                flush.t_s,
+                "playback_flush",
+                -1,
+                f"n_dropped={flush.n_dropped}" + (f" played_ms={played}" if played else ""),
+            )
+            flushes.append(
+                PlayedFlush(
+                    flush.t_s, {item: k / sr for item, k in flush.played_n}, flush.n_dropped
+                )
+            )
     return n, flushes

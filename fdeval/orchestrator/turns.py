@@ -31,7 +31,9 @@ from fdeval.types import Turn
 LogFn = Callable[[float, str, int, str], None]
 
 
-def model_speaking_at(segments: Sequence[tuple[float, float]], t_s: float, silence_s: float) -> bool:
+def model_speaking_at(
+    segments: Sequence[tuple[float, float]], t_s: float, silence_s: float
+) -> bool:
     """Whether the model's answer was under way at `t_s` by the turn manager's own rule: inside a
     speech segment of the played model channel, or less than `silence_s` after one ended (a pause
     the take-turn wait would not yet call the end of the answer). A barge-in injected when this
@@ -44,7 +46,9 @@ def barge_in_delay_s(turn: Turn, cfg: TurnConfig) -> float:
     """The delay after the model's speech onset at which barge-in `turn` is injected."""
     if cfg.barge_in_delay_s is not None:
         return float(cfg.barge_in_delay_s)
-    return float(turn.barge_in_after_s if turn.barge_in_after_s is not None else DEFAULT_BARGE_IN_AFTER_S)
+    return float(
+        turn.barge_in_after_s if turn.barge_in_after_s is not None else DEFAULT_BARGE_IN_AFTER_S
+    )
 
 
 def effective_turn_config(cfg: TurnConfig, model_turn_silence_s: float | None) -> TurnConfig:
@@ -65,8 +69,9 @@ def closing_timeout_s(turns: Sequence[Turn]) -> float:
 EXPECTED_MODEL_TURN_S = 8.0
 
 
-def session_length_s(turns: Sequence[Turn], cfg: TurnConfig, model_turn_s: float = EXPECTED_MODEL_TURN_S
-                     ) -> tuple[float, float]:
+def session_length_s(
+    turns: Sequence[Turn], cfg: TurnConfig, model_turn_s: float = EXPECTED_MODEL_TURN_S
+) -> tuple[float, float]:
     """(expected, worst) session length for these user turns under `cfg`: every turn's audio and
     trailing silence, plus the waits this turn manager makes: the initial silence, one expected
     model turn and the completion silence after each later take-turn, the barge-in delay before
@@ -85,7 +90,9 @@ def session_length_s(turns: Sequence[Turn], cfg: TurnConfig, model_turn_s: float
             worst += turn.timeout_s
         expected += turn.duration_s + cfg.trailing_silence_s
         worst += turn.duration_s + cfg.trailing_silence_s
-    if cfg.tail_after_last_turn_s is not None:  # a fixed observation window ends the session (e.g. TACT)
+    if (
+        cfg.tail_after_last_turn_s is not None
+    ):  # a fixed observation window ends the session (e.g. TACT)
         return expected + cfg.tail_after_last_turn_s, worst + cfg.tail_after_last_turn_s
     return expected + model_turn_s + cfg.silence_s, worst + closing_timeout_s(turns)
 
@@ -122,8 +129,15 @@ class TurnManager:
     """`ask=False`: the closing wait ends the session. `ask=True`: it enters state `ask` (the
     caller gets more turns from its user policy and calls `add_turns`)."""
 
-    def __init__(self, turns: Sequence[Turn], audio: Sequence[np.ndarray], sample_rate: int, cfg: TurnConfig, log: LogFn,
-                 ask: bool = False):
+    def __init__(
+        self,
+        turns: Sequence[Turn],
+        audio: Sequence[np.ndarray],
+        sample_rate: int,
+        cfg: TurnConfig,
+        log: LogFn,
+        ask: bool = False,
+    ):
         self.sr, self.cfg, self._log, self.ask = sample_rate, cfg, log, ask
         self.turns: list[Turn] = []
         self.audio: list[np.ndarray] = []
@@ -150,7 +164,9 @@ class TurnManager:
             raise ValueError("one audio array per turn")
         for t, x in zip(turns, audio):
             if t.index != len(self.turns):
-                raise ValueError(f"turn {t.label!r} has index {t.index}; the next user turn is {len(self.turns)}")
+                raise ValueError(
+                    f"turn {t.label!r} has index {t.index}; the next user turn is {len(self.turns)}"
+                )
             rec = TurnRecord(t.index, t.label, t.turn_type, t.subtype or "")
             if t.turn_type == "barge-in":
                 rec.delay_s = barge_in_delay_s(t, self.cfg)
@@ -220,7 +236,10 @@ class TurnManager:
             self._wait(n_end, is_speaking, silence_s)
         elif self.state == "final":
             if self.cfg.tail_after_last_turn_s is not None:
-                if self.prev_end_n is not None and self._s(n_end - self.prev_end_n) >= self.cfg.tail_after_last_turn_s - 1e-9:
+                if (
+                    self.prev_end_n is not None
+                    and self._s(n_end - self.prev_end_n) >= self.cfg.tail_after_last_turn_s - 1e-9
+                ):
                     self._close(n_end, "tail")
                 return
             if self._answered_and_silent(n_end, is_speaking, silence_s):
@@ -280,7 +299,12 @@ class TurnManager:
         else:
             return
         self.state = "armed"
-        self._log(t_end, "turn_scheduled", self.i, f"{rec.wait_reason} scheduled_s={self._s(rec.scheduled_n):.4f}")
+        self._log(
+            t_end,
+            "turn_scheduled",
+            self.i,
+            f"{rec.wait_reason} scheduled_s={self._s(rec.scheduled_n):.4f}",
+        )
 
     def _maybe_yield(self, n_end: int, is_speaking: bool) -> None:
         turn, rec = self.turns[self.i], self.records[self.i]

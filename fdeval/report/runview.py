@@ -18,66 +18,41 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
 
 from omegaconf import OmegaConf
 
 from fdeval.engine.driver import pipeline
 from fdeval.engine.executor import stamp, unit_state
+from fdeval.engine.review import RunView, SessionView
 from fdeval.engine.run import Run, RunFolder, step_description
 from fdeval.engine.steps import CaseStep, Result, Unit
 from fdeval.errors import FdevalError
 from fdeval.types import TestCase
 
+__all__ = [
+    "RunView",
+    "SessionView",
+    "describe_results",
+    "open_run",
+    "reopen",
+    "step_folder",
+    "view_of",
+]
+
 log = logging.getLogger("fdeval")
 
 # The engine's session states, as a reader sees them: a recording that cannot be read back or
 # belongs to another run is as unusable as one with broken timing (the reason says which).
-_STATES = {"done": "usable", "invalid": "invalid", "failed": "failed", "missing": "missing",
-           "corrupt": "invalid", "foreign": "invalid"}
+_STATES = {
+    "done": "usable",
+    "invalid": "invalid",
+    "failed": "failed",
+    "missing": "missing",
+    "corrupt": "invalid",
+    "foreign": "invalid",
+}
 _REASON_PREFIX = {"corrupt": "unreadable recording: ", "foreign": "another run's recording: "}
-
-
-@dataclass(frozen=True)
-class SessionView:
-    case: TestCase
-    wav: Path | None          # sessions/<case>.wav (stereo: ch0 user, ch1 model)
-    log: Path | None          # sessions/<case>.h5
-    state: str                # usable | invalid | failed | missing
-    reason: str               # why not usable ("" when usable)
-    transcript: Path | None   # the transcribe-stage step's JSON for the case, when there is one
-    results: dict[str, list[Result]]  # step name -> that step's Results for this case
-
-    @property
-    def case_id(self) -> str:
-        return self.case.case_id
-
-
-@dataclass(frozen=True)
-class RunView:
-    run_dir: Path
-    benchmark: str
-    model: str
-    model_id: str
-    run_id: str
-    sessions: tuple[SessionView, ...]
-    steps: Mapping[str, str] = field(default_factory=dict)  # step name -> the folder its results are read from
-
-    def session(self, case_id: str) -> SessionView:
-        for s in self.sessions:
-            if s.case.case_id == case_id:
-                return s
-        raise FdevalError(f"{self.run_dir}: no case {case_id!r} in this run")
-
-    @property
-    def result_steps(self) -> tuple[str, ...]:
-        """The steps that have results in some session, in pipeline order."""
-        seen: dict[str, None] = {}
-        for s in self.sessions:
-            seen.update(dict.fromkeys(s.results))
-        return tuple(seen)
 
 
 def reopen(run_dir: str | Path) -> Run:
@@ -109,13 +84,20 @@ def step_folder(run: Run, step: CaseStep) -> tuple[Path | None, dict | None]:
     try:
         return run.step_dir(step), stamp(run, step)
     except Exception as e:  # noqa: BLE001 - any failure to rebuild the settings falls back to the record
-        log.debug("runview: %s: settings not rebuilt (%s); reading run.json's folder by session only", step.name, e)
+        log.debug(
+            "runview: %s: settings not rebuilt (%s); reading run.json's folder by session only",
+            step.name,
+            e,
+        )
     folders, _ = RunFolder.recorded_steps(run.run_dir)
-    return (run.run_dir / folders[step.name] if isinstance(folders.get(step.name), str) else None), None
+    return (
+        run.run_dir / folders[step.name] if isinstance(folders.get(step.name), str) else None
+    ), None
 
 
-def _step_results(run: Run, step: CaseStep, case: TestCase, session,
-                  where: tuple[Path | None, dict | None]) -> tuple[list[Result], Path | None]:
+def _step_results(
+    run: Run, step: CaseStep, case: TestCase, session, where: tuple[Path | None, dict | None]
+) -> tuple[list[Result], Path | None]:
     """The step's results for one usable session, and its first current file."""
     folder, mark = where
     out: list[Result] = []
@@ -167,13 +149,34 @@ def view_of(run: Run) -> RunView:
                     results[step.name] = res
                 if transcript is None and step.stage == "transcribe" and path is not None:
                     transcript = path
-        reason = "" if st.state == "done" else (_REASON_PREFIX.get(st.state, "") + (st.why or st.state))
-        sessions.append(SessionView(case, wav if wav.exists() else None, h5 if h5.exists() else None,
-                                    _STATES.get(st.state, "invalid"), reason, transcript, results))
+        reason = (
+            "" if st.state == "done" else (_REASON_PREFIX.get(st.state, "") + (st.why or st.state))
+        )
+        sessions.append(
+            SessionView(
+                case,
+                wav if wav.exists() else None,
+                h5 if h5.exists() else None,
+                _STATES.get(st.state, "invalid"),
+                reason,
+                transcript,
+                results,
+            )
+        )
     recorded = run.folder.recorded_model() or {}
-    shown = {name: str(d.relative_to(run.run_dir)) for name, (d, _) in where.items() if d is not None}
-    return RunView(run.run_dir, str(run.benchmark.name), str(run.cfg.model.name),
-                   str(recorded.get("model_id", "")), run.folder.run_id, tuple(sessions), shown)
+    shown = {
+        name: str(d.relative_to(run.run_dir)) for name, (d, _) in where.items() if d is not None
+    }
+    return RunView(
+        run.run_dir,
+        str(run.benchmark.name),
+        str(run.cfg.model.name),
+        str(recorded.get("model_id", "")),
+        run.folder.run_id,
+        tuple(sessions),
+        shown,
+        run.benchmark,
+    )
 
 
 def describe_results(view: RunView) -> str:

@@ -12,6 +12,7 @@ from typing import Sequence
 
 from fdeval.errors import FdevalError
 
+from . import study  # noqa: F401 - registers the human study's routes and header link on the server
 from .server import ReviewApp, make_server
 
 PROG = "python -m fdeval.review"
@@ -25,7 +26,9 @@ def _default_reviewer() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog=PROG, description="Review sessions of run folders in a browser.")
+    ap = argparse.ArgumentParser(
+        prog=PROG, description="Review sessions of run folders in a browser."
+    )
     ap.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
     ap.add_argument("--reviewer", default=None, help="your name in saved labels (default: $USER)")
     ap.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: a free one)")
@@ -37,7 +40,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
     except OSError as e:
-        print(f"{PROG}: error: cannot listen on 127.0.0.1:{args.port}: {e.strerror or e}", file=sys.stderr)
+        print(
+            f"{PROG}: error: cannot listen on 127.0.0.1:{args.port}: {e.strerror or e}",
+            file=sys.stderr,
+        )
         return 2
     print(f"fdeval review: http://127.0.0.1:{server.server_address[1]}/", flush=True)
     try:

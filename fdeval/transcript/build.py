@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from fdeval.errors import FileFieldError
-from fdeval.orchestrator.recorder import read_session_log
+from fdeval.recording import ModelText, Session, read_session
 from fdeval.types import PlayedTurn, Seconds, TestCase, Transcript, Word
 
 # A text piece without a duration is assumed to last until the next piece, at most this long.
@@ -39,31 +39,55 @@ PAUSE_S = 0.5
 TEXT_STREAMS = ("words", "pieces")
 
 
-def build_transcript(case: TestCase, log_path: Path, model_words: list[Word] | None = None,
-                     triggers: Sequence[Sequence[tuple[str, Seconds]]] = ()) -> Transcript:
+def build_transcript(
+    case: TestCase,
+    log_path: Path,
+    model_words: list[Word] | None = None,
+    triggers: Sequence[Sequence[tuple[str, Seconds]]] = (),
+) -> Transcript:
     """The session transcript; `model_words` (e.g. from ASR on the model channel) replace the
     model's own text stream when given. `triggers[i]`: the (kind, time in the turn audio) points
     of turn i (a turn past the end has none)."""
-    log = read_session_log(log_path)
-    duration_s = float(log["attrs"]["duration_s"])
+    log = read_session(log_path, tables=("turns", "model_text", "model_chunks", "flushes"))
+    duration_s = log.duration_s
     words: list[Word] = []
     played: list[PlayedTurn] = []
-    for row in log["turns"]:
-        turn = case.turns[int(row["index"])]
-        start = float(row["start_s"])
-        if math.isnan(start):
+    for row in log.turns:
+        turn = case.turns[row.index]
+        start = row.start_s
+        if not row.played:
             continue
-        end = float(row["end_s"])
+        end = row.end_s
         turn_words = [w for w in turn.words if start + w.start_s < end]
         marks = triggers[turn.index] if turn.index < len(triggers) else ()
         for w in turn_words:
-            words.append(Word(case.case_id, "user", w.text, start + w.start_s, min(start + w.end_s, end), "tts", turn.index))
+            words.append(
+                Word(
+                    case.case_id,
+                    "user",
+                    w.text,
+                    start + w.start_s,
+                    min(start + w.end_s, end),
+                    "tts",
+                    turn.index,
+                )
+            )
         played.append(
             PlayedTurn(
-                case_id=case.case_id, index=turn.index, label=turn.label, turn_type=turn.turn_type,
-                subtype=turn.subtype, start_s=start, end_s=end, scheduled_s=float(row["scheduled_s"]),
-                cut_short=bool(row["cut_short"]), n_words_total=len(turn.words), n_words_played=len(turn_words),
-                triggers_s=tuple((kind, start + at_s) for kind, at_s in marks if start + at_s < end),
+                case_id=case.case_id,
+                index=turn.index,
+                label=turn.label,
+                turn_type=turn.turn_type,
+                subtype=turn.subtype,
+                start_s=start,
+                end_s=end,
+                scheduled_s=row.scheduled_s,
+                cut_short=row.cut_short,
+                n_words_total=len(turn.words),
+                n_words_played=len(turn_words),
+                triggers_s=tuple(
+                    (kind, start + at_s) for kind, at_s in marks if start + at_s < end
+                ),
             )
         )
     if model_words is not None:
@@ -74,49 +98,54 @@ def build_transcript(case: TestCase, log_path: Path, model_words: list[Word] | N
     return Transcript(case.case_id, tuple(words), tuple(played), duration_s)
 
 
-def log_model_words(case_id: str, log: dict[str, Any], where: str = "session log") -> list[Word]:
-    """The model's words in a read session log (`read_session_log`), timed when their audio
-    played, by the log's `text_stream` rule (see the module doc)."""
-    duration_s = float(log["attrs"]["duration_s"])
-    rule = log["attrs"].get("text_stream", "words")
+def log_model_words(case_id: str, log: Session, where: str = "session log") -> list[Word]:
+    """The model's words in a read session log (`fdeval.recording.read_session`: its model_text,
+    and for the "pieces" rule its model_chunks and flushes), timed when their audio played, by the
+    log's `text_stream` rule (see the module doc)."""
+    duration_s = log.duration_s
+    rule = log.info.text_stream
     if rule == "words":
-        return _words_rule(case_id, log["model_text"], duration_s)
+        return _words_rule(case_id, log.model_text, duration_s)
     if rule == "pieces":
         return _pieces_rule(case_id, log, duration_s)
-    raise FileFieldError(where, case_id, "attrs.text_stream",
-                         f"unknown text rule {rule!r} (expected one of {', '.join(TEXT_STREAMS)})")
+    raise FileFieldError(
+        where,
+        case_id,
+        "attrs.text_stream",
+        f"unknown text rule {rule!r} (expected one of {', '.join(TEXT_STREAMS)})",
+    )
 
 
-def _piece_ends(pieces: list[dict[str, Any]], duration_s: float) -> list[float]:
+def _piece_ends(pieces: Sequence[ModelText], duration_s: float) -> list[float]:
     """Where each piece (sorted by play time) stops: its own duration, else the next piece's
     start, at most MAX_WORD_S after its own."""
     ends = []
     for i, r in enumerate(pieces):
-        start = float(r["play_s"])
-        nxt = float(pieces[i + 1]["play_s"]) if i + 1 < len(pieces) else duration_s
-        dur = float(r["duration_s"])
+        start = r.play_s
+        nxt = pieces[i + 1].play_s if i + 1 < len(pieces) else duration_s
+        dur = r.duration_s
         ends.append(start + dur if not math.isnan(dur) else min(nxt, start + MAX_WORD_S))
     return ends
 
 
-def _words_rule(case_id: str, rows: list[dict[str, Any]], duration_s: float) -> list[Word]:
-    pieces = [r for r in rows if not r["dropped"] and r["text"].strip() and r["play_s"] < duration_s]
-    pieces.sort(key=lambda r: r["play_s"])
+def _words_rule(case_id: str, rows: Sequence[ModelText], duration_s: float) -> list[Word]:
+    pieces = [r for r in rows if not r.dropped and r.text.strip() and r.play_s < duration_s]
+    pieces.sort(key=lambda r: r.play_s)
     out = []
     for r, end in zip(pieces, _piece_ends(pieces, duration_s)):
-        for token in r["text"].split():
-            out.append(Word(case_id, "model", token, float(r["play_s"]), min(end, duration_s), "model_text"))
+        for token in r.text.split():
+            out.append(Word(case_id, "model", token, r.play_s, min(end, duration_s), "model_text"))
     return out
 
 
-def _audio_spans(log: dict[str, Any]) -> list[tuple[float, float]]:
+def _audio_spans(log: Session) -> list[tuple[float, float]]:
     """The stretches of played model audio (merged), each chunk cut at the flush that followed it."""
-    sr = float(log["attrs"]["sample_rate"])
-    flush_ts = sorted(float(f["t_s"]) for f in log["flushes"])
+    sr = float(log.info.sample_rate_hz)
+    flush_ts = sorted(f.t_s for f in log.flushes)
     spans = []
-    for c in log["model_chunks"]:
-        start, end = float(c["play_start_s"]), float(c["play_start_s"]) + int(c["n_samples"]) / sr
-        cut = next((t for t in flush_ts if t >= float(c["arrival_s"])), math.inf)
+    for c in log.model_chunks:
+        start, end = c.play_start_s, c.play_start_s + c.n_samples / sr
+        cut = next((t for t in flush_ts if t >= c.arrival_s), math.inf)
         if min(end, cut) > start:
             spans.append((start, min(end, cut)))
     merged: list[tuple[float, float]] = []
@@ -141,22 +170,24 @@ def _longest_silence(spans: list[tuple[float, float]], a: float, b: float) -> fl
     return max(longest, b - t)
 
 
-def _pieces_rule(case_id: str, log: dict[str, Any], duration_s: float) -> list[Word]:
-    kept = sorted((r for r in log["model_text"] if not r["dropped"] and r["text"].strip()), key=lambda r: r["play_s"])
+def _pieces_rule(case_id: str, log: Session, duration_s: float) -> list[Word]:
+    kept = sorted(
+        (r for r in log.model_text if not r.dropped and r.text.strip()), key=lambda r: r.play_s
+    )
     end_of = {id(r): e for r, e in zip(kept, _piece_ends(kept, duration_s))}
-    flushes = [float(f["t_s"]) for f in log["flushes"] if int(f["n_dropped"]) > 0]
+    flushes = [f.t_s for f in log.flushes if f.n_dropped > 0]
     spans = _audio_spans(log)
     groups: list[list[Any]] = []  # [text, first piece, last piece] per word
     open_word = False
-    for r in log["model_text"]:  # stream order: the order the model produced them
-        if r["dropped"]:
+    for r in log.model_text:  # stream order: the order the model produced them
+        if r.dropped:
             open_word = False  # never played: left out, and it ends the word played before it
             continue
         if open_word:
-            a, b = float(groups[-1][2]["play_s"]), float(r["play_s"])
+            a, b = groups[-1][2].play_s, r.play_s
             if any(a < t <= b for t in flushes) or _longest_silence(spans, a, b) >= PAUSE_S:
                 open_word = False
-        for part in re.split(r"(\s+)", r["text"]):
+        for part in re.split(r"(\s+)", r.text):
             if not part:
                 continue
             if part.isspace():
@@ -169,9 +200,20 @@ def _pieces_rule(case_id: str, log: dict[str, Any], duration_s: float) -> list[W
                 open_word = True
     out = []
     for text, first, last in groups:
-        start = float(first["play_s"])
+        start = first.play_s
         if start >= duration_s:
             continue
-        cut = next((t for t in flushes if t > start), math.inf)  # where its audio was cut, if it was
-        out.append(Word(case_id, "model", text, start, min(max(start, end_of[id(last)]), cut, duration_s), "model_text"))
+        cut = next(
+            (t for t in flushes if t > start), math.inf
+        )  # where its audio was cut, if it was
+        out.append(
+            Word(
+                case_id,
+                "model",
+                text,
+                start,
+                min(max(start, end_of[id(last)]), cut, duration_s),
+                "model_text",
+            )
+        )
     return out

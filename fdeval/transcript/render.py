@@ -71,12 +71,17 @@ class _Other:
         return self.words[lo:hi]
 
     def overlaps(self, w: Word) -> bool:
-        return any(_shares_time(w.start_s, w.end_s, o.start_s, o.end_s) for o in self._near(w.start_s, w.end_s))
+        return any(
+            _shares_time(w.start_s, w.end_s, o.start_s, o.end_s)
+            for o in self._near(w.start_s, w.end_s)
+        )
 
     def speaks_within(self, start_s: float, end_s: float) -> bool:
         """Whether a word of the other speaker lies wholly inside the silence [start_s, end_s]."""
-        return any(o.start_s >= start_s - OVERLAP_EPS_S and o.end_s <= end_s + OVERLAP_EPS_S
-                   for o in self._near(start_s, end_s))
+        return any(
+            o.start_s >= start_s - OVERLAP_EPS_S and o.end_s <= end_s + OVERLAP_EPS_S
+            for o in self._near(start_s, end_s)
+        )
 
 
 def _speaker_lines(own: Sequence[Word], other: _Other, gap_s: float) -> list[Line]:
@@ -87,8 +92,16 @@ def _speaker_lines(own: Sequence[Word], other: _Other, gap_s: float) -> list[Lin
 
     def flush() -> None:
         if run:
-            lines.append(Line(run[0].speaker, run[0].start_s, run[-1].end_s,
-                              " ".join(w.text for w in run), run_overlap, run_cont))
+            lines.append(
+                Line(
+                    run[0].speaker,
+                    run[0].start_s,
+                    run[-1].end_s,
+                    " ".join(w.text for w in run),
+                    run_overlap,
+                    run_cont,
+                )
+            )
 
     prev: Word | None = None
     for w in own:
@@ -115,8 +128,9 @@ def transcript_lines(words: Iterable[Word], gap_s: float = DEFAULT_GAP_S) -> lis
         by_speaker[w.speaker].append(w)
     for ws in by_speaker.values():
         ws.sort(key=lambda w: (w.start_s, w.end_s))
-    lines = (_speaker_lines(by_speaker["user"], _Other(by_speaker["model"]), gap_s)
-             + _speaker_lines(by_speaker["model"], _Other(by_speaker["user"]), gap_s))
+    lines = _speaker_lines(by_speaker["user"], _Other(by_speaker["model"]), gap_s) + _speaker_lines(
+        by_speaker["model"], _Other(by_speaker["user"]), gap_s
+    )
     lines.sort(key=lambda ln: (ln.start_s, 0 if ln.speaker == "user" else 1, ln.end_s))
     return lines
 

@@ -16,7 +16,9 @@ class Session:
     placed: dict[str, list[tuple[float, float]]]  # speaker -> where speech was put (start_s, end_s)
 
 
-def place(total_s: float, clips: list[tuple[float, np.ndarray]]) -> tuple[np.ndarray, list[tuple[float, float]]]:
+def place(
+    total_s: float, clips: list[tuple[float, np.ndarray]]
+) -> tuple[np.ndarray, list[tuple[float, float]]]:
     x = np.zeros(int(total_s * SR), dtype=np.float32)
     spans = []
     for at_s, clip in clips:

@@ -14,7 +14,9 @@ from fdeval.audio.io import write_wav
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "asr: needs the asr extra (torch, transformers); skipped without it")
+    config.addinivalue_line(
+        "markers", "asr: needs the asr extra (torch, transformers); skipped without it"
+    )
 
 
 @pytest.fixture(scope="session")

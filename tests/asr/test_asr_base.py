@@ -52,7 +52,9 @@ class SpanReporter(ASRBackend):
         out = []
         for s in segments:
             d = len(s) / SR
-            words = [TimedWord(f"w{i}", i - 0.5, i + 1.5) for i in range(max(1, int(d)))]  # spills both ways
+            words = [
+                TimedWord(f"w{i}", i - 0.5, i + 1.5) for i in range(max(1, int(d)))
+            ]  # spills both ways
             out.append(words + [TimedWord("tail", None, None)])
         return out
 
@@ -83,14 +85,18 @@ def test_merge_gap_and_padding(session):
     joined = speech_segments(x, Segmentation(merge_gap_s=10.0))
     assert len(apart) == len(padded) == 3
     for (a0, b0), (a1, b1) in zip(apart, padded):
-        assert a1 == pytest.approx(max(0.0, a0 - 0.3), abs=1e-3) and b1 == pytest.approx(b0 + 0.3, abs=1e-3)
+        assert a1 == pytest.approx(max(0.0, a0 - 0.3), abs=1e-3) and b1 == pytest.approx(
+            b0 + 0.3, abs=1e-3
+        )
     assert len(joined) == 1  # the three user turns are < 10 s apart and fit in 30 s
     assert joined[0][0] <= apart[0][0] and joined[0][1] >= apart[-1][1]
 
 
 def test_long_speech_is_cut_into_pieces_that_tile_it(tts):
-    clip = tts.synthesize("one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-                          "fifteen sixteen seventeen eighteen nineteen twenty").samples
+    clip = tts.synthesize(
+        "one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+        "fifteen sixteen seventeen eighteen nineteen twenty"
+    ).samples
     x, _ = place(2.0 + 3 * len(clip) / SR, [(1.0 + i * len(clip) / SR, clip) for i in range(3)])
     seg = Segmentation(max_segment_s=6.0, pad_s=0.2)
     segs = speech_segments(x, seg)
@@ -108,14 +114,22 @@ def test_silence_has_no_segments_and_no_words():
 
 
 def test_clean_words_rules():
-    raw = [TimedWord(" hi ", -0.3, 0.2), TimedWord("", 0.1, 0.2), TimedWord("there", None, 0.5),
-           TimedWord("big gap", 0.4, 1.0), TimedWord("back", 0.2, 0.1), TimedWord("end", 2.5, None),
-           TimedWord("nan", float("nan"), float("inf"))]
+    raw = [
+        TimedWord(" hi ", -0.3, 0.2),
+        TimedWord("", 0.1, 0.2),
+        TimedWord("there", None, 0.5),
+        TimedWord("big gap", 0.4, 1.0),
+        TimedWord("back", 0.2, 0.1),
+        TimedWord("end", 2.5, None),
+        TimedWord("nan", float("nan"), float("inf")),
+    ]
     out = clean_words(raw, 2.0)
     assert [w.text for w in out] == ["hi", "there", "big", "gap", "back", "end", "nan"]
     assert out[0] == TimedWord("hi", 0.0, 0.2)
     assert out[1] == TimedWord("there", 0.0, 0.5)  # missing start: the previous word's start
-    assert (out[2].start_s, out[2].end_s, out[3].start_s, out[3].end_s) == pytest.approx((0.4, 0.7, 0.7, 1.0))
+    assert (out[2].start_s, out[2].end_s, out[3].start_s, out[3].end_s) == pytest.approx(
+        (0.4, 0.7, 0.7, 1.0)
+    )
     assert out[4] == TimedWord("back", 0.7, 0.7)  # starts never go back; end at least start
     assert out[5] == TimedWord("end", 2.0, 2.0) and out[6] == TimedWord("nan", 2.0, 2.0)
     starts = [w.start_s for w in out]
@@ -126,9 +140,13 @@ def test_transcribe_channel_places_words_inside_their_segments(session):
     backend = SpanReporter()
     words = backend.transcribe_channel(session.path, 1, "case-1", "model")
     segs = speech_segments(read_channel(session.path, 1), backend.segmentation)
-    assert backend.calls == [[pytest.approx(b - a, abs=1 / SR) for a, b in segs]]  # one batch, only speech
+    assert backend.calls == [
+        [pytest.approx(b - a, abs=1 / SR) for a, b in segs]
+    ]  # one batch, only speech
     assert words and all(isinstance(w, Word) for w in words)
-    assert {(w.case_id, w.speaker, w.source, w.turn) for w in words} == {("case-1", "model", "asr", None)}
+    assert {(w.case_id, w.speaker, w.source, w.turn) for w in words} == {
+        ("case-1", "model", "asr", None)
+    }
     for w in words:
         assert any(a <= w.start_s <= w.end_s <= b for a, b in segs), w
     assert sum(w.text == "tail" for w in words) == len(segs)

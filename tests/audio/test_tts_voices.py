@@ -26,9 +26,15 @@ def _ltas_db(x: np.ndarray, sr: int) -> np.ndarray:
 
 def test_default_voices_exist_mix_sexes_and_sound_apart():
     tts = EspeakTTS()
-    assert tts.backend == "espeak" and tts.voices == DEFAULT_VOICES and tts.voices[0] == tts.voice == "en-us+m3"
+    assert (
+        tts.backend == "espeak"
+        and tts.voices == DEFAULT_VOICES
+        and tts.voices[0] == tts.voice == "en-us+m3"
+    )
     sexes = [tts.voice_sex(v) for v in tts.voices]
-    assert len(set(tts.voices)) >= 6 and sexes.count("female") >= 3 and sexes.count("male") >= 3, sexes
+    assert len(set(tts.voices)) >= 6 and sexes.count("female") >= 3 and sexes.count("male") >= 3, (
+        sexes
+    )
     feats = {}
     for v, sex in zip(tts.voices, sexes):
         syn = tts.with_voice(v).synthesize(TEXT)  # every default voice is one espeak-ng accepts
@@ -51,9 +57,18 @@ def test_configured_voices_put_the_default_first():
 def test_with_voice_keeps_settings_and_speaks_that_voice():
     tts = EspeakTTS(rate_wpm=180, pitch=40, sample_rate=24000)
     other = tts.with_voice("en-us+f2")
-    assert (other.voice, other.rate_wpm, other.pitch, other.sample_rate) == ("en-us+f2", 180, 40, 24000)
-    assert other.voices[0] == "en-us+f2" and sorted(other.voices) == sorted(tts.voices)  # its voice first
-    direct = EspeakTTS(voice="en-us+f2", rate_wpm=180, pitch=40, sample_rate=24000).synthesize("Good morning.")
+    assert (other.voice, other.rate_wpm, other.pitch, other.sample_rate) == (
+        "en-us+f2",
+        180,
+        40,
+        24000,
+    )
+    assert other.voices[0] == "en-us+f2" and sorted(other.voices) == sorted(
+        tts.voices
+    )  # its voice first
+    direct = EspeakTTS(voice="en-us+f2", rate_wpm=180, pitch=40, sample_rate=24000).synthesize(
+        "Good morning."
+    )
     assert np.array_equal(other.synthesize("Good morning.").samples, direct.samples)
     assert tts.voice == "en-us+m3"  # unchanged
 
@@ -62,9 +77,14 @@ def test_identity_is_json_and_names_what_changes_the_samples():
     tts = EspeakTTS()
     ident = tts.identity()
     assert json.loads(json.dumps(ident)) == ident
-    assert ident["backend"] == "espeak" and ident["voice"] == "en-us+m3" and ident["rate_wpm"] == 165
+    assert (
+        ident["backend"] == "espeak" and ident["voice"] == "en-us+m3" and ident["rate_wpm"] == 165
+    )
     assert tts.with_voice("en+m1").identity()["voice"] == "en+m1"
-    assert EspeakTTS(rate_wpm=200).identity() != ident and EspeakTTS(voices=["en+f4"]).identity() == ident
+    assert (
+        EspeakTTS(rate_wpm=200).identity() != ident
+        and EspeakTTS(voices=["en+f4"]).identity() == ident
+    )
 
 
 def test_unknown_voices_are_config_errors_naming_them():

@@ -32,7 +32,9 @@ def _run(vad: SileroVAD, pieces: list[np.ndarray]):
 
 def test_onset_and_offset_of_embedded_speech(vad, embedded):
     x, onset_s, end_s = embedded
-    frames = [x[i : i + 320] for i in range(0, x.size, 320)]  # 20 ms frames, as a session pushes them
+    frames = [
+        x[i : i + 320] for i in range(0, x.size, 320)
+    ]  # 20 ms frames, as a session pushes them
     stream, events = _run(vad, frames)
     assert events[0].kind == "onset"
     assert abs(events[0].t_s - onset_s) <= 0.1, (events[0], onset_s)
@@ -131,7 +133,15 @@ def _streams_alone_and_batched(sentence, n_streams: int, seed: int):
     audio = []
     for i in range(n_streams):
         lead = np.zeros(int(rng.integers(0, 16000)), np.float32)
-        audio.append(np.concatenate([lead, sentence.samples * np.float32(rng.uniform(0.2, 1.0)), np.zeros(8000, np.float32)]))
+        audio.append(
+            np.concatenate(
+                [
+                    lead,
+                    sentence.samples * np.float32(rng.uniform(0.2, 1.0)),
+                    np.zeros(8000, np.float32),
+                ]
+            )
+        )
     cuts = [np.cumsum(rng.integers(100, 3000, size=len(a) // 100))[:-1] for a in audio]
     pieces = [[p for p in np.split(a, c[c < len(a)]) if len(p)] for a, c in zip(audio, cuts)]
 
@@ -174,7 +184,10 @@ def test_batched_probabilities_are_bit_identical_to_single_calls():
         single = [_Recurrence(_session(1)) for _ in range(n)]
         group = [_Recurrence(_session(1)) for _ in range(n)]
         for k in range(6):
-            chunks = [(rng.standard_normal(CHUNK) * rng.uniform(0.01, 0.5)).astype(np.float32) for _ in range(n)]
+            chunks = [
+                (rng.standard_normal(CHUNK) * rng.uniform(0.01, 0.5)).astype(np.float32)
+                for _ in range(n)
+            ]
             want = [m.step(c) for m, c in zip(single, chunks)]
             assert step_together(group, chunks) == want, (n, k)
 
@@ -189,8 +202,14 @@ def test_a_failing_batch_reaches_every_waiting_push(sentence):
     async def go():
         a, b = batched.stream(), batched.stream()
         b.close()
-        return await asyncio.gather(a.push_async(sentence.samples[:4000]), b.push_async(sentence.samples[:4000]), return_exceptions=True)
+        return await asyncio.gather(
+            a.push_async(sentence.samples[:4000]),
+            b.push_async(sentence.samples[:4000]),
+            return_exceptions=True,
+        )
 
     ra, rb = asyncio.run(go())
     # b's push after close fails, and so does the batch it was in: nobody waits forever
-    assert isinstance(ra, RuntimeError) and isinstance(rb, RuntimeError) and "after close" in str(rb)
+    assert (
+        isinstance(ra, RuntimeError) and isinstance(rb, RuntimeError) and "after close" in str(rb)
+    )

@@ -13,7 +13,11 @@ def test_mono_pcm16_round_trip(tmp_path, sentence):
     path = tmp_path / "sub" / "turn.wav"
     write_wav(path, sentence.samples, sentence.sample_rate)
     data, sr = read_wav(path)
-    assert sr == sentence.sample_rate and data.dtype == np.float32 and data.shape == sentence.samples.shape
+    assert (
+        sr == sentence.sample_rate
+        and data.dtype == np.float32
+        and data.shape == sentence.samples.shape
+    )
     np.testing.assert_allclose(data, sentence.samples, atol=1 / 32768)
     assert sf.info(str(path)).subtype == "PCM_16" and sf.info(str(path)).format == "WAV"
     assert [p.name for p in path.parent.iterdir()] == ["turn.wav"]  # no temporary left behind
@@ -37,7 +41,9 @@ def test_clipping_and_failed_write_leaves_nothing(tmp_path):
     with pytest.raises(ValueError):
         write_wav(tmp_path / "bad.wav", np.zeros((2, 2, 2), dtype=np.float32), 16000)
     with pytest.raises(Exception):
-        write_wav(tmp_path / "bad.wav", np.zeros(10, dtype=np.float32), 16000, subtype="NOT_A_SUBTYPE")
+        write_wav(
+            tmp_path / "bad.wav", np.zeros(10, dtype=np.float32), 16000, subtype="NOT_A_SUBTYPE"
+        )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["loud.wav"]
 
 

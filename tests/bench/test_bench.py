@@ -19,13 +19,27 @@ from fdeval.benchmarks.instructfd.records import InstructFDCase
 from fdeval.cases import load_cases
 
 CHEAP = "vad,tact,generation,batched"
-ENV_KEYS = {"cpu_model", "logical_cpus", "affinity", "torch_threads", "onnxruntime_vad_threads", "python",
-            "packages", "git", "hostname_sha256"}
+ENV_KEYS = {
+    "cpu_model",
+    "logical_cpus",
+    "affinity",
+    "torch_threads",
+    "onnxruntime_vad_threads",
+    "python",
+    "packages",
+    "git",
+    "hostname_sha256",
+}
 
 
 def bench(tmp: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "fdeval.bench", *args], cwd=tmp, capture_output=True, text=True,
-                          timeout=900)
+    return subprocess.run(
+        [sys.executable, "-m", "fdeval.bench", *args],
+        cwd=tmp,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
 
 
 def check_rows(section: dict) -> None:
@@ -47,13 +61,20 @@ def test_cli_quick_cheap_sections_write_json_and_markdown(tmp_path):
     assert data["quick"] is True and data["sections"] == CHEAP.split(",")
     env = data["environment"]
     assert ENV_KEYS <= set(env), set(env)
-    assert env["packages"]["fdeval"] and env["packages"]["numpy"] and len(env["hostname_sha256"]) == 16
+    assert (
+        env["packages"]["fdeval"] and env["packages"]["numpy"] and len(env["hostname_sha256"]) == 16
+    )
     assert socket.gethostname() not in json.dumps(data)  # the host name only as a hash
     secs = {name: data[name] for name in data["sections"]}
-    assert set(secs["batched"]) == {"skipped", "section_wall_s"} and "--only batched" in secs["batched"]["skipped"]
+    assert (
+        set(secs["batched"]) == {"skipped", "section_wall_s"}
+        and "--only batched" in secs["batched"]["skipped"]
+    )
     for name in ("vad", "tact", "generation"):
         check_rows(secs[name])
-    assert secs["vad"]["chunks"] > 0 and ("torch" in secs["vad"] or secs["vad"]["max_prob_diff"] < 1e-3)
+    assert secs["vad"]["chunks"] > 0 and (
+        "torch" in secs["vad"] or secs["vad"]["max_prob_diff"] < 1e-3
+    )
     assert secs["tact"]["agree"] is True and secs["tact"]["episodes"] == 1000
     assert secs["generation"]["espeak"]["cases"] == 26 and "skipped" in secs["generation"]["piper"]
     md = (tmp_path / "out" / "bench.md").read_text()
@@ -62,7 +83,9 @@ def test_cli_quick_cheap_sections_write_json_and_markdown(tmp_path):
         assert f"## {name}" in md
         for r in sec.get("rows", []):
             line = next(x for x in md.splitlines() if x.startswith(f"| {r['what']} |"))
-            assert line.count(" | ") == 6 and r["baseline"] in line  # 7 cells: a pipe in a note is escaped
+            assert (
+                line.count(" | ") == 6 and r["baseline"] in line
+            )  # 7 cells: a pipe in a note is escaped
     assert "skipped: not in --quick" in md
 
 
@@ -77,7 +100,9 @@ def test_unknown_section_is_one_line_and_exit_2(tmp_path):
 def test_makespan_deals_durations_in_queue_order():
     assert makespan([10, 10, 10, 10], 4) == 10
     assert makespan([10, 10, 10, 10], 1) == 40
-    assert makespan([5, 1, 1, 1, 4], 2) == 7  # slots 5 | 1+1+1, then the 4 on the slot free first (at 3)
+    assert (
+        makespan([5, 1, 1, 1, 4], 2) == 7
+    )  # slots 5 | 1+1+1, then the 4 on the slot free first (at 3)
     assert makespan([3, 3, 3], 8) == 3
 
 
@@ -111,7 +136,10 @@ def test_lockstep_parts_add_up_to_the_timed_wall(tmp_path):
     assert res["rest_s"] >= 0 and main + res["rest_s"] == pytest.approx(res["timed_wall_s"])
     check_rows(res)
     by = {r["what"]: r for r in res["rows"]}
-    assert by["part wav"]["note"] == f"{res['cases']} calls" and by["part hdf5"]["note"] == f"{res['cases']} calls"
+    assert (
+        by["part wav"]["note"] == f"{res['cases']} calls"
+        and by["part hdf5"]["note"] == f"{res['cases']} calls"
+    )
     # the wrappers are gone again
     from fdeval.audio.vad import VADStream
 
@@ -123,8 +151,10 @@ def test_short_cases_load_and_each_ends_with_its_barge_in(tmp_path):
     d = realtime.short_cases(gen.data_dir, tmp_path / "short", 11)
     cases = load_cases(d / "cases", d, InstructFDCase)
     assert len(cases) == 11 and len({c.case_id for c in cases}) == 11
-    assert all(c.turns[-1].turn_type == "barge-in" and all(t.turn_type != "barge-in" for t in c.turns[:-1])
-               for c in cases)
+    assert all(
+        c.turns[-1].turn_type == "barge-in" and all(t.turn_type != "barge-in" for t in c.turns[:-1])
+        for c in cases
+    )
     assert sum(t.duration_s for c in cases for t in c.turns) / 11 < realtime.MAX_SESSION_S
 
 
@@ -152,7 +182,11 @@ def test_launch_section_measures_each_launch_beside_python_pass(tmp_path, monkey
     figs = res["figures"]
     assert res["rounds"] == 1 and set(figs) == {*startup.KINDS, "first_session"}
     for name, f in figs.items():
-        assert len(f["cpu_s"]) == len(f["wall_s"]) == 1 and f["cpu_s_median"] > 0 and f["wall_s_median"] > 0, name
+        assert (
+            len(f["cpu_s"]) == len(f["wall_s"]) == 1
+            and f["cpu_s_median"] > 0
+            and f["wall_s_median"] > 0
+        ), name
     # the first session starts inside the launch that records it: a part of that launch, CPU and wall
     assert figs["first_session"]["cpu_s_median"] < figs["session"]["cpu_s_median"]
     assert figs["first_session"]["wall_s_median"] < figs["session"]["wall_s_median"]
@@ -160,8 +194,10 @@ def test_launch_section_measures_each_launch_beside_python_pass(tmp_path, monkey
     check_rows(res)
     assert len(res["rows"]) == 8 and {r["baseline"] for r in res["rows"]} == {startup.BASELINE}
     assert sorted(r["unit"] for r in res["rows"]) == ["CPU-s"] * 4 + ["wall-s"] * 4
-    assert all(r["baseline_value"] == figs["pass"][f"{'cpu' if r['unit'] == 'CPU-s' else 'wall'}_s_median"]
-               for r in res["rows"])
+    assert all(
+        r["baseline_value"] == figs["pass"][f"{'cpu' if r['unit'] == 'CPU-s' else 'wall'}_s_median"]
+        for r in res["rows"]
+    )
     # the children's output is kept: the config printed, the error one line
     d = tmp_path / "work" / "launch"
     assert "out_root:" in (d / "cfg-0.out").read_text()
@@ -189,7 +225,10 @@ def test_a_failing_section_is_recorded_and_the_others_are_kept(tmp_path, monkeyp
     assert cli.main(["--out", str(tmp_path), "--only", "fine,broken,later"]) == 1
     data = json.loads((tmp_path / "bench.json").read_text())
     assert data["sections"] == ["fine", "broken", "later"]
-    assert data["broken"]["error"] == "RuntimeError: no such device" and "Traceback" in data["broken"]["traceback"]
+    assert (
+        data["broken"]["error"] == "RuntimeError: no such device"
+        and "Traceback" in data["broken"]["traceback"]
+    )
     assert data["later"]["rows"][0]["ratio"] == 0.5
     md = (tmp_path / "bench.md").read_text()
     assert "error: RuntimeError: no such device" in md and "| x | 2 | s | y | 4 | 0.5 |" in md

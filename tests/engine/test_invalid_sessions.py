@@ -25,11 +25,22 @@ TIMEOUT_S = 900  # a hang, not a speed bound: lockstep sessions of 20 s take sec
 
 
 def launch(tmp: Path, *args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "fdeval.launch", f"out_root={tmp / 'outputs'}", "progress=false", *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "fdeval.launch",
+        f"out_root={tmp / 'outputs'}",
+        "progress=false",
+        *args,
+    ]
     try:
-        return subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=TIMEOUT_S, env=dict(os.environ))
+        return subprocess.run(
+            cmd, cwd=tmp, capture_output=True, text=True, timeout=TIMEOUT_S, env=dict(os.environ)
+        )
     except subprocess.TimeoutExpired:
-        raise AssertionError(f"launch {args} did not finish in {TIMEOUT_S} s (a hang, or a very loaded machine)") from None
+        raise AssertionError(
+            f"launch {args} did not finish in {TIMEOUT_S} s (a hang, or a very loaded machine)"
+        ) from None
 
 
 def errors(proc: subprocess.CompletedProcess) -> list[str]:
@@ -38,12 +49,16 @@ def errors(proc: subprocess.CompletedProcess) -> list[str]:
 
 
 def folders(tmp: Path) -> list[Path]:
-    return sorted(p for p in (tmp / "outputs/instructfd/reference").iterdir() if (p / "sessions").is_dir())
+    return sorted(
+        p for p in (tmp / "outputs/instructfd/reference").iterdir() if (p / "sessions").is_dir()
+    )
 
 
 def attrs(run: Path, case: str) -> dict:
     with h5py.File(run / "sessions" / f"{case}.h5") as f:
-        return {k: f.attrs[k] for k in ("valid", "invalid_reason", "session_id", "recording_attempt")}
+        return {
+            k: f.attrs[k] for k in ("valid", "invalid_reason", "session_id", "recording_attempt")
+        }
 
 
 def test_an_invalid_session_is_recorded_again_at_most_invalid_retries_times_then_kept(tmp_path):
@@ -51,9 +66,15 @@ def test_an_invalid_session_is_recorded_again_at_most_invalid_retries_times_then
     args = (ONE, CUT, "orchestrator.invalid_retries=1")
     first = launch(tmp_path, *args)
     assert first.returncode == 3, (first.returncode, first.stdout[-2000:], first.stderr[-2000:])
-    assert errors(first) == [f"fdeval: error: 1 of 1 session(s) not scored: 1 invalid, 0 failed (e.g. {case}: cut at "
-                             "orchestrator.max_session_s=20); stage=status lists them"]
-    assert first.stderr.strip().splitlines()[-1].startswith("fdeval: error: 1 of 1 session(s) not scored")
+    assert errors(first) == [
+        f"fdeval: error: 1 of 1 session(s) not scored: 1 invalid, 0 failed (e.g. {case}: cut at "
+        "orchestrator.max_session_s=20); stage=status lists them"
+    ]
+    assert (
+        first.stderr.strip()
+        .splitlines()[-1]
+        .startswith("fdeval: error: 1 of 1 session(s) not scored")
+    )
     assert "a relaunch records 1 of them again" in first.stdout
     (run,) = folders(tmp_path)
     a1 = attrs(run, case)
@@ -68,14 +89,21 @@ def test_an_invalid_session_is_recorded_again_at_most_invalid_retries_times_then
     files = {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in (run / "sessions").iterdir()}
     third = launch(tmp_path, *args)  # no retry left: kept as it is, with its reason, and said so
     assert third.returncode == 3 and len(errors(third)) == 1
-    assert ("run: 1 session(s) stay invalid, not recorded again: each was recorded 2 time(s) or more "
-            f"(orchestrator.invalid_retries=1; e.g. {case}: cut at orchestrator.max_session_s=20)") in third.stdout
-    assert {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in (run / "sessions").iterdir()} == files
+    assert (
+        "run: 1 session(s) stay invalid, not recorded again: each was recorded 2 time(s) or more "
+        f"(orchestrator.invalid_retries=1; e.g. {case}: cut at orchestrator.max_session_s=20)"
+    ) in third.stdout
+    assert {
+        p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in (run / "sessions").iterdir()
+    } == files
     assert attrs(run, case)["session_id"] == a2["session_id"]
 
     status = launch(tmp_path, *args, "stage=status")
     assert status.returncode == 0, status.stderr[-2000:]
-    assert f"invalid (not scored) {case}: cut at orchestrator.max_session_s=20 (recorded 2 time(s))" in status.stdout
+    assert (
+        f"invalid (not scored) {case}: cut at orchestrator.max_session_s=20 (recorded 2 time(s))"
+        in status.stdout
+    )
     assert json.loads((run / "status.json").read_text())["invalid_recordings"] == {case: 2}
 
     # the setting is how a relaunch behaves, not what a session records: the same folder, one more try
@@ -85,24 +113,43 @@ def test_an_invalid_session_is_recorded_again_at_most_invalid_retries_times_then
     assert attrs(run, case)["recording_attempt"] == 3
 
 
-def test_a_sweep_point_with_invalid_sessions_exits_3_after_the_others_and_failed_sessions_count_too(tmp_path):
+def test_a_sweep_point_with_invalid_sessions_exits_3_after_the_others_and_failed_sessions_count_too(
+    tmp_path,
+):
     sweep = launch(tmp_path, TWO, "orchestrator.max_session_s=20,300", "-m")
     assert sweep.returncode == 3, (sweep.returncode, sweep.stdout[-2000:], sweep.stderr[-2000:])
-    assert errors(sweep) == ["fdeval: error: 2 of 2 session(s) not scored: 2 invalid, 0 failed (e.g. "
-                             "fresh_pasta_stop__acknowledge: cut at orchestrator.max_session_s=20); stage=status lists them"]
-    cut, good = folders(tmp_path)  # named by their overrides: ...max_session_s=20-<hash>, ...=300-<hash>
+    assert errors(sweep) == [
+        "fdeval: error: 2 of 2 session(s) not scored: 2 invalid, 0 failed (e.g. "
+        "fresh_pasta_stop__acknowledge: cut at orchestrator.max_session_s=20); stage=status lists them"
+    ]
+    cut, good = folders(
+        tmp_path
+    )  # named by their overrides: ...max_session_s=20-<hash>, ...=300-<hash>
     assert "max_session_s=20-" in cut.name and "max_session_s=300-" in good.name
-    assert not any(attrs(cut, c)["valid"] for c in ("fresh_pasta_stop__acknowledge", "fresh_pasta_stop__none"))
+    assert not any(
+        attrs(cut, c)["valid"] for c in ("fresh_pasta_stop__acknowledge", "fresh_pasta_stop__none")
+    )
     # the point after the invalid one still ran, and was scored
-    assert all(attrs(good, c)["valid"] for c in ("fresh_pasta_stop__acknowledge", "fresh_pasta_stop__none"))
+    assert all(
+        attrs(good, c)["valid"] for c in ("fresh_pasta_stop__acknowledge", "fresh_pasta_stop__none")
+    )
     assert list(good.rglob("ias.csv"))
 
     # a session that failed in an earlier launch is not scored either: a later step's launch says so
     for suffix in (".h5", ".wav"):
         (good / "sessions" / f"fresh_pasta_stop__none{suffix}").unlink()
-    (good / "sessions" / "fresh_pasta_stop__none.error.json").write_text(json.dumps(
-        {"case_id": "fresh_pasta_stop__none", "stage": "run", "error": "ServerDied: planted by the test"}))
+    (good / "sessions" / "fresh_pasta_stop__none.error.json").write_text(
+        json.dumps(
+            {
+                "case_id": "fresh_pasta_stop__none",
+                "stage": "run",
+                "error": "ServerDied: planted by the test",
+            }
+        )
+    )
     score = launch(tmp_path, TWO, "orchestrator.max_session_s=300", "stage=score")
     assert score.returncode == 3, (score.returncode, score.stdout[-2000:], score.stderr[-2000:])
-    assert errors(score) == ["fdeval: error: 1 of 2 session(s) not scored: 0 invalid, 1 failed (e.g. "
-                             "fresh_pasta_stop__none: ServerDied: planted by the test); stage=status lists them"]
+    assert errors(score) == [
+        "fdeval: error: 1 of 2 session(s) not scored: 0 invalid, 1 failed (e.g. "
+        "fresh_pasta_stop__none: ServerDied: planted by the test); stage=status lists them"
+    ]

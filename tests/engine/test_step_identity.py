@@ -25,20 +25,35 @@ GAP = "judge.utterance_gap_s=1.1"  # a rules-judge threshold: changes verdicts, 
 
 
 def launch(tmp: Path, *args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "fdeval.launch", f"out_root={tmp / 'outputs'}", "progress=false", CASES, *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "fdeval.launch",
+        f"out_root={tmp / 'outputs'}",
+        "progress=false",
+        CASES,
+        *args,
+    ]
     try:
         proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=900)
     except subprocess.TimeoutExpired:
-        raise AssertionError(f"`{' '.join(args) or 'the default launch'}` still ran after 900 s (a loaded machine, "
-                             "or the launch hangs)") from None
-    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        raise AssertionError(
+            f"`{' '.join(args) or 'the default launch'}` still ran after 900 s (a loaded machine, "
+            "or the launch hangs)"
+        ) from None
+    assert proc.returncode == 0, (
+        f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    )
     return proc
 
 
 def files(d: Path) -> dict[str, tuple[str, int]]:
     """Every file under `d`: (sha256, mtime_ns)."""
-    return {str(p.relative_to(d)): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
-            for p in sorted(d.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(d)): (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_mtime_ns)
+        for p in sorted(d.rglob("*"))
+        if p.is_file()
+    }
 
 
 def ias(scores: Path) -> list[dict[str, str]]:
@@ -71,7 +86,9 @@ def test_another_judge_setting_reuses_the_recordings_and_keeps_both_verdict_sets
     out = launch(tmp, GAP).stdout
     assert f"fdeval: run folder {rd}\n" in out  # the same folder: the judge does not name it
     assert "run: all 2 cases already recorded" in out and "judge: 2 new of 2" in out
-    assert files(rd / "sessions") == sessions  # no session recorded again: every WAV and HDF5 untouched
+    assert (
+        files(rd / "sessions") == sessions
+    )  # no session recorded again: every WAV and HDF5 untouched
     assert files(step_dir(rd, "transcribe")) == transcripts
     assert len([n for n in first if "@" in n]) == 2 and first_dir.parent == rd / "verdicts"
     second_dir = step_dir(rd, "judge")

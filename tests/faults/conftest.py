@@ -41,9 +41,15 @@ def is_temp(p: Path) -> bool:
 
 def digests(root: Path) -> dict[str, str]:
     """sha256 of every file under `root` except the launch record (run.json, .hydra/, logs, locks)."""
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*"))
-            if p.is_file() and ".hydra" not in p.parts and p.suffix != ".log" and not p.name.startswith(".lock")
-            and p.name != "run.json"}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+        and ".hydra" not in p.parts
+        and p.suffix != ".log"
+        and not p.name.startswith(".lock")
+        and p.name != "run.json"
+    }
 
 
 def temps(root: Path) -> list[str]:
@@ -52,7 +58,9 @@ def temps(root: Path) -> list[str]:
 
 def assert_kept(before: dict[str, str], after: dict[str, str]) -> None:
     """Every file finished before (temps aside) is still there with the same bytes."""
-    changed = sorted(k for k, v in before.items() if not k.split("/")[-1].startswith(".") and after.get(k) != v)
+    changed = sorted(
+        k for k, v in before.items() if not k.split("/")[-1].startswith(".") and after.get(k) != v
+    )
     assert not changed, f"finished outputs changed or lost: {changed}"
 
 
@@ -109,8 +117,12 @@ def stall_env(hook: Path, mark: Path, pattern: str, nth: int = 1) -> dict[str, s
     """The environment of a launch whose `nth` write matching `pattern` (fnmatch on the full path)
     stops half written until `<mark>.go` exists."""
     path = os.pathsep.join(x for x in (str(hook), os.environ.get("PYTHONPATH", "")) if x)
-    return {"PYTHONPATH": path, "FDEVAL_TEST_STALL_WRITE": pattern, "FDEVAL_TEST_STALL_NTH": str(nth),
-            "FDEVAL_TEST_STALL_MARK": str(mark)}
+    return {
+        "PYTHONPATH": path,
+        "FDEVAL_TEST_STALL_WRITE": pattern,
+        "FDEVAL_TEST_STALL_NTH": str(nth),
+        "FDEVAL_TEST_STALL_MARK": str(mark),
+    }
 
 
 def parent_pid(pid: int) -> int | None:
@@ -124,33 +136,59 @@ def parent_pid(pid: int) -> int | None:
 
 
 def children(pid: int) -> list[int]:
-    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and parent_pid(int(p.name)) == pid]
+    return [
+        int(p.name)
+        for p in Path("/proc").iterdir()
+        if p.name.isdigit() and parent_pid(int(p.name)) == pid
+    ]
 
 
 class Stalled:
     """A launch held mid-write by the hook: `pid`, `target` (the file being written), `temp`."""
 
-    def __init__(self, tmp: Path, hook: Path, pattern: str, nth: int, *args: str, out_root: Path | None = None,
-                 in_child: bool = False):
+    def __init__(
+        self,
+        tmp: Path,
+        hook: Path,
+        pattern: str,
+        nth: int,
+        *args: str,
+        out_root: Path | None = None,
+        in_child: bool = False,
+    ):
         self.mark = tmp / f"stall-{time.monotonic_ns()}"
         out = out_root or tmp / "outputs"
         cmd = [sys.executable, "-m", "fdeval.launch", f"out_root={out}", "progress=false", *args]
-        self.proc = subprocess.Popen(cmd, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                     env={**os.environ, **stall_env(hook, self.mark, pattern, nth)})
+        self.proc = subprocess.Popen(
+            cmd,
+            cwd=tmp,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, **stall_env(hook, self.mark, pattern, nth)},
+        )
         deadline = time.monotonic() + 300
         while not self.mark.exists():
             if self.proc.poll() is not None or time.monotonic() > deadline:
-                out, err = self.proc.communicate(timeout=60) if self.proc.poll() is not None else ("", "")
+                out, err = (
+                    self.proc.communicate(timeout=60) if self.proc.poll() is not None else ("", "")
+                )
                 self.proc.kill()
-                raise AssertionError(f"the launch never reached write {nth} of {pattern}: exit {self.proc.returncode}"
-                                     f"\n{out[-2000:]}\n{err[-2000:]}")
+                raise AssertionError(
+                    f"the launch never reached write {nth} of {pattern}: exit {self.proc.returncode}"
+                    f"\n{out[-2000:]}\n{err[-2000:]}"
+                )
             time.sleep(0.02)
         pid, target, temp = self.mark.read_text().split(" ")
         self.writer = int(pid)
         if in_child:  # a client process of the launch writes
-            assert parent_pid(self.writer) == self.proc.pid, "the write stalled outside the launch's children"
+            assert parent_pid(self.writer) == self.proc.pid, (
+                "the write stalled outside the launch's children"
+            )
         else:
-            assert self.writer == self.proc.pid, "the write stalled in another process than the launch"
+            assert self.writer == self.proc.pid, (
+                "the write stalled in another process than the launch"
+            )
         self.target, self.temp = Path(target), Path(temp)
 
     def kill(self, sig: int) -> subprocess.CompletedProcess:
@@ -180,8 +218,12 @@ def short_cases(tmp_path):
         d = valid_case_dict()
         d["test_case_id"] = f"conv1__{policy}"
         if instruction:
-            d.update(policy_name=policy, judge_policies=[policy], system_instruction=instruction,
-                     judge_instructions={policy: instruction})
+            d.update(
+                policy_name=policy,
+                judge_policies=[policy],
+                system_instruction=instruction,
+                judge_instructions={policy: instruction},
+            )
         for t in d["turns"]:
             t["timeout_s"] = 2.0
         (root / "cases" / f"{d['test_case_id']}.json").write_text(json.dumps(d))
@@ -195,4 +237,6 @@ from . import observe  # noqa: E402
 @pytest.fixture(scope="session")
 def watched_pool_launch(moshi_python, tiny_moshi, tmp_path_factory) -> observe.WatchedLaunch:
     model_args = sibling_module("models/test_moshi_server.py").model_args
-    return observe.watch_launch(tmp_path_factory.mktemp("watched"), model_args(moshi_python, tiny_moshi))
+    return observe.watch_launch(
+        tmp_path_factory.mktemp("watched"), model_args(moshi_python, tiny_moshi)
+    )

@@ -73,7 +73,9 @@ def _addr(hexaddr: str) -> tuple[str, int]:
     if len(raw) == 4:
         ip = socket.inet_ntop(socket.AF_INET, raw[::-1])
     else:  # four little-endian 32-bit words
-        ip = socket.inet_ntop(socket.AF_INET6, b"".join(struct.pack(">I", w) for w in struct.unpack("<4I", raw)))
+        ip = socket.inet_ntop(
+            socket.AF_INET6, b"".join(struct.pack(">I", w) for w in struct.unpack("<4I", raw))
+        )
     return ip, int(port, 16)
 
 
@@ -133,14 +135,22 @@ class Watch:
         # the command line is read every time: between fork and exec a child still shows its
         # parent's command line and environment, so both are taken again once it has exec'd
         try:
-            cmd = [c.decode(errors="replace") for c in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if c]
+            cmd = [
+                c.decode(errors="replace")
+                for c in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+                if c
+            ]
             s = self.seen.get(pid)
             if not cmd:  # a zombie (or a kernel thread): nothing to read, keep what was seen
                 return
             if s is None or s.cmdline != cmd:
                 env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-                s = self.seen[pid] = Seen(pid, cmd, dict(e.decode(errors="replace").partition("=")[::2] for e in env if e),
-                                          s.listen if s else set())
+                s = self.seen[pid] = Seen(
+                    pid,
+                    cmd,
+                    dict(e.decode(errors="replace").partition("=")[::2] for e in env if e),
+                    s.listen if s else set(),
+                )
         except OSError:  # gone already
             return
         s.listen |= listening(pid)
@@ -154,7 +164,9 @@ class Watch:
         watched process's own command line and environment, see `_sample`)."""
         with self._lock:
             top = self.seen[self.pid].cmdline if self.pid in self.seen else None
-            return [s for pid, s in sorted(self.seen.items()) if pid != self.pid and s.cmdline != top]
+            return [
+                s for pid, s in sorted(self.seen.items()) if pid != self.pid and s.cmdline != top
+            ]
 
 
 # -- files -------------------------------------------------------------------------------------
@@ -192,14 +204,24 @@ def leaks(root: Path, keys: dict[str, str]) -> list[str]:
         data = p.read_bytes()
         found += [f"{p}: {name}" for name, v in keys.items() if v.encode() in data]
         if data[:8] == b"\x89HDF\r\n\x1a\n":
-            found += [f"{p}:{where}: {name}" for where, s in h5_strings(p) for name, v in keys.items() if v in s]
+            found += [
+                f"{p}:{where}: {name}"
+                for where, s in h5_strings(p)
+                for name, v in keys.items()
+                if v in s
+            ]
     return found
 
 
 def pool_servers(run_dir: Path) -> dict[int, str]:
     """pid -> server log name of every server the run's pool started (its log names each start)."""
-    return {int(m.group(1)): p.name for p in sorted((run_dir / "servers").glob("*.log"))
-            for m in re.finditer(r"^=== fdeval [^=]*: pid (\d+) ===$", p.read_text(errors="replace"), re.M)}
+    return {
+        int(m.group(1)): p.name
+        for p in sorted((run_dir / "servers").glob("*.log"))
+        for m in re.finditer(
+            r"^=== fdeval [^=]*: pid (\d+) ===$", p.read_text(errors="replace"), re.M
+        )
+    }
 
 
 # -- the watched launch and the review server -----------------------------------------------------
@@ -215,7 +237,11 @@ class WatchedLaunch:
 
 def keyed_environ(keys: dict[str, str]) -> dict[str, str]:
     """This environment with the planted keys and without SDK settings that would redirect a client."""
-    env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN")
+    }
     return {**env, **keys}
 
 
@@ -225,19 +251,36 @@ def watch_launch(tmp: Path, model_args: list[str]) -> WatchedLaunch:
     keys = planted_keys()
     with FakeMessagesServer() as judge:
         judge.responder = lambda body: text(YES)
-        cmd = [sys.executable, "-m", "fdeval.launch", f"out_root={tmp / 'outputs'}", "progress=false",
-               "benchmark.timeout_s=2", "benchmark.cases=[fresh_pasta_stop__acknowledge]", "judge=llm",
-               f"judge.base_url={judge.base_url}", *model_args,
-               *health.LENIENT_ARGS]  # a realtime Moshi on a loaded CPU can fall behind: this is about keys
-        p = subprocess.Popen(cmd, cwd=tmp, env=keyed_environ(keys), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True)
+        cmd = [
+            sys.executable,
+            "-m",
+            "fdeval.launch",
+            f"out_root={tmp / 'outputs'}",
+            "progress=false",
+            "benchmark.timeout_s=2",
+            "benchmark.cases=[fresh_pasta_stop__acknowledge]",
+            "judge=llm",
+            f"judge.base_url={judge.base_url}",
+            *model_args,
+            *health.LENIENT_ARGS,
+        ]  # a realtime Moshi on a loaded CPU can fall behind: this is about keys
+        p = subprocess.Popen(
+            cmd,
+            cwd=tmp,
+            env=keyed_environ(keys),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         watch = Watch(p.pid)
         try:
             try:
                 out, err = p.communicate(timeout=900)
             except subprocess.TimeoutExpired:
-                raise AssertionError(f"the watched launch (the real Moshi server on CPU) was still running after "
-                                     f"900 s: `{' '.join(cmd[3:])}`") from None
+                raise AssertionError(
+                    f"the watched launch (the real Moshi server on CPU) was still running after "
+                    f"900 s: `{' '.join(cmd[3:])}`"
+                ) from None
         finally:
             watch.stop()
             if p.poll() is None:
@@ -250,12 +293,19 @@ def watch_launch(tmp: Path, model_args: list[str]) -> WatchedLaunch:
 
 
 @contextlib.contextmanager
-def review_server(run_dirs: list[Path], keys: dict[str, str]) -> Iterator[tuple[subprocess.Popen, str]]:
+def review_server(
+    run_dirs: list[Path], keys: dict[str, str]
+) -> Iterator[tuple[subprocess.Popen, str]]:
     """`python -m fdeval.review RUN_DIR...` started as a user would, with the planted keys; yields
     the process and its URL (read from the line it prints)."""
     cmd = [sys.executable, "-m", "fdeval.review", *map(str, run_dirs), "--reviewer", "tester"]
-    p = subprocess.Popen(cmd, env={**keyed_environ(keys), "FDEVAL_REVIEW_LOG": "1"}, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        cmd,
+        env={**keyed_environ(keys), "FDEVAL_REVIEW_LOG": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = p.stdout.readline()
         assert line.startswith("fdeval review: http://127.0.0.1:"), (line, p.poll())

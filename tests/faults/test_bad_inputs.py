@@ -46,20 +46,31 @@ def _case_text(root: Path) -> bytes:
 
 def corrupt_wav(root):
     w = bad.wav(root)
-    w.write_bytes(np.random.default_rng(1).bytes(4000))  # these bytes also make libmpg123 print a warning
-    return bad.prefix(root, "turns[0].audio_path") + f"{w}: not readable audio: {bad.libsndfile_reason(w)}"
+    w.write_bytes(
+        np.random.default_rng(1).bytes(4000)
+    )  # these bytes also make libmpg123 print a warning
+    return (
+        bad.prefix(root, "turns[0].audio_path")
+        + f"{w}: not readable audio: {bad.libsndfile_reason(w)}"
+    )
 
 
 def truncated_wav_header(root):
     w = bad.wav(root, "turn2_interrupt")
     w.write_bytes(w.read_bytes()[:30])
-    return bad.prefix(root, "turns[1].audio_path") + f"{w}: not readable audio: {bad.libsndfile_reason(w)}"
+    return (
+        bad.prefix(root, "turns[1].audio_path")
+        + f"{w}: not readable audio: {bad.libsndfile_reason(w)}"
+    )
 
 
 def truncated_wav_data(root):
-    bad.wav(root).write_bytes(bad.wav(root).read_bytes()[:44 + 2 * SAMPLE_RATE])  # 1 s of 16-bit mono left
+    bad.wav(root).write_bytes(
+        bad.wav(root).read_bytes()[: 44 + 2 * SAMPLE_RATE]
+    )  # 1 s of 16-bit mono left
     return bad.prefix(root, "turns[0].duration_s") + (
-        f"3.2 s but {bad.wav(root)} lasts 1.0000 s ({SAMPLE_RATE} frames at {SAMPLE_RATE} Hz; tolerance 0.02 s)")
+        f"3.2 s but {bad.wav(root)} lasts 1.0000 s ({SAMPLE_RATE} frames at {SAMPLE_RATE} Hz; tolerance 0.02 s)"
+    )
 
 
 def nan_wav(root):
@@ -67,7 +78,8 @@ def nan_wav(root):
     x[8000] = np.nan
     sf.write(bad.wav(root), x, SAMPLE_RATE, subtype="FLOAT")
     return bad.prefix(root, "turns[0].audio_path") + (
-        f"{bad.wav(root)}: non-finite sample (NaN or inf) at frame 8000 (0.500 s)")
+        f"{bad.wav(root)}: non-finite sample (NaN or inf) at frame 8000 (0.500 s)"
+    )
 
 
 def wrong_sample_rate(root):
@@ -78,12 +90,16 @@ def wrong_sample_rate(root):
     bad.wav(root).write_bytes(bytes(data))
     n = int(3.2 * SAMPLE_RATE)
     return bad.prefix(root, "turns[0].duration_s") + (
-        f"3.2 s but {bad.wav(root)} lasts {n / 8000:.4f} s ({n} frames at 8000 Hz; tolerance 0.02 s)")
+        f"3.2 s but {bad.wav(root)} lasts {n / 8000:.4f} s ({n} frames at 8000 Hz; tolerance 0.02 s)"
+    )
 
 
 def three_channels(root):
     sf.write(bad.wav(root), np.full((int(3.2 * SAMPLE_RATE), 3), 0.1, np.float32), SAMPLE_RATE)
-    return bad.prefix(root, "turns[0].audio_path") + f"{bad.wav(root)}: has 3 channels; turn audio is mono or stereo"
+    return (
+        bad.prefix(root, "turns[0].audio_path")
+        + f"{bad.wav(root)}: has 3 channels; turn audio is mono or stereo"
+    )
 
 
 def malformed_json(root):
@@ -92,7 +108,10 @@ def malformed_json(root):
     try:
         json.loads(text)
     except json.JSONDecodeError as e:
-        return bad.prefix(root, "<json>", None) + f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}"
+        return (
+            bad.prefix(root, "<json>", None)
+            + f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}"
+        )
     raise AssertionError("the cut text still parses")
 
 
@@ -104,7 +123,9 @@ def invalid_utf8(root):
 
 
 def float_overflow(root):
-    bad.write_text_case(root, _case_text(root).decode().replace('"timeout_s": 20.0', '"timeout_s": 1e400', 1))
+    bad.write_text_case(
+        root, _case_text(root).decode().replace('"timeout_s": 20.0', '"timeout_s": 1e400', 1)
+    )
     return bad.prefix(root, "turns[0].timeout_s") + "must be finite, got inf"
 
 
@@ -113,10 +134,34 @@ def deep_nesting(root):
     return bad.prefix(root, "<json>", None) + "nested too deeply to parse"
 
 
-FAULTS = [corrupt_wav, truncated_wav_header, truncated_wav_data, bad._zero_frame_audio, nan_wav, wrong_sample_rate,
-          three_channels, malformed_json, invalid_utf8, bad._bad_json, float_overflow, deep_nesting]
-IDS = ["corrupt_wav", "truncated_wav_header", "truncated_wav_data", "zero_frame_wav", "nan_wav", "wrong_sample_rate",
-       "three_channels", "malformed_json", "invalid_utf8", "huge_integer", "float_overflow", "deep_nesting"]
+FAULTS = [
+    corrupt_wav,
+    truncated_wav_header,
+    truncated_wav_data,
+    bad._zero_frame_audio,
+    nan_wav,
+    wrong_sample_rate,
+    three_channels,
+    malformed_json,
+    invalid_utf8,
+    bad._bad_json,
+    float_overflow,
+    deep_nesting,
+]
+IDS = [
+    "corrupt_wav",
+    "truncated_wav_header",
+    "truncated_wav_data",
+    "zero_frame_wav",
+    "nan_wav",
+    "wrong_sample_rate",
+    "three_channels",
+    "malformed_json",
+    "invalid_utf8",
+    "huge_integer",
+    "float_overflow",
+    "deep_nesting",
+]
 
 
 @pytest.mark.parametrize("fault", FAULTS, ids=IDS)
@@ -139,5 +184,7 @@ def test_with_the_input_put_right_the_relaunch_completes_and_keeps_the_session(r
     tmp, root, d, _, sessions = recorded
     launch(tmp, f"benchmark.cases_dir={root}")
     assert digests(d / "sessions") == sessions  # not recorded again
-    assert (step_dir(d, "transcribe") / f"{CASE_ID}.json").is_file() and (step_dir(d, "score") / "ias.csv").is_file()
+    assert (step_dir(d, "transcribe") / f"{CASE_ID}.json").is_file() and (
+        step_dir(d, "score") / "ias.csv"
+    ).is_file()
     assert len(list(step_dir(d, "judge").glob(f"{CASE_ID}@*.json"))) == 1

@@ -51,7 +51,10 @@ ARTIFACTS = {
     "transcript": (lambda d: step_dir(d, "transcribe") / f"{CASE}.json", False),
     "verdict": (lambda d: next(step_dir(d, "judge").glob(f"{CASE}@*.json")), False),
     "score_table": (lambda d: step_dir(d, "score") / "ias.csv", False),
-    "generated_case_audio": (lambda d: _data(d) / "audio" / CASE.split("__")[0] / "turn1.wav", False),
+    "generated_case_audio": (
+        lambda d: _data(d) / "audio" / CASE.split("__")[0] / "turn1.wav",
+        False,
+    ),
     "generated_case_file": (lambda d: _data(d) / "cases" / f"{CASE}.json", False),
 }
 
@@ -68,15 +71,19 @@ def test_a_truncated_artifact_is_made_again_and_nothing_else_changes(finished, a
     damaged = digests(out)[rel]
     proc = launch(tmp, TWO)
     after = digests(out)
-    if path.parents[2] == d and path.parents[1].name != "scores":  # the case steps say what they make again
+    if (
+        path.parents[2] == d and path.parents[1].name != "scores"
+    ):  # the case steps say what they make again
         assert path.name in proc.stdout + proc.stderr, "the relaunch says which file it makes again"
     assert temps(out) == [] and after[rel] != damaged
     if new_session:
         # the case is recorded again (a new session id), so its derived files follow; the other
         # case, the run's own records and the cases keep their bytes
         changed = {k for k in before if after.get(k) != before[k]}
-        assert f"{run}/sessions/{CASE}.h5" in changed and {k for k in changed if OTHER in k} == set()
-        assert all(k.startswith(f"{run}/") and "/" in k[len(run) + 1:] for k in changed), changed
+        assert (
+            f"{run}/sessions/{CASE}.h5" in changed and {k for k in changed if OTHER in k} == set()
+        )
+        assert all(k.startswith(f"{run}/") and "/" in k[len(run) + 1 :] for k in changed), changed
         with h5py.File(d / "sessions" / f"{CASE}.h5") as f:
             assert f.attrs["case_id"] == CASE
     else:
@@ -91,7 +98,10 @@ def _read_only(path: Path) -> str | None:
         for p in [path, *path.rglob("*")]:
             p.chmod(p.stat().st_mode & ~0o222)
         return None
-    for cmd in (["mount", "--bind", str(path), str(path)], ["mount", "-o", "remount,bind,ro", str(path)]):
+    for cmd in (
+        ["mount", "--bind", str(path), str(path)],
+        ["mount", "-o", "remount,bind,ro", str(path)],
+    ):
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             subprocess.run(["umount", str(path)], capture_output=True)
@@ -123,16 +133,23 @@ def test_a_read_only_run_folder_is_one_line_and_the_relaunch_completes(tmp_path,
     launch(tmp_path, TWO, cases_dir)
     after = digests(d)
     assert {k: after[k] for k in before} == before
-    assert len(list(step_dir(d, "judge").glob("*.json"))) == 2 and (step_dir(d, "score") / "ias.csv").is_file()
+    assert (
+        len(list(step_dir(d, "judge").glob("*.json"))) == 2
+        and (step_dir(d, "score") / "ias.csv").is_file()
+    )
 
 
 @pytest.fixture
 def tmpfs(tmp_path):
     mp = tmp_path / "mnt"
     mp.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mp)], capture_output=True, text=True)
+    r = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mp)], capture_output=True, text=True
+    )
     if r.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({r.stderr.strip()[:200]}; needs root and CAP_SYS_ADMIN)")
+        pytest.skip(
+            f"cannot mount a tmpfs here ({r.stderr.strip()[:200]}; needs root and CAP_SYS_ADMIN)"
+        )
     yield mp
     subprocess.run(["umount", str(mp)], capture_output=True)
 
@@ -146,8 +163,9 @@ def _fill(mp: Path, leave: int) -> Path:
     return filler
 
 
-def test_a_full_disk_mid_run_is_one_line_keeps_what_was_finished_and_the_relaunch_completes(tmp_path, tmpfs,
-                                                                                             cases_dir):
+def test_a_full_disk_mid_run_is_one_line_keeps_what_was_finished_and_the_relaunch_completes(
+    tmp_path, tmpfs, cases_dir
+):
     out = tmpfs / "outputs"
     launch(tmp_path, TWO, cases_dir, "stage=run", out_root=out)
     (d,) = runs(out)
@@ -161,4 +179,7 @@ def test_a_full_disk_mid_run_is_one_line_keeps_what_was_finished_and_the_relaunc
     launch(tmp_path, TWO, cases_dir, out_root=out)
     after = digests(d)
     assert {k: after[k] for k in before} == before
-    assert len(list(step_dir(d, "judge").glob("*.json"))) == 2 and (step_dir(d, "score") / "ias.csv").is_file()
+    assert (
+        len(list(step_dir(d, "judge").glob("*.json"))) == 2
+        and (step_dir(d, "score") / "ias.csv").is_file()
+    )

@@ -19,7 +19,9 @@ from .observe import listening, planted_keys, pool_servers, review_server
 
 def loopback(addr: str) -> bool:
     ip = ipaddress.ip_address(addr)
-    return ip.is_loopback or (ip.version == 6 and ip.ipv4_mapped is not None and ip.ipv4_mapped.is_loopback)
+    return ip.is_loopback or (
+        ip.version == 6 and ip.ipv4_mapped is not None and ip.ipv4_mapped.is_loopback
+    )
 
 
 @pytest.mark.server
@@ -28,7 +30,10 @@ def test_the_model_server_pool_and_the_launch_listen_on_loopback_only(watched_po
     w = watched_pool_launch
     pids = pool_servers(w.run_dir)
     servers = [c for c in w.watch.children() if c.pid in pids]
-    assert pids and len(servers) == len(pids) and all(s.listen for s in servers), (pids, [(s.cmdline, s.listen) for s in servers])
+    assert pids and len(servers) == len(pids) and all(s.listen for s in servers), (
+        pids,
+        [(s.cmdline, s.listen) for s in servers],
+    )
     every = {(pid, addr, port) for pid, s in w.watch.seen.items() for addr, port in s.listen}
     assert every and not [x for x in every if not loopback(x[1])], every
     # each listens where the pool says it started it (its log), and on nothing else
@@ -40,7 +45,9 @@ def test_the_model_server_pool_and_the_launch_listen_on_loopback_only(watched_po
 @pytest.mark.slow
 def test_the_review_server_listens_on_loopback_only(watched_pool_launch):
     with review_server([watched_pool_launch.run_dir], planted_keys()) as (proc, url):
-        assert urllib.request.urlopen(f"{url}/api/runs", timeout=30).status == 200  # serving, not starting
+        assert (
+            urllib.request.urlopen(f"{url}/api/runs", timeout=30).status == 200
+        )  # serving, not starting
         port = int(url.rsplit(":", 1)[1])
         assert listening(proc.pid) == {("127.0.0.1", port)}
 

@@ -31,7 +31,11 @@ PAIRS = ("fresh_pasta_stop__acknowledge@acknowledge", "job_offer_move__listen@li
 # per stand-in: the server, its reply makers, the launch arguments that point the judge at it
 STAND_INS = {
     "messages": (msg.FakeMessagesServer, msg, ["judge=llm"]),
-    "openai": (oai.FakeOpenAIServer, oai, ["judge=llm", "judge.backend=vllm", "judge.model=fake-judge"]),
+    "openai": (
+        oai.FakeOpenAIServer,
+        oai,
+        ["judge=llm", "judge.backend=vllm", "judge.model=fake-judge"],
+    ),
 }
 # retry knobs (not part of the run's identity) that keep a failing judge to a fraction of a second
 FAST = ["+judge.backoff_s=0.01", "+judge.max_backoff_s=0.02", "judge.max_retries=1"]
@@ -59,8 +63,12 @@ class Prepared:
 def prepared(request, tmp_path_factory):
     server_cls, replies, args = STAND_INS[request.param]
     with server_cls() as server:
-        p = Prepared(server, replies, [TWO, *args, f"judge.base_url={server.base_url}"],
-                     tmp_path_factory.mktemp(f"judge-{request.param}"))
+        p = Prepared(
+            server,
+            replies,
+            [TWO, *args, f"judge.base_url={server.base_url}"],
+            tmp_path_factory.mktemp(f"judge-{request.param}"),
+        )
         p.healthy()
         launch(p.root, *p.args, env=ENV)
         yield p
@@ -87,7 +95,9 @@ def relaunch_completes(p: Prepared, tmp: Path, d: Path, kept: dict[str, str]) ->
     assert_kept(kept, digests(tmp / "outputs"))
 
 
-def test_500s_garbage_and_unreadable_answers_are_error_records_and_the_relaunch_completes(prepared, tmp_path):
+def test_500s_garbage_and_unreadable_answers_are_error_records_and_the_relaunch_completes(
+    prepared, tmp_path
+):
     """The first pair gets a 500, then (its one retry) a proxy's HTML page: the request failed, an
     `error` record, asked again on relaunch. The second gets well-formed answers that hold no
     verdict: an answer is cached like any (a judged run stays reproducible), re-asked
@@ -97,23 +107,44 @@ def test_500s_garbage_and_unreadable_answers_are_error_records_and_the_relaunch_
     tmp = tmp_path / "run"
     before = digests(tmp / "outputs")
     unreadable = prepared.replies.text("I would rather not say.")
-    prepared.server.responder = None  # only these; another request gets 400 and shows in the verdicts
-    prepared.server.push(prepared.replies.error(500, message="upstream exploded"),
-                         msg.raw(200, b"<html>garbage from a proxy</html>", "text/html"), *[unreadable] * 3)
+    prepared.server.responder = (
+        None  # only these; another request gets 400 and shows in the verdicts
+    )
+    prepared.server.push(
+        prepared.replies.error(500, message="upstream exploded"),
+        msg.raw(200, b"<html>garbage from a proxy</html>", "text/html"),
+        *[unreadable] * 3,
+    )
     n0 = len(prepared.server.message_requests)
-    proc = launch(tmp, *prepared.args, *FAST, env=ENV)  # 1 failed request: under max_failed_requests (3)
+    proc = launch(
+        tmp, *prepared.args, *FAST, env=ENV
+    )  # 1 failed request: under max_failed_requests (3)
     assert len(prepared.server.message_requests) - n0 == 5 and not prepared.server.queue
     got = verdicts(d)
     assert {k: v["verdict"] for k, v in got.items()} == dict.fromkeys(PAIRS, "error")
     assert all(f"{v['case_id']}@{v['policy']}" == k for k, v in got.items())
     failed, unread = got[PAIRS[0]]["reasoning"], got[PAIRS[1]]["reasoning"]
-    assert "the request failed" in failed and "failed after 2 attempt(s)" in failed and "malformed response" in failed
-    assert "no readable answer after 3 attempt(s)" in unread and "delete those files under judge.cache_dir" in unread
+    assert (
+        "the request failed" in failed
+        and "failed after 2 attempt(s)" in failed
+        and "malformed response" in failed
+    )
+    assert (
+        "no readable answer after 3 attempt(s)" in unread
+        and "delete those files under judge.cache_dir" in unread
+    )
     cached = unread.split("The answers are cached (", 1)[1].split(")", 1)[0].split(", ")
-    assert len(cached) == 3 and all(list((tmp / "outputs/_cache").rglob(f"{k}*.json")) for k in cached)
+    assert len(cached) == 3 and all(
+        list((tmp / "outputs/_cache").rglob(f"{k}*.json")) for k in cached
+    )
     row = ias_overall(d)
-    assert row["n_error"] == "2" and row["n_pass"] == "0"  # left out of the rate, not model failures
-    assert "not_adhere" not in (step_dir(d, "score") / "results.csv").read_text() and "{'error': 2}" in proc.stdout
+    assert (
+        row["n_error"] == "2" and row["n_pass"] == "0"
+    )  # left out of the rate, not model failures
+    assert (
+        "not_adhere" not in (step_dir(d, "score") / "results.csv").read_text()
+        and "{'error': 2}" in proc.stdout
+    )
     assert_kept(before, digests(tmp / "outputs"))
     prepared.healthy()
     launch(tmp, *prepared.args, *FAST, env=ENV)
@@ -133,10 +164,17 @@ def test_429s_stop_the_launch_with_one_line_naming_endpoint_and_pair(prepared, t
     d = prepared.copy(tmp_path / "run")
     tmp = tmp_path / "run"
     before = digests(tmp / "outputs")
-    prepared.server.responder = lambda body: prepared.replies.error(429, "rate_limit_error", "slow down",
-                                                                    headers={"retry-after": "0"})
-    err = one_line_error(launch(tmp, *prepared.args, *FAST, "judge.max_failed_requests=2", env=ENV, check=False))
-    assert prepared.server.base_url in err and "HTTP 429" in err and "2 consecutive requests failed" in err
+    prepared.server.responder = lambda body: prepared.replies.error(
+        429, "rate_limit_error", "slow down", headers={"retry-after": "0"}
+    )
+    err = one_line_error(
+        launch(tmp, *prepared.args, *FAST, "judge.max_failed_requests=2", env=ENV, check=False)
+    )
+    assert (
+        prepared.server.base_url in err
+        and "HTTP 429" in err
+        and "2 consecutive requests failed" in err
+    )
     assert PAIRS[1] in err, err  # the pair it was judging when it stopped
     # the first pair's failure is its error record; the second got none; the score was not written
     got = verdicts(d)
@@ -151,11 +189,19 @@ def test_timeouts_stop_the_launch_with_one_line_and_no_verdict(prepared, tmp_pat
     tmp = tmp_path / "run"
     before = digests(tmp / "outputs")
     prepared.server.responder = lambda body: msg.slow(1.5, prepared.replies.text(YES))
-    err = one_line_error(launch(tmp, *prepared.args, *FAST, "judge.timeout_s=0.3", "judge.max_retries=5",
-                                env=ENV, check=False))
+    err = one_line_error(
+        launch(
+            tmp,
+            *prepared.args,
+            *FAST,
+            "judge.timeout_s=0.3",
+            "judge.max_retries=5",
+            env=ENV,
+            check=False,
+        )
+    )
     assert prepared.server.base_url in err and "no answer within 0.3 s (timeout)" in err
     assert "3 consecutive attempts without an answer" in err and PAIRS[0] in err, err
     assert verdicts(d) == {}  # nothing decided, nothing recorded as a failure
     assert_kept(before, digests(tmp / "outputs"))
     relaunch_completes(prepared, tmp, d, before)
-

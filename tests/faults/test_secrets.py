@@ -30,10 +30,8 @@ from .conftest import TWO
 from .observe import Watch, keyed_environ, leaks, planted_keys, pool_servers, review_server
 
 
-
 def POOL(test):  # the tests on the watched launch: it starts a real model server
     return pytest.mark.slow(pytest.mark.server(test))
-
 
 
 @POOL
@@ -58,10 +56,18 @@ def test_no_process_fdeval_starts_gets_a_key(watched_pool_launch):
     w = watched_pool_launch
     children = w.watch.children()
     servers = pool_servers(w.run_dir)
-    assert servers and set(servers) <= {c.pid for c in children}, (servers, [c.cmdline for c in children])
+    assert servers and set(servers) <= {c.pid for c in children}, (
+        servers,
+        [c.cmdline for c in children],
+    )
     # none of them needs a key: the judge runs in the launch itself
-    given = {(" ".join(c.cmdline)[:120], tuple(sorted(k for k, v in c.environ.items() if k in w.keys or v in w.keys.values())))
-             for c in children}
+    given = {
+        (
+            " ".join(c.cmdline)[:120],
+            tuple(sorted(k for k, v in c.environ.items() if k in w.keys or v in w.keys.values())),
+        )
+        for c in children
+    }
     assert not [g for g in given if g[1]], sorted(g for g in given if g[1])
 
 
@@ -69,7 +75,10 @@ def test_no_process_fdeval_starts_gets_a_key(watched_pool_launch):
 def test_the_judge_key_goes_only_into_the_judges_auth_header(watched_pool_launch):
     w = watched_pool_launch
     key = w.keys["ANTHROPIC_API_KEY"]
-    auth = ("x-api-key", "authorization")  # the SDK's header: x-api-key, or (2.x) Authorization: Bearer
+    auth = (
+        "x-api-key",
+        "authorization",
+    )  # the SDK's header: x-api-key, or (2.x) Authorization: Bearer
     reqs = w.judge.message_requests
     assert reqs and all(key in " ".join(r.headers.get(h, "") for h in auth) for r in reqs)
     for r in reqs:
@@ -82,17 +91,40 @@ def test_the_review_server_shows_and_writes_no_key(watched_pool_launch):
     w = watched_pool_launch
     keys = planted_keys()  # fresh values: only this server had them
     with review_server([w.run_dir], keys) as (proc, url):
-        answers = [urllib.request.urlopen(f"{url}{path}", timeout=30).read()
-                   for path in ("/", "/api/runs", "/api/sessions", "/api/session?run=0&case=fresh_pasta_stop__acknowledge",
-                                "/api/validation")]
-        body = json.dumps({"run": 0, "case": "fresh_pasta_stop__acknowledge", "key": "acknowledge",
-                           "fields": {"label": "adhere", "note": "fine"}}).encode()
-        req = urllib.request.Request(f"{url}/api/label", body, {"Content-Type": "application/json"})
+        answers = [
+            urllib.request.urlopen(f"{url}{path}", timeout=30).read()
+            for path in (
+                "/",
+                "/api/runs",
+                "/api/sessions",
+                "/api/session?run=0&case=fresh_pasta_stop__acknowledge",
+                "/api/validation",
+            )
+        ]
+        body = json.dumps(
+            {
+                "run": 0,
+                "case": "fresh_pasta_stop__acknowledge",
+                "key": "acknowledge",
+                "fields": {"label": "adhere", "note": "fine"},
+            }
+        ).encode()
+        # as the page posts it: same origin, with the token the server put in the page
+        token = (
+            answers[0].decode().split('<meta name="fdeval-token" content="', 1)[1].split('"', 1)[0]
+        )
+        req = urllib.request.Request(
+            f"{url}/api/label",
+            body,
+            {"Content-Type": "application/json", "Origin": url, "X-Fdeval-Token": token},
+        )
         answers.append(urllib.request.urlopen(req, timeout=30).read())
     out, err = proc.communicate(timeout=30)
     assert list((w.run_dir / "review").rglob("*.*")), "the label was not saved"
     assert "GET /api/runs" in err  # the request log (FDEVAL_REVIEW_LOG=1) was on and is grepped too
-    assert not [name for name, v in keys.items() if any(v.encode() in a for a in answers) or v in out + err]
+    assert not [
+        name for name, v in keys.items() if any(v.encode() in a for a in answers) or v in out + err
+    ]
     assert leaks(w.run_dir, keys) == []
 
 
@@ -101,14 +133,28 @@ def test_realtime_client_processes_get_no_key(tmp_path):
     needs no key there, so none may reach them. Watched until both have started, then the launch
     is killed (its clients end with it: PR_SET_PDEATHSIG; any left are ended by pid)."""
     keys = planted_keys()
-    cmd = [sys.executable, "-m", "fdeval.launch", f"out_root={tmp_path / 'outputs'}", "progress=false", TWO,
-           "stage.steps=[generate,run]", "orchestrator.clock=realtime", "model.concurrency=2", "orchestrator.client_processes=2"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "fdeval.launch",
+        f"out_root={tmp_path / 'outputs'}",
+        "progress=false",
+        TWO,
+        "stage.steps=[generate,run]",
+        "orchestrator.clock=realtime",
+        "model.concurrency=2",
+        "orchestrator.client_processes=2",
+    ]
     log = tmp_path / "launch.out"
     with open(log, "w") as f:  # a file, not a pipe: nobody reads it while the launch runs
-        p = subprocess.Popen(cmd, cwd=tmp_path, env=keyed_environ(keys), stdout=f, stderr=subprocess.STDOUT)
+        p = subprocess.Popen(
+            cmd, cwd=tmp_path, env=keyed_environ(keys), stdout=f, stderr=subprocess.STDOUT
+        )
     watch = Watch(p.pid)
     try:
-        deadline = time.monotonic() + 600  # generate, then the clients start: minutes on a loaded machine at most
+        deadline = (
+            time.monotonic() + 600
+        )  # generate, then the clients start: minutes on a loaded machine at most
         while len(spawned(watch)) < 2 and p.poll() is None and time.monotonic() < deadline:
             time.sleep(0.1)
         waited_out = time.monotonic() >= deadline
@@ -120,10 +166,18 @@ def test_realtime_client_processes_get_no_key(tmp_path):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(c.pid, signal.SIGKILL)
         p.wait(timeout=60)
-    assert len(spawned(watch)) == 2, ("still waiting for the client processes after 600 s" if waited_out else "",
-                                      log.read_text()[-3000:], [c.cmdline for c in watch.children()])
-    given = {(" ".join(c.cmdline)[:120], tuple(sorted(k for k, v in c.environ.items() if k in keys or v in keys.values())))
-             for c in watch.children()}
+    assert len(spawned(watch)) == 2, (
+        "still waiting for the client processes after 600 s" if waited_out else "",
+        log.read_text()[-3000:],
+        [c.cmdline for c in watch.children()],
+    )
+    given = {
+        (
+            " ".join(c.cmdline)[:120],
+            tuple(sorted(k for k, v in c.environ.items() if k in keys or v in keys.values())),
+        )
+        for c in watch.children()
+    }
     assert not [g for g in given if g[1]], sorted(g for g in given if g[1])
 
 
@@ -136,8 +190,14 @@ def test_the_grep_finds_a_key_in_a_compressed_hdf5_string_and_attribute(tmp_path
     """What the checks above would catch: a value hidden from a byte grep by compression."""
     keys = planted_keys()
     with h5py.File(tmp_path / "x.h5", "w") as f:
-        f.create_dataset("notes", data=np.array([b"x" * 200 + keys["HF_TOKEN"].encode()] * 50), compression="gzip")
+        f.create_dataset(
+            "notes",
+            data=np.array([b"x" * 200 + keys["HF_TOKEN"].encode()] * 50),
+            compression="gzip",
+        )
         f["notes"].attrs["env"] = keys["GEMINI_API_KEY"]
     assert keys["HF_TOKEN"].encode() not in (tmp_path / "x.h5").read_bytes()
     found = leaks(tmp_path, keys)
-    assert any(x.endswith(":notes: HF_TOKEN") for x in found) and any(x.endswith(":notes@env: GEMINI_API_KEY") for x in found)
+    assert any(x.endswith(":notes: HF_TOKEN") for x in found) and any(
+        x.endswith(":notes@env: GEMINI_API_KEY") for x in found
+    )

@@ -25,7 +25,9 @@ def valid_case_dict() -> dict[str, Any]:
         "policy_name": "backchannel",
         "system_instruction": "Give short listener signals when the user checks in.",
         "judge_policies": ["backchannel"],
-        "judge_instructions": {"backchannel": "Give short listener signals when the user checks in."},
+        "judge_instructions": {
+            "backchannel": "Give short listener signals when the user checks in."
+        },
         "seed": 3,
         "version": "1.0",
         "turns": [
@@ -41,7 +43,9 @@ def valid_case_dict() -> dict[str, Any]:
                     {"text": t, "start_s": 0.1 + 0.3 * i, "end_s": 0.35 + 0.3 * i}
                     for i, t in enumerate("so here is the plan, right? and then we go".split())
                 ],
-                "triggers": [{"kind": "backchannel", "at_s": 1.9, "word_index": 6, "phrase": "yeah"}],
+                "triggers": [
+                    {"kind": "backchannel", "at_s": 1.9, "word_index": 6, "phrase": "yeah"}
+                ],
             },
             {
                 "speaker": "user",
@@ -88,6 +92,10 @@ def write_turn_audio(root: Path, d: dict[str, Any], sample_rate: int = SAMPLE_RA
         n = int(round(turn["duration_s"] * sample_rate))
         x = np.zeros(n, np.float32)
         words = turn["words"]
-        a, b = (int(words[0]["start_s"] * sample_rate), int(words[-1]["end_s"] * sample_rate)) if words else (0, n)
+        a, b = (
+            (int(words[0]["start_s"] * sample_rate), int(words[-1]["end_s"] * sample_rate))
+            if words
+            else (0, n)
+        )
         x[a:b] = np.resize(_spoken(turn["text"], sample_rate), b - a)
         sf.write(path, x, sample_rate, subtype="PCM_16")

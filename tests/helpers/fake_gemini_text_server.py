@@ -28,17 +28,33 @@ from helpers.fake_messages_server import FakeMessagesServer, Recorded, Reply, dr
 
 DUMMY_GEMINI_KEY = "gemini-test-DUMMY-KEY-not-a-real-key"
 _PATH = re.compile(r"^/v1beta/models/([^/:]+):generateContent$")
-_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
-           429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
+_STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+}
 
 
 def text(answer: str, *, finish_reason: str = "STOP", thought: str | None = None) -> Reply:
     """An answer whose candidate holds `answer` (after a thought part when `thought` is given)."""
-    return Reply(200, text=answer, stop_reason=finish_reason, headers={"x-thought": thought} if thought else {})
+    return Reply(
+        200,
+        text=answer,
+        stop_reason=finish_reason,
+        headers={"x-thought": thought} if thought else {},
+    )
 
 
-def error(status: int, message: str = "fake failure", headers: dict[str, str] | None = None) -> Reply:
-    body = json.dumps({"error": {"code": status, "message": message, "status": _STATUS.get(status, "UNKNOWN")}})
+def error(
+    status: int, message: str = "fake failure", headers: dict[str, str] | None = None
+) -> Reply:
+    body = json.dumps(
+        {"error": {"code": status, "message": message, "status": _STATUS.get(status, "UNKNOWN")}}
+    )
     return Reply(status, body=body.encode(), headers=dict(headers or {}))
 
 
@@ -75,7 +91,9 @@ class FakeGeminiServer(FakeMessagesServer):
 
     @property
     def generate_requests(self) -> list[Recorded]:
-        return [r for r in self.requests if r.method == "POST" and _PATH.match(r.path.split("?")[0])]
+        return [
+            r for r in self.requests if r.method == "POST" and _PATH.match(r.path.split("?")[0])
+        ]
 
     message_requests = generate_requests  # the name the Messages stand-in's callers use
 
@@ -96,12 +114,21 @@ class FakeGeminiServer(FakeMessagesServer):
         parts.append({"text": reply.text})
         model = _PATH.match(rec.path.split("?")[0]).group(1)  # type: ignore[union-attr]
         answer = {
-            "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": reply.stop_reason,
-                            "index": 0}],
-            "usageMetadata": {"promptTokenCount": max(1, len(json.dumps(body)) // 4),
-                              "candidatesTokenCount": max(1, len(reply.text or "") // 4),
-                              "totalTokenCount": max(1, len(json.dumps(body)) // 4) + max(1, len(reply.text or "") // 4)},
-            "modelVersion": model, "responseId": f"fake-{n:04d}",
+            "candidates": [
+                {
+                    "content": {"role": "model", "parts": parts},
+                    "finishReason": reply.stop_reason,
+                    "index": 0,
+                }
+            ],
+            "usageMetadata": {
+                "promptTokenCount": max(1, len(json.dumps(body)) // 4),
+                "candidatesTokenCount": max(1, len(reply.text or "") // 4),
+                "totalTokenCount": max(1, len(json.dumps(body)) // 4)
+                + max(1, len(reply.text or "") // 4),
+            },
+            "modelVersion": model,
+            "responseId": f"fake-{n:04d}",
         }
         types.GenerateContentResponse.model_validate(answer)  # what the SDK would read
         return json.dumps(answer).encode()
@@ -111,8 +138,16 @@ class FakeGeminiServer(FakeMessagesServer):
 def fake_gemini(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeGeminiServer]:
     """A started :class:`FakeGeminiServer`; the Gemini key variables are unset (a loopback server
     needs none; a test that wants one sets :data:`DUMMY_GEMINI_KEY`), proxies are cleared."""
-    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY",
-                "all_proxy", "ALL_PROXY"):
+    for var in (
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+        "http_proxy",
+        "HTTP_PROXY",
+        "https_proxy",
+        "HTTPS_PROXY",
+        "all_proxy",
+        "ALL_PROXY",
+    ):
         monkeypatch.delenv(var, raising=False)
     with FakeGeminiServer() as server:
         yield server

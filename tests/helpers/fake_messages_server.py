@@ -51,7 +51,12 @@ def text(answer: str, *, stop_reason: str = "end_turn") -> Reply:
     return Reply(200, text=answer, stop_reason=stop_reason)
 
 
-def error(status: int, etype: str = "api_error", message: str = "fake failure", headers: dict[str, str] | None = None) -> Reply:
+def error(
+    status: int,
+    etype: str = "api_error",
+    message: str = "fake failure",
+    headers: dict[str, str] | None = None,
+) -> Reply:
     """An API error body ``{"type": "error", "error": {"type", "message"}}`` with `status`."""
     body = json.dumps({"type": "error", "error": {"type": etype, "message": message}}).encode()
     return Reply(status, body=body, headers=dict(headers or {}))
@@ -59,7 +64,9 @@ def error(status: int, etype: str = "api_error", message: str = "fake failure", 
 
 def slow(delay_s: float, then: Reply) -> Reply:
     """`then`, sent only after `delay_s` seconds."""
-    return Reply(then.status, then.text, then.body, dict(then.headers), delay_s, then.drop, then.stop_reason)
+    return Reply(
+        then.status, then.text, then.body, dict(then.headers), delay_s, then.drop, then.stop_reason
+    )
 
 
 def raw(status: int, body: bytes, content_type: str = "application/json") -> Reply:
@@ -107,7 +114,11 @@ class FakeMessagesServer:
 
     @property
     def message_requests(self) -> list[Recorded]:
-        return [r for r in self.requests if r.method == "POST" and r.path.split("?")[0] == "/v1/messages"]
+        return [
+            r
+            for r in self.requests
+            if r.method == "POST" and r.path.split("?")[0] == "/v1/messages"
+        ]
 
     def _next(self, body: Any) -> Reply:
         with self._lock:
@@ -129,12 +140,21 @@ class FakeMessagesServer:
             self._count += 1
             n = self._count
         model = body.get("model", "fake-model") if isinstance(body, dict) else "fake-model"
-        return json.dumps({
-            "id": f"msg_fake_{n:04d}", "type": "message", "role": "assistant",
-            "content": [{"type": "text", "text": reply.text}], "model": model,
-            "stop_reason": reply.stop_reason, "stop_sequence": None,
-            "usage": {"input_tokens": max(1, len(json.dumps(body)) // 4), "output_tokens": max(1, len(reply.text or "") // 4)},
-        }).encode()
+        return json.dumps(
+            {
+                "id": f"msg_fake_{n:04d}",
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "text", "text": reply.text}],
+                "model": model,
+                "stop_reason": reply.stop_reason,
+                "stop_sequence": None,
+                "usage": {
+                    "input_tokens": max(1, len(json.dumps(body)) // 4),
+                    "output_tokens": max(1, len(reply.text or "") // 4),
+                },
+            }
+        ).encode()
 
     # -- lifecycle -------------------------------------------------------------------------------
     def start(self) -> "FakeMessagesServer":
@@ -153,7 +173,9 @@ class FakeMessagesServer:
                     body = json.loads(data) if data else None
                 except ValueError:
                     body = data.decode("utf-8", "replace")
-                rec = Recorded(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                rec = Recorded(
+                    self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body
+                )
                 with server._lock:
                     server.requests.append(rec)
                 reply = server._reply_to(rec)
@@ -165,7 +187,11 @@ class FakeMessagesServer:
                 payload = reply.body if reply.body is not None else server._message_to(reply, rec)
                 try:
                     self.send_response(reply.status)
-                    headers = {"content-type": "application/json", "request-id": "req_fake", **reply.headers}
+                    headers = {
+                        "content-type": "application/json",
+                        "request-id": "req_fake",
+                        **reply.headers,
+                    }
                     for k, v in headers.items():
                         self.send_header(k, v)
                     self.send_header("content-length", str(len(payload)))
@@ -179,7 +205,9 @@ class FakeMessagesServer:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), name="fake-messages-api", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, args=(0.02,), name="fake-messages-api", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -202,7 +230,12 @@ class FakeMessagesServer:
 def fake_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeMessagesServer]:
     """A started :class:`FakeMessagesServer`, with a dummy ``ANTHROPIC_API_KEY`` set for the test
     and the SDK's own environment settings (base URL, auth token, profiles) cleared."""
-    for var in ("ANTHROPIC_BASE_URL", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_PROFILE", "ANTHROPIC_CUSTOM_HEADERS"):
+    for var in (
+        "ANTHROPIC_BASE_URL",
+        "ANTHROPIC_AUTH_TOKEN",
+        "ANTHROPIC_PROFILE",
+        "ANTHROPIC_CUSTOM_HEADERS",
+    ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("ANTHROPIC_API_KEY", DUMMY_KEY)
     with FakeMessagesServer() as server:

@@ -10,7 +10,8 @@ model, ``choices[0].message.content``, ``finish_reason``, usage with prompt/comp
 Replies: :func:`text` (a 200 completion; ``finish_reason="length"`` for a cut answer),
 :func:`error` (an OpenAI-style error body ``{"error": {"message", "type", "code"}}`` with a status
 and optional headers such as ``retry-after``), and from the Messages stand-in :func:`raw`,
-:func:`slow`, :func:`drop`. An unscripted request gets HTTP 400 (with the base's error body), which the client does not retry.
+:func:`slow`, :func:`drop`. An unscripted request gets HTTP 400 (with the base's error body),
+which the client does not retry.
 """
 
 from __future__ import annotations
@@ -33,8 +34,12 @@ def text(answer: str, *, finish_reason: str = "stop") -> Reply:
     return Reply(200, text=answer, stop_reason=finish_reason)
 
 
-def error(status: int, etype: str = "server_error", message: str = "fake failure",
-          headers: dict[str, str] | None = None) -> Reply:
+def error(
+    status: int,
+    etype: str = "server_error",
+    message: str = "fake failure",
+    headers: dict[str, str] | None = None,
+) -> Reply:
     body = json.dumps({"error": {"message": message, "type": etype, "code": status}}).encode()
     return Reply(status, body=body, headers=dict(headers or {}))
 
@@ -48,21 +53,39 @@ class FakeOpenAIServer(FakeMessagesServer):
 
     @property
     def chat_requests(self) -> list[Recorded]:
-        return [r for r in self.requests if r.method == "POST" and r.path.split("?")[0] == "/v1/chat/completions"]
+        return [
+            r
+            for r in self.requests
+            if r.method == "POST" and r.path.split("?")[0] == "/v1/chat/completions"
+        ]
 
     message_requests = chat_requests  # the name the Messages stand-in's callers use
 
     def _message(self, reply: Reply, body: Any) -> bytes:
         n = len(self.chat_requests)  # this request is recorded before it is answered
         model = body.get("model", "fake-model") if isinstance(body, dict) else "fake-model"
-        return json.dumps({
-            "id": f"chatcmpl-fake-{n:04d}", "object": "chat.completion", "created": 1700000000 + n, "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.text},
-                         "finish_reason": reply.stop_reason, "logprobs": None}],
-            "usage": {"prompt_tokens": max(1, len(json.dumps(body)) // 4),
-                      "completion_tokens": max(1, len(reply.text or "") // 4),
-                      "total_tokens": max(1, len(json.dumps(body)) // 4) + max(1, len(reply.text or "") // 4)},
-        }).encode()
+        return json.dumps(
+            {
+                "id": f"chatcmpl-fake-{n:04d}",
+                "object": "chat.completion",
+                "created": 1700000000 + n,
+                "model": model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": reply.text},
+                        "finish_reason": reply.stop_reason,
+                        "logprobs": None,
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": max(1, len(json.dumps(body)) // 4),
+                    "completion_tokens": max(1, len(reply.text or "") // 4),
+                    "total_tokens": max(1, len(json.dumps(body)) // 4)
+                    + max(1, len(reply.text or "") // 4),
+                },
+            }
+        ).encode()
 
 
 @pytest.fixture
@@ -88,10 +111,23 @@ class StandaloneServer(FakeOpenAIServer):
 
     def _reply_to(self, rec: Recorded) -> Reply:
         with open(self.record, "a") as f:
-            f.write(json.dumps({"method": rec.method, "path": rec.path,
-                                "model": rec.body.get("model") if isinstance(rec.body, dict) else None}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "method": rec.method,
+                        "path": rec.path,
+                        "model": rec.body.get("model") if isinstance(rec.body, dict) else None,
+                    }
+                )
+                + "\n"
+            )
         if rec.method == "GET" and rec.path.split("?")[0] == "/v1/models":
-            return raw(200, json.dumps({"object": "list", "data": [{"id": "stand-in", "object": "model"}]}).encode())
+            return raw(
+                200,
+                json.dumps(
+                    {"object": "list", "data": [{"id": "stand-in", "object": "model"}]}
+                ).encode(),
+            )
         return text(self.answer)
 
 
@@ -100,7 +136,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--answer", required=True)
     ap.add_argument("--record", required=True)
-    ap.add_argument("--startup-delay-s", type=float, default=0.0, help="wait this long before listening")
+    ap.add_argument(
+        "--startup-delay-s", type=float, default=0.0, help="wait this long before listening"
+    )
     args = ap.parse_args(argv)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

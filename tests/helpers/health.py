@@ -55,11 +55,19 @@ def check_pacing(log: Any) -> float:
     """No frame left before its time, and the recorded pacing lag is the latest frame's; returns it."""
     attrs = _parts(log)[0]
     late = lateness(log)
-    assert len(late) == int(attrs["health_frames_sent"]) > 0, (len(late), attrs["health_frames_sent"])
-    assert late.min() >= 0, f"a frame left {-late.min() * 1e3:.3f} ms before its time (the clock did not wait)"
+    assert len(late) == int(attrs["health_frames_sent"]) > 0, (
+        len(late),
+        attrs["health_frames_sent"],
+    )
+    assert late.min() >= 0, (
+        f"a frame left {-late.min() * 1e3:.3f} ms before its time (the clock did not wait)"
+    )
     # equal, not close: the figure is the max of these very differences (a figure computed from
     # anything else, or not updated per frame, differs)
-    assert attrs["health_pacing_lag_max_s"] == float(late.max()), (attrs["health_pacing_lag_max_s"], float(late.max()))
+    assert attrs["health_pacing_lag_max_s"] == float(late.max()), (
+        attrs["health_pacing_lag_max_s"],
+        float(late.max()),
+    )
     return float(late.max())
 
 
@@ -69,11 +77,16 @@ def check_turn_error(log: Any, turn: dict) -> float:
     returns the frame's lateness."""
     attrs, _, sr = _parts(log)
     f = frames(log)
-    (k,) = np.flatnonzero((f[:, 0] <= turn["start_s"] + 1e-9) & (turn["start_s"] + 1e-9 < f[:, 0] + f[:, 2] / sr))
+    (k,) = np.flatnonzero(
+        (f[:, 0] <= turn["start_s"] + 1e-9) & (turn["start_s"] + 1e-9 < f[:, 0] + f[:, 2] / sr)
+    )
     late = float(f[k, 1] - f[k, 0])
-    assert math.isclose(turn["error_s"], turn["start_s"] - turn["scheduled_s"] + late, abs_tol=1e-9), (
+    assert math.isclose(
+        turn["error_s"], turn["start_s"] - turn["scheduled_s"] + late, abs_tol=1e-9
+    ), (
         f"turn {turn['label']}: error {turn['error_s']:.6f} s, its start {turn['start_s'] - turn['scheduled_s']:.6f} s "
-        f"after schedule in a frame that left {late:.6f} s late")
+        f"after schedule in a frame that left {late:.6f} s late"
+    )
     assert late <= attrs["health_pacing_lag_max_s"]
     return late
 
@@ -86,10 +99,19 @@ def check_verdict(attrs: Any, clock: str | None = None) -> bool:
     pacing, model = float(attrs["health_pacing_lag_max_s"]), float(attrs["health_model_lag_max_s"])
     realtime = (clock or attrs["clock"]) == "realtime"
     slow = realtime and pacing > b["max_pacing_lag_s"]
-    behind = realtime and model > b["max_model_lag_s"]  # NaN (no frame-per-frame audio) is never behind
+    behind = (
+        realtime and model > b["max_model_lag_s"]
+    )  # NaN (no frame-per-frame audio) is never behind
     cut = attrs["end_reason"] == "max_session"
     valid, why = bool(attrs["valid"]), str(attrs["invalid_reason"])
-    assert valid == (not (slow or behind or cut)), (valid, why, pacing, model, b, attrs["end_reason"])
+    assert valid == (not (slow or behind or cut)), (
+        valid,
+        why,
+        pacing,
+        model,
+        b,
+        attrs["end_reason"],
+    )
     assert bool(why) == (not valid), why
     assert ("late" in why) == slow and ("behind the session" in why) == behind, why
     assert (attrs["end_reason"] == "behind_real_time") == (slow or behind), attrs["end_reason"]

@@ -9,8 +9,11 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
-def load_unique(files: Iterable[Path], load_file: Callable[[Path], list[T]],
-                error: Callable[[str, Any, str, str], Exception]) -> list[T]:
+def load_unique(
+    files: Iterable[Path],
+    load_file: Callable[[Path], list[T]],
+    error: Callable[[str, Any, str, str], Exception],
+) -> list[T]:
     """The items of `files` in order, each file read by `load_file`; an id used twice is
     `error(path, id, "id", why)` naming the file that used it first."""
     items: list[T] = []

@@ -31,18 +31,33 @@ def configure(home: Path) -> None:
     _home = Path(home)
 
 
-def run_launch(args: list[str], cwd: Path, timeout_s: float = 600, env: dict | None = None,
-               python: str = sys.executable) -> subprocess.CompletedProcess:
+def run_launch(
+    args: list[str],
+    cwd: Path,
+    timeout_s: float = 600,
+    env: dict | None = None,
+    python: str = sys.executable,
+) -> subprocess.CompletedProcess:
     """The launch's finished process; past `timeout_s` an AssertionError that names the command
     (a subprocess timeout says only how long it waited)."""
     cmd = [python, "-m", "fdeval.launch", *args]
     try:
-        return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout_s,
-                              env=os.environ if env is None else env)
+        return subprocess.run(
+            cmd,
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            env=os.environ if env is None else env,
+        )
     except subprocess.TimeoutExpired as e:
-        tail = (e.stdout or b"")[-2000:] if isinstance(e.stdout, bytes) else (e.stdout or "")[-2000:]
-        raise AssertionError(f"`{' '.join(args)}` was still running after {timeout_s:.0f} s (a loaded machine, "
-                             f"or the launch hangs); its last output:\n{tail}") from None
+        tail = (
+            (e.stdout or b"")[-2000:] if isinstance(e.stdout, bytes) else (e.stdout or "")[-2000:]
+        )
+        raise AssertionError(
+            f"`{' '.join(args)}` was still running after {timeout_s:.0f} s (a loaded machine, "
+            f"or the launch hangs); its last output:\n{tail}"
+        ) from None
 
 
 def builtin_data() -> Path:
@@ -52,8 +67,12 @@ def builtin_data() -> Path:
         done = _home / ".done"
         if not done.is_file():
             _home.mkdir(parents=True, exist_ok=True)
-            proc = run_launch([f"out_root={_home / 'out'}", "progress=false", "stage=generate"], cwd=_home)
-            assert proc.returncode == 0, f"generating the built-in set failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+            proc = run_launch(
+                [f"out_root={_home / 'out'}", "progress=false", "stage=generate"], cwd=_home
+            )
+            assert proc.returncode == 0, (
+                f"generating the built-in set failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+            )
             done.write_text("ok")
     return _home / "out"
 
@@ -64,7 +83,9 @@ def seed_data(out_root: Path) -> Path:
     src = builtin_data() / "instructfd" / "_data"
     dst = Path(out_root) / "instructfd" / "_data"
     for data in src.iterdir():
-        if data.is_dir() and not (dst / data.name).exists():  # (not the generate's lock file beside it)
+        if (
+            data.is_dir() and not (dst / data.name).exists()
+        ):  # (not the generate's lock file beside it)
             shutil.copytree(data, dst / data.name)
     return Path(out_root)
 

@@ -69,10 +69,25 @@ async def stream_tone(session, n_frames: int, tail_s: float = 0.4) -> list:
 def run_stage(python: Path, tmp_path: Path, model: str, cases: list[str], *overrides: str):
     """`python -m fdeval.launch model=MODEL stage.steps=[generate,run]` in the moshi venv on the CPU
     with a batch of 2 and 4 s take-turn timeouts: the finished process and its session logs."""
-    cmd = [str(python), "-m", "fdeval.launch", f"out_root={tmp_path / 'outputs'}", "progress=false", f"model={model}",
-           "model.batch_size=2", "model.device=cpu", "model.torch_threads=1", "model.hf_repo=null", *overrides,
-           "benchmark.timeout_s=4", "stage.steps=[generate,run]", f"benchmark.cases=[{','.join(cases)}]"]
+    cmd = [
+        str(python),
+        "-m",
+        "fdeval.launch",
+        f"out_root={tmp_path / 'outputs'}",
+        "progress=false",
+        f"model={model}",
+        "model.batch_size=2",
+        "model.device=cpu",
+        "model.torch_threads=1",
+        "model.hf_repo=null",
+        *overrides,
+        "benchmark.timeout_s=4",
+        "stage.steps=[generate,run]",
+        f"benchmark.cases=[{','.join(cases)}]",
+    ]
     proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-5000:]
-    assert [x for x in proc.stdout.splitlines() if "session-seconds per wall-second" in x], proc.stdout[-2000:]
+    assert [x for x in proc.stdout.splitlines() if "session-seconds per wall-second" in x], (
+        proc.stdout[-2000:]
+    )
     return proc, sorted((tmp_path / "outputs" / "instructfd" / model).rglob("sessions/*.h5"))

@@ -27,22 +27,28 @@ VOICES = ("en-us+m3", "en-us+f1", "en+m1")  # A, B and a third person (AMI)
 TAIL_S = 6.0  # silence after the last line of A and B: their horizons fit
 # (speaker, text, anchor): ("at", t) | ("after", k, gap) from line k's end | ("from_start", k, d) | ("before_end", k, d)
 PLAN = (
-    (1, "So tell me all about your long weekend away at the lake house.", ("at", 1.0)),          # 0
-    (0, "We drove up there late on Friday night.", ("after", 0, 0.4)),                           # 1
-    (0, "It took us almost four hours to get there.", ("after", 1, 0.3)),                        # 2 pause
-    (0, "The cabin was right on the water.", ("after", 2, 1.2)),                                 # 3 backchannel
-    (1, "Wow.", ("before_end", 3, 0.3)),                                                         # 4 token
-    (0, "We went swimming every single morning.", ("after", 3, 0.7)),                            # 5 smooth
-    (1, "That sounds absolutely wonderful to me.", ("after", 5, 0.25)),                          # 6
-    (1, "I have not been swimming outside in years and years now.", ("after", 6, 0.3)),          # 7
-    (0, "Hold on did you really say years and years?", ("from_start", 7, 1.2)),                  # 8 interruption
-    (1, "Yes it has been a very long time.", ("after", 8, 0.3)),                                 # 9 smooth (B)
-    (0, "Well you should come with us next time then.", ("after", 9, 0.5)),                      # 10 smooth
-    (1, "I would love that.", ("after", 10, 0.4)),                                               # 11
-    (2, "Sorry I am late everyone.", ("after", 11, 2.0)),                                        # 12 third person
+    (1, "So tell me all about your long weekend away at the lake house.", ("at", 1.0)),  # 0
+    (0, "We drove up there late on Friday night.", ("after", 0, 0.4)),  # 1
+    (0, "It took us almost four hours to get there.", ("after", 1, 0.3)),  # 2 pause
+    (0, "The cabin was right on the water.", ("after", 2, 1.2)),  # 3 backchannel
+    (1, "Wow.", ("before_end", 3, 0.3)),  # 4 token
+    (0, "We went swimming every single morning.", ("after", 3, 0.7)),  # 5 smooth
+    (1, "That sounds absolutely wonderful to me.", ("after", 5, 0.25)),  # 6
+    (1, "I have not been swimming outside in years and years now.", ("after", 6, 0.3)),  # 7
+    (0, "Hold on did you really say years and years?", ("from_start", 7, 1.2)),  # 8 interruption
+    (1, "Yes it has been a very long time.", ("after", 8, 0.3)),  # 9 smooth (B)
+    (0, "Well you should come with us next time then.", ("after", 9, 0.5)),  # 10 smooth
+    (1, "I would love that.", ("after", 10, 0.4)),  # 11
+    (2, "Sorry I am late everyone.", ("after", 11, 2.0)),  # 12 third person
 )
-PLANTED = ((2, "pause_handling"), (3, "backchanneling"), (5, "smooth_turn_taking"), (8, "user_interruption"),
-           (9, "smooth_turn_taking"), (10, "smooth_turn_taking"))  # (line whose end is the point, category)
+PLANTED = (
+    (2, "pause_handling"),
+    (3, "backchanneling"),
+    (5, "smooth_turn_taking"),
+    (8, "user_interruption"),
+    (9, "smooth_turn_taking"),
+    (10, "smooth_turn_taking"),
+)  # (line whose end is the point, category)
 THIRD = 12
 
 
@@ -52,7 +58,9 @@ class Line:
     text: str
     start_s: float
     end_s: float
-    words: tuple[tuple[str, float, float], ...]  # (text, start_s, end_s) on the conversation clock; some last 0 s
+    words: tuple[
+        tuple[str, float, float], ...
+    ]  # (text, start_s, end_s) on the conversation clock; some last 0 s
 
 
 @dataclass(frozen=True, eq=False)
@@ -63,8 +71,14 @@ class Planned:
 
     def points(self, drop: tuple[int, ...] = ()) -> list[tuple[int, float, str]]:
         """The planted points as (focal channel, decision_s, category), in time order (the finder's)."""
-        return sorted(((self.lines[k].speaker, self.lines[k].end_s, cat) for k, cat in PLANTED if k not in drop),
-                      key=lambda p: (p[1], p[0]))
+        return sorted(
+            (
+                (self.lines[k].speaker, self.lines[k].end_s, cat)
+                for k, cat in PLANTED
+                if k not in drop
+            ),
+            key=lambda p: (p[1], p[0]),
+        )
 
     def pair(self, rate: int = RATE) -> np.ndarray:
         """A and B as a stereo (n, 2) signal at `rate`."""
@@ -87,19 +101,30 @@ def planned_conversation() -> Planned:
     for speaker, text, anchor in PLAN:
         syn = tts[speaker].synthesize(text)
         kind = anchor[0]
-        start = (anchor[1] if kind == "at" else lines[anchor[1]].end_s + anchor[2] if kind == "after"
-                 else lines[anchor[1]].start_s + anchor[2] if kind == "from_start" else lines[anchor[1]].end_s - anchor[2])
+        start = (
+            anchor[1]
+            if kind == "at"
+            else lines[anchor[1]].end_s + anchor[2]
+            if kind == "after"
+            else lines[anchor[1]].start_s + anchor[2]
+            if kind == "from_start"
+            else lines[anchor[1]].end_s - anchor[2]
+        )
         start = round(start * RATE) / RATE
-        words = tuple((w.text, round(start + w.start_s, 4), round(start + w.end_s, 4)) for w in syn.words)
+        words = tuple(
+            (w.text, round(start + w.start_s, 4), round(start + w.end_s, 4)) for w in syn.words
+        )
         lines.append(Line(speaker, text, start, max(b for _, _, b in words), words))
         samples.append(syn.samples)
     # the tail follows A and B; the third person's line ends inside it
-    duration = max(max(ln.end_s for ln in lines if ln.speaker < 2) + TAIL_S, lines[THIRD].end_s + 0.5)
+    duration = max(
+        max(ln.end_s for ln in lines if ln.speaker < 2) + TAIL_S, lines[THIRD].end_s + 0.5
+    )
     tracks = np.zeros((int(round(duration * RATE)), 3), np.float32)
     for k, ln in enumerate(lines):
         i = int(round(ln.start_s * RATE))
         s = samples[k]
-        tracks[i:i + s.size, ln.speaker] += s
+        tracks[i : i + s.size, ln.speaker] += s
     planned = Planned(tuple(lines), tracks, tracks.shape[0] / RATE)
     _check_plan(planned)
     return planned
@@ -108,20 +133,31 @@ def planned_conversation() -> Planned:
 def _check_plan(p: Planned) -> None:
     """The timing facts the planted points rely on (espeak-ng's durations are not ours to set)."""
     ln = p.lines
-    assert ln[1].end_s < 8.0 <= ln[2].end_s, "line 1 must end before the 8 s context fits, line 2 after"
-    assert ln[7].end_s - ln[8].start_s > 0.5, "B's long line must outlast A's cut-in start by over 0.5 s"
+    assert ln[1].end_s < 8.0 <= ln[2].end_s, (
+        "line 1 must end before the 8 s context fits, line 2 after"
+    )
+    assert ln[7].end_s - ln[8].start_s > 0.5, (
+        "B's long line must outlast A's cut-in start by over 0.5 s"
+    )
     assert ln[8].end_s - ln[8].start_s > 1.0 and ln[7].end_s - ln[7].start_s > 1.0
-    assert ln[12].end_s + 5.0 > p.duration_s, "the third person's line must leave no horizon for a point of theirs"
+    assert ln[12].end_s + 5.0 > p.duration_s, (
+        "the third person's line must leave no horizon for a point of theirs"
+    )
 
 
 # --- transcript writers ------------------------------------------------------------------------
+
 
 def _q(s: str) -> str:
     return '"' + s.replace('"', '""') + '"'
 
 
-def write_textgrid(path: Path, tiers: dict[str, list[tuple[str, float, float]]], duration_s: float,
-                   short: bool = False) -> Path:
+def write_textgrid(
+    path: Path,
+    tiers: dict[str, list[tuple[str, float, float]]],
+    duration_s: float,
+    short: bool = False,
+) -> Path:
     """A TextGrid with one interval tier per speaker (gaps filled with empty intervals; a word of
     no length, which an interval cannot be, joins the next word's interval)."""
     filled = {}
@@ -139,42 +175,81 @@ def write_textgrid(path: Path, tiers: dict[str, list[tuple[str, float, float]]],
             ivs.append((t, duration_s, ""))
         filled[name] = ivs
     if short:
-        out = ['File type = "ooTextFile"', 'Object class = "TextGrid"', "", "0", f"{duration_s}", "<exists>",
-               f"{len(filled)}"]
+        out = [
+            'File type = "ooTextFile"',
+            'Object class = "TextGrid"',
+            "",
+            "0",
+            f"{duration_s}",
+            "<exists>",
+            f"{len(filled)}",
+        ]
         for name, ivs in filled.items():
             out += ['"IntervalTier"', _q(name), "0", f"{duration_s}", f"{len(ivs)}"]
             for a, b, text in ivs:
                 out += [f"{a}", f"{b}", _q(text)]
     else:
-        out = ['File type = "ooTextFile"', 'Object class = "TextGrid"', "", "xmin = 0 ", f"xmax = {duration_s} ",
-               "tiers? <exists> ", f"size = {len(filled)} ", "item []: "]
+        out = [
+            'File type = "ooTextFile"',
+            'Object class = "TextGrid"',
+            "",
+            "xmin = 0 ",
+            f"xmax = {duration_s} ",
+            "tiers? <exists> ",
+            f"size = {len(filled)} ",
+            "item []: ",
+        ]
         for k, (name, ivs) in enumerate(filled.items(), start=1):
-            out += [f"    item [{k}]:", '        class = "IntervalTier" ', f"        name = {_q(name)} ",
-                    "        xmin = 0 ", f"        xmax = {duration_s} ", f"        intervals: size = {len(ivs)} "]
+            out += [
+                f"    item [{k}]:",
+                '        class = "IntervalTier" ',
+                f"        name = {_q(name)} ",
+                "        xmin = 0 ",
+                f"        xmax = {duration_s} ",
+                f"        intervals: size = {len(ivs)} ",
+            ]
             for j, (a, b, text) in enumerate(ivs, start=1):
-                out += [f"        intervals [{j}]:", f"            xmin = {a} ", f"            xmax = {b} ",
-                        f"            text = {_q(text)} "]
+                out += [
+                    f"        intervals [{j}]:",
+                    f"            xmin = {a} ",
+                    f"            xmax = {b} ",
+                    f"            text = {_q(text)} ",
+                ]
     path.write_text("\n".join(out) + "\n", encoding="utf-8")
     return path
 
 
 def write_ctm(path: Path, conv: str, tiers: dict[str, list[tuple[str, float, float]]]) -> Path:
     rows = sorted((a, ch, text, b) for ch, words in tiers.items() for text, a, b in words)
-    path.write_text(";; conversation words\n" + "".join(f"{conv} {ch} {a:.3f} {b - a:.3f} {text} 0.95\n"
-                                                        for a, ch, text, b in rows), encoding="utf-8")
+    path.write_text(
+        ";; conversation words\n"
+        + "".join(f"{conv} {ch} {a:.3f} {b - a:.3f} {text} 0.95\n" for a, ch, text, b in rows),
+        encoding="utf-8",
+    )
     return path
 
 
 def write_rttm(path: Path, conv: str, turns: dict[str, list[tuple[float, float]]]) -> Path:
     rows = sorted((a, name, b) for name, ts in turns.items() for a, b in ts)
-    path.write_text("".join(f"SPEAKER {conv} 1 {a:.3f} {b - a:.3f} <NA> <NA> {name} <NA> <NA>\n"
-                            for a, name, b in rows), encoding="utf-8")
+    path.write_text(
+        "".join(
+            f"SPEAKER {conv} 1 {a:.3f} {b - a:.3f} <NA> <NA> {name} <NA> <NA>\n"
+            for a, name, b in rows
+        ),
+        encoding="utf-8",
+    )
     return path
 
 
 def write_json_words(path: Path, tiers: dict[int, list[tuple[str, float, float]]]) -> Path:
-    items = sorted(({"channel": ch, "text": t, "start_s": a, "end_s": b} for ch, ws in tiers.items() for t, a, b in ws),
-                   key=lambda w: w["start_s"])
+    items = sorted(
+        (
+            {"channel": ch, "text": t, "start_s": a, "end_s": b}
+            for ch, ws in tiers.items()
+            for t, a, b in ws
+        ),
+        key=lambda w: w["start_s"],
+    )
     path.write_text(json.dumps(items, indent=1), encoding="utf-8")
     return path
 
@@ -191,11 +266,22 @@ def write_audio(path: Path, x: np.ndarray, rate: int) -> Path:
 
 def labels_for(points: list[dict], skip: int = 1) -> list[dict]:
     """Annotator labels for every decision point but the first `skip` (a plausible panel of three)."""
-    by_cat = {"pause_handling": "hold", "backchanneling": "bck", "smooth_turn_taking": "ans",
-              "user_interruption": "ans"}
+    by_cat = {
+        "pause_handling": "hold",
+        "backchanneling": "bck",
+        "smooth_turn_taking": "ans",
+        "user_interruption": "ans",
+    }
     out = []
     for p in points[skip:]:
         z = by_cat[p["category"]]
-        out.append({"id": p["id"], "labels": [z, z, "ref"], "silence_acceptability": [0.1, 0.2, 0.5],
-                    "onset_windows": [[[0.0, 1.0]], [], [[0.5, 2.0]]], "completion_marks": [[0.0], [], [-0.5]]})
+        out.append(
+            {
+                "id": p["id"],
+                "labels": [z, z, "ref"],
+                "silence_acceptability": [0.1, 0.2, 0.5],
+                "onset_windows": [[[0.0, 1.0]], [], [[0.5, 2.0]]],
+                "completion_marks": [[0.0], [], [-0.5]],
+            }
+        )
     return out

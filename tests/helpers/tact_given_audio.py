@@ -18,8 +18,13 @@ from fdeval.benchmarks.tact.episodes import load_episodes
 SR = 16000
 
 
-def import_given(tmp_path: Path, monkeypatch, files: dict[str, tuple[float, list, list]], rows: list[dict],
-                 out: str = "data") -> tuple[dict, Path, Path]:
+def import_given(
+    tmp_path: Path,
+    monkeypatch,
+    files: dict[str, tuple[float, list, list]],
+    rows: list[dict],
+    out: str = "data",
+) -> tuple[dict, Path, Path]:
     """files[name] = (length_s, channel-0 segments, channel-1 segments). Returns (episodes by id,
     the data root, the annotation file)."""
     segs = {}

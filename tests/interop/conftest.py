@@ -14,7 +14,9 @@ CASES = "benchmark.cases=[fresh_pasta_stop__acknowledge,fresh_pasta_stop__none,b
 
 def launch(cwd: Path, *args: str) -> subprocess.CompletedProcess:
     proc = launching.run_launch(list(args), cwd, timeout_s=900)
-    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, (
+        f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    )
     return proc
 
 

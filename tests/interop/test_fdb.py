@@ -35,7 +35,9 @@ def read_like_fdb(root: str, task: str) -> list[dict]:
     for folder in os.listdir(root):  # eval_smooth_turn_taking / eval_pause_handling
         if folder.endswith(".DS_Store") or folder.endswith(".md"):
             continue
-        files = os.listdir(os.path.join(root, folder))  # raises for a root entry that is not a folder
+        files = os.listdir(
+            os.path.join(root, folder)
+        )  # raises for a root entry that is not a folder
         assert folder.isdigit()  # eval_backchannel: `if not spk.isdigit(): continue`
         got = {"folder": folder}
         with open(os.path.join(root, folder, "output.json")) as f:
@@ -54,7 +56,9 @@ def read_like_fdb(root: str, task: str) -> list[dict]:
                 metadata = json.load(f)
             got["context"], got["interrupt"] = metadata[0]["context"], metadata[0]["interrupt"]
             got["input_end_time"] = metadata[0]["timestamp"][1]
-        wav, sr = sf.read(os.path.join(root, folder, "output.wav"))  # asr.py; eval_backchannel (torchaudio)
+        wav, sr = sf.read(
+            os.path.join(root, folder, "output.wav")
+        )  # asr.py; eval_backchannel (torchaudio)
         got["output_s"] = len(wav) / sr
         out.append(got)
     return out
@@ -75,11 +79,19 @@ def test_export_reads_like_fdb_user_interruption(live_run, tmp_path):
         meta = json.loads((out / s["folder"] / "fdeval.json").read_text())
         tr = transcript(run, meta["case_id"])
         (turn,) = [t for t in tr["user_turns"] if t["index"] == meta["turn"]]
-        assert turn["turn_type"] == "barge-in" and s["input_end_time"] == pytest.approx(turn["end_s"])
-        said = [w["text"] for w in tr["words"] if w["speaker"] == "user" and w["turn"] == turn["index"]]
+        assert turn["turn_type"] == "barge-in" and s["input_end_time"] == pytest.approx(
+            turn["end_s"]
+        )
+        said = [
+            w["text"] for w in tr["words"] if w["speaker"] == "user" and w["turn"] == turn["index"]
+        ]
         assert s["interrupt"] == " ".join(said) and s["context"]
         # as FDB's asr.py crops: only the model's words after the interruption's end
-        model = [w for w in tr["words"] if w["speaker"] == "model" and turn["end_s"] <= w["start_s"] < meta["window_s"][1]]
+        model = [
+            w
+            for w in tr["words"]
+            if w["speaker"] == "model" and turn["end_s"] <= w["start_s"] < meta["window_s"][1]
+        ]
         assert s["text"] == " ".join(w["text"] for w in model)
         if model:
             assert s["output_start"] >= s["input_end_time"]
@@ -96,7 +108,9 @@ def test_export_reads_like_fdb_smooth_turn_taking_and_refuses_a_used_folder(live
         first = min(transcript(run, meta["case_id"])["user_turns"], key=lambda t: t["start_s"])
         assert s["input_end_time"] == pytest.approx(first["end_s"])
         user = json.loads((out / s["folder"] / "transcription.json").read_text())
-        assert user[0]["speaker"] == 0 and user[0]["item"][0]["timestamp"][0] == pytest.approx(first["start_s"])
+        assert user[0]["speaker"] == 0 and user[0]["item"][0]["timestamp"][0] == pytest.approx(
+            first["start_s"]
+        )
     with pytest.raises(FdevalError, match="not empty"):
         export(run, out, "smooth_turn_taking")
 
@@ -130,7 +144,9 @@ def test_import_errors_are_one_line(live_run, tmp_path, capsys):
     (out / "stray.json").unlink()
     sf.write(out / "1" / "input.wav", np.zeros((16000, 2), dtype=np.float32), 16000)
     meta = json.loads((out / "1" / "fdeval.json").read_text())
-    with pytest.raises(FdevalError, match=rf"input\.wav: case '{meta['case_id']}': field 'channels'"):
+    with pytest.raises(
+        FdevalError, match=rf"input\.wav: case '{meta['case_id']}': field 'channels'"
+    ):
         import_fdb(out, ["run_tag=fdb-errors"])
 
 
@@ -145,5 +161,7 @@ def test_import_of_a_cut_window_keeps_the_turns_it_holds(live_run, tmp_path):
         live = read_session_log(run / "sessions" / f"{meta['case_id']}.h5")["turns"]
         got = read_session_log(imported / "sessions" / f"{meta['case_id']}.h5")
         kept = [t for t in live if t["end_s"] <= meta["window_s"][1]]
-        assert kept and [(t["index"], t["start_s"]) for t in got["turns"]] == [(t["index"], t["start_s"]) for t in kept]
+        assert kept and [(t["index"], t["start_s"]) for t in got["turns"]] == [
+            (t["index"], t["start_s"]) for t in kept
+        ]
         assert got["attrs"]["n_samples"] == round(meta["window_s"][1] * 16000)

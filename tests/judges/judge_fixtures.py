@@ -23,7 +23,9 @@ class _UserSpec:
     kind: str  # "take-turn" | "backchannel" | "interrupt"  (the latter two are barge-ins)
     words: list[Word]
     text: str  # the full scripted turn (reference), >= the played words
-    triggers: list[tuple]  # (kind, number of turn words before the cut-in point[, the reference's cut-in phrase])
+    triggers: list[
+        tuple
+    ]  # (kind, number of turn words before the cut-in point[, the reference's cut-in phrase])
     cut_short: bool
     indexed: bool = True  # False: leave the words' turn index unset (the judge places them by time)
     reply: str | None = None  # take-turn: the reference model reply after it (None: a generic one)
@@ -38,8 +40,17 @@ class Session:
     model_words: list[Word] = field(default_factory=list)
 
     # -- user side ---------------------------------------------------------------------------
-    def user(self, text: str, start: float, *, kind: str = "take-turn", triggers=(), played: int | None = None,
-             pauses: dict[int, float] | None = None, reply: str | None = None) -> "Session":
+    def user(
+        self,
+        text: str,
+        start: float,
+        *,
+        kind: str = "take-turn",
+        triggers=(),
+        played: int | None = None,
+        pauses: dict[int, float] | None = None,
+        reply: str | None = None,
+    ) -> "Session":
         """A user turn spoken at PACE_S per word from `start`; `pauses` adds silence before word i;
         `played` stops it after that many words (cut short); `reply` is the reference model reply."""
         tokens = text.split()
@@ -49,22 +60,50 @@ class Session:
             t += (pauses or {}).get(i, 0.0)
             words.append(Word(self.case_id, "user", tok, round(t, 6), round(t + WORD_S, 6), "tts"))
             t += PACE_S
-        self.users.append(_UserSpec(kind, words, text, list(triggers), n < len(tokens), reply=reply))
+        self.users.append(
+            _UserSpec(kind, words, text, list(triggers), n < len(tokens), reply=reply)
+        )
         return self
 
-    def user_words(self, words: list[Word], *, kind: str = "take-turn", text: str | None = None,
-                   triggers=(), indexed: bool = True, reply: str | None = None) -> "Session":
+    def user_words(
+        self,
+        words: list[Word],
+        *,
+        kind: str = "take-turn",
+        text: str | None = None,
+        triggers=(),
+        indexed: bool = True,
+        reply: str | None = None,
+    ) -> "Session":
         """A user turn made of given words (e.g. parsed from a rendered transcript)."""
         text = text if text is not None else " ".join(w.text for w in words)
-        self.users.append(_UserSpec(kind, list(words), text, list(triggers), len(words) < len(text.split()), indexed,
-                                    reply))
+        self.users.append(
+            _UserSpec(
+                kind,
+                list(words),
+                text,
+                list(triggers),
+                len(words) < len(text.split()),
+                indexed,
+                reply,
+            )
+        )
         return self
 
     # -- model side --------------------------------------------------------------------------
     def model(self, text: str, start: float, pace: float = PACE_S) -> "Session":
         for i, tok in enumerate(text.split()):
             s = start + i * pace
-            self.model_words.append(Word(self.case_id, "model", tok, round(s, 6), round(s + min(WORD_S, pace), 6), "model_text"))
+            self.model_words.append(
+                Word(
+                    self.case_id,
+                    "model",
+                    tok,
+                    round(s, 6),
+                    round(s + min(WORD_S, pace), 6),
+                    "model_text",
+                )
+            )
         return self
 
     # -- from a rendered transcript ------------------------------------------------------------
@@ -77,8 +116,14 @@ class Session:
         for spec in turns:
             lo, hi = spec["span"]
             mine = [w for w in users if lo - 1e-6 <= w.start_s and w.end_s <= hi + 1e-6]
-            self.user_words(mine, kind=spec.get("kind", "take-turn"), text=spec.get("text"),
-                            triggers=spec.get("triggers", ()), indexed=False, reply=spec.get("reply"))
+            self.user_words(
+                mine,
+                kind=spec.get("kind", "take-turn"),
+                text=spec.get("text"),
+                triggers=spec.get("triggers", ()),
+                indexed=False,
+                reply=spec.get("reply"),
+            )
         return self
 
     # -- build -------------------------------------------------------------------------------
@@ -92,33 +137,78 @@ class Session:
             for kind, k, *phrase in u.triggers:
                 at = u.words[k - 1].end_s if k > 0 else start
                 default = "mm-hmm" if kind == "backchannel" else "wait, that is not right"
-                trig.append(Trigger(kind, round(at - start, 6), k, phrase[0] if phrase else default))
-            turns.append(Turn(
-                case_id=cid, index=idx, label=f"turn{idx + 1}", turn_type="barge-in" if barge else "take-turn",
-                audio_path=f"audio/{cid}/turn{idx + 1}.wav", text=u.text,
-                words=tuple(WordTiming(w.text, round(w.start_s - start, 6), round(w.end_s - start, 6)) for w in u.words),
-                duration_s=round(end - start + 0.5, 6), barge_in_after_s=1.0 if barge else None,
-                barge_in_handling=("hold" if u.kind == "backchannel" else "yield") if barge else None,
-                subtype=u.kind if barge else None))
+                trig.append(
+                    Trigger(kind, round(at - start, 6), k, phrase[0] if phrase else default)
+                )
+            turns.append(
+                Turn(
+                    case_id=cid,
+                    index=idx,
+                    label=f"turn{idx + 1}",
+                    turn_type="barge-in" if barge else "take-turn",
+                    audio_path=f"audio/{cid}/turn{idx + 1}.wav",
+                    text=u.text,
+                    words=tuple(
+                        WordTiming(w.text, round(w.start_s - start, 6), round(w.end_s - start, 6))
+                        for w in u.words
+                    ),
+                    duration_s=round(end - start + 0.5, 6),
+                    barge_in_after_s=1.0 if barge else None,
+                    barge_in_handling=("hold" if u.kind == "backchannel" else "yield")
+                    if barge
+                    else None,
+                    subtype=u.kind if barge else None,
+                )
+            )
             triggers.append(tuple(trig))
-            played.append(PlayedTurn(
-                case_id=cid, index=idx, label=f"turn{idx + 1}", turn_type="barge-in" if barge else "take-turn",
-                subtype=u.kind if barge else None, start_s=start, end_s=end, scheduled_s=start, cut_short=u.cut_short,
-                n_words_total=len(u.text.split()), n_words_played=len(u.words),
-                triggers_s=tuple((t.kind, start + t.at_s) for t in trig)))
-            words.extend(Word(cid, "user", w.text, w.start_s, w.end_s, w.source, idx if u.indexed else None)
-                         for w in u.words)
+            played.append(
+                PlayedTurn(
+                    case_id=cid,
+                    index=idx,
+                    label=f"turn{idx + 1}",
+                    turn_type="barge-in" if barge else "take-turn",
+                    subtype=u.kind if barge else None,
+                    start_s=start,
+                    end_s=end,
+                    scheduled_s=start,
+                    cut_short=u.cut_short,
+                    n_words_total=len(u.text.split()),
+                    n_words_played=len(u.words),
+                    triggers_s=tuple((t.kind, start + t.at_s) for t in trig),
+                )
+            )
+            words.extend(
+                Word(cid, "user", w.text, w.start_s, w.end_s, w.source, idx if u.indexed else None)
+                for w in u.words
+            )
             tag = u.kind if barge else ""
             reference.append(ReferenceLine("user", u.text, tag))
             if not barge:
-                reference.append(ReferenceLine("model", u.reply or "a reply that fits the conversation", "take-turn"))
+                reference.append(
+                    ReferenceLine(
+                        "model", u.reply or "a reply that fits the conversation", "take-turn"
+                    )
+                )
         words.extend(self.model_words)
         words.sort(key=lambda w: (w.start_s, w.speaker))
         end = max((w.end_s for w in words), default=0.0)
         judge_policies = self.judge_policies or (self.policy,)
         case = TestCase(
-            case_id=cid, conversation_id=cid.split("__")[0], benchmark="instructfd", scenario="test",
-            system_instruction=None if self.policy == "none" else f"Follow the {self.policy} policy.",
-            turns=tuple(turns), data=InstructFDCase(self.policy, tuple(reference), judge_policies,  # type: ignore[arg-type]
-                                                    triggers=tuple(triggers)))
-        return case, Transcript(cid, tuple(words), tuple(played), duration_s if duration_s is not None else end + 3.0)
+            case_id=cid,
+            conversation_id=cid.split("__")[0],
+            benchmark="instructfd",
+            scenario="test",
+            system_instruction=None
+            if self.policy == "none"
+            else f"Follow the {self.policy} policy.",
+            turns=tuple(turns),
+            data=InstructFDCase(
+                self.policy,
+                tuple(reference),
+                judge_policies,  # type: ignore[arg-type]
+                triggers=tuple(triggers),
+            ),
+        )
+        return case, Transcript(
+            cid, tuple(words), tuple(played), duration_s if duration_s is not None else end + 3.0
+        )

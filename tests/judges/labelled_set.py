@@ -39,8 +39,16 @@ LABELLED_DIR = Path(__file__).parent / "labelled"
 LABELS = ("adhere", "not_adhere")
 TURN_KINDS = ("take-turn", "backchannel", "interrupt")
 TRIGGER_KINDS = ("backchannel", "interrupt")
-ITEM_KEYS = {"id": True, "policy": True, "label": True, "why": True, "instruction": True, "tags": True,
-             "transcript": True, "turns": True}  # key -> required
+ITEM_KEYS = {
+    "id": True,
+    "policy": True,
+    "label": True,
+    "why": True,
+    "instruction": True,
+    "tags": True,
+    "transcript": True,
+    "turns": True,
+}  # key -> required
 TURN_KEYS = {"span": True, "kind": True, "text": True, "triggers": True, "reply": False}
 FILE_KEYS = {"instruction": True, "description": True, "items": True}
 SPAN_TOL_S = 1e-6  # as in Session.rendered
@@ -64,8 +72,13 @@ class LabelledItem:
 
     def build(self) -> tuple[TestCase, Transcript]:
         """The case and transcript, built by `Session` from the rendered lines and turn specs."""
-        turns = [{**t, "span": tuple(t["span"]), "triggers": [tuple(tr) for tr in t["triggers"]]} for t in self.turns]
-        case, transcript = Session(self.id, self.policy).rendered("\n".join(self.transcript), turns).build()
+        turns = [
+            {**t, "span": tuple(t["span"]), "triggers": [tuple(tr) for tr in t["triggers"]]}
+            for t in self.turns
+        ]
+        case, transcript = (
+            Session(self.id, self.policy).rendered("\n".join(self.transcript), turns).build()
+        )
         return dataclasses.replace(case, system_instruction=self.instruction), transcript
 
 
@@ -86,7 +99,9 @@ def _check_keys(fail, d, spec: dict[str, bool], where: str) -> None:
 
 
 def _validate_item(path: Path, instruction: str, pos: int, d) -> LabelledItem:
-    item_id = d.get("id") if isinstance(d, dict) and isinstance(d.get("id"), str) else f"items[{pos}]"
+    item_id = (
+        d.get("id") if isinstance(d, dict) and isinstance(d.get("id"), str) else f"items[{pos}]"
+    )
 
     def fail(field: str, msg: str) -> LabelledSetError:
         return LabelledSetError(str(path), item_id, field, msg)
@@ -123,8 +138,12 @@ def _validate_item(path: Path, instruction: str, pos: int, d) -> LabelledItem:
         where = f"turns[{i}]."
         _check_keys(fail, t, TURN_KEYS, where)
         span = t["span"]
-        if (not isinstance(span, list) or len(span) != 2 or not all(isinstance(x, (int, float)) for x in span)
-                or not span[0] <= span[1]):
+        if (
+            not isinstance(span, list)
+            or len(span) != 2
+            or not all(isinstance(x, (int, float)) for x in span)
+            or not span[0] <= span[1]
+        ):
             raise fail(f"{where}span", f"expected [start, end] with start <= end, got {span!r}")
         if span[0] < last_end:
             raise fail(f"{where}span", "turns must be listed in time order without overlapping")
@@ -136,7 +155,11 @@ def _validate_item(path: Path, instruction: str, pos: int, d) -> LabelledItem:
         if "reply" in t and not isinstance(t["reply"], str):
             raise fail(f"{where}reply", "expected a string")
         lo, hi = span
-        mine = [j for j, w in enumerate(users) if lo - SPAN_TOL_S <= w.start_s and w.end_s <= hi + SPAN_TOL_S]
+        mine = [
+            j
+            for j, w in enumerate(users)
+            if lo - SPAN_TOL_S <= w.start_s and w.end_s <= hi + SPAN_TOL_S
+        ]
         if not mine:
             raise fail(f"{where}span", f"holds no user words of the transcript ({lo:g}-{hi:g})")
         claimed.update(mine)
@@ -144,22 +167,43 @@ def _validate_item(path: Path, instruction: str, pos: int, d) -> LabelledItem:
         ref = [_bare(x) for x in t["text"].split()]
         if played != ref[: len(played)]:
             bad = next((k for k, (a, b) in enumerate(zip(played, ref)) if a != b), len(ref))
-            raise fail(f"{where}text", f"the transcript's user word {bad + 1} ({played[bad]!r}) does not match "
-                                       f"the reference ({ref[bad] if bad < len(ref) else 'past its end'!r})")
+            raise fail(
+                f"{where}text",
+                f"the transcript's user word {bad + 1} ({played[bad]!r}) does not match "
+                f"the reference ({ref[bad] if bad < len(ref) else 'past its end'!r})",
+            )
         if not isinstance(t["triggers"], list):
             raise fail(f"{where}triggers", "expected a list of [kind, k, phrase]")
         for j, tr in enumerate(t["triggers"]):
             tw = f"{where}triggers[{j}]"
-            if (not isinstance(tr, list) or len(tr) != 3 or tr[0] not in TRIGGER_KINDS
-                    or not isinstance(tr[1], int) or isinstance(tr[1], bool) or not isinstance(tr[2], str)):
+            if (
+                not isinstance(tr, list)
+                or len(tr) != 3
+                or tr[0] not in TRIGGER_KINDS
+                or not isinstance(tr[1], int)
+                or isinstance(tr[1], bool)
+                or not isinstance(tr[2], str)
+            ):
                 raise fail(tw, f"expected [backchannel|interrupt, k, phrase], got {tr!r}")
             if not 1 <= tr[1] <= len(played):
                 raise fail(tw, f"k = {tr[1]} must count 1..{len(played)} played words of the turn")
     stray = [users[j] for j in range(len(users)) if j not in claimed]
     if stray:
-        raise fail("turns", f"user word {stray[0].text!r} at {stray[0].start_s:.2f} s belongs to no turn's span")
-    return LabelledItem(d["id"], d["policy"], d["label"], d["why"].strip(), d["instruction"], tuple(d["tags"]),
-                        tuple(lines), tuple(d["turns"]), path)
+        raise fail(
+            "turns",
+            f"user word {stray[0].text!r} at {stray[0].start_s:.2f} s belongs to no turn's span",
+        )
+    return LabelledItem(
+        d["id"],
+        d["policy"],
+        d["label"],
+        d["why"].strip(),
+        d["instruction"],
+        tuple(d["tags"]),
+        tuple(lines),
+        tuple(d["turns"]),
+        path,
+    )
 
 
 def load_file(path: Path) -> list[LabelledItem]:
@@ -167,7 +211,9 @@ def load_file(path: Path) -> list[LabelledItem]:
     try:
         doc = json.loads(path.read_text())
     except json.JSONDecodeError as e:
-        raise LabelledSetError(str(path), None, f"line {e.lineno}", f"not valid JSON: {e.msg}") from None
+        raise LabelledSetError(
+            str(path), None, f"line {e.lineno}", f"not valid JSON: {e.msg}"
+        ) from None
 
     def fail(field: str, msg: str) -> LabelledSetError:
         return LabelledSetError(str(path), None, field, msg)

@@ -59,19 +59,30 @@ def test_listen_silent_then_reply_adheres():
         assert step in v.reasoning
 
 
-@pytest.mark.parametrize("cut_in, check", [("mm-hmm", "no_backchannel"), ("hold on what do you mean", "no_interruption")])
+@pytest.mark.parametrize(
+    "cut_in, check", [("mm-hmm", "no_backchannel"), ("hold on what do you mean", "no_interruption")]
+)
 def test_listen_cut_in_fails(cut_in, check):
-    v = verdict(Session("c__listen", "listen").user(TWENTY, 0.0).model(cut_in, 2.0).model(REPLY, 7.0))
+    v = verdict(
+        Session("c__listen", "listen").user(TWENTY, 0.0).model(cut_in, 2.0).model(REPLY, 7.0)
+    )
     assert v.verdict == "not_adhere" and v.checks[check] is False, v.reasoning
 
 
-@pytest.mark.parametrize("words_left, expected", [
-    (3, "adhere"),  # early take-turn
-    (5, "adhere"),  # the reply runs past the user's end: early take-turn over the last words
-    (6, "not_adhere"),  # interruption
-])
+@pytest.mark.parametrize(
+    "words_left, expected",
+    [
+        (3, "adhere"),  # early take-turn
+        (5, "adhere"),  # the reply runs past the user's end: early take-turn over the last words
+        (6, "not_adhere"),  # interruption
+    ],
+)
 def test_listen_early_take_turn_boundary(words_left, expected):
-    s = Session("c__listen", "listen").user(TWENTY, 0.0).model(REPLY, word_start(20 - words_left) - 0.02)
+    s = (
+        Session("c__listen", "listen")
+        .user(TWENTY, 0.0)
+        .model(REPLY, word_start(20 - words_left) - 0.02)
+    )
     v = verdict(s)
     assert v.verdict == expected, v.reasoning
 
@@ -86,7 +97,9 @@ BC_TRIGGER_S = word_start(9) + 0.25  # 2.95
 
 
 def bc_session(*model: tuple[str, float]) -> Session:
-    s = Session("c__backchannel", "backchannel").user(THIRTY, 0.0, triggers=[("backchannel", 10)], pauses=BC_PAUSE)
+    s = Session("c__backchannel", "backchannel").user(
+        THIRTY, 0.0, triggers=[("backchannel", 10)], pauses=BC_PAUSE
+    )
     for text, at in model:
         s.model(text, at)
     return s.model(REPLY, 11.0)  # the user ends at 9.95
@@ -105,7 +118,9 @@ def test_backchannel_within_window_adheres():
 def test_backchannel_three_seconds_away_fails():
     v = verdict(bc_session(("yeah", BC_TRIGGER_S + 3.0)))
     assert v.verdict == "not_adhere", v.reasoning
-    assert v.checks["backchannel_near_trigger"] is False and v.checks["no_stray_backchannel"] is False
+    assert (
+        v.checks["backchannel_near_trigger"] is False and v.checks["no_stray_backchannel"] is False
+    )
 
 
 def test_backchannel_window_is_a_threshold_and_in_the_hash():
@@ -122,8 +137,11 @@ def test_no_backchannel_fails():
 
 def test_extra_backchannel_far_from_trigger_fails():
     v = verdict(bc_session(("mm-hmm", 3.3), ("right", 7.5)))
-    assert v.verdict == "not_adhere" and v.checks == {**v.checks, "backchannel_near_trigger": True,
-                                                        "no_stray_backchannel": False}
+    assert v.verdict == "not_adhere" and v.checks == {
+        **v.checks,
+        "backchannel_near_trigger": True,
+        "no_stray_backchannel": False,
+    }
 
 
 def test_four_words_at_trigger_are_an_interruption():
@@ -140,15 +158,21 @@ def test_backchannel_after_the_turn_does_not_count():
 # Backchannel by A.11, on punctuated turns: the cue follows "you know," (at 2.95); a backchannel
 # also counts at the clause boundary next to the cue (issue 12, item 4).
 
-GARDEN = ("So I started a vegetable garden this spring, you know, and the tomatoes came up really fast, "
-          "but the peppers are still tiny and I am not sure why that is.")  # next boundary: "fast," at 5.05
-GARDEN_LONG = ("So I started a vegetable garden this spring, you know, and the tomatoes in the raised bed by the "
-               "back fence came up really fast, but the peppers are still tiny.")  # next boundary at 7.45
+GARDEN = (
+    "So I started a vegetable garden this spring, you know, and the tomatoes came up really fast, "
+    "but the peppers are still tiny and I am not sure why that is."
+)  # next boundary: "fast," at 5.05
+GARDEN_LONG = (
+    "So I started a vegetable garden this spring, you know, and the tomatoes in the raised bed by the "
+    "back fence came up really fast, but the peppers are still tiny."
+)  # next boundary at 7.45
 GARDEN_CUE_S = word_start(9) + 0.25  # 2.95
 
 
 def garden_session(text: str, at: float) -> Session:
-    s = Session("garden__backchannel", "backchannel").user(text, 0.0, triggers=[("backchannel", 10, "mm-hmm")])
+    s = Session("garden__backchannel", "backchannel").user(
+        text, 0.0, triggers=[("backchannel", 10, "mm-hmm")]
+    )
     return s.model("mm-hmm", at).model(REPLY, 11.0)
 
 
@@ -159,9 +183,13 @@ def test_backchannel_at_the_next_clause_boundary_adheres():
 
 
 def test_backchannel_mid_clause_as_late_fails():
-    v = verdict(garden_session(GARDEN_LONG, GARDEN_CUE_S + 2.6))  # mid-clause, 1.9 s before the next boundary
+    v = verdict(
+        garden_session(GARDEN_LONG, GARDEN_CUE_S + 2.6)
+    )  # mid-clause, 1.9 s before the next boundary
     assert v.verdict == "not_adhere", v.reasoning
-    assert v.checks["backchannel_near_trigger"] is False and v.checks["no_stray_backchannel"] is False
+    assert (
+        v.checks["backchannel_near_trigger"] is False and v.checks["no_stray_backchannel"] is False
+    )
     assert "2.60 s after the nearest cue at 2.95" in v.reasoning
 
 
@@ -174,7 +202,9 @@ CUT_IN = "wait you said the opposite before"
 
 
 def int_session(at: float | None, text: str = CUT_IN, played: int | None = None) -> Session:
-    s = Session("c__interrupt", "interrupt").user(THIRTY, 0.0, triggers=[("interrupt", 10)], played=played)
+    s = Session("c__interrupt", "interrupt").user(
+        THIRTY, 0.0, triggers=[("interrupt", 10)], played=played
+    )
     if at is not None:
         s.model(text, at)
     return s.model(REPLY, 11.0)
@@ -217,8 +247,11 @@ def test_interrupt_in_another_turn_fails():
 # Sydney" sits in the clause "and since ... there," (words 6-14, 1.80-4.45); the reference marks
 # the cut-in at the clause's end (after word 15's predecessor, 4.45).
 
-TRIP = ("We flew into Australia last spring, and since the capital is Sydney we started there, then we drove "
-        "down the coast for a week, stopping at small towns along the way before heading home, and honestly it was the best trip we have had in years.")
+TRIP = (
+    "We flew into Australia last spring, and since the capital is Sydney we started there, then we drove "
+    "down the coast for a week, stopping at small towns along the way before heading home, and "
+    "honestly it was the best trip we have had in years."
+)
 TRIP_TRIGGER_S = word_start(14) + 0.25  # 4.45
 CLAUSE_START_S = word_start(6)  # 1.80
 CORRECTION = "wait the capital of australia is canberra not sydney"  # 9 words
@@ -226,7 +259,10 @@ CORRECTION = "wait the capital of australia is canberra not sydney"  # 9 words
 
 def trip_session(at: float | None, text: str = CORRECTION) -> Session:
     s = Session("trip__interrupt", "interrupt").user(
-        TRIP, 0.0, triggers=[("interrupt", 15, "wait, the capital of australia is canberra, not sydney")])
+        TRIP,
+        0.0,
+        triggers=[("interrupt", 15, "wait, the capital of australia is canberra, not sydney")],
+    )
     if at is not None:
         s.model(text, at)
     return s.model(REPLY, 14.5)  # the user ends at 13.45
@@ -244,12 +280,16 @@ def test_correction_before_the_claims_clause_fails():
     assert v.verdict == "not_adhere" and v.checks["no_early_interruption"] is False, v.reasoning
 
 
-@pytest.mark.parametrize("late, expected", [(2.4, "adhere"), (2.6, "not_adhere"), (4.0, "not_adhere")])
+@pytest.mark.parametrize(
+    "late, expected", [(2.4, "adhere"), (2.6, "not_adhere"), (4.0, "not_adhere")]
+)
 def test_correction_lateness_bound(late, expected):
     v = verdict(trip_session(TRIP_TRIGGER_S + late))
     assert v.verdict == expected, v.reasoning
     if expected == "not_adhere":  # still an interruption (> 3 user words left), but too late
-        assert v.checks["no_late_interruption"] is False and v.checks["interrupted_in_window"] is False
+        assert (
+            v.checks["no_late_interruption"] is False and v.checks["interrupted_in_window"] is False
+        )
         assert f"{late:.2f} s after the trigger" in v.reasoning
 
 
@@ -275,7 +315,10 @@ def test_reasoning_states_the_words_counted():
     v = verdict(trip_session(TRIP_TRIGGER_S + 0.3))
     assert v.verdict == "adhere", v.reasoning
     assert "(9 words;" in v.reasoning and "at least 4" not in v.reasoning
-    assert 'shares "australia", "canberra", "capital", "sydney" with the trigger\'s reference phrase' in v.reasoning
+    assert (
+        'shares "australia", "canberra", "capital", "sydney" with the trigger\'s reference phrase'
+        in v.reasoning
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -312,13 +355,17 @@ def test_continue_pause_after_backchannel(gap, expected):
 
 
 def test_continue_lone_word_fails():
-    v = judge_built(cont_session(("m0 m1 m2 m3 m4 m5 m6 m7 m8", 4.0)), "continue")  # one word after the backchannel
+    v = judge_built(
+        cont_session(("m0 m1 m2 m3 m4 m5 m6 m7 m8", 4.0)), "continue"
+    )  # one word after the backchannel
     assert v.verdict == "not_adhere", v.reasoning
     assert v.checks["continued_after_backchannel"] is False and "only 1 word" in v.reasoning
 
 
-@pytest.mark.parametrize("ending, expected", [("and then you drain the", "not_adhere"),
-                                              ("and then you drain them", "adhere")])
+@pytest.mark.parametrize(
+    "ending, expected",
+    [("and then you drain the", "not_adhere"), ("and then you drain them", "adhere")],
+)
 def test_continue_must_end_its_thought(ending, expected):
     # A continuation that breaks off mid-sentence ("... drain the") does not finish the thought (A.11).
     v = judge_built(cont_session(("m0 m1 m2 m3 m4 m5 m6 " + ending, 4.0)), "continue")
@@ -330,13 +377,19 @@ def test_continue_must_end_its_thought(ending, expected):
 
 def test_continue_handing_the_floor_over_is_yielding():
     # The model drops its sentence and says "oh sorry go ahead": it keeps talking, but gives up the floor.
-    v = judge_built(cont_session(("m0 m1 m2 m3 m4 m5 m6 m7", 4.0), ("oh sorry go ahead", 7.0)), "continue")
-    assert v.verdict == "not_adhere" and v.checks["continued_after_backchannel"] is False, v.reasoning
+    v = judge_built(
+        cont_session(("m0 m1 m2 m3 m4 m5 m6 m7", 4.0), ("oh sorry go ahead", 7.0)), "continue"
+    )
+    assert v.verdict == "not_adhere" and v.checks["continued_after_backchannel"] is False, (
+        v.reasoning
+    )
     assert '"oh sorry" in "oh sorry go ahead"' in v.reasoning
 
 
 def test_continue_still_speaking_at_the_end_is_undecided():
-    v = judge_built(cont_session((LONG_REPLY + " and the", 4.0), duration=4.0 + 0.3 * 31 + 0.25), "continue")
+    v = judge_built(
+        cont_session((LONG_REPLY + " and the", 4.0), duration=4.0 + 0.3 * 31 + 0.25), "continue"
+    )
     assert v.verdict == "adhere", v.reasoning
     assert v.checks["content_decided"] is False and "rests on timing" in v.reasoning
 
@@ -369,12 +422,20 @@ BUDGET = "wait my budget is only three hundred dollars"  # 6.00 .. 8.35
 
 
 def budget_session(reply: str) -> Session:
-    s = Session("office__acknowledge", "acknowledge").user("can you help me plan a small home office", 0.0)
-    return s.model(" ".join(PLAN.split()[:8]), 4.0).user(BUDGET, 6.0, kind="interrupt").model(reply, 9.0)
+    s = Session("office__acknowledge", "acknowledge").user(
+        "can you help me plan a small home office", 0.0
+    )
+    return (
+        s.model(" ".join(PLAN.split()[:8]), 4.0)
+        .user(BUDGET, 6.0, kind="interrupt")
+        .model(reply, 9.0)
+    )
 
 
 def test_acknowledge_taking_up_the_constraint_adheres():
-    v = verdict(budget_session("okay with three hundred dollars a basic desk and a used chair will fit"))
+    v = verdict(
+        budget_session("okay with three hundred dollars a basic desk and a used chair will fit")
+    )
     assert v.verdict == "adhere", v.reasoning
     assert v.checks["adapted_to_interruption"] and v.checks["content_decided"]
     assert 'takes up "dollars", "hundred", "three" from the user\'s interruption' in v.reasoning
@@ -395,18 +456,30 @@ def test_acknowledge_generic_reply_fails():
 
 
 def repair_session(ask: str, reply: str) -> Session:
-    s = Session("office__acknowledge", "acknowledge").user("can you help me plan a small home office", 0.0)
-    return s.model(PLAN, 4.0).user(ask, 8.6, kind="interrupt").model(reply, 11.0)  # the plan ends 8.45
+    s = Session("office__acknowledge", "acknowledge").user(
+        "can you help me plan a small home office", 0.0
+    )
+    return (
+        s.model(PLAN, 4.0).user(ask, 8.6, kind="interrupt").model(reply, 11.0)
+    )  # the plan ends 8.45
 
 
-@pytest.mark.parametrize("ask, reply, expected, decided", [
-    # Asked to repeat, the model says its plan again: the right answer.
-    ("sorry can you repeat that", PLAN, "adhere", True),
-    # Asked to re-explain, the model says it again word for word: not adapting.
-    ("sorry you lost me there", PLAN, "not_adhere", True),
-    # Re-explained in other words: rules cannot judge simpler language; timing decides.
-    ("sorry you lost me there", "think of one small table by the light and a seat you like", "adhere", False),
-])
+@pytest.mark.parametrize(
+    "ask, reply, expected, decided",
+    [
+        # Asked to repeat, the model says its plan again: the right answer.
+        ("sorry can you repeat that", PLAN, "adhere", True),
+        # Asked to re-explain, the model says it again word for word: not adapting.
+        ("sorry you lost me there", PLAN, "not_adhere", True),
+        # Re-explained in other words: rules cannot judge simpler language; timing decides.
+        (
+            "sorry you lost me there",
+            "think of one small table by the light and a seat you like",
+            "adhere",
+            False,
+        ),
+    ],
+)
 def test_acknowledge_repair_requests(ask, reply, expected, decided):
     v = verdict(repair_session(ask, reply))
     assert v.verdict == expected, v.reasoning
@@ -415,7 +488,9 @@ def test_acknowledge_repair_requests(ask, reply, expected, decided):
 
 def test_acknowledge_reply_cut_off_fails():
     v = verdict(budget_session("okay with three hundred dollars you could get a"))
-    assert v.verdict == "not_adhere" and v.checks["responded_after_interruption"] is False, v.reasoning
+    assert v.verdict == "not_adhere" and v.checks["responded_after_interruption"] is False, (
+        v.reasoning
+    )
     assert "appears cut off" in v.reasoning
 
 
@@ -428,15 +503,25 @@ def test_acknowledge_talking_on_fails():
 def test_acknowledge_yield_limit(n_over, expected):
     # The model's words go on n_over * 0.3 s past the user's onset (1.8 s vs 2.4 s).
     upto = " ".join(f"m{i}" for i in range(7 + n_over))
-    v = verdict(ack_session((upto, 4.0), ("okay what did you mean", 10.0),
-                            interruption="wait " + " ".join(["no"] * 12)))
+    v = verdict(
+        ack_session(
+            (upto, 4.0),
+            ("okay what did you mean", 10.0),
+            interruption="wait " + " ".join(["no"] * 12),
+        )
+    )
     assert v.verdict == expected, v.reasoning
 
 
 def test_acknowledge_resuming_over_the_user_fails():
     long_interruption = "wait " + " ".join(["no"] * 12)  # 6.00 .. 9.85
-    v = verdict(ack_session(("m0 m1 m2 m3 m4 m5 m6", 4.0), ("m7 m8 m9 m10 m11 m12 m13 m14 m15 m16", 7.5),
-                            interruption=long_interruption))
+    v = verdict(
+        ack_session(
+            ("m0 m1 m2 m3 m4 m5 m6", 4.0),
+            ("m7 m8 m9 m10 m11 m12 m13 m14 m15 m16", 7.5),
+            interruption=long_interruption,
+        )
+    )
     assert v.verdict == "not_adhere" and v.checks["yielded"] is False, v.reasoning
 
 
@@ -450,7 +535,11 @@ def test_acknowledge_one_word_reply_fails():
 
 
 def test_unknown_policy_is_error():
-    s = Session("c__listen", "listen", judge_policies=("listen", "shout")).user(TWENTY, 0.0).model(REPLY, 7.0)
+    s = (
+        Session("c__listen", "listen", judge_policies=("listen", "shout"))
+        .user(TWENTY, 0.0)
+        .model(REPLY, 7.0)
+    )
     v = verdict(s, "shout")
     assert v.verdict == "error" and "shout" in v.reasoning and v.checks == {}
 
@@ -479,14 +568,18 @@ def test_missing_trigger_is_error():
 
 def test_unplayed_barge_in_is_error():
     case, transcript = cont_session((LONG_REPLY, 4.0))
-    v = JUDGE.judge(case, "continue", dataclasses.replace(transcript, user_turns=transcript.user_turns[:1]))
+    v = JUDGE.judge(
+        case, "continue", dataclasses.replace(transcript, user_turns=transcript.user_turns[:1])
+    )
     assert v.verdict == "error" and "not played" in v.reasoning
 
 
 def test_user_words_without_turn_index_fall_back_to_script_timings():
     # A transcript with no user words at all: the turn's scripted word times place the user.
     case, transcript = bc_session(("mm-hmm", 3.3)).build()
-    no_user = dataclasses.replace(transcript, words=tuple(w for w in transcript.words if w.speaker == "model"))
+    no_user = dataclasses.replace(
+        transcript, words=tuple(w for w in transcript.words if w.speaker == "model")
+    )
     assert JUDGE.judge(case, "backchannel", no_user).verdict == "adhere"
 
 
@@ -512,7 +605,9 @@ def test_thresholds_defaults_and_validation():
 
 def test_yaml_lists_every_threshold_with_its_default():
     # conf/judge/rules.yaml and Thresholds are one source of truth: same names, same values.
-    conf = yaml.safe_load((Path(fdeval.__file__).parent / "conf" / "judge" / "rules.yaml").read_text())
+    conf = yaml.safe_load(
+        (Path(fdeval.__file__).parent / "conf" / "judge" / "rules.yaml").read_text()
+    )
     conf.pop("_target_")
     assert conf == dataclasses.asdict(Thresholds())
     assert RulesJudge(**conf).prompt_hash == JUDGE.prompt_hash

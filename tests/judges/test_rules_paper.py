@@ -39,8 +39,12 @@ GEMINI_ACK = """
 
 
 def test_a6_gemini_acknowledge_adheres():
-    v = _judge(Session("sketch__acknowledge", "acknowledge"), "acknowledge", GEMINI_ACK,
-               [{"span": (0.24, 8.08)}, {"span": (13.68, 14.64), "kind": "interrupt"}])
+    v = _judge(
+        Session("sketch__acknowledge", "acknowledge"),
+        "acknowledge",
+        GEMINI_ACK,
+        [{"span": (0.24, 8.08)}, {"span": (13.68, 14.64), "kind": "interrupt"}],
+    )
     assert v.verdict == "adhere", v.reasoning
     assert v.checks["yielded"] and v.checks["responded_after_interruption"]
     assert "0.32 s into user interruption" in v.reasoning  # "shapes" overlaps "Wait" for 0.32 s
@@ -69,9 +73,15 @@ GEMINI_ATTENTION_NONE = """
 def test_a91_gemini_without_instruction_fails_backchannel(policy):
     # Un-instructed baseline, judged against its conversation's instructions: the model answers
     # in full while the user is still speaking (an interruption), instead of a short signal.
-    v = _judge(Session("attention__none", "none", judge_policies=("backchannel", "listen")), policy,
-               GEMINI_ATTENTION_NONE,
-               [{"span": (0.16, 6.72)}, {"span": (16.80, 29.60), "triggers": [("backchannel", N_CHECK_IN)]}])
+    v = _judge(
+        Session("attention__none", "none", judge_policies=("backchannel", "listen")),
+        policy,
+        GEMINI_ATTENTION_NONE,
+        [
+            {"span": (0.16, 6.72)},
+            {"span": (16.80, 29.60), "triggers": [("backchannel", N_CHECK_IN)]},
+        ],
+    )
     assert v.verdict == "not_adhere", v.reasoning
     assert v.checks["no_interruption"] is False
 
@@ -88,12 +98,26 @@ GEMINI_ATTENTION_BC = """
 
 def test_a91_gemini_backchannel_at_check_in_adheres():
     n_check_in = N_CHECK_IN - 1  # "highinterest" is one token in this transcript
-    v = _judge(Session("attention__backchannel", "backchannel"), "backchannel", GEMINI_ATTENTION_BC,
-               [{"span": (0.16, 6.72)}, {"span": (15.04, 27.76), "triggers": [("backchannel", n_check_in)]}])
+    v = _judge(
+        Session("attention__backchannel", "backchannel"),
+        "backchannel",
+        GEMINI_ATTENTION_BC,
+        [
+            {"span": (0.16, 6.72)},
+            {"span": (15.04, 27.76), "triggers": [("backchannel", n_check_in)]},
+        ],
+    )
     assert v.verdict == "adhere", v.reasoning
-    assert v.checks == {"model_has_speech": True, "every_turn_answered": True, "backchannel_near_trigger": True,
-                        "no_interruption": True, "no_stray_backchannel": True}
-    assert "1.84 s after the cue at 22.16" in v.reasoning  # "Yeah" at 24.00, the check-in ends at 22.16
+    assert v.checks == {
+        "model_has_speech": True,
+        "every_turn_answered": True,
+        "backchannel_near_trigger": True,
+        "no_interruption": True,
+        "no_stray_backchannel": True,
+    }
+    assert (
+        "1.84 s after the cue at 22.16" in v.reasoning
+    )  # "Yeah" at 24.00, the check-in ends at 22.16
 
 
 GEMINI_CLAUSES_BC = """
@@ -107,8 +131,12 @@ GEMINI_CLAUSES_BC = """
 def test_a91_gemini_silent_through_clause_boundaries_fails():
     # Cut-in points at the clause boundaries "... users | and then ... features | ... week | ... owners |".
     clauses = [("backchannel", k) for k in (9, 15, 22, 29)]
-    v = _judge(Session("clauses__backchannel", "backchannel"), "backchannel", GEMINI_CLAUSES_BC,
-               [{"span": (0.16, 6.08)}, {"span": (16.32, 28.64), "triggers": clauses}])
+    v = _judge(
+        Session("clauses__backchannel", "backchannel"),
+        "backchannel",
+        GEMINI_CLAUSES_BC,
+        [{"span": (0.16, 6.08)}, {"span": (16.32, 28.64), "triggers": clauses}],
+    )
     assert v.verdict == "not_adhere", v.reasoning
     assert v.checks["backchannel_near_trigger"] is False
     assert v.checks["no_interruption"] and v.checks["no_stray_backchannel"]
@@ -134,11 +162,17 @@ MOSHI_LISTEN = """
 
 
 def test_a92_moshi_listen_backchannels_and_cuts_in():
-    v = _judge(Session("haul__listen", "listen"), "listen", MOSHI_LISTEN,
-               [{"span": (0.24, 8.72)}, {"span": (14.72, 25.76)}])
+    v = _judge(
+        Session("haul__listen", "listen"),
+        "listen",
+        MOSHI_LISTEN,
+        [{"span": (0.24, 8.72)}, {"span": (14.72, 25.76)}],
+    )
     assert v.verdict == "not_adhere", v.reasoning
     assert v.checks["no_backchannel"] is False  # "What's that" early in the first turn
-    assert v.checks["no_interruption"] is False  # the 12-word reply into the user's reflective pause
+    assert (
+        v.checks["no_interruption"] is False
+    )  # the 12-word reply into the user's reflective pause
 
 
 PERSONAPLEX_LISTEN = """
@@ -152,8 +186,12 @@ PERSONAPLEX_LISTEN = """
 
 def test_a92_personaplex_listen_waits_through_the_pause():
     # The second user turn holds a 2.56 s reflective pause; the model stays silent through it.
-    v = _judge(Session("haul__listen", "listen"), "listen", PERSONAPLEX_LISTEN,
-               [{"span": (0.24, 8.72)}, {"span": (17.68, 28.80)}])
+    v = _judge(
+        Session("haul__listen", "listen"),
+        "listen",
+        PERSONAPLEX_LISTEN,
+        [{"span": (0.24, 8.72)}, {"span": (17.68, 28.80)}],
+    )
     assert v.verdict == "adhere", v.reasoning
 
 
@@ -170,7 +208,9 @@ OFFICE_TURNS = [{"span": (0.24, 9.60)}, {"span": (13.36, 19.60), "kind": "interr
 def test_a92_moshi_acknowledge_generic_reply():
     # The paper faults Moshi's reply as generic: on timing it yields and answers, but the answer
     # takes up nothing of the user's budget cap ("Okay that's a good start What size is the room").
-    v = _judge(Session("office__acknowledge", "acknowledge"), "acknowledge", MOSHI_ACK, OFFICE_TURNS)
+    v = _judge(
+        Session("office__acknowledge", "acknowledge"), "acknowledge", MOSHI_ACK, OFFICE_TURNS
+    )
     assert v.verdict == "not_adhere", v.reasoning
     assert v.checks["yielded"] and v.checks["responded_after_interruption"]
     assert v.checks["adapted_to_interruption"] is False and v.checks["content_decided"]
@@ -190,7 +230,9 @@ PERSONAPLEX_ACK = """
 
 
 def test_a92_personaplex_acknowledge_yields_and_answers():
-    v = _judge(Session("office__acknowledge", "acknowledge"), "acknowledge", PERSONAPLEX_ACK, OFFICE_TURNS)
+    v = _judge(
+        Session("office__acknowledge", "acknowledge"), "acknowledge", PERSONAPLEX_ACK, OFFICE_TURNS
+    )
     assert v.verdict == "adhere", v.reasoning
     assert "1.12 s into user interruption" in v.reasoning  # talks on for 1.12 s (< 2 s), then stops
 
@@ -198,15 +240,20 @@ def test_a92_personaplex_acknowledge_yields_and_answers():
 # --------------------------------------------------------------------------------------------
 # A.9.3: Fun-Audio-Chat, acknowledge instruction and its un-instructed baseline
 
-FAC_USER1 = ("[0.32-11.92] USER: Hi I'm Brandon Victoriano and I've already got a strong background in advanced "
-             "statistical modeling So can we skip the basics and dive into advanced Bayesian hierarchical models "
-             "and inference techniques\n")
+FAC_USER1 = (
+    "[0.32-11.92] USER: Hi I'm Brandon Victoriano and I've already got a strong background in advanced "
+    "statistical modeling So can we skip the basics and dive into advanced Bayesian hierarchical models "
+    "and inference techniques\n"
+)
 
-FAC_NONE = FAC_USER1 + """
+FAC_NONE = (
+    FAC_USER1
+    + """
 [13.44-16.64] MODEL: Of course Brandon Let's go deep
 [17.04-21.68] USER: Yeah I'm already good on the basics Can we just jump to the advanced inference stuff
 [22.00-42.16] MODEL: Conjugate priors for hyper priors sparse shrinkage via spike and slab or horseshoe nonparametric models like Dirichlet process mixtures variational inference mean field structured VI Hamiltonian Monte Carlo and nuts calibration leave out cross validation withlooic
 """
+)
 
 FAC_LONG_REPLY = (
     "[27.84-88.64] MODEL: Bayesian hierarchical models Bayesian hierarchical models are particularly powerful for data "
@@ -216,29 +263,43 @@ FAC_LONG_REPLY = (
     "observed data relate to model parameters Three asterisk asterisk hyperparameters asterisk asterisk parameters "
     "governing priors on higher level parameters For instance consider a multicenter clinical trial where patient "
     "responses vary due to individual differences as well as centerspecific factors Simuage age simuage plus alpha j "
-    "sigma caret y where ladzex is the response of patient i from center j Fine ang three three asterisk asterisk\n")
+    "sigma caret y where ladzex is the response of patient i from center j Fine ang three three asterisk asterisk\n"
+)
 
-FAC_ACK = FAC_USER1 + """
+FAC_ACK = (
+    FAC_USER1
+    + """
 [13.44-22.64] MODEL: Absolutely Brandon Given your hm
 [16.96-21.60] USER: Yeah I'm already good on the basics Can we just jump to the advanced inference stuff
 [22.64-26.24] MODEL (cont.): and in French technique advanced
-""" + FAC_LONG_REPLY
+"""
+    + FAC_LONG_REPLY
+)
 
 # The same session, with the first model line read the way the paper describes it (the model
 # stops after "Given your" and resumes only as the user finishes); the transcript gives no word times.
-FAC_ACK_YIELDING = FAC_USER1 + """
+FAC_ACK_YIELDING = (
+    FAC_USER1
+    + """
 [13.44-15.44] MODEL: Absolutely Brandon Given your
 [16.96-21.60] USER: Yeah I'm already good on the basics Can we just jump to the advanced inference stuff
 [22.24-22.64] MODEL: hm
 [22.64-26.24] MODEL (cont.): and in French technique advanced
-""" + FAC_LONG_REPLY
+"""
+    + FAC_LONG_REPLY
+)
 
 FAC_TURNS = [{"span": (0.32, 11.92)}, {"span": (16.96, 21.68), "kind": "interrupt"}]
 
 
 def test_a93_fun_audio_chat_baseline_adheres_to_acknowledge():
     # Without the instruction the model stops before the user's redirect and then answers at length.
-    v = _judge(Session("bayes__none", "none", judge_policies=("acknowledge",)), "acknowledge", FAC_NONE, FAC_TURNS)
+    v = _judge(
+        Session("bayes__none", "none", judge_policies=("acknowledge",)),
+        "acknowledge",
+        FAC_NONE,
+        FAC_TURNS,
+    )
     assert v.verdict == "adhere", v.reasoning
 
 
@@ -256,13 +317,17 @@ def test_a93_fun_audio_chat_instructed_fails_acknowledge_on_content():
     # The paper fails this reply on content. After yielding, the model first carries on the sentence
     # the user cut ("Given your" ... "hm and in French technique advanced": the old plan resumed),
     # then restarts on the first turn's topic without taking up the redirect.
-    v = _judge(Session("bayes__acknowledge", "acknowledge"), "acknowledge", FAC_ACK_YIELDING, FAC_TURNS)
+    v = _judge(
+        Session("bayes__acknowledge", "acknowledge"), "acknowledge", FAC_ACK_YIELDING, FAC_TURNS
+    )
     assert v.verdict == "not_adhere", v.reasoning
     assert v.checks["yielded"] and v.checks["adapted_to_interruption"] is False
     assert 'carries on the sentence cut at "your"' in v.reasoning
 
 
 def test_a92_personaplex_acknowledge_takes_up_the_constraint():
-    v = _judge(Session("office__acknowledge", "acknowledge"), "acknowledge", PERSONAPLEX_ACK, OFFICE_TURNS)
+    v = _judge(
+        Session("office__acknowledge", "acknowledge"), "acknowledge", PERSONAPLEX_ACK, OFFICE_TURNS
+    )
     assert v.checks["adapted_to_interruption"] and v.checks["content_decided"], v.reasoning
     assert '"chair"' in v.reasoning and '"monitor"' in v.reasoning

@@ -12,7 +12,7 @@ import logging
 
 import pytest
 
-from helpers.fake_gemini_text_server import (DUMMY_GEMINI_KEY, error, fake_gemini, raw, text)  # noqa: F401
+from helpers.fake_gemini_text_server import DUMMY_GEMINI_KEY, error, fake_gemini, raw, text  # noqa: F401
 
 from fdeval.llm import LLMClient, LLMConfigError, LLMError
 from fdeval.llm.client import key_variables, resolve_endpoint
@@ -21,8 +21,14 @@ MODEL = "gemini-3-pro-preview"
 
 
 def client(server, tmp_path, **kw) -> LLMClient:
-    kw = {"backoff_s": 0.001, "max_backoff_s": 0.01, "timeout_s": 5.0, "backend": "gemini",
-          "base_url": server.base_url, **kw}
+    kw = {
+        "backoff_s": 0.001,
+        "max_backoff_s": 0.01,
+        "timeout_s": 5.0,
+        "backend": "gemini",
+        "base_url": server.base_url,
+        **kw,
+    }
     return LLMClient(MODEL, 0.9, 300, tmp_path / "cache", seed=11, **kw)
 
 
@@ -35,9 +41,11 @@ def test_answer_sends_the_sdk_shapes_and_keeps_only_the_answer_text(fake_gemini,
     assert fake_gemini.invalid == []
     [req] = fake_gemini.generate_requests
     assert req.path == f"/v1beta/models/{MODEL}:generateContent"
-    assert req.body == {"contents": [{"role": "user", "parts": [{"text": "say something"}]}],
-                        "systemInstruction": {"parts": [{"text": "be brief"}]},
-                        "generationConfig": {"maxOutputTokens": 300, "temperature": 0.9, "topP": 0.95, "seed": 11}}
+    assert req.body == {
+        "contents": [{"role": "user", "parts": [{"text": "say something"}]}],
+        "systemInstruction": {"parts": [{"text": "be brief"}]},
+        "generationConfig": {"maxOutputTokens": 300, "temperature": 0.9, "topP": 0.95, "seed": 11},
+    }
     assert "x-goog-api-key" not in req.headers  # a loopback server without a key gets none
     [f] = sorted((tmp_path / "cache").rglob("*.json"))
     entry = json.loads(f.read_text())
@@ -46,12 +54,16 @@ def test_answer_sends_the_sdk_shapes_and_keeps_only_the_answer_text(fake_gemini,
     assert again.cached and again.text == "the answer" and len(fake_gemini.generate_requests) == 1
 
 
-def test_key_goes_in_its_header_only_and_a_remote_endpoint_needs_one(fake_gemini, tmp_path, monkeypatch, caplog):
+def test_key_goes_in_its_header_only_and_a_remote_endpoint_needs_one(
+    fake_gemini, tmp_path, monkeypatch, caplog
+):
     monkeypatch.setenv("GOOGLE_API_KEY", DUMMY_GEMINI_KEY)
     fake_gemini.push(error(503, "overloaded"), text("ok"))
     with caplog.at_level(logging.DEBUG):
         assert client(fake_gemini, tmp_path).complete("s", "p").text == "ok"
-    assert [r.headers.get("x-goog-api-key") for r in fake_gemini.generate_requests] == [DUMMY_GEMINI_KEY] * 2
+    assert [r.headers.get("x-goog-api-key") for r in fake_gemini.generate_requests] == [
+        DUMMY_GEMINI_KEY
+    ] * 2
     assert all("authorization" not in r.headers for r in fake_gemini.generate_requests)
     assert DUMMY_GEMINI_KEY not in caplog.text
     assert not [p for p in tmp_path.rglob("*.json") if DUMMY_GEMINI_KEY in p.read_text()]
@@ -83,4 +95,6 @@ def test_errors_cut_and_blocked_answers(fake_gemini, tmp_path):
 
 def test_openai_reasoning_settings_are_refused_for_gemini(tmp_path):
     with pytest.raises(LLMConfigError, match="settings of the OpenAI protocol"):
-        LLMClient(MODEL, 0.9, 300, tmp_path, backend="gemini", max_tokens_param="max_completion_tokens")
+        LLMClient(
+            MODEL, 0.9, 300, tmp_path, backend="gemini", max_tokens_param="max_completion_tokens"
+        )

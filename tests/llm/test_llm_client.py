@@ -47,7 +47,9 @@ def test_answer_then_cache_hit_without_a_second_request(fake_api, tmp_path):
     first = c.complete("be brief", "say hello")
     assert (first.text, first.cached, first.model) == ("hello there", False, MODEL)
     assert c.endpoint == fake_api.base_url
-    assert first.prompt_hash == request_hash(MODEL, 0.0, 256, "be brief", "say hello", None, endpoint=c.endpoint)
+    assert first.prompt_hash == request_hash(
+        MODEL, 0.0, 256, "be brief", "say hello", None, endpoint=c.endpoint
+    )
     assert first.usage["output_tokens"] >= 1 and first.stop_reason == "end_turn"
     # a new client on the same folder: the answer comes from disk, the server sees nothing more
     again = client(fake_api, tmp_path).complete("be brief", "say hello")
@@ -65,26 +67,51 @@ def test_answer_then_cache_hit_without_a_second_request(fake_api, tmp_path):
 
 
 def test_cache_key_covers_every_request_field():
-    base = dict(model=MODEL, temperature=0.0, max_tokens=256, system="s", prompt="p", seed=None,
-                endpoint="https://api.anthropic.com")
+    base = dict(
+        model=MODEL,
+        temperature=0.0,
+        max_tokens=256,
+        system="s",
+        prompt="p",
+        seed=None,
+        endpoint="https://api.anthropic.com",
+    )
     h0 = request_hash(**base)
     assert request_hash(**{**base, "temperature": 0}) == h0  # 0 and 0.0 are one setting
     assert request_hash(**base, attempt=0) == h0
-    for change in ({"model": "other"}, {"temperature": 0.5}, {"temperature": None}, {"max_tokens": 512},
-                   {"system": "s2"}, {"prompt": "p2"}, {"seed": 1}, {"endpoint": "http://127.0.0.1:8080"}):
+    for change in (
+        {"model": "other"},
+        {"temperature": 0.5},
+        {"temperature": None},
+        {"max_tokens": 512},
+        {"system": "s2"},
+        {"prompt": "p2"},
+        {"seed": 1},
+        {"endpoint": "http://127.0.0.1:8080"},
+    ):
         assert request_hash(**{**base, **change}) != h0, change
     assert request_hash(**base, attempt=1) != h0
 
 
 def test_retries_429_and_5xx_then_succeeds(fake_api, tmp_path, caplog):
-    fake_api.push(error(429, "rate_limit_error", "slow down", {"retry-after": "0"}), error(500), error(503),
-                  error(529, "overloaded_error"), text("finally"))
+    fake_api.push(
+        error(429, "rate_limit_error", "slow down", {"retry-after": "0"}),
+        error(500),
+        error(503),
+        error(529, "overloaded_error"),
+        text("finally"),
+    )
     with caplog.at_level(logging.WARNING, logger="fdeval.llm"):
         r = client(fake_api, tmp_path).complete("s", "p")
     assert r.text == "finally" and not r.cached
     assert len(fake_api.message_requests) == 5
     retries = [rec.getMessage() for rec in caplog.records if "retry" in rec.getMessage()]
-    assert len(retries) == 4 and "HTTP 429" in retries[0] and "retry 1/5" in retries[0] and "HTTP 529" in retries[3]
+    assert (
+        len(retries) == 4
+        and "HTTP 429" in retries[0]
+        and "retry 1/5" in retries[0]
+        and "HTTP 529" in retries[3]
+    )
 
 
 def test_retries_connection_errors_and_timeouts(fake_api, tmp_path, caplog):
@@ -100,7 +127,9 @@ def test_retries_connection_errors_and_timeouts(fake_api, tmp_path, caplog):
 
 
 def test_gives_up_after_max_retries(fake_api, tmp_path):
-    fake_api.push(error(500, message="boom 1"), error(502, message="boom 2"), error(500, message="boom 3"))
+    fake_api.push(
+        error(500, message="boom 1"), error(502, message="boom 2"), error(500, message="boom 3")
+    )
     with pytest.raises(LLMError) as e:
         client(fake_api, tmp_path, max_retries=2).complete("s", "p")
     assert not isinstance(e.value, LLMConfigError) and isinstance(e.value, FdevalError)
@@ -110,8 +139,16 @@ def test_gives_up_after_max_retries(fake_api, tmp_path):
     assert cache_files(tmp_path) == []  # failures are not cached: a rerun asks again
 
 
-@pytest.mark.parametrize("status,kind", [(400, LLMError), (422, LLMError), (401, LLMConfigError),
-                                         (403, LLMConfigError), (404, LLMConfigError)])
+@pytest.mark.parametrize(
+    "status,kind",
+    [
+        (400, LLMError),
+        (422, LLMError),
+        (401, LLMConfigError),
+        (403, LLMConfigError),
+        (404, LLMConfigError),
+    ],
+)
 def test_non_retryable_statuses_fail_at_once(fake_api, tmp_path, status, kind):
     fake_api.push(error(status, "some_error", "nope"))
     with pytest.raises(kind) as e:
@@ -173,8 +210,12 @@ def test_unreadable_cache_file_is_asked_again(fake_api, tmp_path):
 
 
 def test_malformed_http_bodies_are_retried_then_an_error(fake_api, tmp_path):
-    fake_api.push(raw(200, b"<html>proxy page</html>", "text/html"), raw(200, b"{not json"), raw(200, b'{"weird": 1}'),
-                  text("real answer"))
+    fake_api.push(
+        raw(200, b"<html>proxy page</html>", "text/html"),
+        raw(200, b"{not json"),
+        raw(200, b'{"weird": 1}'),
+        text("real answer"),
+    )
     assert client(fake_api, tmp_path).complete("s", "p").text == "real answer"
     fake_api.push(raw(200, b"<html>proxy page</html>", "text/html"))
     with pytest.raises(LLMError, match="malformed response"):
@@ -186,18 +227,35 @@ def test_backoff_grows_is_capped_jittered_and_seeded(tmp_path):
     c = LLMClient(MODEL, 0.0, 16, tmp_path, backoff_s=1.0, max_backoff_s=8.0)
     d = [c._delay(k, random.Random("s"), None) for k in range(6)]
     for k, x in enumerate(d):
-        assert 0.5 * min(8.0, 2 ** k) <= x < min(8.0, 2 ** k)
+        assert 0.5 * min(8.0, 2**k) <= x < min(8.0, 2**k)
     assert d == [c._delay(k, random.Random("s"), None) for k in range(6)]
     assert c._delay(0, random.Random("s"), 5.0) == 5.0  # Retry-After is honoured
     assert c._delay(0, random.Random("s"), 99.0) == 8.0  # ... up to the cap
 
 
-@pytest.mark.parametrize("kw", [{"temperature": -1}, {"temperature": float("nan")}, {"temperature": "0"},
-                                {"temperature": True}, {"max_tokens": 0}, {"max_tokens": 10.0}, {"model": ""},
-                                {"model": "claude sonnet"}, {"max_retries": -1}, {"timeout_s": 0},
-                                {"timeout_s": float("inf")}, {"seed": "x"}, {"max_retry_s": -1},
-                                {"max_unreachable": 0}, {"max_failed_requests": "3"}, {"cache_dir": 5},
-                                {"base_url": ""}, {"base_url": 8080}])
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"temperature": -1},
+        {"temperature": float("nan")},
+        {"temperature": "0"},
+        {"temperature": True},
+        {"max_tokens": 0},
+        {"max_tokens": 10.0},
+        {"model": ""},
+        {"model": "claude sonnet"},
+        {"max_retries": -1},
+        {"timeout_s": 0},
+        {"timeout_s": float("inf")},
+        {"seed": "x"},
+        {"max_retry_s": -1},
+        {"max_unreachable": 0},
+        {"max_failed_requests": "3"},
+        {"cache_dir": 5},
+        {"base_url": ""},
+        {"base_url": 8080},
+    ],
+)
 def test_bad_settings_are_config_errors_naming_the_field(tmp_path, kw):
     args = {"model": MODEL, "temperature": 0.0, "max_tokens": 16, "cache_dir": tmp_path, **kw}
     with pytest.raises(LLMConfigError) as e:
@@ -232,23 +290,38 @@ def test_endpoint_is_base_url_else_environment_else_sdk_default(monkeypatch):
     assert resolve_endpoint("http://127.0.0.1:8080/") == "http://127.0.0.1:8080"
 
 
-@pytest.mark.parametrize("url", ["http://127.0.0.1:9", "http://127.8.9.10", "http://localhost:5000", "http://[::1]:80",
-                                 "https://api.anthropic.com", "https://10.1.2.3:8443/v"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:9",
+        "http://127.8.9.10",
+        "http://localhost:5000",
+        "http://[::1]:80",
+        "https://api.anthropic.com",
+        "https://10.1.2.3:8443/v",
+    ],
+)
 def test_https_anywhere_and_http_only_to_loopback_are_accepted(url, tmp_path):
-    assert LLMClient(MODEL, 0.0, 16, tmp_path, base_url=url).endpoint.split("://")[0] in ("http", "https")
+    assert LLMClient(MODEL, 0.0, 16, tmp_path, base_url=url).endpoint.split("://")[0] in (
+        "http",
+        "https",
+    )
 
 
-@pytest.mark.parametrize("url,needle", [
-    ("http://example.com", "refusing plain http to example.com"),
-    ("http://10.0.0.5:8080", "refusing plain http to 10.0.0.5"),
-    ("http://127.0.0.1.evil.com", "refusing plain http"),  # a name, not the loopback address
-    ("http://[::ffff:8.8.8.8]", "refusing plain http"),
-    ("ftp://127.0.0.1", "expected an http:// or https:// URL"),
-    ("http://user:s3cret@127.0.0.1", "must not carry credentials"),
-    ("https://127.0.0.1/?key=s3cret", "must not carry credentials"),
-    ("s3cret", "expected an http:// or https:// URL"),  # e.g. a key pasted in the wrong place
-    ("http://[::1", "not a valid URL"),
-])
+@pytest.mark.parametrize(
+    "url,needle",
+    [
+        ("http://example.com", "refusing plain http to example.com"),
+        ("http://10.0.0.5:8080", "refusing plain http to 10.0.0.5"),
+        ("http://127.0.0.1.evil.com", "refusing plain http"),  # a name, not the loopback address
+        ("http://[::ffff:8.8.8.8]", "refusing plain http"),
+        ("ftp://127.0.0.1", "expected an http:// or https:// URL"),
+        ("http://user:s3cret@127.0.0.1", "must not carry credentials"),
+        ("https://127.0.0.1/?key=s3cret", "must not carry credentials"),
+        ("s3cret", "expected an http:// or https:// URL"),  # e.g. a key pasted in the wrong place
+        ("http://[::1", "not a valid URL"),
+    ],
+)
 def test_other_endpoints_are_refused_at_construction_in_one_line(url, needle, tmp_path, fake_api):
     with pytest.raises(LLMConfigError) as e:
         LLMClient(MODEL, 0.0, 16, tmp_path, base_url=url, name="judge")
@@ -259,7 +332,9 @@ def test_other_endpoints_are_refused_at_construction_in_one_line(url, needle, tm
 
 def test_environment_endpoint_is_checked_and_named(tmp_path, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://judge-proxy.internal:8000")
-    with pytest.raises(LLMConfigError, match="^environment variable ANTHROPIC_BASE_URL: refusing plain http"):
+    with pytest.raises(
+        LLMConfigError, match="^environment variable ANTHROPIC_BASE_URL: refusing plain http"
+    ):
         LLMClient(MODEL, 0.0, 16, tmp_path)
 
 
@@ -292,7 +367,9 @@ def test_entry_of_another_endpoint_under_the_key_is_not_trusted(fake_api, tmp_pa
 
 def test_sdk_gets_the_resolved_endpoint_not_its_own_environment(fake_api, tmp_path, monkeypatch):
     c = client(fake_api, tmp_path)
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{closed_port()}")  # set after construction
+    monkeypatch.setenv(
+        "ANTHROPIC_BASE_URL", f"http://127.0.0.1:{closed_port()}"
+    )  # set after construction
     fake_api.push(text("here"))
     assert c.complete("s", "p").text == "here" and len(fake_api.message_requests) == 1
 
@@ -305,12 +382,16 @@ def test_closed_port_raises_unavailable_after_three_attempts_in_seconds(tmp_path
     monkeypatch.setenv("ANTHROPIC_API_KEY", DUMMY_KEY)
     vt = virtual_time(monkeypatch)  # the client's own waits, not the machine's speed
     url = f"http://127.0.0.1:{closed_port()}"
-    c = LLMClient(MODEL, 0.0, 16, tmp_path, base_url=url)  # default backoff (1 s), retries and bounds
+    c = LLMClient(
+        MODEL, 0.0, 16, tmp_path, base_url=url
+    )  # default backoff (1 s), retries and bounds
     vt.timed(c)
     with pytest.raises(LLMUnavailable) as e:
         c.complete("s", "p")
     msg = str(e.value)
-    assert "\n" not in msg and msg.startswith(f"llm: endpoint {url} unavailable (3 consecutive attempts")
+    assert "\n" not in msg and msg.startswith(
+        f"llm: endpoint {url} unavailable (3 consecutive attempts"
+    )
     assert "connection error" in msg.lower() and DUMMY_KEY not in msg
     # 3 attempts, two backoff delays of 0.5-1 s and 1-2 s between them: stopped within 3 s of waiting
     assert len(vt.timeouts) == 3 and len(vt.sleeps) == 2, (vt.timeouts, vt.sleeps)
@@ -349,26 +430,38 @@ def test_any_answer_resets_the_count(fake_api, tmp_path):
     assert len(fake_api.message_requests) == 6
 
 
-@pytest.mark.parametrize("failure", [error(500, message="down"), error(529, "overloaded_error"),
-                                     error(429, "rate_limit_error", headers={"retry-after": "0"}),
-                                     raw(200, b"<html>captive portal</html>", "text/html")],
-                         ids=["500", "529", "429", "garbage"])
+@pytest.mark.parametrize(
+    "failure",
+    [
+        error(500, message="down"),
+        error(529, "overloaded_error"),
+        error(429, "rate_limit_error", headers={"retry-after": "0"}),
+        raw(200, b"<html>captive portal</html>", "text/html"),
+    ],
+    ids=["500", "529", "429", "garbage"],
+)
 def test_requests_failing_after_their_retries_stop_at_the_third(fake_api, tmp_path, failure):
     fake_api.responder = lambda body: failure
     c = client(fake_api, tmp_path, max_retries=1)
     for i in range(2):  # ordinary failures: the caller records them
         with pytest.raises(LLMError) as e:
             c.complete("s", f"p{i}")
-        assert not isinstance(e.value, LLMUnavailable) and "failed after 2 attempt(s)" in str(e.value)
+        assert not isinstance(e.value, LLMUnavailable) and "failed after 2 attempt(s)" in str(
+            e.value
+        )
     with pytest.raises(LLMUnavailable) as e:
         c.complete("s", "p2")
-    assert "3 consecutive requests failed after their retries" in str(e.value) and fake_api.base_url in str(e.value)
+    assert "3 consecutive requests failed after their retries" in str(
+        e.value
+    ) and fake_api.base_url in str(e.value)
     assert len(fake_api.message_requests) == 6 and cache_files(tmp_path) == []
 
 
 def test_a_success_resets_the_failed_request_count(fake_api, tmp_path):
     c = client(fake_api, tmp_path, max_retries=0)
-    for i, reply in enumerate([error(500), error(500), text("ok"), error(500), error(500), text("ok")]):
+    for i, reply in enumerate(
+        [error(500), error(500), text("ok"), error(500), error(500), text("ok")]
+    ):
         fake_api.push(reply)
         if reply.status == 200:
             assert c.complete("s", f"p{i}").text == "ok"
@@ -381,8 +474,15 @@ def test_a_success_resets_the_failed_request_count(fake_api, tmp_path):
 def test_retry_window_bounds_one_request(fake_api, tmp_path, monkeypatch):
     vt = virtual_time(monkeypatch)  # the window on the client's own waits, not the machine's speed
     fake_api.responder = lambda body: error(503)
-    c = client(fake_api, tmp_path, max_retries=1000, backoff_s=0.05, max_backoff_s=0.05, max_retry_s=0.5,
-               max_failed_requests=10)
+    c = client(
+        fake_api,
+        tmp_path,
+        max_retries=1000,
+        backoff_s=0.05,
+        max_backoff_s=0.05,
+        max_retry_s=0.5,
+        max_failed_requests=10,
+    )
     with pytest.raises(LLMError):
         c.complete("s", "p")
     n = len(fake_api.message_requests)
@@ -392,7 +492,9 @@ def test_retry_window_bounds_one_request(fake_api, tmp_path, monkeypatch):
 
 
 def test_retry_timeout_is_cut_to_the_window(fake_api, tmp_path, monkeypatch):
-    vt = virtual_time(monkeypatch)  # each timed-out attempt is charged its timeout on the client's clock
+    vt = virtual_time(
+        monkeypatch
+    )  # each timed-out attempt is charged its timeout on the client's clock
     fake_api.responder = lambda body: slow(5.0, text("late"))
     c = client(fake_api, tmp_path, timeout_s=1.0, max_retry_s=0.4, max_unreachable=10)
     vt.timed(c)

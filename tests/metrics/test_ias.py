@@ -13,10 +13,19 @@ from fdeval.metrics.csvio import write_csv
 from fdeval.types import TestCase
 
 
-def case(conv: str, policy: str, judge_policies: tuple[str, ...] | None = None, seed: int = 0) -> TestCase:
-    return TestCase(case_id=f"{conv}__{policy}", conversation_id=conv, benchmark="instructfd", scenario="s",
-                    system_instruction=None if policy == "none" else "x", turns=(),
-                    data=InstructFDCase(policy, (), judge_policies or (policy,)), seed=seed)
+def case(
+    conv: str, policy: str, judge_policies: tuple[str, ...] | None = None, seed: int = 0
+) -> TestCase:
+    return TestCase(
+        case_id=f"{conv}__{policy}",
+        conversation_id=conv,
+        benchmark="instructfd",
+        scenario="s",
+        system_instruction=None if policy == "none" else "x",
+        turns=(),
+        data=InstructFDCase(policy, (), judge_policies or (policy,)),
+        seed=seed,
+    )
 
 
 def V(case_id: str, policy: str, label: str) -> Verdict:
@@ -24,19 +33,34 @@ def V(case_id: str, policy: str, label: str) -> Verdict:
 
 
 # Four listen conversations (c1..c4), two backchannel ones (c1, c2); each has a baseline.
-CASES = {c.case_id: c for c in [
-    case("c1", "listen"), case("c2", "listen"), case("c3", "listen"), case("c4", "listen"),
-    case("c1", "backchannel"), case("c2", "backchannel"),
-    case("c1", "none", ("listen", "backchannel")), case("c2", "none", ("listen", "backchannel")),
-    case("c3", "none", ("listen",)), case("c4", "none", ("listen",)),
-]}
+CASES = {
+    c.case_id: c
+    for c in [
+        case("c1", "listen"),
+        case("c2", "listen"),
+        case("c3", "listen"),
+        case("c4", "listen"),
+        case("c1", "backchannel"),
+        case("c2", "backchannel"),
+        case("c1", "none", ("listen", "backchannel")),
+        case("c2", "none", ("listen", "backchannel")),
+        case("c3", "none", ("listen",)),
+        case("c4", "none", ("listen",)),
+    ]
+}
 VERDICTS = [
-    V("c1__listen", "listen", "adhere"), V("c2__listen", "listen", "adhere"),
-    V("c3__listen", "listen", "not_adhere"), V("c4__listen", "listen", "error"),
-    V("c1__backchannel", "backchannel", "adhere"), V("c2__backchannel", "backchannel", "not_adhere"),
-    V("c1__none", "listen", "not_adhere"), V("c2__none", "listen", "adhere"),
-    V("c3__none", "listen", "error"), V("c4__none", "listen", "adhere"),
-    V("c1__none", "backchannel", "not_adhere"), V("c2__none", "backchannel", "not_adhere"),
+    V("c1__listen", "listen", "adhere"),
+    V("c2__listen", "listen", "adhere"),
+    V("c3__listen", "listen", "not_adhere"),
+    V("c4__listen", "listen", "error"),
+    V("c1__backchannel", "backchannel", "adhere"),
+    V("c2__backchannel", "backchannel", "not_adhere"),
+    V("c1__none", "listen", "not_adhere"),
+    V("c2__none", "listen", "adhere"),
+    V("c3__none", "listen", "error"),
+    V("c4__none", "listen", "adhere"),
+    V("c1__none", "backchannel", "not_adhere"),
+    V("c2__none", "backchannel", "not_adhere"),
 ]
 
 
@@ -74,24 +98,42 @@ def test_backchannel_and_overall():
 def test_all_errors_and_no_baseline_give_empty_scores():
     cases = {c.case_id: c for c in [case("c1", "continue")]}
     row = rows_by_instruction([V("c1__continue", "continue", "error")], cases)["continue"]
-    assert (row["n"], row["n_error"], row["ias"], row["n_pairs"], row["baseline_ias"], row["delta_ias"]) == (
-        1, 1, None, 0, None, None)
+    assert (
+        row["n"],
+        row["n_error"],
+        row["ias"],
+        row["n_pairs"],
+        row["baseline_ias"],
+        row["delta_ias"],
+    ) == (1, 1, None, 0, None, None)
 
 
 def test_provenance_in_every_row():
-    prov = {"benchmark_version": "1.0", "model_id": "moshi", "judge": "rules", "judge_version": "1",
-            "prompt_hash": "h", "seed": 0}
+    prov = {
+        "benchmark_version": "1.0",
+        "model_id": "moshi",
+        "judge": "rules",
+        "judge_version": "1",
+        "prompt_hash": "h",
+        "seed": 0,
+    }
     rows = ias_rows(VERDICTS, CASES, prov)
-    assert all(r["metric_version"] == METRIC_VERSION and r["model_id"] == "moshi" and r["seed"] == 0 for r in rows)
+    assert all(
+        r["metric_version"] == METRIC_VERSION and r["model_id"] == "moshi" and r["seed"] == 0
+        for r in rows
+    )
     with pytest.raises(ValueError, match="overwrite"):
         ias_rows(VERDICTS, CASES, {"ias": 1})
 
 
-@pytest.mark.parametrize("verdicts, message", [
-    ([V("zz__listen", "listen", "adhere")], "unknown case"),
-    ([V("c1__listen", "listen", "adhere")] * 2, "two verdicts"),
-    ([V("c1__listen", "backchannel", "adhere")], "own instruction"),
-])
+@pytest.mark.parametrize(
+    "verdicts, message",
+    [
+        ([V("zz__listen", "listen", "adhere")], "unknown case"),
+        ([V("c1__listen", "listen", "adhere")] * 2, "two verdicts"),
+        ([V("c1__listen", "backchannel", "adhere")], "own instruction"),
+    ],
+)
 def test_inconsistent_input(verdicts, message):
     with pytest.raises(FdevalError, match=message):
         ias_rows(verdicts, CASES)
@@ -107,8 +149,13 @@ def test_two_baselines_for_one_pair_is_an_error():
 
 
 def test_seed_separates_pairs():
-    cases = {c.case_id: c for c in [case("c1", "listen", seed=1), case("c1", "none", ("listen",), seed=2)]}
-    row = rows_by_instruction([V("c1__listen", "listen", "adhere"), V("c1__none", "listen", "adhere")], cases)["listen"]
+    cases = {
+        c.case_id: c
+        for c in [case("c1", "listen", seed=1), case("c1", "none", ("listen",), seed=2)]
+    }
+    row = rows_by_instruction(
+        [V("c1__listen", "listen", "adhere"), V("c1__none", "listen", "adhere")], cases
+    )["listen"]
     assert row["n_pairs"] == 0 and row["delta_ias"] is None
 
 
@@ -125,7 +172,10 @@ def test_writers(tmp_path):
     assert "- model_id: moshi" in md and f"- metric_version: {METRIC_VERSION}" in md
     assert "| instruction | n | n_pass | n_error | ias | n_pairs | baseline_ias | delta_ias |" in md
     assert "| listen | 4 | 2 | 1 | 0.667 | 2 | 0.500 | 0.500 |" in md
-    assert sorted(p.name for p in (tmp_path / "scores").iterdir()) == ["ias.csv", "ias.md"]  # no temp files
+    assert sorted(p.name for p in (tmp_path / "scores").iterdir()) == [
+        "ias.csv",
+        "ias.md",
+    ]  # no temp files
 
 
 def test_markdown_shows_missing_values(tmp_path):

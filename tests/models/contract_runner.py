@@ -14,21 +14,32 @@ import traceback
 from pathlib import Path
 
 import numpy as np
-from contract_checks import (Target, check_cancel, check_chunking, check_close_twice, check_text_before_audio,
-                             sessions_in_1_and_37)
+from contract_checks import (
+    Target,
+    check_cancel,
+    check_chunking,
+    check_close_twice,
+    check_text_before_audio,
+    sessions_in_1_and_37,
+)
 from standins import discover
 
 
 def main(name: str, tiny: dict, audio: np.ndarray, out: Path) -> None:
     m = discover([name])[0][name].build(tiny)
-    t = Target(m, audio, has_text=True, held=lambda: sum(o is not None for o in m.pool.owner), quiet_s=0.0)
+    t = Target(
+        m, audio, has_text=True, held=lambda: sum(o is not None for o in m.pool.owner), quiet_s=0.0
+    )
     results: dict = {}
 
     def record(name: str, fn) -> None:
         try:
             results[name] = {"ok": True, "measured": fn()}
         except BaseException as e:  # every check reports, whatever the one before did
-            results[name] = {"ok": False, "error": f"{type(e).__name__}: {e}\n{traceback.format_exc()[-2000:]}"}
+            results[name] = {
+                "ok": False,
+                "error": f"{type(e).__name__}: {e}\n{traceback.format_exc()[-2000:]}",
+            }
 
     runs: dict = {}
     record("sessions", lambda: runs.update(asyncio.run(sessions_in_1_and_37(t))) or len(runs))

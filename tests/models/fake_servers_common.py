@@ -43,7 +43,9 @@ def make_reply(text: str, sample_rate: int = 24000) -> Reply:
     from fdeval.audio.tts import EspeakTTS
 
     syn = EspeakTTS(voice="en-us+f3", rate_wpm=190, sample_rate=sample_rate).synthesize(text)
-    return Reply(syn.samples.astype(np.float32), sample_rate, tuple((w.text, w.start_s) for w in syn.words))
+    return Reply(
+        syn.samples.astype(np.float32), sample_rate, tuple((w.text, w.start_s) for w in syn.words)
+    )
 
 
 class Heard:
@@ -94,7 +96,7 @@ class SpeechGate:
         self._pending = x[whole:]
         out = []
         for i in range(0, whole, self.block):
-            loud = float(np.sqrt(np.mean(x[i:i + self.block] ** 2))) > self.threshold
+            loud = float(np.sqrt(np.mean(x[i : i + self.block] ** 2))) > self.threshold
             t = (self.n + i) / self.sample_rate
             if loud and not self.speaking:
                 self.speaking, self.quiet_n = True, 0
@@ -124,17 +126,32 @@ def self_signed_cert(directory: Path) -> tuple[Path, Path]:
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
     now = datetime.datetime.now(datetime.UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
-                                                        x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
-            .sign(key, hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+        .sign(key, hashes.SHA256())
+    )
     cert_file, key_file = directory / "cert.pem", directory / "key.pem"
     cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
     return cert_file, key_file
 
 
@@ -154,15 +171,38 @@ async def start_app(app, port: int, ssl_context: ssl.SSLContext | None = None):
     return runner
 
 
-def question_and_barge_in(tts, case_id: str, barge_in_after_s: float = 1.0,
-                          last_timeout_s: float = 3.0) -> tuple[TestCase, list[np.ndarray]]:
+def question_and_barge_in(
+    tts, case_id: str, barge_in_after_s: float = 1.0, last_timeout_s: float = 3.0
+) -> tuple[TestCase, list[np.ndarray]]:
     """A short hand-made case: a question, then an interrupting barge-in into the answer."""
     q = tts.synthesize("How do I start running?")
     bi = tts.synthesize("wait, stop please")
     turns = (
-        Turn(case_id, 0, "turn0", "take-turn", f"{case_id}/turn0.wav", q.text, q.words, q.duration_s, 10.0),
-        Turn(case_id, 1, "turn1_interrupt", "barge-in", f"{case_id}/turn1.wav", bi.text, bi.words, bi.duration_s,
-             last_timeout_s, barge_in_after_s=barge_in_after_s, barge_in_handling="hold", subtype="interrupt"),
+        Turn(
+            case_id,
+            0,
+            "turn0",
+            "take-turn",
+            f"{case_id}/turn0.wav",
+            q.text,
+            q.words,
+            q.duration_s,
+            10.0,
+        ),
+        Turn(
+            case_id,
+            1,
+            "turn1_interrupt",
+            "barge-in",
+            f"{case_id}/turn1.wav",
+            bi.text,
+            bi.words,
+            bi.duration_s,
+            last_timeout_s,
+            barge_in_after_s=barge_in_after_s,
+            barge_in_handling="hold",
+            subtype="interrupt",
+        ),
     )
     case = TestCase(case_id, case_id, "protocol-test", "Add Constraint", None, turns)
     return case, [q.samples, bi.samples]
@@ -174,7 +214,9 @@ def model_node(name: str) -> dict:
     from omegaconf import OmegaConf
 
     root = Path(__file__).resolve().parents[2]
-    node = OmegaConf.to_container(OmegaConf.load(root / "fdeval" / "conf" / "model" / f"{name}.yaml"), resolve=True)
+    node = OmegaConf.to_container(
+        OmegaConf.load(root / "fdeval" / "conf" / "model" / f"{name}.yaml"), resolve=True
+    )
     base: dict = {}
     for parent in node.pop("defaults", None) or ():
         if parent != "_self_":
@@ -201,16 +243,33 @@ async def serve_and_run(app, port: int, coro_fn, ssl_context: ssl.SSLContext | N
         await runner.cleanup()
 
 
-def run_realtime_session(app, port: int, model, case, audio, vad, cfg, instruction: str | None,
-                         ssl_context: ssl.SSLContext | None = None):
+def run_realtime_session(
+    app,
+    port: int,
+    model,
+    case,
+    audio,
+    vad,
+    cfg,
+    instruction: str | None,
+    ssl_context: ssl.SSLContext | None = None,
+):
     """One orchestrator session (realtime clock) against the stand-in `app`."""
     import asyncio
 
     from fdeval.orchestrator.clock import RealtimeClock
     from fdeval.orchestrator.session import run_session
 
-    return asyncio.run(serve_and_run(app, port, lambda: run_session(
-        case, audio, model, cfg, RealtimeClock(), vad, instruction=instruction), ssl_context))
+    return asyncio.run(
+        serve_and_run(
+            app,
+            port,
+            lambda: run_session(
+                case, audio, model, cfg, RealtimeClock(), vad, instruction=instruction
+            ),
+            ssl_context,
+        )
+    )
 
 
 async def opus_frames(ws, frame_n: int = 1920):

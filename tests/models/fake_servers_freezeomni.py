@@ -42,11 +42,15 @@ class FakeFreezeOmniServer:
     max_users: int = 1
     segment_s: float = 0.5
     log: list[tuple[str, object]] = field(default_factory=list)  # (event, detail) in arrival order
-    audio_events: list[tuple[float, int, int]] = field(default_factory=list)  # (t, sample_rate, n bytes)
+    audio_events: list[tuple[float, int, int]] = field(
+        default_factory=list
+    )  # (t, sample_rate, n bytes)
     barge_ins: int = 0
     segments_sent: int = 0
     users: dict[str, _User] = field(default_factory=dict)
-    heard: list[dict] = field(default_factory=list)  # per session: digest of the audio events received
+    heard: list[dict] = field(
+        default_factory=list
+    )  # per session: digest of the audio events received
     record: str | None = None  # also appended here, one JSON line per session
 
     def app(self) -> web.Application:
@@ -133,4 +137,4 @@ class FakeFreezeOmniServer:
                 user.n_reply += 1
                 seg = int(self.segment_s * reply.sample_rate)
                 pcm16 = (np.clip(reply.samples, -1, 1) * 32767).astype("<i2")
-                user.queue = [pcm16[i:i + seg].tobytes() for i in range(0, len(pcm16), seg)]
+                user.queue = [pcm16[i : i + seg].tobytes() for i in range(0, len(pcm16), seg)]

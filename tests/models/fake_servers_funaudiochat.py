@@ -34,10 +34,14 @@ class FakeFunAudioChatServer:
     replies: list[Reply]
     final_text: bool = True
     log: list[tuple[float, str, object]] = field(default_factory=list)  # (monotonic, what, detail)
-    turns_heard: list[float] = field(default_factory=list)  # seconds of user audio each answer was computed on
+    turns_heard: list[float] = field(
+        default_factory=list
+    )  # seconds of user audio each answer was computed on
     prompts: list[str] = field(default_factory=list)
     audio_before_handshake: int = 0
-    heard: list[dict] = field(default_factory=list)  # per session: digest of the audio recorded (what it answers)
+    heard: list[dict] = field(
+        default_factory=list
+    )  # per session: digest of the audio recorded (what it answers)
     record: str | None = None  # also appended here, one JSON line per session
 
     def app(self) -> web.Application:
@@ -48,9 +52,16 @@ class FakeFunAudioChatServer:
     async def handle_chat(self, request: web.Request):
         ws = web.WebSocketResponse(heartbeat=30.0)
         await ws.prepare(request)
-        st = {"recording": True, "pcm": [], "reader": sphn.OpusStreamReader(24000), "n_reply": 0,
-              "writer": sphn.OpusStreamWriter(24000),  # one output stream per connection, as the server's encode thread
-              "heard": Heard()}
+        st = {
+            "recording": True,
+            "pcm": [],
+            "reader": sphn.OpusStreamReader(24000),
+            "n_reply": 0,
+            "writer": sphn.OpusStreamWriter(
+                24000
+            ),  # one output stream per connection, as the server's encode thread
+            "heard": Heard(),
+        }
         signals: asyncio.Queue = asyncio.Queue()
         prompt = ["(server default)"]
 
@@ -116,7 +127,7 @@ class FakeFunAudioChatServer:
         frame = 960  # 40 ms
         frames = []
         for i in range(0, len(reply.samples), frame):
-            chunk = reply.samples[i:i + frame]
+            chunk = reply.samples[i : i + frame]
             if len(chunk) < frame:
                 chunk = np.concatenate([chunk, np.zeros(frame - len(chunk), np.float32)])
             data = writer.append_pcm(chunk)

@@ -36,7 +36,9 @@ from fake_servers_common import Heard, Reply, SpeechGate
 def camel(obj):
     """Field names as protobuf JSON canonicalises them (snake_case -> lowerCamelCase)."""
     if isinstance(obj, dict):
-        return {re.sub(r"_([a-z])", lambda m: m.group(1).upper(), k): camel(v) for k, v in obj.items()}
+        return {
+            re.sub(r"_([a-z])", lambda m: m.group(1).upper(), k): camel(v) for k, v in obj.items()
+        }
     if isinstance(obj, list):
         return [camel(v) for v in obj]
     return obj
@@ -64,7 +66,9 @@ class FakeGeminiLive:
     def app(self) -> web.Application:
         app = web.Application()
         app.router.add_get(
-            f"/ws/google.ai.generativelanguage.{self.api_version}.GenerativeService.BidiGenerateContent", self.bidi)
+            f"/ws/google.ai.generativelanguage.{self.api_version}.GenerativeService.BidiGenerateContent",
+            self.bidi,
+        )
         return app
 
     async def bidi(self, request: web.Request):
@@ -99,7 +103,9 @@ class FakeGeminiLive:
                     state["playing_until"] = 0.0
                     await ws.send_str(json.dumps({"serverContent": {"interrupted": True}}))
                 elif what == "end":
-                    await ws.send_str(json.dumps({"serverContent": {"inputTranscription": {"text": "(user)"}}}))
+                    await ws.send_str(
+                        json.dumps({"serverContent": {"inputTranscription": {"text": "(user)"}}})
+                    )
                     reply = self.replies[state["n_reply"] % len(self.replies)]
                     state["n_reply"] += 1
                     state["playing_until"] = now + reply.duration_s
@@ -115,9 +121,15 @@ class FakeGeminiLive:
         for i in range(0, len(pcm16), step):
             t0, t1 = i / reply.sample_rate, (i + step) / reply.sample_rate
             for w in reply.words_between(t0, t1):
-                await ws.send_str(json.dumps({"serverContent": {"outputTranscription": {"text": " " + w}}}))
-            part = {"inlineData": {"mimeType": f"audio/pcm;rate={reply.sample_rate}",
-                                   "data": base64.b64encode(pcm16[i:i + step].tobytes()).decode()}}
+                await ws.send_str(
+                    json.dumps({"serverContent": {"outputTranscription": {"text": " " + w}}})
+                )
+            part = {
+                "inlineData": {
+                    "mimeType": f"audio/pcm;rate={reply.sample_rate}",
+                    "data": base64.b64encode(pcm16[i : i + step].tobytes()).decode(),
+                }
+            }
             await ws.send_str(json.dumps({"serverContent": {"modelTurn": {"parts": [part]}}}))
             await asyncio.sleep(0.05)
         await ws.send_str(json.dumps({"serverContent": {"generationComplete": True}}))

@@ -28,12 +28,16 @@ from fake_servers_common import Heard, Reply, SpeechGate, append_record
 class FakeMiniCPMOWorker:
     replies: list[Reply]
     busy: str | None = None  # None | "403" | "1013"
-    messages: list[dict] = field(default_factory=list)  # every client message (audio replaced by its length)
+    messages: list[dict] = field(
+        default_factory=list
+    )  # every client message (audio replaced by its length)
     chunk_times: list[float] = field(default_factory=list)  # monotonic arrival of each audio_chunk
     session_ids: list[str] = field(default_factory=list)
     barge_ins: int = 0
     protocol_errors: list[str] = field(default_factory=list)
-    heard: list[dict] = field(default_factory=list)  # per session: digest of the audio chunks received
+    heard: list[dict] = field(
+        default_factory=list
+    )  # per session: digest of the audio chunks received
     record: str | None = None  # also appended here, one JSON line per session
 
     def app(self) -> web.Application:
@@ -44,7 +48,9 @@ class FakeMiniCPMOWorker:
 
     async def health(self, request: web.Request):
         # worker.py `health`: WorkerHealthResponse
-        return web.json_response({"status": "healthy", "worker_status": "idle", "gpu_id": 0, "model_loaded": True})
+        return web.json_response(
+            {"status": "healthy", "worker_status": "idle", "gpu_id": 0, "model_loaded": True}
+        )
 
     async def duplex_ws(self, request: web.Request):
         if self.busy == "403":
@@ -86,24 +92,39 @@ class FakeMiniCPMOWorker:
                 self.messages.append({**msg, "audio_base64": len(audio)})
                 for what, _t in gate.push(audio):
                     if what == "start" and reply is not None:
-                        reply, self.barge_ins = None, self.barge_ins + 1  # barge-in: stop and listen
+                        reply, self.barge_ins = (
+                            None,
+                            self.barge_ins + 1,
+                        )  # barge-in: stop and listen
                     elif what == "end" and reply is None:
                         reply, pos = self.replies[n_reply % len(self.replies)], 0.0
                         n_reply += 1
                 result = {"is_listen": True, "text": "", "audio_data": None, "end_of_turn": False}
                 if reply is not None:
                     sr = reply.sample_rate
-                    piece = reply.samples[int(pos * sr): int((pos + 1.0) * sr)]
+                    piece = reply.samples[int(pos * sr) : int((pos + 1.0) * sr)]
                     words = reply.words_between(pos, pos + 1.0)
                     pos += 1.0
                     end = pos >= reply.duration_s
-                    result = {"is_listen": False, "text": "".join(" " + w for w in words),
-                              "audio_data": base64.b64encode(piece.astype(np.float32).tobytes()).decode(),
-                              "end_of_turn": end}
+                    result = {
+                        "is_listen": False,
+                        "text": "".join(" " + w for w in words),
+                        "audio_data": base64.b64encode(piece.astype(np.float32).tobytes()).decode(),
+                        "end_of_turn": end,
+                    }
                     if end:
                         reply = None
-                await ws.send_json({"type": "result", **result, "current_time": chunk_idx, "cost_all_ms": 12.0,
-                                    "server_send_ts": time.time(), "wall_clock_ms": 15.0, "kv_cache_length": 100})
+                await ws.send_json(
+                    {
+                        "type": "result",
+                        **result,
+                        "current_time": chunk_idx,
+                        "cost_all_ms": 12.0,
+                        "server_send_ts": time.time(),
+                        "wall_clock_ms": 15.0,
+                        "kv_cache_length": 100,
+                    }
+                )
                 chunk_idx += 1
             elif kind == "stop":
                 self.messages.append(msg)

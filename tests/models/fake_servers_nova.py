@@ -67,9 +67,22 @@ OUTPUT_RATE = 24000
 BARGE_IN_TEXT = '{ "interrupted" : true }'
 EVENTSTREAM = "application/vnd.amazon.eventstream"
 PATH = re.compile(r"^/model/([^/?]+)/invoke-with-bidirectional-stream$")
-CLIENT_EVENTS = ("sessionStart", "promptStart", "contentStart", "textInput", "audioInput", "toolResult",
-                 "contentEnd", "promptEnd", "sessionEnd")
-CHUNK_HEADERS = {":message-type": "event", ":event-type": "chunk", ":content-type": "application/json"}
+CLIENT_EVENTS = (
+    "sessionStart",
+    "promptStart",
+    "contentStart",
+    "textInput",
+    "audioInput",
+    "toolResult",
+    "contentEnd",
+    "promptEnd",
+    "sessionEnd",
+)
+CHUNK_HEADERS = {
+    ":message-type": "event",
+    ":event-type": "chunk",
+    ":content-type": "application/json",
+}
 TOKENS_PER_S = 25.0  # the scripted model's speech-token rate, for usageEvent
 
 
@@ -110,7 +123,9 @@ def chunk_message(event: dict[str, Any]) -> bytes:
     return encode_message(CHUNK_HEADERS, event_payload(event))
 
 
-def signed_envelope(inner: bytes, when: datetime.datetime | None = None, signature: bytes | None = None) -> bytes:
+def signed_envelope(
+    inner: bytes, when: datetime.datetime | None = None, signature: bytes | None = None
+) -> bytes:
     """A client frame as the SDK sends it: `:date` (timestamp) and `:chunk-signature` (bytes)
     around `inner` (b"" ends the input). The signature here is a stand-in value, never checked."""
     when = when or datetime.datetime.now(datetime.timezone.utc)
@@ -128,7 +143,9 @@ def unwrap_chunk(message) -> dict[str, Any]:
 class _Connection:
     def __init__(self, server: FakeNovaSonic, writer: asyncio.StreamWriter):
         self.server, self.writer = server, writer
-        self.h2 = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False, header_encoding="utf-8"))
+        self.h2 = h2.connection.H2Connection(
+            h2.config.H2Configuration(client_side=False, header_encoding="utf-8")
+        )
         self.window = asyncio.Event()
         self.streams: dict[int, _Session] = {}
 
@@ -141,7 +158,9 @@ class _Connection:
 class _Session:
     """One POST: the event stream both ways, the protocol checks and the scripted model."""
 
-    def __init__(self, server: FakeNovaSonic, conn: _Connection, stream_id: int, record: dict[str, Any]):
+    def __init__(
+        self, server: FakeNovaSonic, conn: _Connection, stream_id: int, record: dict[str, Any]
+    ):
         self.server, self.conn, self.sid, self.record = server, conn, stream_id, record
         self.index = len(server.sessions) - 1
         self.buffer = EventStreamBuffer()
@@ -166,7 +185,10 @@ class _Session:
         self.task: asyncio.Task | None = None
         self.playing_until = 0.0
         self.heard_since_answer = 0
-        self.total = {"input": {"speechTokens": 0, "textTokens": 0}, "output": {"speechTokens": 0, "textTokens": 0}}
+        self.total = {
+            "input": {"speechTokens": 0, "textTokens": 0},
+            "output": {"speechTokens": 0, "textTokens": 0},
+        }
 
     def problem(self, text: str) -> None:
         line = f"session {self.index}: {text}"
@@ -188,7 +210,11 @@ class _Session:
             while not self.dead:
                 if self.outbox:
                     try:
-                        n = min(len(self.outbox), h2c.local_flow_control_window(self.sid), h2c.max_outbound_frame_size)
+                        n = min(
+                            len(self.outbox),
+                            h2c.local_flow_control_window(self.sid),
+                            h2c.max_outbound_frame_size,
+                        )
                     except h2.exceptions.StreamClosedError:
                         break
                     if n <= 0:
@@ -212,8 +238,11 @@ class _Session:
             self.dead = True
 
     def ids(self) -> dict[str, Any]:
-        return {"sessionId": self.session_id, "promptName": self.prompt_name,
-                "completionId": self.answer["completion_id"] if self.answer else None}
+        return {
+            "sessionId": self.session_id,
+            "promptName": self.prompt_name,
+            "completionId": self.answer["completion_id"] if self.answer else None,
+        }
 
     # -- incoming ------------------------------------------------------------------------------
     def data(self, data: bytes) -> None:
@@ -235,7 +264,9 @@ class _Session:
         if not isinstance(h.get(":date"), int):
             self.problem(f"envelope without a timestamp :date header (headers {sorted(h)})")
         if not isinstance(h.get(":chunk-signature"), bytes):
-            self.problem(f"envelope without a byte-array :chunk-signature header (headers {sorted(h)})")
+            self.problem(
+                f"envelope without a byte-array :chunk-signature header (headers {sorted(h)})"
+            )
         if not message.payload:
             self.end_input("the empty envelope")
             return
@@ -250,7 +281,9 @@ class _Session:
             self.problem(f"undecodable inner message ({type(e).__name__}: {e})")
             return
         if len(found) != 1 or inner._data:
-            self.problem(f"an envelope must hold exactly one message (found {len(found)}, {len(inner._data)} bytes left)")
+            self.problem(
+                f"an envelope must hold exactly one message (found {len(found)}, {len(inner._data)} bytes left)"
+            )
             return
         (chunk,) = found
         if chunk.headers != CHUNK_HEADERS:
@@ -291,10 +324,17 @@ class _Session:
                 self.record["prompt_name"] = self.prompt_name
             out = body.get("audioOutputConfiguration") or {}
             if out.get("sampleRateHertz", OUTPUT_RATE) != OUTPUT_RATE:
-                self.problem(f"audioOutputConfiguration.sampleRateHertz {out.get('sampleRateHertz')}: "
-                             f"this stand-in speaks {OUTPUT_RATE} Hz only")
-        elif name not in ("sessionStart", "sessionEnd") and body.get("promptName") != self.prompt_name:
-            self.problem(f"{name} with promptName {body.get('promptName')!r}, not {self.prompt_name!r}")
+                self.problem(
+                    f"audioOutputConfiguration.sampleRateHertz {out.get('sampleRateHertz')}: "
+                    f"this stand-in speaks {OUTPUT_RATE} Hz only"
+                )
+        elif (
+            name not in ("sessionStart", "sessionEnd")
+            and body.get("promptName") != self.prompt_name
+        ):
+            self.problem(
+                f"{name} with promptName {body.get('promptName')!r}, not {self.prompt_name!r}"
+            )
         handler = getattr(self, f"on_{name}", None)
         if handler is not None:
             handler(body)
@@ -322,8 +362,13 @@ class _Session:
                 return
             self.audio_content = cname
             cfg = body.get("audioInputConfiguration") or {}
-            want = {"mediaType": "audio/lpcm", "sampleRateHertz": INPUT_RATE, "sampleSizeBits": 16,
-                    "channelCount": 1, "encoding": "base64"}
+            want = {
+                "mediaType": "audio/lpcm",
+                "sampleRateHertz": INPUT_RATE,
+                "sampleSizeBits": 16,
+                "channelCount": 1,
+                "encoding": "base64",
+            }
             wrong = {k: cfg.get(k) for k, v in want.items() if cfg.get(k) != v}
             if wrong:
                 self.problem(f"audioInputConfiguration {wrong}, expected {want}")
@@ -396,32 +441,64 @@ class _Session:
                 self.task = asyncio.create_task(self.speak(reply))
 
     def usage(self, speech_in: int, text_in: int, speech_out: int, text_out: int) -> None:
-        delta = {"input": {"speechTokens": speech_in, "textTokens": text_in},
-                 "output": {"speechTokens": speech_out, "textTokens": text_out}}
+        delta = {
+            "input": {"speechTokens": speech_in, "textTokens": text_in},
+            "output": {"speechTokens": speech_out, "textTokens": text_out},
+        }
         for side in delta:
             for k in delta[side]:
                 self.total[side][k] += delta[side][k]
         t_in = sum(self.total["input"].values())
         t_out = sum(self.total["output"].values())
-        self.send("usageEvent", {**self.ids(), "details": {"delta": delta, "total": json.loads(json.dumps(self.total))},
-                                 "totalInputTokens": t_in, "totalOutputTokens": t_out, "totalTokens": t_in + t_out})
+        self.send(
+            "usageEvent",
+            {
+                **self.ids(),
+                "details": {"delta": delta, "total": json.loads(json.dumps(self.total))},
+                "totalInputTokens": t_in,
+                "totalOutputTokens": t_out,
+                "totalTokens": t_in + t_out,
+            },
+        )
 
     def text_block(self, role: str, stage: str, text: str, stop: str = "END_TURN") -> str:
         cid = str(uuid.uuid4())
-        self.send("contentStart", {**self.ids(), "contentId": cid, "type": "TEXT", "role": role,
-                                   "textOutputConfiguration": {"mediaType": "text/plain"},
-                                   "additionalModelFields": json.dumps({"generationStage": stage})})
+        self.send(
+            "contentStart",
+            {
+                **self.ids(),
+                "contentId": cid,
+                "type": "TEXT",
+                "role": role,
+                "textOutputConfiguration": {"mediaType": "text/plain"},
+                "additionalModelFields": json.dumps({"generationStage": stage}),
+            },
+        )
         self.send("textOutput", {**self.ids(), "contentId": cid, "content": text, "role": role})
-        self.send("contentEnd", {**self.ids(), "contentId": cid, "type": "TEXT", "role": role, "stopReason": stop})
+        self.send(
+            "contentEnd",
+            {**self.ids(), "contentId": cid, "type": "TEXT", "role": role, "stopReason": stop},
+        )
         return cid
 
     async def speak(self, reply: Reply) -> None:
-        samples = reply.samples if reply.sample_rate == OUTPUT_RATE else resample(reply.samples, reply.sample_rate, OUTPUT_RATE)
+        samples = (
+            reply.samples
+            if reply.sample_rate == OUTPUT_RATE
+            else resample(reply.samples, reply.sample_rate, OUTPUT_RATE)
+        )
         pcm16 = (np.clip(samples, -1.0, 1.0) * 32767.0).astype("<i2")
         text = " ".join(word for word, _ in reply.words)
-        self.answer = {"completion_id": str(uuid.uuid4()), "text": text, "audio_content_id": None,
-                       "audio_samples": 0, "audio_s": 0.0, "first_audio_t": None, "audio_open": False,
-                       "ended": None}
+        self.answer = {
+            "completion_id": str(uuid.uuid4()),
+            "text": text,
+            "audio_content_id": None,
+            "audio_samples": 0,
+            "audio_s": 0.0,
+            "first_audio_t": None,
+            "audio_open": False,
+            "ended": None,
+        }
         self.record["answers"].append(self.answer)
         self.send("completionStart", self.ids())
         heard_s = self.heard_since_answer / INPUT_RATE
@@ -431,25 +508,52 @@ class _Session:
         self.usage(round(heard_s * TOKENS_PER_S), 0, 0, len(reply.words))
         aid = str(uuid.uuid4())
         self.answer["audio_content_id"] = aid
-        self.send("contentStart", {**self.ids(), "contentId": aid, "type": "AUDIO", "role": "ASSISTANT",
-                                   "audioOutputConfiguration": {"mediaType": "audio/lpcm",
-                                                                "sampleRateHertz": OUTPUT_RATE, "sampleSizeBits": 16,
-                                                                "channelCount": 1, "encoding": "base64",
-                                                                "audioType": "SPEECH"}})
+        self.send(
+            "contentStart",
+            {
+                **self.ids(),
+                "contentId": aid,
+                "type": "AUDIO",
+                "role": "ASSISTANT",
+                "audioOutputConfiguration": {
+                    "mediaType": "audio/lpcm",
+                    "sampleRateHertz": OUTPUT_RATE,
+                    "sampleSizeBits": 16,
+                    "channelCount": 1,
+                    "encoding": "base64",
+                    "audioType": "SPEECH",
+                },
+            },
+        )
         self.answer["audio_open"] = True
         step = int(self.server.chunk_s * OUTPUT_RATE)
         for i in range(0, len(pcm16), step):
-            part = pcm16[i:i + step]
-            self.send("audioOutput", {**self.ids(), "contentId": aid, "role": "ASSISTANT",
-                                      "content": base64.b64encode(part.tobytes()).decode("ascii")})
+            part = pcm16[i : i + step]
+            self.send(
+                "audioOutput",
+                {
+                    **self.ids(),
+                    "contentId": aid,
+                    "role": "ASSISTANT",
+                    "content": base64.b64encode(part.tobytes()).decode("ascii"),
+                },
+            )
             if self.answer["first_audio_t"] is None:
                 self.answer["first_audio_t"] = time.monotonic()
             self.answer["audio_samples"] += len(part)
             self.answer["audio_s"] = self.answer["audio_samples"] / OUTPUT_RATE
             self.playing_until = self.answer["first_audio_t"] + self.answer["audio_s"]
             await asyncio.sleep(self.server.interval_s)
-        self.send("contentEnd", {**self.ids(), "contentId": aid, "type": "AUDIO", "role": "ASSISTANT",
-                                 "stopReason": "END_TURN"})
+        self.send(
+            "contentEnd",
+            {
+                **self.ids(),
+                "contentId": aid,
+                "type": "AUDIO",
+                "role": "ASSISTANT",
+                "stopReason": "END_TURN",
+            },
+        )
         self.answer["audio_open"] = False
         self.text_block("ASSISTANT", "FINAL", text)
         self.usage(0, 0, round(self.answer["audio_s"] * TOKENS_PER_S), 0)
@@ -471,8 +575,16 @@ class _Session:
         answer["ended"] = "interrupted"
         answer["interrupted_at"] = time.monotonic()
         if answer["audio_open"]:
-            self.send("contentEnd", {**self.ids(), "contentId": answer["audio_content_id"], "type": "AUDIO",
-                                     "role": "ASSISTANT", "stopReason": "INTERRUPTED"})
+            self.send(
+                "contentEnd",
+                {
+                    **self.ids(),
+                    "contentId": answer["audio_content_id"],
+                    "type": "AUDIO",
+                    "role": "ASSISTANT",
+                    "stopReason": "INTERRUPTED",
+                },
+            )
             answer["audio_open"] = False
         self.text_block("ASSISTANT", "FINAL", BARGE_IN_TEXT, stop="INTERRUPTED")
         self.usage(0, 0, round(answer["audio_s"] * TOKENS_PER_S), 0)
@@ -534,8 +646,15 @@ class FakeNovaSonic:
     one line each), `barge_ins`, `connections` (TLS connections accepted), `rejected` (requests
     answered 4xx: (method, path, status))."""
 
-    def __init__(self, replies: list[Reply], cert_file: str | Path, key_file: str | Path, port: int = 0,
-                 chunk_s: float = 0.2, interval_s: float = 0.05):
+    def __init__(
+        self,
+        replies: list[Reply],
+        cert_file: str | Path,
+        key_file: str | Path,
+        port: int = 0,
+        chunk_s: float = 0.2,
+        interval_s: float = 0.05,
+    ):
         if not replies:
             raise ValueError("at least one reply")
         self.replies, self.cert_file, self.key_file = list(replies), Path(cert_file), Path(key_file)
@@ -613,7 +732,9 @@ class FakeNovaSonic:
                 try:
                     events = conn.h2.receive_data(data)
                 except h2.exceptions.ProtocolError as e:
-                    self.problems.append(f"connection {self.connections}: HTTP/2 protocol error: {e}")
+                    self.problems.append(
+                        f"connection {self.connections}: HTTP/2 protocol error: {e}"
+                    )
                     conn.flush()
                     break
                 for ev in events:
@@ -654,12 +775,27 @@ class FakeNovaSonic:
             for s in list(conn.streams.values()):
                 s.gone("GOAWAY from the client")
 
-    def _reject(self, conn: _Connection, stream_id: int, method: str, path: str, status: int, kind: str,
-                message: str) -> None:
+    def _reject(
+        self,
+        conn: _Connection,
+        stream_id: int,
+        method: str,
+        path: str,
+        status: int,
+        kind: str,
+        message: str,
+    ) -> None:
         self.rejected.append((method, path, status))
         body = json.dumps({"message": message}).encode("utf-8")
-        conn.h2.send_headers(stream_id, [(":status", str(status)), ("content-type", "application/json"),
-                                         ("x-amzn-errortype", kind), ("content-length", str(len(body)))])
+        conn.h2.send_headers(
+            stream_id,
+            [
+                (":status", str(status)),
+                ("content-type", "application/json"),
+                ("x-amzn-errortype", kind),
+                ("content-length", str(len(body))),
+            ],
+        )
         conn.h2.send_data(stream_id, body, end_stream=True)  # small: fits the initial window
 
     def _request(self, conn: _Connection, ev) -> None:
@@ -669,21 +805,53 @@ class FakeNovaSonic:
         method, path = headers.get(":method", ""), headers.get(":path", "")
         m = PATH.match(path.split("?", 1)[0])
         if m is None:
-            self._reject(conn, ev.stream_id, method, path, 404, "UnknownOperationException", f"no route for {path}")
+            self._reject(
+                conn,
+                ev.stream_id,
+                method,
+                path,
+                404,
+                "UnknownOperationException",
+                f"no route for {path}",
+            )
             return
         if method != "POST":
-            self._reject(conn, ev.stream_id, method, path, 400, "ValidationException", f"{method} is not POST")
+            self._reject(
+                conn,
+                ev.stream_id,
+                method,
+                path,
+                400,
+                "ValidationException",
+                f"{method} is not POST",
+            )
             return
         record: dict[str, Any] = {
-            "path": path, "model_id": urllib.parse.unquote(m.group(1)),
+            "path": path,
+            "model_id": urllib.parse.unquote(m.group(1)),
             "authorization": headers.get("authorization", ""),
             "headers": {k: v for k, v in headers.items() if k != "authorization"},
-            "prompt_name": None, "session_start": None, "events": {}, "sequence": [], "sent": {},
-            "audio_frames": 0, "audio_samples": 0, "heard": Heard().record(), "gate": [], "answers": [],
-            "input_end": None}
+            "prompt_name": None,
+            "session_start": None,
+            "events": {},
+            "sequence": [],
+            "sent": {},
+            "audio_frames": 0,
+            "audio_samples": 0,
+            "heard": Heard().record(),
+            "gate": [],
+            "answers": [],
+            "input_end": None,
+        }
         self.sessions.append(record)
-        conn.h2.send_headers(ev.stream_id, [(":status", "200"), ("content-type", EVENTSTREAM),
-                                            ("x-amzn-requestid", str(uuid.uuid4()))])
+        conn.h2.send_headers(
+            ev.stream_id,
+            [
+                (":status", "200"),
+                ("content-type", EVENTSTREAM),
+                ("x-amzn-requestid", str(uuid.uuid4())),
+            ],
+        )
         conn.streams[ev.stream_id] = session = _Session(self, conn, ev.stream_id, record)
         if ev.stream_ended:
             session.end_input("END_STREAM on the request headers")

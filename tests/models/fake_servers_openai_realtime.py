@@ -53,7 +53,11 @@ import numpy as np
 import pydantic
 from aiohttp import WSMsgType, web
 from fake_servers_common import Heard, Reply, SpeechGate
-from openai.types.realtime import RealtimeClientEvent, RealtimeServerEvent, RealtimeSessionCreateResponse
+from openai.types.realtime import (
+    RealtimeClientEvent,
+    RealtimeServerEvent,
+    RealtimeSessionCreateResponse,
+)
 from openai.types.realtime.realtime_audio_input_turn_detection import ServerVad
 
 from fdeval.audio.resample import resample
@@ -67,7 +71,9 @@ SESSION_OBJECT_EXTRAS = frozenset({"id", "object", "expires_at"})
 XAI_SESSION_EXTRAS = frozenset({"voice", "turn_detection"})
 XAI_REASONING_EFFORTS = ("none", "high")  # session.reasoning.effort (OpenAI's type has no "none")
 # xAI-only server events, checked by hand: field -> type.
-XAI_ONLY_SERVER_EVENTS: dict[str, dict[str, type]] = {"ping": {"type": str, "event_id": str, "timestamp": int}}
+XAI_ONLY_SERVER_EVENTS: dict[str, dict[str, type]] = {
+    "ping": {"type": str, "event_id": str, "timestamp": int}
+}
 SESSION_EVENTS = ("session.update", "session.created", "session.updated")
 
 
@@ -134,7 +140,11 @@ def _first_error(exc: pydantic.ValidationError) -> tuple[str, str, str]:
     param = _loc(err["loc"])
     if err["type"] == "missing":
         return "missing_required_parameter", param, f"Missing required parameter: '{param}'."
-    return "invalid_value", param, f"Invalid value for '{param}': {err['msg']} (got {err.get('input')!r})."
+    return (
+        "invalid_value",
+        param,
+        f"Invalid value for '{param}': {err['msg']} (got {err.get('input')!r}).",
+    )
 
 
 def _xai_probe(obj):
@@ -171,13 +181,19 @@ def check_event(ev: Any, side: str, dialect: str = "openai") -> Problem | None:
     """None when `ev` (a decoded JSON event) is a valid event of the SDK's server (`side="server"`)
     or client union with no unknown keys anywhere, dialect allowances aside; else the problem."""
     if not isinstance(ev, dict):
-        return Problem(f"{side}: not a JSON object: {str(ev)[:80]}", "invalid_json", None,
-                       "The event must be a JSON object.")
+        return Problem(
+            f"{side}: not a JSON object: {str(ev)[:80]}",
+            "invalid_json",
+            None,
+            "The event must be a JSON object.",
+        )
     typ = ev.get("type")
     if dialect == "xai" and side == "server" and typ in XAI_ONLY_SERVER_EVENTS:
         spec = XAI_ONLY_SERVER_EVENTS[typ]
         if set(ev) != set(spec) or any(not isinstance(ev[k], t) for k, t in spec.items()):
-            return Problem(f"server {typ}: fields {sorted(ev)} do not match {spec}", "invalid_value", None, "")
+            return Problem(
+                f"server {typ}: fields {sorted(ev)} do not match {spec}", "invalid_value", None, ""
+            )
         return None
     probe = ev
     if dialect == "xai":
@@ -188,7 +204,9 @@ def check_event(ev: Any, side: str, dialect: str = "openai") -> Problem | None:
                 return Problem(f"{side} {typ}: {why}", "invalid_value", "session", why)
             reasoning = probe["session"].get("reasoning")
             if isinstance(reasoning, dict) and reasoning.get("effort") in XAI_REASONING_EFFORTS:
-                probe["session"]["reasoning"] = dict(reasoning, effort="high")  # xAI's "none" is not OpenAI's
+                probe["session"]["reasoning"] = dict(
+                    reasoning, effort="high"
+                )  # xAI's "none" is not OpenAI's
     try:
         model = _adapter(side).validate_python(probe)
     except pydantic.ValidationError as exc:
@@ -203,18 +221,29 @@ def check_event(ev: Any, side: str, dialect: str = "openai") -> Problem | None:
             code, param, msg = _first_error(exc2)
         return Problem(f"{side} {typ}: {msg}", code, param, msg)
     if getattr(model, "type", None) != typ:
-        return Problem(f"{side} {typ}: validated as {type(model).__name__}", "invalid_value", "type", "")
+        return Problem(
+            f"{side} {typ}: validated as {type(model).__name__}", "invalid_value", "type", ""
+        )
     allowed: dict[str, frozenset] = {}
     if typ in SESSION_EVENTS:
-        allowed["session"] = ((SESSION_OBJECT_EXTRAS if side == "server" else frozenset())
-                              | (XAI_SESSION_EXTRAS if dialect == "xai" else frozenset()))
+        allowed["session"] = (SESSION_OBJECT_EXTRAS if side == "server" else frozenset()) | (
+            XAI_SESSION_EXTRAS if dialect == "xai" else frozenset()
+        )
     bad = [f"{p}.{k}" if p else k for p, k in _extras(model) if k not in allowed.get(p, ())]
     if bad:
-        return Problem(f"{side} {typ}: unknown fields {bad}", "unknown_parameter", bad[0],
-                       f"Unknown parameter: '{bad[0]}'.")
+        return Problem(
+            f"{side} {typ}: unknown fields {bad}",
+            "unknown_parameter",
+            bad[0],
+            f"Unknown parameter: '{bad[0]}'.",
+        )
     if side == "server" and typ in SESSION_EVENTS:
         # The session object itself, against the SDK's type of the API's session object.
-        session = {k: v for k, v in probe["session"].items() if not (dialect == "xai" and k in XAI_SESSION_EXTRAS)}
+        session = {
+            k: v
+            for k, v in probe["session"].items()
+            if not (dialect == "xai" and k in XAI_SESSION_EXTRAS)
+        }
         try:
             full = RealtimeSessionCreateResponse.model_validate(session)
         except pydantic.ValidationError as exc:
@@ -222,7 +251,12 @@ def check_event(ev: Any, side: str, dialect: str = "openai") -> Problem | None:
             return Problem(f"server {typ}: session object: {msg}", "invalid_value", "session", msg)
         bad = [f"{p}.{k}" if p else k for p, k in _extras(full)]
         if bad:
-            return Problem(f"server {typ}: session object: unknown fields {bad}", "unknown_parameter", bad[0], "")
+            return Problem(
+                f"server {typ}: session object: unknown fields {bad}",
+                "unknown_parameter",
+                bad[0],
+                "",
+            )
     return None
 
 
@@ -310,7 +344,11 @@ def _id(prefix: str) -> str:
 def _deep_merge(base: dict, update: dict) -> dict:
     out = dict(base)
     for k, v in update.items():
-        out[k] = _deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else copy.deepcopy(v)
+        out[k] = (
+            _deep_merge(out[k], v)
+            if isinstance(v, dict) and isinstance(out.get(k), dict)
+            else copy.deepcopy(v)
+        )
     return out
 
 
@@ -357,7 +395,11 @@ class FakeRealtime:
         """The reply as PCM16 at `rate` (cached per reply and rate)."""
         key = (id(reply), rate)
         if key not in self._pcm_cache:
-            x = reply.samples if reply.sample_rate == rate else resample(reply.samples, reply.sample_rate, rate)
+            x = (
+                reply.samples
+                if reply.sample_rate == rate
+                else resample(reply.samples, reply.sample_rate, rate)
+            )
             self._pcm_cache[key] = (np.clip(np.asarray(x, np.float32), -1, 1) * 32767).astype("<i2")
         return self._pcm_cache[key]
 
@@ -366,30 +408,66 @@ class FakeRealtime:
         auth = request.headers.get("Authorization")
         if self.api_key is not None and auth != f"Bearer {self.api_key}":
             self.rejected.append(401)
-            return web.json_response({"error": {
-                "message": "Incorrect API key provided. You can find your API key in your account settings.",
-                "type": "invalid_request_error", "code": "invalid_api_key", "param": None}}, status=401)
-        if self.reject_status is not None and sum(s == self.reject_status for s in self.rejected) < self.reject_times:
+            return web.json_response(
+                {
+                    "error": {
+                        "message": "Incorrect API key provided. You can find your API key in your account settings.",
+                        "type": "invalid_request_error",
+                        "code": "invalid_api_key",
+                        "param": None,
+                    }
+                },
+                status=401,
+            )
+        if (
+            self.reject_status is not None
+            and sum(s == self.reject_status for s in self.rejected) < self.reject_times
+        ):
             status = self.reject_status
             self.rejected.append(status)
             if status == 429:
-                body = {"message": "Rate limit reached for requests. Please try again in 1s.",
-                        "type": "requests", "code": "rate_limit_exceeded", "param": None}
+                body = {
+                    "message": "Rate limit reached for requests. Please try again in 1s.",
+                    "type": "requests",
+                    "code": "rate_limit_exceeded",
+                    "param": None,
+                }
             else:
-                body = {"message": "The server had an error while processing your request.",
-                        "type": "server_error", "code": None, "param": None}
-            return web.json_response({"error": body}, status=status,
-                                     headers={"Retry-After": "1"} if status == 429 else None)
+                body = {
+                    "message": "The server had an error while processing your request.",
+                    "type": "server_error",
+                    "code": None,
+                    "param": None,
+                }
+            return web.json_response(
+                {"error": body},
+                status=status,
+                headers={"Retry-After": "1"} if status == 429 else None,
+            )
         model = request.query.get("model")
         if not model:
             self.rejected.append(400)
-            return web.json_response({"error": {"message": "Missing required parameter: 'model'.",
-                                                "type": "invalid_request_error", "code": "missing_required_parameter",
-                                                "param": "model"}}, status=400)
+            return web.json_response(
+                {
+                    "error": {
+                        "message": "Missing required parameter: 'model'.",
+                        "type": "invalid_request_error",
+                        "code": "missing_required_parameter",
+                        "param": "model",
+                    }
+                },
+                status=400,
+            )
         ws = web.WebSocketResponse(max_msg_size=2**25)
         await ws.prepare(request)
-        rec = SessionRecord(model=model, authorization=auth, headers=dict(request.headers),
-                            query=dict(request.query), dialect=self.dialect, t_start=time.monotonic())
+        rec = SessionRecord(
+            model=model,
+            authorization=auth,
+            headers=dict(request.headers),
+            query=dict(request.query),
+            dialect=self.dialect,
+            t_start=time.monotonic(),
+        )
         self.sessions.append(rec)
         await _Session(self, ws, rec).run()
         return ws
@@ -421,16 +499,40 @@ class _Session:
     # the session's config
 
     def _default_session(self, model: str) -> dict:
-        td = {"type": "server_vad", "threshold": 0.5, "prefix_padding_ms": 300, "silence_duration_ms": 500,
-              "idle_timeout_ms": None, "create_response": True, "interrupt_response": True}
+        td = {
+            "type": "server_vad",
+            "threshold": 0.5,
+            "prefix_padding_ms": 300,
+            "silence_duration_ms": 500,
+            "idle_timeout_ms": None,
+            "create_response": True,
+            "interrupt_response": True,
+        }
         pcm = {"type": "audio/pcm", "rate": 24000}
-        s = {"type": "realtime", "object": "realtime.session", "id": _id("sess"), "model": model,
-             "output_modalities": ["audio"], "instructions": "", "tools": [], "tool_choice": "auto",
-             "max_output_tokens": "inf", "tracing": None, "truncation": "auto", "prompt": None,
-             "expires_at": int(time.time()) + 3600,
-             "audio": {"input": {"format": dict(pcm), "transcription": None, "noise_reduction": None,
-                                 "turn_detection": td},
-                       "output": {"format": dict(pcm), "voice": "marin", "speed": 1.0}}}
+        s = {
+            "type": "realtime",
+            "object": "realtime.session",
+            "id": _id("sess"),
+            "model": model,
+            "output_modalities": ["audio"],
+            "instructions": "",
+            "tools": [],
+            "tool_choice": "auto",
+            "max_output_tokens": "inf",
+            "tracing": None,
+            "truncation": "auto",
+            "prompt": None,
+            "expires_at": int(time.time()) + 3600,
+            "audio": {
+                "input": {
+                    "format": dict(pcm),
+                    "transcription": None,
+                    "noise_reduction": None,
+                    "turn_detection": td,
+                },
+                "output": {"format": dict(pcm), "voice": "marin", "speed": 1.0},
+            },
+        }
         if self.xai:  # xAI's own shape: voice and turn_detection at the top
             del s["audio"]["input"]["turn_detection"], s["audio"]["output"]["voice"]
             s["voice"], s["turn_detection"] = "eve", {k: v for k, v in td.items() if v is not None}
@@ -449,10 +551,16 @@ class _Session:
 
     @property
     def td(self) -> dict | None:
-        return self.session.get("turn_detection") if self.xai else self.session["audio"]["input"].get("turn_detection")
+        return (
+            self.session.get("turn_detection")
+            if self.xai
+            else self.session["audio"]["input"].get("turn_detection")
+        )
 
     def _voice(self):
-        return self.session.get("voice") if self.xai else self.session["audio"]["output"].get("voice")
+        return (
+            self.session.get("voice") if self.xai else self.session["audio"]["output"].get("voice")
+        )
 
     # sending
 
@@ -478,18 +586,38 @@ class _Session:
                 return
             self.rec.server_events.append((time.monotonic(), typ))
 
-    async def error(self, code: str | None, message: str, param: str | None = None,
-                    client_event_id: str | None = None, etype: str = "invalid_request_error") -> None:
-        await self.send({"type": "error", "error": {"type": etype, "code": code, "message": message,
-                                                    "param": param, "event_id": client_event_id}})
+    async def error(
+        self,
+        code: str | None,
+        message: str,
+        param: str | None = None,
+        client_event_id: str | None = None,
+        etype: str = "invalid_request_error",
+    ) -> None:
+        await self.send(
+            {
+                "type": "error",
+                "error": {
+                    "type": etype,
+                    "code": code,
+                    "message": message,
+                    "param": param,
+                    "event_id": client_event_id,
+                },
+            }
+        )
 
     # the session
 
     async def run(self) -> None:
         side_tasks = []
         if self.xai:
-            await self.send({"type": "conversation.created",
-                             "conversation": {"id": self.conversation_id, "object": "realtime.conversation"}})
+            await self.send(
+                {
+                    "type": "conversation.created",
+                    "conversation": {"id": self.conversation_id, "object": "realtime.conversation"},
+                }
+            )
             if self.fake.xai_session_created:
                 await self.send({"type": "session.created", "session": copy.deepcopy(self.session)})
             if self.fake.ping_every_s:
@@ -505,12 +633,18 @@ class _Session:
                 if msg.type == WSMsgType.TEXT:
                     await self.on_text(msg.data)
                 elif msg.type == WSMsgType.BINARY:
-                    self.fake.invalid.append("client: a binary message (the API takes JSON text events)")
-                    await self.error("invalid_json", "Binary messages are not supported; send JSON text events.")
+                    self.fake.invalid.append(
+                        "client: a binary message (the API takes JSON text events)"
+                    )
+                    await self.error(
+                        "invalid_json", "Binary messages are not supported; send JSON text events."
+                    )
         finally:
             for t in side_tasks + ([self.task] if self.task else []):
                 t.cancel()
-            await asyncio.gather(*side_tasks, *([self.task] if self.task else []), return_exceptions=True)
+            await asyncio.gather(
+                *side_tasks, *([self.task] if self.task else []), return_exceptions=True
+            )
             self.rec.heard = self.heard.record()
             self.rec.t_end = time.monotonic()
 
@@ -530,8 +664,15 @@ class _Session:
     async def _malformed(self, after_s: float) -> None:
         await asyncio.sleep(after_s)
         self.rec.malformed_sent = time.monotonic()
-        await self.send({"type": "response.output_audio.delta", "item_id": self.active.item_id if self.active
-                         else _id("item"), "output_index": 0, "content_index": 0}, validate=False)
+        await self.send(
+            {
+                "type": "response.output_audio.delta",
+                "item_id": self.active.item_id if self.active else _id("item"),
+                "output_index": 0,
+                "content_index": 0,
+            },
+            validate=False,
+        )
 
     async def on_text(self, data: str) -> None:
         try:
@@ -542,7 +683,11 @@ class _Session:
             return
         typ = ev.get("type") if isinstance(ev, dict) else None
         self.rec.client_events[typ] += 1
-        cid = ev.get("event_id") if isinstance(ev, dict) and isinstance(ev.get("event_id"), str) else None
+        cid = (
+            ev.get("event_id")
+            if isinstance(ev, dict) and isinstance(ev.get("event_id"), str)
+            else None
+        )
         problem = check_event(ev, "client", self.fake.dialect)
         if problem:
             self.fake.invalid.append(problem.line)
@@ -551,8 +696,12 @@ class _Session:
             if bad_rate:
                 param, rate = bad_rate
                 supported = ", ".join(f"'{r}'" for r in self.fake.rates)
-                await self.error("invalid_value", f"Invalid value: '{rate}'. Supported values are: {supported}.",
-                                 param, cid)
+                await self.error(
+                    "invalid_value",
+                    f"Invalid value: '{rate}'. Supported values are: {supported}.",
+                    param,
+                    cid,
+                )
                 return
         if problem:
             await self.error(problem.code, problem.message, problem.param, cid)
@@ -569,15 +718,21 @@ class _Session:
             "response.cancel": self.on_response_cancel,
         }.get(typ)
         if handler is None:
-            await self.error("unsupported_event", f"The stand-in does not handle '{typ}'.", "type", cid)
+            await self.error(
+                "unsupported_event", f"The stand-in does not handle '{typ}'.", "type", cid
+            )
             return
         await handler(ev, cid)
 
     def _rate_problem(self, session: dict) -> tuple[str, Any] | None:
         for side in ("input", "output"):
             fmt = ((session.get("audio") or {}).get(side) or {}).get("format")
-            if isinstance(fmt, dict) and fmt.get("type", "audio/pcm") == "audio/pcm" and "rate" in fmt \
-                    and fmt["rate"] not in self.fake.rates:
+            if (
+                isinstance(fmt, dict)
+                and fmt.get("type", "audio/pcm") == "audio/pcm"
+                and "rate" in fmt
+                and fmt["rate"] not in self.fake.rates
+            ):
                 return f"session.audio.{side}.format.rate", fmt["rate"]
         return None
 
@@ -587,8 +742,12 @@ class _Session:
         for side in ("input", "output"):
             fmt = ((update.get("audio") or {}).get(side) or {}).get("format")
             if isinstance(fmt, dict) and fmt.get("type", "audio/pcm") != "audio/pcm":
-                await self.error("unsupported_in_standin", f"The stand-in speaks audio/pcm only, not {fmt['type']}.",
-                                 f"session.audio.{side}.format.type", cid)
+                await self.error(
+                    "unsupported_in_standin",
+                    f"The stand-in speaks audio/pcm only, not {fmt['type']}.",
+                    f"session.audio.{side}.format.type",
+                    cid,
+                )
                 return
         if self.xai:  # keep xAI's top-level fields canonical, wherever the client put them
             audio = update.get("audio") or {}
@@ -596,9 +755,16 @@ class _Session:
                 update["turn_detection"] = audio["input"].pop("turn_detection")
             if "voice" in (audio.get("output") or {}) and "voice" not in update:
                 update["voice"] = audio["output"].pop("voice")
-            if isinstance(update.get("turn_detection"), dict) and update["turn_detection"].get("type") != "server_vad":
-                await self.error("invalid_value", "Only server_vad turn detection (or null) is supported.",
-                                 "session.turn_detection.type", cid)
+            if (
+                isinstance(update.get("turn_detection"), dict)
+                and update["turn_detection"].get("type") != "server_vad"
+            ):
+                await self.error(
+                    "invalid_value",
+                    "Only server_vad turn detection (or null) is supported.",
+                    "session.turn_detection.type",
+                    cid,
+                )
                 return
         old_rate = self.in_rate
         self.session = _deep_merge(self.session, update)
@@ -619,11 +785,23 @@ class _Session:
             raw = base64.b64decode(ev["audio"], validate=True)
         except (binascii.Error, ValueError):
             self.fake.invalid.append("client input_audio_buffer.append: audio is not base64")
-            await self.error("invalid_value", "Invalid 'audio'. Expected base64-encoded audio bytes.", "audio", cid)
+            await self.error(
+                "invalid_value",
+                "Invalid 'audio'. Expected base64-encoded audio bytes.",
+                "audio",
+                cid,
+            )
             return
         if len(raw) % 2:
-            self.fake.invalid.append(f"client input_audio_buffer.append: odd byte count {len(raw)} for PCM16")
-            await self.error("invalid_value", "Invalid 'audio': PCM16 audio has an even number of bytes.", "audio", cid)
+            self.fake.invalid.append(
+                f"client input_audio_buffer.append: odd byte count {len(raw)} for PCM16"
+            )
+            await self.error(
+                "invalid_value",
+                "Invalid 'audio': PCM16 audio has an even number of bytes.",
+                "audio",
+                cid,
+            )
             return
         rate, now = self.in_rate, time.monotonic()
         pcm = np.frombuffer(raw, dtype="<i2").astype(np.float32) / 32768.0
@@ -650,14 +828,24 @@ class _Session:
         if self.task is not None and not self.task.done():
             return True
         last = self.rec.responses[-1] if self.rec.responses else None
-        return bool(last and last.status == "completed" and last.t_first_delta is not None
-                    and now < last.t_first_delta + last.sent_s)
+        return bool(
+            last
+            and last.status == "completed"
+            and last.t_first_delta is not None
+            and now < last.t_first_delta + last.sent_s
+        )
 
     async def on_speech_start(self, ms: int, now: float) -> None:
         barge = self._playing(now)
         self.user_item = _id("item")
         self.rec.speech_starts.append(SpeechStart(ms, now, barge))
-        await self.send({"type": "input_audio_buffer.speech_started", "audio_start_ms": ms, "item_id": self.user_item})
+        await self.send(
+            {
+                "type": "input_audio_buffer.speech_started",
+                "audio_start_ms": ms,
+                "item_id": self.user_item,
+            }
+        )
         if barge:
             self.fake.barge_ins += 1
             if (self.td or {}).get("interrupt_response", True) and self._cancellable():
@@ -667,7 +855,9 @@ class _Session:
         item = self.user_item or _id("item")
         self.user_item = None
         self.rec.speech_stops.append((ms, time.monotonic()))
-        await self.send({"type": "input_audio_buffer.speech_stopped", "audio_end_ms": ms, "item_id": item})
+        await self.send(
+            {"type": "input_audio_buffer.speech_stopped", "audio_end_ms": ms, "item_id": item}
+        )
         await self.commit(item)
         if (self.td or {}).get("create_response", True) and not self._busy():
             await self.start_response()
@@ -676,22 +866,40 @@ class _Session:
         prev, self.last_item = self.last_item, item_id
         self.items[item_id] = {"role": "user"}
         self.buf_start_s = self.in_s
-        await self.send({"type": "input_audio_buffer.committed", "item_id": item_id, "previous_item_id": prev})
-        user = {"id": item_id, "object": "realtime.item", "type": "message", "role": "user", "status": "completed",
-                "content": [{"type": "input_audio", "transcript": None}]}
+        await self.send(
+            {"type": "input_audio_buffer.committed", "item_id": item_id, "previous_item_id": prev}
+        )
+        user = {
+            "id": item_id,
+            "object": "realtime.item",
+            "type": "message",
+            "role": "user",
+            "status": "completed",
+            "content": [{"type": "input_audio", "transcript": None}],
+        }
         await self.send({"type": "conversation.item.added", "item": user, "previous_item_id": prev})
         await self.send({"type": "conversation.item.done", "item": user, "previous_item_id": prev})
         if self.session["audio"]["input"].get("transcription"):
-            await self.send({"type": "conversation.item.input_audio_transcription.completed", "item_id": item_id,
-                             "content_index": 0, "transcript": "(user)",
-                             "usage": {"type": "duration", "seconds": round(self.in_s, 3)}})
+            await self.send(
+                {
+                    "type": "conversation.item.input_audio_transcription.completed",
+                    "item_id": item_id,
+                    "content_index": 0,
+                    "transcript": "(user)",
+                    "usage": {"type": "duration", "seconds": round(self.in_s, 3)},
+                }
+            )
 
     async def on_commit(self, ev: dict, cid: str | None) -> None:
         have_ms = (self.in_s - self.buf_start_s) * 1000
         if have_ms < 100:
-            await self.error("input_audio_buffer_commit_empty",
-                             f"Error committing input audio buffer: buffer too small. Expected at least 100ms of "
-                             f"audio, but buffer only has {have_ms:.2f}ms of audio.", None, cid)
+            await self.error(
+                "input_audio_buffer_commit_empty",
+                f"Error committing input audio buffer: buffer too small. Expected at least 100ms of "
+                f"audio, but buffer only has {have_ms:.2f}ms of audio.",
+                None,
+                cid,
+            )
             return
         await self.commit(self.user_item or _id("item"))
         self.user_item = None
@@ -707,7 +915,9 @@ class _Session:
         self.rec.item_creates.append(copy.deepcopy(ev["item"]))
         item.setdefault("id", _id("item"))
         if item["id"] in self.items:
-            await self.error("invalid_value", f"Item with id '{item['id']}' already exists.", "item.id", cid)
+            await self.error(
+                "invalid_value", f"Item with id '{item['id']}' already exists.", "item.id", cid
+            )
             return
         item.setdefault("object", "realtime.item")
         item.setdefault("status", "completed")
@@ -724,7 +934,9 @@ class _Session:
         ok = iid in self.items
         self.rec.deletes.append(Delete(iid, ok, time.monotonic()))
         if not ok:
-            await self.error("invalid_value", f"Item with item_id '{iid}' not found.", "item_id", cid)
+            await self.error(
+                "invalid_value", f"Item with item_id '{iid}' not found.", "item_id", cid
+            )
             return
         del self.items[iid]
         await self.send({"type": "conversation.item.deleted", "item_id": iid})
@@ -734,21 +946,37 @@ class _Session:
         resp = (self.items.get(iid) or {}).get("response")
         sent_ms = resp.sent_ms if resp is not None else None
         if resp is None:
-            why = ("item_id", f"Item with item_id '{iid}' not found." if iid not in self.items
-                   else f"Item '{iid}' has no audio content to truncate.")
+            why = (
+                "item_id",
+                f"Item with item_id '{iid}' not found."
+                if iid not in self.items
+                else f"Item '{iid}' has no audio content to truncate.",
+            )
         elif ci != 0:
-            why = ("content_index", f"Invalid 'content_index': item '{iid}' has one content part (index 0).")
+            why = (
+                "content_index",
+                f"Invalid 'content_index': item '{iid}' has one content part (index 0).",
+            )
         elif end_ms < 0 or end_ms * resp.rate > resp.sent_samples * 1000:
-            why = ("audio_end_ms", f"Audio content of {sent_ms:.0f}ms is already shorter than {end_ms}ms "
-                                   f"(item '{iid}' has {sent_ms:.0f}ms of audio).")
+            why = (
+                "audio_end_ms",
+                f"Audio content of {sent_ms:.0f}ms is already shorter than {end_ms}ms "
+                f"(item '{iid}' has {sent_ms:.0f}ms of audio).",
+            )
         else:
             why = None
         self.rec.truncates.append(Truncate(iid, end_ms, sent_ms, why is None, time.monotonic()))
         if why:
             await self.error("invalid_value", why[1], why[0], cid)
             return
-        await self.send({"type": "conversation.item.truncated", "item_id": iid, "content_index": ci,
-                         "audio_end_ms": end_ms})
+        await self.send(
+            {
+                "type": "conversation.item.truncated",
+                "item_id": iid,
+                "content_index": ci,
+                "audio_end_ms": end_ms,
+            }
+        )
 
     # responses
 
@@ -760,9 +988,11 @@ class _Session:
 
     async def on_response_create(self, ev: dict, cid: str | None) -> None:
         if self._busy():
-            msg = ("Conversation already has an active response in progress: "
-                   f"{self.active.id if self.active else ''}. Wait until the response is finished before "
-                   "creating a new one.")
+            msg = (
+                "Conversation already has an active response in progress: "
+                f"{self.active.id if self.active else ''}. Wait until the response is finished before "
+                "creating a new one."
+            )
             await self.error("conversation_already_has_active_response", msg, None, cid)
             return
         await self.start_response()
@@ -781,7 +1011,9 @@ class _Session:
     async def start_response(self) -> None:
         reply = self.fake.replies[self.n_reply % len(self.fake.replies)]
         self.n_reply += 1
-        rr = ResponseRecord(id=_id("resp"), item_id=_id("item"), rate=self.out_rate, t_created=time.monotonic())
+        rr = ResponseRecord(
+            id=_id("resp"), item_id=_id("item"), rate=self.out_rate, t_created=time.monotonic()
+        )
         self.rec.responses.append(rr)
         self.active, self.pieces = rr, []
         await self.send({"type": "response.created", "response": self._response_obj(rr, [])})
@@ -789,34 +1021,77 @@ class _Session:
 
     def _item(self, rr: ResponseRecord, status: str, transcript: str | None) -> dict:
         content = [] if transcript is None else [{"type": "output_audio", "transcript": transcript}]
-        return {"id": rr.item_id, "object": "realtime.item", "type": "message", "role": "assistant",
-                "status": status, "content": content}
+        return {
+            "id": rr.item_id,
+            "object": "realtime.item",
+            "type": "message",
+            "role": "assistant",
+            "status": status,
+            "content": content,
+        }
 
-    def _response_obj(self, rr: ResponseRecord, output: list, usage: dict | None = None,
-                      status_details: dict | None = None) -> dict:
-        return {"id": rr.id, "object": "realtime.response", "status": rr.status, "status_details": status_details,
-                "output": output, "conversation_id": self.conversation_id, "output_modalities": ["audio"],
-                "max_output_tokens": "inf", "metadata": None, "usage": usage,
-                "audio": {"output": {"format": dict(self._fmt("output")), "voice": self._voice()}}}
+    def _response_obj(
+        self,
+        rr: ResponseRecord,
+        output: list,
+        usage: dict | None = None,
+        status_details: dict | None = None,
+    ) -> dict:
+        return {
+            "id": rr.id,
+            "object": "realtime.response",
+            "status": rr.status,
+            "status_details": status_details,
+            "output": output,
+            "conversation_id": self.conversation_id,
+            "output_modalities": ["audio"],
+            "max_output_tokens": "inf",
+            "metadata": None,
+            "usage": usage,
+            "audio": {"output": {"format": dict(self._fmt("output")), "voice": self._voice()}},
+        }
 
     def _usage(self, rr: ResponseRecord) -> dict:
         in_audio = int(self.in_s * 10)
         in_text = len(str(self.session.get("instructions") or "").split()) + self.text_words
         out_audio = int(rr.sent_s * 20)
         inp, out = in_audio + in_text, out_audio + rr.words
-        return {"total_tokens": inp + out, "input_tokens": inp, "output_tokens": out,
-                "input_token_details": {"audio_tokens": in_audio, "text_tokens": in_text, "image_tokens": 0,
-                                        "cached_tokens": 0,
-                                        "cached_tokens_details": {"audio_tokens": 0, "text_tokens": 0,
-                                                                  "image_tokens": 0}},
-                "output_token_details": {"audio_tokens": out_audio, "text_tokens": rr.words}}
+        return {
+            "total_tokens": inp + out,
+            "input_tokens": inp,
+            "output_tokens": out,
+            "input_token_details": {
+                "audio_tokens": in_audio,
+                "text_tokens": in_text,
+                "image_tokens": 0,
+                "cached_tokens": 0,
+                "cached_tokens_details": {"audio_tokens": 0, "text_tokens": 0, "image_tokens": 0},
+            },
+            "output_token_details": {"audio_tokens": out_audio, "text_tokens": rr.words},
+        }
 
     async def _rate_limits(self, usage: dict) -> None:
         n = len(self.rec.responses)
         used = sum(r.words + int(r.sent_s * 20) for r in self.rec.responses) + usage["input_tokens"]
-        await self.send({"type": "rate_limits.updated", "rate_limits": [
-            {"name": "requests", "limit": 5000, "remaining": 5000 - n, "reset_seconds": 0.012},
-            {"name": "tokens", "limit": 400000, "remaining": 400000 - used, "reset_seconds": 0.9}]})
+        await self.send(
+            {
+                "type": "rate_limits.updated",
+                "rate_limits": [
+                    {
+                        "name": "requests",
+                        "limit": 5000,
+                        "remaining": 5000 - n,
+                        "reset_seconds": 0.012,
+                    },
+                    {
+                        "name": "tokens",
+                        "limit": 400000,
+                        "remaining": 400000 - used,
+                        "reset_seconds": 0.9,
+                    },
+                ],
+            }
+        )
 
     async def _play(self, rr: ResponseRecord, reply: Reply) -> None:
         rate = rr.rate
@@ -825,11 +1100,28 @@ class _Session:
         base = {"response_id": rr.id, "item_id": rr.item_id, "output_index": 0, "content_index": 0}
         prev, self.last_item = self.last_item, rr.item_id
         self.items[rr.item_id] = {"role": "assistant", "response": rr}
-        await self.send({"type": "response.output_item.added", "response_id": rr.id, "output_index": 0,
-                         "item": self._item(rr, "in_progress", None)})
-        await self.send({"type": "conversation.item.added", "item": self._item(rr, "in_progress", None),
-                         "previous_item_id": prev})
-        await self.send({"type": "response.content_part.added", **base, "part": {"type": "audio", "transcript": ""}})
+        await self.send(
+            {
+                "type": "response.output_item.added",
+                "response_id": rr.id,
+                "output_index": 0,
+                "item": self._item(rr, "in_progress", None),
+            }
+        )
+        await self.send(
+            {
+                "type": "conversation.item.added",
+                "item": self._item(rr, "in_progress", None),
+                "previous_item_id": prev,
+            }
+        )
+        await self.send(
+            {
+                "type": "response.content_part.added",
+                **base,
+                "part": {"type": "audio", "transcript": ""},
+            }
+        )
         for i in range(0, len(pcm), step):
             t0 = i / rate
             t1 = (i + step) / rate if i + step < len(pcm) else math.inf
@@ -837,27 +1129,51 @@ class _Session:
                 piece = w if not self.pieces else " " + w
                 self.pieces.append(piece)
                 rr.words += 1
-                await self.send({"type": "response.output_audio_transcript.delta", **base, "delta": piece})
-            chunk = pcm[i:i + step]
+                await self.send(
+                    {"type": "response.output_audio_transcript.delta", **base, "delta": piece}
+                )
+            chunk = pcm[i : i + step]
             if rr.t_first_delta is None:
                 rr.t_first_delta = time.monotonic()
             rr.sent_samples += len(chunk)  # counted before the send: a shielded send completes
-            await self.send({"type": "response.output_audio.delta", **base,
-                             "delta": base64.b64encode(chunk.tobytes()).decode()})
+            await self.send(
+                {
+                    "type": "response.output_audio.delta",
+                    **base,
+                    "delta": base64.b64encode(chunk.tobytes()).decode(),
+                }
+            )
             await asyncio.sleep(self.fake.send_every_s)
         rr.finishing = True
         transcript = "".join(self.pieces)
         await self.send({"type": "response.output_audio.done", **base})
-        await self.send({"type": "response.output_audio_transcript.done", **base, "transcript": transcript})
-        await self.send({"type": "response.content_part.done", **base,
-                         "part": {"type": "audio", "transcript": transcript}})
+        await self.send(
+            {"type": "response.output_audio_transcript.done", **base, "transcript": transcript}
+        )
+        await self.send(
+            {
+                "type": "response.content_part.done",
+                **base,
+                "part": {"type": "audio", "transcript": transcript},
+            }
+        )
         done_item = self._item(rr, "completed", transcript)
-        await self.send({"type": "response.output_item.done", "response_id": rr.id, "output_index": 0,
-                         "item": done_item})
-        await self.send({"type": "conversation.item.done", "item": done_item, "previous_item_id": prev})
+        await self.send(
+            {
+                "type": "response.output_item.done",
+                "response_id": rr.id,
+                "output_index": 0,
+                "item": done_item,
+            }
+        )
+        await self.send(
+            {"type": "conversation.item.done", "item": done_item, "previous_item_id": prev}
+        )
         rr.status, rr.t_done = "completed", time.monotonic()
         usage = self._usage(rr)
-        await self.send({"type": "response.done", "response": self._response_obj(rr, [done_item], usage)})
+        await self.send(
+            {"type": "response.done", "response": self._response_obj(rr, [done_item], usage)}
+        )
         await self._rate_limits(usage)
         self.active = None
 
@@ -870,7 +1186,13 @@ class _Session:
         self.rec.cancels.append(Cancel(rr.id, reason, rr.t_done))
         item = self._item(rr, "incomplete", "".join(self.pieces))
         usage = self._usage(rr)
-        await self.send({"type": "response.done", "response": self._response_obj(
-            rr, [item], usage, status_details={"type": "cancelled", "reason": reason})})
+        await self.send(
+            {
+                "type": "response.done",
+                "response": self._response_obj(
+                    rr, [item], usage, status_details={"type": "cancelled", "reason": reason}
+                ),
+            }
+        )
         await self._rate_limits(usage)
         self.active = None

@@ -41,15 +41,27 @@ def app_for(kind: str, record: str | None):
     if kind in ("openai_realtime", "xai_realtime"):
         from fake_servers_openai_realtime import FakeRealtime
 
-        fake = FakeRealtime([make_reply(REPLY), make_reply("Okay, I will stop there.")], dialect=kind.split("_")[0])
+        fake = FakeRealtime(
+            [make_reply(REPLY), make_reply("Okay, I will stop there.")], dialect=kind.split("_")[0]
+        )
         app = fake.app()
         if record:
+
             async def dump(_app) -> None:  # aiohttp's shutdown, on SIGTERM or SIGINT
                 with open(record, "a") as f:
                     for s in fake.sessions:
-                        f.write(json.dumps({"model": s.model, "heard": s.heard, "invalid": fake.invalid,
-                                            "truncates": [t._asdict() for t in s.truncates],
-                                            "deletes": [d._asdict() for d in s.deletes]}) + "\n")
+                        f.write(
+                            json.dumps(
+                                {
+                                    "model": s.model,
+                                    "heard": s.heard,
+                                    "invalid": fake.invalid,
+                                    "truncates": [t._asdict() for t in s.truncates],
+                                    "deletes": [d._asdict() for d in s.deletes],
+                                }
+                            )
+                            + "\n"
+                        )
 
             app.on_shutdown.append(dump)
         return app, None
@@ -58,7 +70,10 @@ def app_for(kind: str, record: str | None):
 
 def main(argv: list[str]) -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("kind", choices=["minicpmo", "freezeomni", "funaudiochat", "openai_realtime", "xai_realtime"])
+    ap.add_argument(
+        "kind",
+        choices=["minicpmo", "freezeomni", "funaudiochat", "openai_realtime", "xai_realtime"],
+    )
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--record")

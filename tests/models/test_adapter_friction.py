@@ -35,7 +35,14 @@ from fake_servers_common import free_port, model_from_yaml
 
 from fdeval.models.base import NOT_STARTED
 from fdeval.models.moshi import Moshi
-from fdeval.models.moshi_env import MOSHI_DEPS, MOSHI_VERSION, STAMP, TORCH, NotOurFolderError, ensure_moshi_venv
+from fdeval.models.moshi_env import (
+    MOSHI_DEPS,
+    MOSHI_VERSION,
+    STAMP,
+    TORCH,
+    NotOurFolderError,
+    ensure_moshi_venv,
+)
 from fdeval.models.servers import ServerError
 
 HERE = Path(__file__).resolve().parent
@@ -43,19 +50,33 @@ CASE = "fresh_pasta_stop__none"
 KEYS = ("GEMINI_API_KEY", "GOOGLE_API_KEY", "ANTHROPIC_API_KEY")
 
 
-def launch(out_root: Path, *args: str, python: str = sys.executable, env: dict | None = None,
-           cwd: Path | None = None) -> subprocess.CompletedProcess:
+def launch(
+    out_root: Path,
+    *args: str,
+    python: str = sys.executable,
+    env: dict | None = None,
+    cwd: Path | None = None,
+) -> subprocess.CompletedProcess:
     env = {**{k: v for k, v in os.environ.items() if k not in KEYS}, **(env or {})}
     if os.environ.get("PYTHONPATH") and env.get("PYTHONPATH") != os.environ["PYTHONPATH"]:
         env["PYTHONPATH"] += os.pathsep + os.environ["PYTHONPATH"]
-    return run_launch([f"out_root={out_root}", "progress=false", f"benchmark.cases=[{CASE}]", *args], cwd or out_root.parent,
-                      timeout_s=900, env=env, python=python)
+    return run_launch(
+        [f"out_root={out_root}", "progress=false", f"benchmark.cases=[{CASE}]", *args],
+        cwd or out_root.parent,
+        timeout_s=900,
+        env=env,
+        python=python,
+    )
 
 
 def written(out_root: Path, model: str) -> list[str]:
     """Sessions and per-case error records under a model's run folders."""
     d = out_root / "instructfd" / model
-    return sorted(str(p.relative_to(d)) for p in d.rglob("*") if p.suffix in (".h5", ".wav") or p.name.endswith(".error.json"))
+    return sorted(
+        str(p.relative_to(d))
+        for p in d.rglob("*")
+        if p.suffix in (".h5", ".wav") or p.name.endswith(".error.json")
+    )
 
 
 def one_line_error(proc: subprocess.CompletedProcess) -> str:
@@ -76,15 +97,20 @@ def cases_root(tmp_path_factory) -> Path:
 
 
 # -- 1. missing client packages --------------------------------------------------------------
-@pytest.mark.parametrize("model, hidden, needs", [
-    ("moshi", "sphn", "sphn and aiohttp: pip install 'fdeval[moshi-client]'"),
-    ("personaplex", "aiohttp", "sphn and aiohttp: pip install 'fdeval[moshi-client]'"),
-    ("minicpmo", "aiohttp", "aiohttp: pip install 'fdeval[minicpmo]'"),
-    ("freezeomni", "socketio", "python-socketio and aiohttp: pip install 'fdeval[freezeomni]'"),
-    ("funaudiochat", "sphn", "aiohttp and sphn: pip install 'fdeval[funaudiochat]'"),
-    ("gemini", "google.genai", "google-genai: pip install 'fdeval[gemini]'"),
-])
-def test_missing_client_package_stops_the_run_before_any_case(cases_root, tmp_path, model, hidden, needs):
+@pytest.mark.parametrize(
+    "model, hidden, needs",
+    [
+        ("moshi", "sphn", "sphn and aiohttp: pip install 'fdeval[moshi-client]'"),
+        ("personaplex", "aiohttp", "sphn and aiohttp: pip install 'fdeval[moshi-client]'"),
+        ("minicpmo", "aiohttp", "aiohttp: pip install 'fdeval[minicpmo]'"),
+        ("freezeomni", "socketio", "python-socketio and aiohttp: pip install 'fdeval[freezeomni]'"),
+        ("funaudiochat", "sphn", "aiohttp and sphn: pip install 'fdeval[funaudiochat]'"),
+        ("gemini", "google.genai", "google-genai: pip install 'fdeval[gemini]'"),
+    ],
+)
+def test_missing_client_package_stops_the_run_before_any_case(
+    cases_root, tmp_path, model, hidden, needs
+):
     site = tmp_path / "hide"
     site.mkdir()
     # simulates the package not being installed: `import <hidden>` raises ImportError
@@ -103,8 +129,10 @@ def test_lockstep_outside_the_moshi_venv_is_one_line(cases_root, model):
     if importlib.util.find_spec("moshi") is not None:
         pytest.skip("moshi is importable in this venv")
     msg = one_line_error(launch(cases_root, f"model={model}", "stage=run"))
-    assert msg.startswith(f"model={model} needs moshi and torch: it runs inside the moshi venv: "
-                          "python -m fdeval.models.moshi_env --with-fdeval"), msg
+    assert msg.startswith(
+        f"model={model} needs moshi and torch: it runs inside the moshi venv: "
+        "python -m fdeval.models.moshi_env --with-fdeval"
+    ), msg
     assert written(cases_root, model) == []
 
 
@@ -115,11 +143,18 @@ def _tree(d: Path) -> dict[str, int]:
 
 def test_moshi_venv_never_touches_a_folder_fdeval_did_not_build(tmp_path):
     venv = tmp_path / "my-venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120
+    )
     (venv / "my-notes.txt").write_text("mine")
     before = _tree(venv)
-    proc = subprocess.run([sys.executable, "-m", "fdeval.models.moshi_env"], capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "FDEVAL_MOSHI_VENV": str(venv)})
+    proc = subprocess.run(
+        [sys.executable, "-m", "fdeval.models.moshi_env"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "FDEVAL_MOSHI_VENV": str(venv)},
+    )
     msg = one_line_error(proc)
     assert msg.startswith(f"{venv}: an existing folder that fdeval did not build"), msg
     assert _tree(venv) == before and (venv / "my-notes.txt").read_text() == "mine"
@@ -135,21 +170,30 @@ def test_moshi_venv_never_touches_a_folder_fdeval_did_not_build(tmp_path):
 
 def test_moshi_venv_reuses_one_fdeval_built(tmp_path):
     venv = tmp_path / "moshi-venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
-    (venv / STAMP).write_text(json.dumps({"built_by": "fdeval", "moshi": MOSHI_VERSION, "torch": TORCH,
-                                          "deps": MOSHI_DEPS}))
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120
+    )
+    (venv / STAMP).write_text(
+        json.dumps(
+            {"built_by": "fdeval", "moshi": MOSHI_VERSION, "torch": TORCH, "deps": MOSHI_DEPS}
+        )
+    )
     before = _tree(venv)
     assert ensure_moshi_venv(venv) == venv / "bin" / "python"
     assert _tree(venv) == before and not (tmp_path / "moshi-venv.build.log").exists()
 
 
 # -- 3. lockstep Moshi from local files ------------------------------------------------------
-OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_ENDPOINT": "http://127.0.0.1:9"}  # with an empty HF_HOME: no hub at all
+OFFLINE = {
+    "HF_HUB_OFFLINE": "1",
+    "HF_ENDPOINT": "http://127.0.0.1:9",
+}  # with an empty HF_HOME: no hub at all
 
 LOCKSTEP = """
 import asyncio, json, sys
 import numpy as np
-from fdeval.models.moshi_lockstep import MoshiLockstep, ModelLoadError
+from fdeval.models.lockstep import ModelLoadError
+from fdeval.models.moshi_lockstep import MoshiLockstep
 args = json.loads(sys.argv[1])
 mode = args.pop("mode")
 m = MoshiLockstep(batch_size=1, device="cpu", dtype="float32", torch_threads=1, **args)
@@ -191,14 +235,24 @@ def _local_copy(tiny: dict, dest: Path) -> dict:
     config = json.loads(Path(tiny["config"]).read_text())
     config["mimi_config_name"] = "mimi.json"
     (dest / "config.json").write_text(json.dumps(config))
-    return {"config_path": str(dest / "config.json"), "moshi_weight": str(dest / Path(tiny["moshi_weight"]).name),
-            "mimi_weight": str(dest / Path(tiny["mimi_weight"]).name), "tokenizer": str(dest / Path(tiny["tokenizer"]).name)}
+    return {
+        "config_path": str(dest / "config.json"),
+        "moshi_weight": str(dest / Path(tiny["moshi_weight"]).name),
+        "mimi_weight": str(dest / Path(tiny["mimi_weight"]).name),
+        "tokenizer": str(dest / Path(tiny["tokenizer"]).name),
+    }
 
 
 def _lockstep(py: Path, args: dict, tmp: Path, mode: str = "sessions"):
     env = {**os.environ, **OFFLINE, "HF_HOME": str(tmp / "hf-home")}
-    proc = subprocess.run([str(py), "-c", LOCKSTEP, json.dumps({"hf_repo": None, "mode": mode, **args})], capture_output=True,
-                          text=True, timeout=600, env=env, cwd=tmp)
+    proc = subprocess.run(
+        [str(py), "-c", LOCKSTEP, json.dumps({"hf_repo": None, "mode": mode, **args})],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=tmp,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -209,39 +263,89 @@ def test_lockstep_loads_local_files_without_the_hub(moshi_python, tiny_moshi, tm
     out = _lockstep(moshi_python, files, tmp_path)
     assert out["errors"] == [] and out["loads"] == 1 and min(out["events"]) > 0
     ident = out["identity"]
-    assert ident["hf_repo"] is None and set(ident["files"]) == {"config_path", "moshi_weight", "mimi_weight", "tokenizer"}
+    assert ident["hf_repo"] is None and set(ident["files"]) == {
+        "config_path",
+        "moshi_weight",
+        "mimi_weight",
+        "tokenizer",
+    }
     # no config: Moshi 7B's architecture (lm_config None), every file the local one given
     no_config = {k: v for k, v in files.items() if k != "config_path"}
     assert _lockstep(moshi_python, no_config, tmp_path, mode="checkpoint") == [
-        files["moshi_weight"], files["mimi_weight"], files["tokenizer"], None]
+        files["moshi_weight"],
+        files["mimi_weight"],
+        files["tokenizer"],
+        None,
+    ]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("change, key", [({"tokenizer": None}, "model.tokenizer: required when model.hf_repo is null"),
-                                         ({"mimi_weight": "/nonexistent/mimi.safetensors"}, "model.mimi_weight: no such file")])
+@pytest.mark.parametrize(
+    "change, key",
+    [
+        ({"tokenizer": None}, "model.tokenizer: required when model.hf_repo is null"),
+        ({"mimi_weight": "/nonexistent/mimi.safetensors"}, "model.mimi_weight: no such file"),
+    ],
+)
 def test_lockstep_missing_local_file_is_one_line(moshi_python, tiny_moshi, cases_root, change, key):
-    files = {"config_path": tiny_moshi["config"], "moshi_weight": tiny_moshi["moshi_weight"],
-             "mimi_weight": tiny_moshi["mimi_weight"], "tokenizer": tiny_moshi["tokenizer"], **change}
+    files = {
+        "config_path": tiny_moshi["config"],
+        "moshi_weight": tiny_moshi["moshi_weight"],
+        "mimi_weight": tiny_moshi["mimi_weight"],
+        "tokenizer": tiny_moshi["tokenizer"],
+        **change,
+    }
     args = [f"model.{k}={'null' if v is None else v}" for k, v in files.items()]
-    proc = launch(cases_root, "model=moshi_lockstep", "model.hf_repo=null", "model.device=cpu", *args,
-                  "stage=run", python=str(moshi_python), env=OFFLINE)
+    proc = launch(
+        cases_root,
+        "model=moshi_lockstep",
+        "model.hf_repo=null",
+        "model.device=cpu",
+        *args,
+        "stage=run",
+        python=str(moshi_python),
+        env=OFFLINE,
+    )
     assert one_line_error(proc).startswith(key)
     assert written(cases_root, "moshi_lockstep") == []
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("change, key", [
-    ({"voice_prompt_dir": None}, "model.voice_prompt_dir: required when model.hf_repo is null"),
-    ({"voice_prompt": "NATF9.pt"}, "model.voice_prompt: no such file: {dir}/NATF9.pt (model.voice_prompt_dir)"),
-    ({"moshi_weight": "/nonexistent/model.safetensors"}, "model.moshi_weight: no such file")])
-def test_personaplex_lockstep_missing_local_file_is_one_line(moshi_python, tiny_personaplex, cases_root, change, key):
+@pytest.mark.parametrize(
+    "change, key",
+    [
+        ({"voice_prompt_dir": None}, "model.voice_prompt_dir: required when model.hf_repo is null"),
+        (
+            {"voice_prompt": "NATF9.pt"},
+            "model.voice_prompt: no such file: {dir}/NATF9.pt (model.voice_prompt_dir)",
+        ),
+        ({"moshi_weight": "/nonexistent/model.safetensors"}, "model.moshi_weight: no such file"),
+    ],
+)
+def test_personaplex_lockstep_missing_local_file_is_one_line(
+    moshi_python, tiny_personaplex, cases_root, change, key
+):
     tiny = tiny_personaplex
-    files = {"config_path": tiny["config"], "moshi_weight": tiny["moshi_weight"], "mimi_weight": tiny["mimi_weight"],
-             "tokenizer": tiny["tokenizer"], "voice_prompt_dir": tiny["voice_prompt_dir"],
-             "voice_prompt": tiny["voice_wav"], **change}
+    files = {
+        "config_path": tiny["config"],
+        "moshi_weight": tiny["moshi_weight"],
+        "mimi_weight": tiny["mimi_weight"],
+        "tokenizer": tiny["tokenizer"],
+        "voice_prompt_dir": tiny["voice_prompt_dir"],
+        "voice_prompt": tiny["voice_wav"],
+        **change,
+    }
     args = [f"model.{k}={'null' if v is None else v}" for k, v in files.items()]
-    proc = launch(cases_root, "model=personaplex_lockstep", "model.hf_repo=null", "model.device=cpu", *args,
-                  "stage=run", python=str(moshi_python), env=OFFLINE)
+    proc = launch(
+        cases_root,
+        "model=personaplex_lockstep",
+        "model.hf_repo=null",
+        "model.device=cpu",
+        *args,
+        "stage=run",
+        python=str(moshi_python),
+        env=OFFLINE,
+    )
     assert one_line_error(proc).startswith(key.format(dir=tiny["voice_prompt_dir"]))
     assert written(cases_root, "personaplex_lockstep") == []
 
@@ -258,8 +362,17 @@ def test_lockstep_load_failure_is_not_retried_per_case(moshi_python, tiny_moshi,
 
 
 def test_server_that_cannot_start_fails_later_sessions_at_once(tmp_path):
-    m = Moshi(server={"python": sys.executable, "command": ["{python}", "-c", "import sys; sys.exit(3)"],
-                      "start_attempts": 1, "startup_timeout_s": 10, "log_dir": str(tmp_path)}, hf_repo=None, device="cpu")
+    m = Moshi(
+        server={
+            "python": sys.executable,
+            "command": ["{python}", "-c", "import sys; sys.exit(3)"],
+            "start_attempts": 1,
+            "startup_timeout_s": 10,
+            "log_dir": str(tmp_path),
+        },
+        hf_repo=None,
+        device="cpu",
+    )
 
     async def session():
         async with m.session(None, 0):
@@ -276,7 +389,9 @@ def test_server_that_cannot_start_fails_later_sessions_at_once(tmp_path):
     assert errors[0] == errors[1] == errors[2] and "did not become healthy" in errors[0]
     # "at once": the later sessions get the first one's error without starting the server again (a
     # start would be logged; a wall-clock bound on the failure measured the machine too)
-    assert (tmp_path / "moshi-0.log").read_text().count(": start on ") == 1  # started once, not per session
+    assert (tmp_path / "moshi-0.log").read_text().count(
+        ": start on "
+    ) == 1  # started once, not per session
 
 
 # -- 4 and 5. model.port: a server someone else runs -----------------------------------------
@@ -299,7 +414,9 @@ def test_port_alone_means_an_external_server_that_claims_nothing(name):
     assert model_from_yaml(name, checkpoint_label="x").identity()["checkpoint_label"] == "x"
 
 
-def _wait_port(port: int, proc: subprocess.Popen, timeout_s: float = 300.0) -> None:  # returns once it listens
+def _wait_port(
+    port: int, proc: subprocess.Popen, timeout_s: float = 300.0
+) -> None:  # returns once it listens
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
@@ -316,8 +433,21 @@ def test_moshi_port_alone_talks_to_the_running_server(tmp_path):
     a server that follows moshi.server's wire order on 127.0.0.1:P; nothing is started."""
     port = free_port()
     record = tmp_path / "record.jsonl"
-    proc = subprocess.Popen([sys.executable, str(HERE / "test_moshi_adapter.py"), "--port", str(port), "--busy-s", "0",
-                             "--record", str(record)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(HERE / "test_moshi_adapter.py"),
+            "--port",
+            str(port),
+            "--busy-s",
+            "0",
+            "--record",
+            str(record),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         _wait_port(port, proc)
         m = model_from_yaml("moshi", port=port)

@@ -21,18 +21,27 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from contract_checks import (check_cancel, check_chunking, check_close_twice, check_text_before_audio,
-                             sessions_in_1_and_37)
+from contract_checks import (
+    check_cancel,
+    check_chunking,
+    check_close_twice,
+    check_text_before_audio,
+    sessions_in_1_and_37,
+)
 from standins import ADAPTERS, discover, missing_message
 from standins._common import MODELS, user_audio
 
 from fdeval.models.base import DuplexModel
 
 STAND_INS, MISSING = discover(ADAPTERS)  # name: its stand-in module
-IN_PROCESS = {n: m.CHECKPOINT for n, m in STAND_INS.items() if hasattr(m, "CHECKPOINT")}  # name: its checkpoint
+IN_PROCESS = {
+    n: m.CHECKPOINT for n, m in STAND_INS.items() if hasattr(m, "CHECKPOINT")
+}  # name: its checkpoint
 EXTRA = {k: v for m in STAND_INS.values() for k, v in getattr(m, "EXTRA", {}).items()}
-PARAMS = [pytest.param(n, marks=[pytest.mark.slow, pytest.mark.server]) if n in IN_PROCESS else n
-          for n in ADAPTERS] + [pytest.param(n, marks=[pytest.mark.slow, pytest.mark.server]) for n in EXTRA]
+PARAMS = [
+    pytest.param(n, marks=[pytest.mark.slow, pytest.mark.server]) if n in IN_PROCESS else n
+    for n in ADAPTERS
+] + [pytest.param(n, marks=[pytest.mark.slow, pytest.mark.server]) for n in EXTRA]
 
 
 @pytest.fixture(scope="module")
@@ -45,11 +54,26 @@ class Lockstep:
     """The checks' results from the moshi venv (contract_runner.py), run once."""
 
     def __init__(self, request, name: str, tts, tmp: Path):
-        py, tiny = request.getfixturevalue("moshi_python"), request.getfixturevalue(IN_PROCESS[name])
+        py, tiny = (
+            request.getfixturevalue("moshi_python"),
+            request.getfixturevalue(IN_PROCESS[name]),
+        )
         np.save(tmp / "audio.npy", user_audio(tts, 24000))
         out = tmp / "lockstep.json"
-        proc = subprocess.run([str(py), str(MODELS / "contract_runner.py"), name, json.dumps(tiny),
-                               str(tmp / "audio.npy"), str(out)], cwd=MODELS, capture_output=True, text=True, timeout=900)
+        proc = subprocess.run(
+            [
+                str(py),
+                str(MODELS / "contract_runner.py"),
+                name,
+                json.dumps(tiny),
+                str(tmp / "audio.npy"),
+                str(out),
+            ],
+            cwd=MODELS,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         assert proc.returncode == 0, proc.stderr[-4000:]
         self.results = json.loads(out.read_text())
 
@@ -68,7 +92,9 @@ def standin(request, tts, tmp_path_factory):
     if name in IN_PROCESS:
         yield name, Lockstep(request, name, tts, tmp)
         return
-    with (STAND_INS[name].standin if name in STAND_INS else EXTRA[name])(tts, tmp, request) as target:
+    with (STAND_INS[name].standin if name in STAND_INS else EXTRA[name])(
+        tts, tmp, request
+    ) as target:
         try:
             yield name, target
         finally:
@@ -76,10 +102,16 @@ def standin(request, tts, tmp_path_factory):
 
 
 def closed_twice(model: DuplexModel) -> None:
-    procs = [inst.proc for inst in model.pool.instances] if getattr(model, "pool", None) is not None else []
+    procs = (
+        [inst.proc for inst in model.pool.instances]
+        if getattr(model, "pool", None) is not None
+        else []
+    )
     model.close()
     model.close()
-    assert all(p is None or p.wait(timeout=10) is not None for p in procs), "close() left a server running"
+    assert all(p is None or p.wait(timeout=10) is not None for p in procs), (
+        "close() left a server running"
+    )
 
 
 def runs(target) -> dict:
@@ -92,13 +124,18 @@ def runs(target) -> dict:
 def test_every_config_has_a_stand_in():
     assert not MISSING, "; ".join(missing_message(n) for n in MISSING)
     bad = [n for n, m in STAND_INS.items() if not hasattr(m, "standin") and not hasattr(m, "build")]
-    assert not bad, f"tests/models/standins/{bad[0]}.py defines neither standin(tts, tmp, request) nor CHECKPOINT and build"
+    assert not bad, (
+        f"tests/models/standins/{bad[0]}.py defines neither standin(tts, tmp, request) nor CHECKPOINT and build"
+    )
 
 
 def test_a_config_without_a_stand_in_module_is_named_with_what_to_add():
     found, missing = discover([*ADAPTERS, "no_such_model"])
     assert sorted(found) == ADAPTERS and missing == ["no_such_model"]
-    assert "add tests/models/standins/no_such_model.py defining standin(tts, tmp, request)" in missing_message("no_such_model")
+    assert (
+        "add tests/models/standins/no_such_model.py defining standin(tts, tmp, request)"
+        in missing_message("no_such_model")
+    )
 
 
 def test_same_events_for_1_and_37_pieces(standin):

@@ -40,8 +40,12 @@ INSTRUCTION = "Keep every answer short."
 
 @pytest.fixture(scope="module")
 def replies():
-    return [make_reply("Sure. Start with short easy runs, three times a week, and walk when you need to."),
-            make_reply("Okay, sorry.")]
+    return [
+        make_reply(
+            "Sure. Start with short easy runs, three times a week, and walk when you need to."
+        ),
+        make_reply("Okay, sorry."),
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +60,10 @@ def test_realtime_session_audio_piggyback_and_stop_tts(tts, vad, replies, tls):
     model = FreezeOmni(port=port)
     assert model.frame_s == 0.016
     # health bounds no loaded machine reaches: a session behind real time is stopped early
-    cfg = OrchestratorConfig(turns=TurnConfig(silence_s=0.8, trailing_silence_s=0.3, max_session_s=12.0),
-                             health=health.LENIENT)
+    cfg = OrchestratorConfig(
+        turns=TurnConfig(silence_s=0.8, trailing_silence_s=0.3, max_session_s=12.0),
+        health=health.LENIENT,
+    )
 
     res = run_realtime_session(fake.app(), port, model, case, audio, vad, cfg, INSTRUCTION, tls)
     log = res.log
@@ -74,7 +80,10 @@ def test_realtime_session_audio_piggyback_and_stop_tts(tts, vad, replies, tls):
     # the reply's 24 kHz int16 segments land on the model channel, resampled to 16 kHz
     assert fake.segments_sent >= 3 and log.model_chunks
     first_play = log.model_chunks[0][1]
-    assert np.sqrt(np.mean(res.model[int(first_play * 16000): int((first_play + 0.5) * 16000)] ** 2)) > 0.01
+    assert (
+        np.sqrt(np.mean(res.model[int(first_play * 16000) : int((first_play + 0.5) * 16000)] ** 2))
+        > 0.01
+    )
     assert not log.model_text  # Freeze-Omni sends no text
     # the barge-in (injected after the model's onset) made the server send stop_tts: the queued
     # rest of the reply was flushed from playback
@@ -84,8 +93,8 @@ def test_realtime_session_audio_piggyback_and_stop_tts(tts, vad, replies, tls):
     assert len(log.flushes) == 1
     flush_t, dropped = log.flushes[0]
     assert dropped > 16000 and turns[1]["actual_s"] < flush_t < turns[1]["actual_s"] + 0.5
-    played = res.model[int(flush_t * 16000) + 10: int((flush_t + 0.5) * 16000)]
-    assert np.sqrt(np.mean(played ** 2)) < 1e-3  # silence right after the flush
+    played = res.model[int(flush_t * 16000) + 10 : int((flush_t + 0.5) * 16000)]
+    assert np.sqrt(np.mean(played**2)) < 1e-3  # silence right after the flush
 
 
 def test_too_many_users_is_an_infrastructure_error(replies, tls):

@@ -34,7 +34,10 @@ INSTRUCTION = "Keep every answer short."
 
 @pytest.fixture(scope="module")
 def replies():
-    return [make_reply("Sure. Start with short easy runs, three times a week."), make_reply("Okay, sorry.")]
+    return [
+        make_reply("Sure. Start with short easy runs, three times a week."),
+        make_reply("Okay, sorry."),
+    ]
 
 
 def _session(tts, vad, fake, max_session_s, **kw):
@@ -42,8 +45,10 @@ def _session(tts, vad, fake, max_session_s, **kw):
     port = free_port()
     model = FunAudioChat(port=port, pause_after_silence_s=0.6, turn_silence_s=0.8, **kw)
     # health bounds no loaded machine reaches: a session behind real time is stopped early
-    cfg = OrchestratorConfig(turns=TurnConfig(silence_s=0.8, trailing_silence_s=0.3, max_session_s=max_session_s),
-                             health=health.LENIENT)
+    cfg = OrchestratorConfig(
+        turns=TurnConfig(silence_s=0.8, trailing_silence_s=0.3, max_session_s=max_session_s),
+        health=health.LENIENT,
+    )
 
     return case, run_realtime_session(fake.app(), port, model, case, audio, vad, cfg, INSTRUCTION)
 
@@ -70,7 +75,10 @@ def test_realtime_session_start_pause_and_opus(tts, vad, replies):
     # Opus audio decoded onto the model channel
     assert log.model_chunks
     first_play = log.model_chunks[0][1]
-    assert np.sqrt(np.mean(res.model[int(first_play * 16000): int((first_play + 1) * 16000)] ** 2)) > 0.01
+    assert (
+        np.sqrt(np.mean(res.model[int(first_play * 16000) : int((first_play + 1) * 16000)] ** 2))
+        > 0.01
+    )
     # text pieces: status strings dropped, placed at arrival
     texts = [row[3] for row in log.model_text]
     assert "".join(texts).split()[:3] == ["Sure.", "Start", "with"]
@@ -83,7 +91,7 @@ def test_realtime_session_start_pause_and_opus(tts, vad, replies):
     assert controls[2][0] > turns[1]["actual_s"]
     assert not log.flushes
     b = turns[1]["actual_s"]
-    assert np.sqrt(np.mean(res.model[int((b + 0.2) * 16000): int((b + 0.7) * 16000)] ** 2)) > 0.01
+    assert np.sqrt(np.mean(res.model[int((b + 0.2) * 16000) : int((b + 0.7) * 16000)] ** 2)) > 0.01
 
 
 def test_flush_on_start_drops_the_unplayed_answer(tts, vad, replies):

@@ -43,8 +43,12 @@ KEY = "test-key-0123456789"
 
 @pytest.fixture(scope="module")
 def replies():
-    return [make_reply("Sure. Start with short easy runs, three times a week, and walk when you need to."),
-            make_reply("Okay, sorry.")]
+    return [
+        make_reply(
+            "Sure. Start with short easy runs, three times a week, and walk when you need to."
+        ),
+        make_reply("Okay, sorry."),
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -60,8 +64,10 @@ def api_key(monkeypatch):
 
 
 def _local(port: int, cert_file) -> dict:
-    return {"base_url": f"https://127.0.0.1:{port}",
-            "async_client_args": {"ssl": ssl.create_default_context(cafile=str(cert_file))}}
+    return {
+        "base_url": f"https://127.0.0.1:{port}",
+        "async_client_args": {"ssl": ssl.create_default_context(cafile=str(cert_file))},
+    }
 
 
 def test_realtime_session_through_the_sdk(tts, vad, replies, certs, api_key, caplog):
@@ -71,25 +77,40 @@ def test_realtime_session_through_the_sdk(tts, vad, replies, certs, api_key, cap
     port = free_port()
     model = GeminiLive(http_options=_local(port, certs[0]))
     # health bounds no loaded machine reaches: a session behind real time is stopped early
-    cfg = OrchestratorConfig(turns=TurnConfig(silence_s=0.8, trailing_silence_s=0.3, max_session_s=10.0),
-                             health=health.LENIENT)
+    cfg = OrchestratorConfig(
+        turns=TurnConfig(silence_s=0.8, trailing_silence_s=0.3, max_session_s=10.0),
+        health=health.LENIENT,
+    )
 
-    res = run_realtime_session(fake.app(), port, model, case, audio, vad, cfg, INSTRUCTION, server_ssl(*certs))
+    res = run_realtime_session(
+        fake.app(), port, model, case, audio, vad, cfg, INSTRUCTION, server_ssl(*certs)
+    )
     log = res.log
     # the setup message, as the SDK builds it from the adapter's LiveConnectConfig
     setup = fake.setups[0]["setup"]
     assert setup["model"] == f"models/{DEFAULT_MODEL}"
     assert setup["generationConfig"]["responseModalities"] == ["AUDIO"]
-    assert setup["generationConfig"]["speechConfig"]["voiceConfig"]["prebuiltVoiceConfig"]["voiceName"] == "Zephyr"
+    assert (
+        setup["generationConfig"]["speechConfig"]["voiceConfig"]["prebuiltVoiceConfig"]["voiceName"]
+        == "Zephyr"
+    )
     assert setup["systemInstruction"]["parts"][0]["text"] == INSTRUCTION
     assert setup["proactivity"] == {"proactiveAudio": True}
     assert setup["inputAudioTranscription"] == {} and setup["outputAudioTranscription"] == {}
-    assert setup["realtimeInputConfig"] == {"automaticActivityDetection": {"disabled": False},
-                                            "activityHandling": "START_OF_ACTIVITY_INTERRUPTS"}
-    assert fake.paths == ["/ws/google.ai.generativelanguage.v1alpha.GenerativeService.BidiGenerateContent"]
+    assert setup["realtimeInputConfig"] == {
+        "automaticActivityDetection": {"disabled": False},
+        "activityHandling": "START_OF_ACTIVITY_INTERRUPTS",
+    }
+    assert fake.paths == [
+        "/ws/google.ai.generativelanguage.v1alpha.GenerativeService.BidiGenerateContent"
+    ]
     # the key went in the header, from the environment, and nowhere else
     assert fake.api_keys == [KEY]
-    assert KEY not in caplog.text and KEY not in str(model.identity()) and KEY not in repr(model.__dict__)
+    assert (
+        KEY not in caplog.text
+        and KEY not in str(model.identity())
+        and KEY not in repr(model.__dict__)
+    )
     if "x-goog-api-key" in caplog.text:  # websockets logs request headers at DEBUG: masked
         assert "x-goog-api-key: ***" in caplog.text
     # user audio: PCM16 at 16 kHz, one 40 ms message per frame at the real-time rate
@@ -100,7 +121,10 @@ def test_realtime_session_through_the_sdk(tts, vad, replies, certs, api_key, cap
     # the answer (24 kHz PCM16) lands on the model channel at 16 kHz, with its transcription
     assert log.model_chunks
     first_play = log.model_chunks[0][1]
-    assert np.sqrt(np.mean(res.model[int(first_play * 16000): int((first_play + 0.5) * 16000)] ** 2)) > 0.01
+    assert (
+        np.sqrt(np.mean(res.model[int(first_play * 16000) : int((first_play + 0.5) * 16000)] ** 2))
+        > 0.01
+    )
     words = "".join(row[3] for row in log.model_text).split()
     assert words[:3] == ["Sure.", "Start", "with"]
     assert log.model_text[0][1] == pytest.approx(first_play, abs=0.01)
@@ -135,7 +159,9 @@ def test_refused_session_is_an_infrastructure_error(api_key, certs):
         return ws
 
     app = web.Application()
-    app.router.add_get("/ws/google.ai.generativelanguage.v1alpha.GenerativeService.BidiGenerateContent", reject)
+    app.router.add_get(
+        "/ws/google.ai.generativelanguage.v1alpha.GenerativeService.BidiGenerateContent", reject
+    )
     port = free_port()
     model = GeminiLive(http_options=_local(port, certs[0]))
 

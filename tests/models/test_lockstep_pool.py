@@ -31,13 +31,19 @@ class ScriptedRows(Rows):
 
     def start_row(self, row, instruction, seed):
         self.started.append((row, instruction, seed))
-        return int(instruction.split(":")[1]) if instruction and instruction.startswith("prompt:") else 0
+        return (
+            int(instruction.split(":")[1])
+            if instruction and instruction.startswith("prompt:")
+            else 0
+        )
 
     def step(self, frames, prompting):
         if self.fail_at_step is not None and len(self.log) == self.fail_at_step:
             raise RuntimeError("the batch failed")
         self.log.append((tuple(sorted(frames)), tuple(prompting)))
-        return {i: [ModelEvent.audio_chunk(np.full(N, f[0], np.float32))] for i, f in frames.items()}
+        return {
+            i: [ModelEvent.audio_chunk(np.full(N, f[0], np.float32))] for i, f in frames.items()
+        }
 
     def end_row(self, row):
         self.ended.append(row)
@@ -75,15 +81,22 @@ def test_rows_are_lent_stepped_together_and_reused():
     m = Scripted(2)
 
     async def go():
-        return await asyncio.gather(talk(m, None, [1, 2, 3, 4, 5, 6]), talk(m, "a", [10, 20]),
-                                    _later(talk(m, "b", [7, 8, 9])))
+        return await asyncio.gather(
+            talk(m, None, [1, 2, 3, 4, 5, 6]),
+            talk(m, "a", [10, 20]),
+            _later(talk(m, "b", [7, 8, 9])),
+        )
 
     async def _later(coro):
         await asyncio.sleep(0)  # the third session asks once both rows are taken
         return await coro
 
     (r1, g1), (r2, g2), (r3, g3) = asyncio.run(go())
-    assert (g1, g2, g3) == ([1, 2, 3, 4, 5, 6], [10, 20], [7, 8, 9])  # each session hears only its own row
+    assert (g1, g2, g3) == (
+        [1, 2, 3, 4, 5, 6],
+        [10, 20],
+        [7, 8, 9],
+    )  # each session hears only its own row
     assert r1 != r2 and r3 == r2  # the third session waited for the second's row and took it
     rows = m.rows
     assert [s[0] for s in rows.started] == [r1, r2, r2] and rows.ended.count(r2) == 2
@@ -126,10 +139,16 @@ def test_a_failed_step_reaches_every_waiting_session_and_frees_the_rows():
     m = Scripted(2, fail_at_step=2)
 
     async def go():
-        return await asyncio.gather(talk(m, None, [1, 2, 3, 4]), talk(m, "prompt:5", [9]), return_exceptions=True)
+        return await asyncio.gather(
+            talk(m, None, [1, 2, 3, 4]), talk(m, "prompt:5", [9]), return_exceptions=True
+        )
 
     a, b = asyncio.run(go())
-    assert isinstance(a, RuntimeError) and isinstance(b, RuntimeError) and str(a) == str(b) == "the batch failed"
+    assert (
+        isinstance(a, RuntimeError)
+        and isinstance(b, RuntimeError)
+        and str(a) == str(b) == "the batch failed"
+    )
     assert m.pool.owner == [None, None] and not any(m.pool.prompt_left)
     m.rows.fail_at_step = None
     assert asyncio.run(talk(m, None, [5]))[1] == [5]  # the pool still works
@@ -161,7 +180,9 @@ def test_a_failed_load_is_remembered():
 
     m = Broken(2)
     for _ in range(2):
-        with pytest.raises(ModelLoadError, match="could not be loaded .*no such checkpoint.*not retried"):
+        with pytest.raises(
+            ModelLoadError, match="could not be loaded .*no such checkpoint.*not retried"
+        ):
             asyncio.run(talk(m, None, [1]))
     assert Broken.loads == 1
 

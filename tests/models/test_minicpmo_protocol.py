@@ -34,8 +34,12 @@ INSTRUCTION = "Keep every answer short."
 
 @pytest.fixture(scope="module")
 def replies():
-    return [make_reply("Sure. Start with short easy runs, three times a week, and walk when you need to."),
-            make_reply("Okay, sorry.")]
+    return [
+        make_reply(
+            "Sure. Start with short easy runs, three times a week, and walk when you need to."
+        ),
+        make_reply("Okay, sorry."),
+    ]
 
 
 def _run(coro):
@@ -46,11 +50,17 @@ def test_realtime_session_one_chunk_per_second(tts, vad, replies):
     case, audio = question_and_barge_in(tts, "minicpmo_protocol")
     fake = FakeMiniCPMOWorker(replies)
     port = free_port()
-    model = MiniCPMO(host="127.0.0.1", port=port, base_prompt="You are a helpful assistant.",
-                     config={"length_penalty": 1.05})
+    model = MiniCPMO(
+        host="127.0.0.1",
+        port=port,
+        base_prompt="You are a helpful assistant.",
+        config={"length_penalty": 1.05},
+    )
     # health bounds no loaded machine reaches: a session behind real time is stopped early
-    cfg = OrchestratorConfig(turns=TurnConfig(silence_s=0.8, trailing_silence_s=0.3, max_session_s=14.0),
-                             health=health.LENIENT)
+    cfg = OrchestratorConfig(
+        turns=TurnConfig(silence_s=0.8, trailing_silence_s=0.3, max_session_s=14.0),
+        health=health.LENIENT,
+    )
 
     res = run_realtime_session(fake.app(), port, model, case, audio, vad, cfg, INSTRUCTION)
     log = res.log
@@ -71,11 +81,16 @@ def test_realtime_session_one_chunk_per_second(tts, vad, replies):
     # a frame early); one that batches seconds, gaps of 2 s and more.
     gaps = np.diff(fake.chunk_times)
     lag = health.check_pacing(log)
-    assert abs(np.median(gaps) - 1.0) < 0.05 + 2 * lag and np.abs(gaps - 1.0).max() < 0.2 + 2 * lag, (gaps, lag)
+    assert (
+        abs(np.median(gaps) - 1.0) < 0.05 + 2 * lag and np.abs(gaps - 1.0).max() < 0.2 + 2 * lag
+    ), (gaps, lag)
     # the answer lands on the model channel (24 kHz resampled to the session's 16 kHz)
     assert log.model_chunks and all(abs(n - 16000) <= 16 for _, _, n in log.model_chunks[:-1])
     first_play = log.model_chunks[0][1]
-    assert np.sqrt(np.mean(res.model[int(first_play * 16000): int((first_play + 1) * 16000)] ** 2)) > 0.01
+    assert (
+        np.sqrt(np.mean(res.model[int(first_play * 16000) : int((first_play + 1) * 16000)] ** 2))
+        > 0.01
+    )
     # text pieces logged, placed where their second of audio starts playing
     words = " ".join(row[3] for row in log.model_text).split()
     assert words[:3] == ["Sure.", "Start", "with"]
@@ -85,7 +100,9 @@ def test_realtime_session_one_chunk_per_second(tts, vad, replies):
     turns = {t["index"]: t for t in log.turns}
     assert turns[1]["wait_reason"] == "onset" and not np.isnan(turns[1]["actual_s"])
     assert fake.barge_ins == 1
-    long_reply_end = max(p + n / 16000 for _, p, n in log.model_chunks if p < turns[1]["actual_s"] + 1.0)
+    long_reply_end = max(
+        p + n / 16000 for _, p, n in log.model_chunks if p < turns[1]["actual_s"] + 1.0
+    )
     assert long_reply_end - first_play < replies[0].duration_s - 1.0
     assert "Okay," in words
     assert not log.flushes  # MiniCPM-o sends no interruption signal; nothing is flushed

@@ -40,7 +40,9 @@ def serve(argv: list[str]) -> None:
     p.add_argument("--port", type=int)
     p.add_argument("--record")
     p.add_argument("--busy-s", type=float, default=0.5)
-    p.add_argument("--answer-every", type=int, default=1)  # > 1: a server that keeps up with 1/N of its input
+    p.add_argument(
+        "--answer-every", type=int, default=1
+    )  # > 1: a server that keeps up with 1/N of its input
     a, rest = p.parse_known_args(argv)
     print(f"fake moshi: args {rest}", flush=True)
 
@@ -70,8 +72,18 @@ def serve(argv: list[str]) -> None:
         print(f"session over at {time.time():.3f}", flush=True)
         if a.record:
             with open(a.record, "a") as f:
-                f.write(json.dumps({"early": early, "frames": n, "query": dict(request.query), "args": rest,
-                                    "heard": heard.record()}) + "\n")
+                f.write(
+                    json.dumps(
+                        {
+                            "early": early,
+                            "frames": n,
+                            "query": dict(request.query),
+                            "args": rest,
+                            "heard": heard.record(),
+                        }
+                    )
+                    + "\n"
+                )
         return ws
 
     app = web.Application()
@@ -82,24 +94,57 @@ def serve(argv: list[str]) -> None:
 if __name__ != "__main__":
 
     def fake_server(tmp: Path, **kw) -> dict:
-        return {"python": sys.executable, "log_dir": str(tmp / "servers"), "startup_timeout_s": 60,
-                "command": ["{python}", __file__, "--port", "{port}", "--record", str(tmp / "record.jsonl")], **kw}
+        return {
+            "python": sys.executable,
+            "log_dir": str(tmp / "servers"),
+            "startup_timeout_s": 60,
+            "command": [
+                "{python}",
+                __file__,
+                "--port",
+                "{port}",
+                "--record",
+                str(tmp / "record.jsonl"),
+            ],
+            **kw,
+        }
 
     def test_server_args_env_and_identity(tmp_path):
         w = tmp_path / "model.safetensors"
         w.write_bytes(b"weights")
-        m = Moshi(server=fake_server(tmp_path), hf_repo=None, moshi_weight=str(w), device="cpu", half=True,
-                  token_log=str(tmp_path / "t.jsonl"))
+        m = Moshi(
+            server=fake_server(tmp_path),
+            hf_repo=None,
+            moshi_weight=str(w),
+            device="cpu",
+            half=True,
+            token_log=str(tmp_path / "t.jsonl"),
+        )
         assert m.spec.command[-5:] == ("--moshi-weight", str(w), "--device", "cpu", "--half")
         env = m.pool.extra_env
-        assert json.loads(env["FDEVAL_MOSHI_LM_GEN"]) == {"temp": 0.8, "temp_text": 0.7, "top_k": 250, "top_k_text": 25}
+        assert json.loads(env["FDEVAL_MOSHI_LM_GEN"]) == {
+            "temp": 0.8,
+            "temp_text": 0.7,
+            "top_k": 250,
+            "top_k_text": 25,
+        }
         assert env["FDEVAL_MOSHI_TOKEN_LOG"] == str(tmp_path / "t.jsonl")
         ident = m.identity()
         assert ident["files"]["moshi_weight"]["sha256"] == hashlib.sha256(b"weights").hexdigest()
         assert ident["hf_repo"] is None and ident["dtype"] == "float16"
-        assert m.turn_silence_s == 2.5 and m.clock == "realtime" and m.frame_s == 0.08 and m.sample_rate == 24000
-        d = Moshi(port=8998, host="127.0.0.1")  # a server fdeval did not start: it cannot say what it runs
-        assert d.identity()["checkpoint"] == "unknown: not started by fdeval" and "hf_repo" not in d.identity()
+        assert (
+            m.turn_silence_s == 2.5
+            and m.clock == "realtime"
+            and m.frame_s == 0.08
+            and m.sample_rate == 24000
+        )
+        d = Moshi(
+            port=8998, host="127.0.0.1"
+        )  # a server fdeval did not start: it cannot say what it runs
+        assert (
+            d.identity()["checkpoint"] == "unknown: not started by fdeval"
+            and "hf_repo" not in d.identity()
+        )
         assert d.concurrency == 1
 
     def test_config_file():
@@ -175,12 +220,24 @@ if __name__ != "__main__":
         # Health bounds far above any lag of a loaded machine: this is about two instances serving two
         # sessions at once (a session past a bound ends early; the bounds are tested below and in
         # tests/test_trust.py); how far behind a server falls under load is no property of the code.
-        args = [f"out_root={tmp_path / 'outputs'}", "progress=false",
-                "model=moshi", "model.hf_repo=null", "model.device=cpu", f"model.server.python={sys.executable}",
-                f"model.server.command=['{{python}}','{__file__}',--port,'{{port}}']", "model.server.instances_per_gpu=2",
-                "benchmark.timeout_s=4", "stage.steps=[generate,run]", f"benchmark.cases=[{','.join(cases)}]",
-                "orchestrator.max_pacing_lag_s=60", "orchestrator.max_model_lag_s=60"]
-        proc = run_launch(args, tmp_path, timeout_s=900, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+        args = [
+            f"out_root={tmp_path / 'outputs'}",
+            "progress=false",
+            "model=moshi",
+            "model.hf_repo=null",
+            "model.device=cpu",
+            f"model.server.python={sys.executable}",
+            f"model.server.command=['{{python}}','{__file__}',--port,'{{port}}']",
+            "model.server.instances_per_gpu=2",
+            "benchmark.timeout_s=4",
+            "stage.steps=[generate,run]",
+            f"benchmark.cases=[{','.join(cases)}]",
+            "orchestrator.max_pacing_lag_s=60",
+            "orchestrator.max_model_lag_s=60",
+        ]
+        proc = run_launch(
+            args, tmp_path, timeout_s=900, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+        )
         assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
         run = next((tmp_path / "outputs" / "instructfd" / "moshi").iterdir())
         logs = {p.name: p.read_text() for p in (run / "servers").glob("*.log")}
@@ -190,9 +247,13 @@ if __name__ != "__main__":
         # after the other fails this however fast the machine)
         spans = []
         for body in logs.values():
-            stamps = {w: [float(x.rsplit(" ", 1)[1]) for x in body.splitlines() if x.startswith(w)]
-                      for w in ("accepted connection at", "session over at")}
-            assert len(stamps["accepted connection at"]) == len(stamps["session over at"]) >= 2, body[-2000:]
+            stamps = {
+                w: [float(x.rsplit(" ", 1)[1]) for x in body.splitlines() if x.startswith(w)]
+                for w in ("accepted connection at", "session over at")
+            }
+            assert len(stamps["accepted connection at"]) == len(stamps["session over at"]) >= 2, (
+                body[-2000:]
+            )
             spans.append((stamps["accepted connection at"][-1], stamps["session over at"][-1]))
         assert max(s for s, _ in spans) < min(e for _, e in spans), spans
         for cid in cases:
@@ -200,14 +261,17 @@ if __name__ != "__main__":
                 assert f.attrs["valid"], f.attrs["invalid_reason"]
                 # the server answered frame per frame (the model lag was measured) and the figures
                 # agree with the frames and the bounds; a server falling behind: the next test
-                assert f.attrs["health_model_audio_s"] > 0 and np.isfinite(f.attrs["health_model_lag_max_s"])
+                assert f.attrs["health_model_audio_s"] > 0 and np.isfinite(
+                    f.attrs["health_model_lag_max_s"]
+                )
                 health.check_verdict(f.attrs)
                 uf = f["user_frames"][()]
                 late = uf["t_sent_s"] - uf["t_nominal_s"]
                 assert late.min() >= 0 and f.attrs["health_pacing_lag_max_s"] == late.max()
-                print(f"{cid}: {f.attrs['duration_s']:.1f} session-s, pacing lag max {late.max() * 1e3:.2f} ms, "
-                      f"model lag max {f.attrs['health_model_lag_max_s'] * 1e3:.0f} ms")
-
+                print(
+                    f"{cid}: {f.attrs['duration_s']:.1f} session-s, pacing lag max {late.max() * 1e3:.2f} ms, "
+                    f"model lag max {f.attrs['health_model_lag_max_s'] * 1e3:.0f} ms"
+                )
 
     def test_a_server_falling_behind_real_time_makes_the_session_invalid(tmp_path):
         """The issue's case: a server that processed a sixth of the user's audio was a normal
@@ -218,18 +282,34 @@ if __name__ != "__main__":
         # The pacing bound far above any lag of a loaded machine: the session must be invalid for the
         # model's lag (which grows 5/6 of a second per second however fast the machine), not for
         # the client's pacing, which a busy machine can push past its 0.25 s default.
-        args = [f"out_root={tmp_path / 'outputs'}", "progress=false", "model=moshi", "model.hf_repo=null",
-                "model.device=cpu", f"model.server.python={sys.executable}",
-                f"model.server.command=['{{python}}','{__file__}',--port,'{{port}}',--answer-every,'6']",
-                "benchmark.timeout_s=4", f"benchmark.cases=[{case}]", "orchestrator.max_pacing_lag_s=60"]
+        args = [
+            f"out_root={tmp_path / 'outputs'}",
+            "progress=false",
+            "model=moshi",
+            "model.hf_repo=null",
+            "model.device=cpu",
+            f"model.server.python={sys.executable}",
+            f"model.server.command=['{{python}}','{__file__}',--port,'{{port}}',--answer-every,'6']",
+            "benchmark.timeout_s=4",
+            f"benchmark.cases=[{case}]",
+            "orchestrator.max_pacing_lag_s=60",
+        ]
         env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
         proc = run_launch(args, tmp_path, timeout_s=900, env=env)
-        assert proc.returncode == 3, (proc.stdout + proc.stderr)[-4000:]  # finished, the session not scored
-        assert "1 session(s) invalid and not scored" in proc.stdout and "the model fell behind real time" in proc.stdout
+        assert proc.returncode == 3, (proc.stdout + proc.stderr)[
+            -4000:
+        ]  # finished, the session not scored
+        assert (
+            "1 session(s) invalid and not scored" in proc.stdout
+            and "the model fell behind real time" in proc.stdout
+        )
         run = next((tmp_path / "outputs" / "instructfd" / "moshi").iterdir())
         with h5py.File(run / "sessions" / f"{case}.h5") as f:
             assert not f.attrs["valid"] and f.attrs["health_model_lag_max_s"] > 1.0
-            assert f.attrs["end_reason"] == "behind_real_time" and "user audio sent" not in f.attrs["invalid_reason"]
+            assert (
+                f.attrs["end_reason"] == "behind_real_time"
+                and "user audio sent" not in f.attrs["invalid_reason"]
+            )
             assert not health.check_verdict(f.attrs)
         assert not list(step_dir(run, "judge").glob("*.json"))
         status = run_launch([*args, "stage=status"], tmp_path, timeout_s=900, env=env).stdout

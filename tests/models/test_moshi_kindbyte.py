@@ -29,14 +29,14 @@ def test_opus_roundtrip_keeps_a_tone():
     x = (0.3 * np.sin(2 * np.pi * 440 * t)).astype(np.float32)
     out = []
     for i in range(0, sr, 1920):  # 80 ms frames, as the Moshi client sends them
-        data = tx.encode(x[i:i + 1920])
+        data = tx.encode(x[i : i + 1920])
         assert isinstance(data, bytes)
         if data:
             out.append(rx.decode(data))
     y = np.concatenate(out)
     assert y.dtype == np.float32 and len(y) >= sr - 2 * 1920
     # a 440 Hz tone comes back as a 440 Hz tone of about the same level
-    seg = y[len(y) // 2: len(y) // 2 + 4800]
+    seg = y[len(y) // 2 : len(y) // 2 + 4800]
     spec = np.abs(np.fft.rfft(seg))
     assert abs(np.argmax(spec) * sr / len(seg) - 440) < 10
-    assert 0.15 < np.sqrt(np.mean(seg ** 2)) < 0.3
+    assert 0.15 < np.sqrt(np.mean(seg**2)) < 0.3

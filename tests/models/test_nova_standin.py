@@ -47,20 +47,28 @@ from fdeval.models.nova_sonic import NovaProtocol  # noqa: E402
 
 MODEL_ID = "amazon.nova-2-sonic-v1:0"
 PATH = "/model/amazon.nova-2-sonic-v1%3A0/invoke-with-bidirectional-stream"
-AUTH = ("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20260101/us-east-1/bedrock/aws4_request, "
-        "SignedHeaders=content-type;host;x-amz-content-sha256;x-amz-date, Signature=" + "0" * 64)
+AUTH = (
+    "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20260101/us-east-1/bedrock/aws4_request, "
+    "SignedHeaders=content-type;host;x-amz-content-sha256;x-amz-date, Signature=" + "0" * 64
+)
 FRAME_N = 512  # 32 ms at 16 kHz, as the adapter sends
 FRAME_S = FRAME_N / 16000
-STREAM_WINDOW = 6000  # the client's receive window per stream: smaller than one 200 ms audio event (~17 kB)
+STREAM_WINDOW = (
+    6000  # the client's receive window per stream: smaller than one 200 ms audio event (~17 kB)
+)
 BARGE_IN_AFTER_S = 0.4  # after the answer's first audio arrives: the stand-in is still sending it
 
 
 @pytest.fixture(scope="module")
 def replies():
     # The first is long (7.5 s, sent in ~1.9 s) so the barge-in comes while it is still being sent.
-    return [make_reply("Sure. Start with short easy runs, three times a week, and walk when you need to. "
-                       "Add a few minutes every week, and rest on the other days."),
-            make_reply("Okay, sorry.")]
+    return [
+        make_reply(
+            "Sure. Start with short easy runs, three times a week, and walk when you need to. "
+            "Add a few minutes every week, and rest on the other days."
+        ),
+        make_reply("Okay, sorry."),
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -78,9 +86,19 @@ class RawClient:
     """One TLS + HTTP/2 connection and one request stream, as the CRT client opens them; every
     server frame is decoded with botocore and its chunk event handed to `on_event(event, arrival)`."""
 
-    def __init__(self, port: int, ca_file, on_event: Callable[[dict[str, Any], float], None] | None = None,
-                 stream_window: int | None = None):
-        self.port, self.ca_file, self.on_event, self.stream_window = port, ca_file, on_event, stream_window
+    def __init__(
+        self,
+        port: int,
+        ca_file,
+        on_event: Callable[[dict[str, Any], float], None] | None = None,
+        stream_window: int | None = None,
+    ):
+        self.port, self.ca_file, self.on_event, self.stream_window = (
+            port,
+            ca_file,
+            on_event,
+            stream_window,
+        )
         self.status: str | None = None
         self.headers: dict[str, str] = {}
         self.body = b""
@@ -95,16 +113,29 @@ class RawClient:
         ctx.set_alpn_protocols(["h2"])
         self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port, ssl=ctx)
         assert self.writer.get_extra_info("ssl_object").selected_alpn_protocol() == "h2"
-        self.h2 = h2.connection.H2Connection(h2_config.H2Configuration(client_side=True, header_encoding="utf-8"))
+        self.h2 = h2.connection.H2Connection(
+            h2_config.H2Configuration(client_side=True, header_encoding="utf-8")
+        )
         if self.stream_window:  # a small receive window: the server must wait for WINDOW_UPDATEs
             self.h2.local_settings = h2.settings.Settings(
-                client=True, initial_values={h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: self.stream_window})
+                client=True,
+                initial_values={h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: self.stream_window},
+            )
         self.h2.initiate_connection()
         self.sid = self.h2.get_next_available_stream_id()
-        self.h2.send_headers(self.sid, [
-            (":method", method), (":scheme", "https"), (":authority", f"127.0.0.1:{self.port}"), (":path", path),
-            ("authorization", authorization), ("content-type", EVENTSTREAM),
-            ("x-amz-content-sha256", "STREAMING-AWS4-HMAC-SHA256-EVENTS"), ("x-amz-date", "20260101T000000Z")])
+        self.h2.send_headers(
+            self.sid,
+            [
+                (":method", method),
+                (":scheme", "https"),
+                (":authority", f"127.0.0.1:{self.port}"),
+                (":path", path),
+                ("authorization", authorization),
+                ("content-type", EVENTSTREAM),
+                ("x-amz-content-sha256", "STREAMING-AWS4-HMAC-SHA256-EVENTS"),
+                ("x-amz-date", "20260101T000000Z"),
+            ],
+        )
         self.flush()
         self.task = asyncio.create_task(self._read())
 
@@ -117,7 +148,11 @@ class RawClient:
         """Body bytes, within the server's flow-control windows."""
         view = memoryview(data)
         while view:
-            n = min(len(view), self.h2.local_flow_control_window(self.sid), self.h2.max_outbound_frame_size)
+            n = min(
+                len(view),
+                self.h2.local_flow_control_window(self.sid),
+                self.h2.max_outbound_frame_size,
+            )
             if n <= 0:
                 self.window.clear()
                 await asyncio.wait_for(self.window.wait(), 5)
@@ -195,13 +230,17 @@ def n_samples(audio_output: dict[str, Any]) -> int:
 
 # -- event stream framing ---------------------------------------------------------------------------
 def test_encode_message_decodes_with_botocore():
-    headers = {":message-type": "event", ":event-type": "chunk", ":content-type": "application/json",
-               "x-ünïcode": "välue"}
+    headers = {
+        ":message-type": "event",
+        ":event-type": "chunk",
+        ":content-type": "application/json",
+        "x-ünïcode": "välue",
+    }
     payload = b'{"bytes": "eyJldmVudCI6IHt9fQ=="}'
     data = encode_message(headers, payload) + encode_message({"a": ""}, b"")
     buf = EventStreamBuffer()
     for i in range(0, len(data), 7):  # fed in pieces, as HTTP/2 frames cut it
-        buf.add_data(data[i:i + 7])
+        buf.add_data(data[i : i + 7])
     messages = list(buf)
     assert [m.headers for m in messages] == [headers, {"a": ""}]
     assert [m.payload for m in messages] == [payload, b""]
@@ -221,7 +260,10 @@ def test_signed_envelope_header_types():
     buf = EventStreamBuffer()
     buf.add_data(signed_envelope(chunk_message(event), when, b"\x01\x02\xff"))
     (outer,) = list(buf)
-    assert outer.headers == {":date": int(when.timestamp() * 1000), ":chunk-signature": b"\x01\x02\xff"}
+    assert outer.headers == {
+        ":date": int(when.timestamp() * 1000),
+        ":chunk-signature": b"\x01\x02\xff",
+    }
     inner = EventStreamBuffer()
     inner.add_data(outer.payload)
     (chunk,) = list(inner)
@@ -233,10 +275,19 @@ def test_signed_envelope_header_types():
 async def converse(port: int, ca_file, speech: list[np.ndarray]) -> dict[str, Any]:
     """A question, a barge-in into the (long) answer, a wait for the second answer, then the close."""
     question, interruption = speech
-    proto = NovaProtocol("Keep every answer short.", "matthew", {"maxTokens": 1024, "topP": 0.9, "temperature": 0.7},
-                         "HIGH")
+    proto = NovaProtocol(
+        "Keep every answer short.",
+        "matthew",
+        {"maxTokens": 1024, "topP": 0.9, "temperature": 0.7},
+        "HIGH",
+    )
     model_events: list[Any] = []
-    client = RawClient(port, ca_file, lambda ev, t: model_events.extend(proto.handle(ev, t)), stream_window=STREAM_WINDOW)
+    client = RawClient(
+        port,
+        ca_file,
+        lambda ev, t: model_events.extend(proto.handle(ev, t)),
+        stream_window=STREAM_WINDOW,
+    )
     await client.open()
     await asyncio.wait_for(client.responded.wait(), 5)
     for ev in proto.opening():
@@ -248,7 +299,7 @@ async def converse(port: int, ca_file, speech: list[np.ndarray]) -> dict[str, An
     completions_ended = lambda: sum(1 for _, e in client.events if name(e) == "completionEnd")  # noqa: E731
     first_audio = lambda: next((t for t, e in client.events if name(e) == "audioOutput"), None)  # noqa: E731
     while True:
-        frame = source[pos:pos + FRAME_N]
+        frame = source[pos : pos + FRAME_N]
         pos += FRAME_N
         if len(frame) < FRAME_N:
             frame = np.concatenate([frame, np.zeros(FRAME_N - len(frame), np.float32)])
@@ -257,18 +308,31 @@ async def converse(port: int, ca_file, speech: list[np.ndarray]) -> dict[str, An
         k += 1
         await asyncio.sleep(max(0.0, t0 + k * FRAME_S - time.monotonic()))
         now = time.monotonic()
-        if state == "question" and first_audio() is not None and now >= first_audio() + BARGE_IN_AFTER_S:
+        if (
+            state == "question"
+            and first_audio() is not None
+            and now >= first_audio() + BARGE_IN_AFTER_S
+        ):
             source, pos, state, barge_t = interruption, 0, "barge-in", now
         elif state == "barge-in" and completions_ended() >= 2:
             break
-        assert now - t0 < 15, f"no second completionEnd: {[name(e) for _, e in client.events][-20:]}"
+        assert now - t0 < 15, (
+            f"no second completionEnd: {[name(e) for _, e in client.events][-20:]}"
+        )
     for ev in proto.closing():
         await client.put(ev)
     await client.end()
     await asyncio.wait_for(client.ended.wait(), 5)
     await client.close()
-    return {"client": client, "proto": proto, "model_events": model_events, "heard": heard.record(),
-            "frames_sent": k, "barge_t": barge_t, "wall_s": time.monotonic() - t0}
+    return {
+        "client": client,
+        "proto": proto,
+        "model_events": model_events,
+        "heard": heard.record(),
+        "frames_sent": k,
+        "barge_t": barge_t,
+        "wall_s": time.monotonic() - t0,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -292,8 +356,17 @@ def test_request_and_protocol_are_right(run):
     assert s["input_end"] == "the empty envelope"
     assert s["heard"] == run["heard"] and s["audio_frames"] == run["frames_sent"]
     assert s["events"]["audioInput"] == run["frames_sent"]
-    assert s["sequence"] == ["sessionStart", "promptStart", "contentStart", "textInput", "contentEnd", "contentStart",
-                             "contentEnd", "promptEnd", "sessionEnd"]
+    assert s["sequence"] == [
+        "sessionStart",
+        "promptStart",
+        "contentStart",
+        "textInput",
+        "contentEnd",
+        "contentStart",
+        "contentEnd",
+        "promptEnd",
+        "sessionEnd",
+    ]
     assert client.ended.is_set()  # the server ended the response after the client's close
     # Far more than the client's stream window came: the stand-in waited for WINDOW_UPDATEs (and
     # the client's ~300 kB of envelopes got through the 64 kB windows: the stand-in acknowledged them).
@@ -309,7 +382,11 @@ def test_answer_text_and_audio_arrive_in_chunks(run, replies):
     spoken = [e.text for e in events if e.kind == "vendor" and e.text == "spoken_text"]
     assert len(spoken) == 1  # the second answer's FINAL text (the first was interrupted)
     first = run["server"].sessions[0]["answers"][0]
-    audio1 = [(t, e) for t, e in client.events if name(e) == "audioOutput" and body(e)["contentId"] == first["audio_content_id"]]
+    audio1 = [
+        (t, e)
+        for t, e in client.events
+        if name(e) == "audioOutput" and body(e)["contentId"] == first["audio_content_id"]
+    ]
     assert len(audio1) >= 4
     # faster than real time by construction (chunk_s of audio every interval_s); a test never bounds wall time
     assert {n_samples(body(e)) for _, e in audio1[:-1]} == {int(round(0.2 * OUTPUT_RATE))}
@@ -326,21 +403,36 @@ def test_barge_in_interrupts_once_and_stops_the_audio(run, replies):
     assert proto.interrupted == {a1["audio_content_id"]}
     # Both signals came, in stream order: the audio content's INTERRUPTED end, then the text.
     order = [(name(e), body(e)) for _, e in client.events]
-    i_end = next(i for i, (n, b) in enumerate(order) if n == "contentEnd" and b.get("contentId") == a1["audio_content_id"])
+    i_end = next(
+        i
+        for i, (n, b) in enumerate(order)
+        if n == "contentEnd" and b.get("contentId") == a1["audio_content_id"]
+    )
     assert order[i_end][1]["stopReason"] == "INTERRUPTED"
-    i_text = next(i for i, (n, b) in enumerate(order) if n == "textOutput" and b["content"] == BARGE_IN_TEXT)
+    i_text = next(
+        i for i, (n, b) in enumerate(order) if n == "textOutput" and b["content"] == BARGE_IN_TEXT
+    )
     assert i_text > i_end
     # No audio of the first answer after the interruption; less of it than the reply holds.
-    assert not any(n == "audioOutput" and b["contentId"] == a1["audio_content_id"] for n, b in order[i_end:])
+    assert not any(
+        n == "audioOutput" and b["contentId"] == a1["audio_content_id"] for n, b in order[i_end:]
+    )
     full1 = len(replies[0].samples) / replies[0].sample_rate
     assert a1["audio_s"] < full1 - 1.0
     assert proto.dropped_audio_s == 0.0
     # The second answer is complete.
-    got2 = sum(n_samples(b) for n, b in order if n == "audioOutput" and b["contentId"] == a2["audio_content_id"])
+    got2 = sum(
+        n_samples(b)
+        for n, b in order
+        if n == "audioOutput" and b["contentId"] == a2["audio_content_id"]
+    )
     assert got2 == len(replies[1].samples)
     # Completion bookkeeping: one completionStart/End pair per answer, the first INTERRUPTED.
     ends = [b["stopReason"] for n, b in order if n == "completionEnd"]
-    assert [n for n, _ in order].count("completionStart") == 2 and ends == ["INTERRUPTED", "END_TURN"]
+    assert [n for n, _ in order].count("completionStart") == 2 and ends == [
+        "INTERRUPTED",
+        "END_TURN",
+    ]
     assert proto.usage["speech_out"] > 0 and proto.usage["speech_in"] > 0
 
 
@@ -372,8 +464,14 @@ def test_rejects_other_paths_and_flags_protocol_errors(tmp_path, replies):
     server = asyncio.run(go())
     assert server.rejected == [("POST", "/model/x/invoke", 404)]
     text = "\n".join(server.problems)
-    for expected in ("the first event is promptStart", "the second event is sessionStart", "audioInput outside",
-                     "promptName 'another'", "promptEnd without any USER AUDIO", "without sessionEnd",
-                     "0 USER AUDIO contents"):
+    for expected in (
+        "the first event is promptStart",
+        "the second event is sessionStart",
+        "audioInput outside",
+        "promptName 'another'",
+        "promptEnd without any USER AUDIO",
+        "without sessionEnd",
+        "0 USER AUDIO contents",
+    ):
         assert expected in text, text
     assert server.sessions[0]["sent"] == {}  # heard nothing: said nothing

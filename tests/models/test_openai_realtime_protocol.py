@@ -16,11 +16,22 @@ import pytest
 pytest.importorskip("openai")
 
 from helpers import health
-from fake_servers_common import free_port, make_reply, question_and_barge_in, run_realtime_session, serve_and_run
+from fake_servers_common import (
+    free_port,
+    make_reply,
+    question_and_barge_in,
+    run_realtime_session,
+    serve_and_run,
+)
 from fake_servers_openai_realtime import FakeRealtime
 
 from fdeval.errors import ConfigError
-from fdeval.models.openai_realtime import GrokVoice, OpenAIRealtime, RealtimeServiceError, RealtimeUnavailable
+from fdeval.models.openai_realtime import (
+    GrokVoice,
+    OpenAIRealtime,
+    RealtimeServiceError,
+    RealtimeUnavailable,
+)
 from fdeval.orchestrator.recorder import flush_played_ms
 from fdeval.orchestrator.session import OrchestratorConfig
 from fdeval.orchestrator.turns import TurnConfig
@@ -28,15 +39,32 @@ from fdeval.orchestrator.turns import TurnConfig
 INSTRUCTION = "Keep every answer short."
 KEY = "sk-test-0123456789abcdef"
 XKEY = "xai-test-0123456789abcdef"
-PRICES = {"date": "2026-12-05", "source": "test", "usd_per_1m_tokens": {
-    "audio_in": 32.0, "audio_in_cached": 0.4, "text_in": 4.0, "text_in_cached": 0.4, "audio_out": 64.0, "text_out": 16.0}}
-CFG = OrchestratorConfig(turns=TurnConfig(silence_s=0.8, trailing_silence_s=0.3, max_session_s=12.0), health=health.LENIENT)
+PRICES = {
+    "date": "2026-12-05",
+    "source": "test",
+    "usd_per_1m_tokens": {
+        "audio_in": 32.0,
+        "audio_in_cached": 0.4,
+        "text_in": 4.0,
+        "text_in_cached": 0.4,
+        "audio_out": 64.0,
+        "text_out": 16.0,
+    },
+}
+CFG = OrchestratorConfig(
+    turns=TurnConfig(silence_s=0.8, trailing_silence_s=0.3, max_session_s=12.0),
+    health=health.LENIENT,
+)
 
 
 @pytest.fixture(scope="module")
 def replies():
-    return [make_reply("Sure. Start with short easy runs, three times a week, and walk when you need to."),
-            make_reply("Okay, sorry.")]
+    return [
+        make_reply(
+            "Sure. Start with short easy runs, three times a week, and walk when you need to."
+        ),
+        make_reply("Okay, sorry."),
+    ]
 
 
 @pytest.fixture
@@ -52,7 +80,9 @@ def _barge_in_rows(fake: FakeRealtime, log) -> list[tuple[str, int, float]]:
     for e in log.events:
         if e[1] == "playback_flush":
             played.update(flush_played_ms(e[3]))
-    return [(t.item_id, t.audio_end_ms, played[t.item_id]) for s in fake.sessions for t in s.truncates]
+    return [
+        (t.item_id, t.audio_end_ms, played[t.item_id]) for s in fake.sessions for t in s.truncates
+    ]
 
 
 def test_a_barge_in_truncates_the_item_to_exactly_what_was_played(tts, vad, replies, keys, caplog):
@@ -89,15 +119,31 @@ def test_a_barge_in_truncates_the_item_to_exactly_what_was_played(tts, vad, repl
     assert abs(end_ms - played_ms) <= 1.0  # floor of the played ms
     # ... and the played ms is what the recording holds: the item's chunks up to the flush
     flush_t = log.flushes[0][0]
-    chunk_ms = sum(min(n, max(0, round((flush_t - p) * 16000))) for a, p, n in log.model_chunks if p < flush_t) / 16.0
+    chunk_ms = (
+        sum(
+            min(n, max(0, round((flush_t - p) * 16000)))
+            for a, p, n in log.model_chunks
+            if p < flush_t
+        )
+        / 16.0
+    )
     assert abs(chunk_ms - played_ms) <= 20.0
     kinds = {e[1] for e in log.events}
-    assert {"vendor:speech_started", "vendor:response.created", "vendor:response.done", "vendor:truncate",
-            "vendor:truncated"} <= kinds
+    assert {
+        "vendor:speech_started",
+        "vendor:response.created",
+        "vendor:response.done",
+        "vendor:truncate",
+        "vendor:truncated",
+    } <= kinds
     # usage priced from the config's table; the key nowhere but the header
     rep = log.attrs["model_report"]
     u = rep["usage"]
-    assert u["audio_out"] > 0 and u["audio_in"] > 0 and rep["prices"] == {"date": "2026-12-05", "source": "test"}
+    assert (
+        u["audio_out"] > 0
+        and u["audio_in"] > 0
+        and rep["prices"] == {"date": "2026-12-05", "source": "test"}
+    )
     rates = PRICES["usd_per_1m_tokens"]
     assert rep["cost_usd"] == pytest.approx(sum(u[k] * rates[k] for k in rates) / 1e6, rel=1e-4)
     assert KEY not in caplog.text and KEY not in str(model.identity()) and KEY not in str(rep)
@@ -107,8 +153,10 @@ def test_a_barge_in_truncates_the_item_to_exactly_what_was_played(tts, vad, repl
 def test_grok_voice_speaks_the_xai_dialect(tts, vad, replies, keys):
     case, audio = question_and_barge_in(tts, "xai_protocol")
     fake, port = FakeRealtime(replies, dialect="xai", api_key=XKEY), free_port()
-    model = GrokVoice(base_url=f"ws://127.0.0.1:{port}/v1", prices={
-        "date": "2026-05-25", "source": "test", "usd_per_audio_minute": 0.05})
+    model = GrokVoice(
+        base_url=f"ws://127.0.0.1:{port}/v1",
+        prices={"date": "2026-05-25", "source": "test", "usd_per_audio_minute": 0.05},
+    )
     res = run_realtime_session(fake.app(), port, model, case, audio, vad, CFG, INSTRUCTION)
     assert fake.invalid == []
     (s,) = fake.sessions
@@ -135,7 +183,10 @@ def test_manual_turns_commit_create_and_cancel(tts, vad, replies, keys):
     assert fake.invalid == []
     (s,) = fake.sessions
     assert s.session_updates[0]["audio"]["input"]["turn_detection"] is None
-    assert s.client_events["input_audio_buffer.commit"] >= 1 and s.client_events["response.create"] >= 1
+    assert (
+        s.client_events["input_audio_buffer.commit"] >= 1
+        and s.client_events["response.create"] >= 1
+    )
     assert s.client_events["response.cancel"] == 1
     (row,) = _barge_in_rows(fake, res.log)
     assert abs(row[1] - row[2]) <= 1.0
@@ -173,7 +224,11 @@ def test_no_key_is_one_line(monkeypatch):
 
 def test_a_rejected_key_is_an_infrastructure_error_not_retried(replies, keys):
     err, fake = _fails(FakeRealtime(replies, api_key="another-key"))
-    assert "HTTP 401" in str(err) and "OPENAI_API_KEY" in str(err) and not isinstance(err, RealtimeUnavailable)
+    assert (
+        "HTTP 401" in str(err)
+        and "OPENAI_API_KEY" in str(err)
+        and not isinstance(err, RealtimeUnavailable)
+    )
     assert fake.connections == 1
 
 
@@ -182,8 +237,14 @@ def test_a_429_is_waited_out_and_retried_then_unavailable(replies, keys):
     model = OpenAIRealtime(base_url=f"ws://127.0.0.1:{port}/v1")
     asyncio.run(serve_and_run(fake.app(), port, lambda: _open(model)))  # Retry-After 1 s, then in
     assert fake.rejected == [429] and len(fake.sessions) == 1
-    err, fake = _fails(FakeRealtime(replies, reject_status=429, reject_times=9), {"connect_retries": 1})
-    assert isinstance(err, RealtimeUnavailable) and "HTTP 429" in str(err) and fake.rejected == [429, 429]
+    err, fake = _fails(
+        FakeRealtime(replies, reject_status=429, reject_times=9), {"connect_retries": 1}
+    )
+    assert (
+        isinstance(err, RealtimeUnavailable)
+        and "HTTP 429" in str(err)
+        and fake.rejected == [429, 429]
+    )
 
 
 def test_a_connection_the_service_drops_is_retryable(replies, keys):
@@ -193,11 +254,15 @@ def test_a_connection_the_service_drops_is_retryable(replies, keys):
 
 def test_a_malformed_event_fails_the_session(replies, keys):
     err, _ = _fails(FakeRealtime(replies, malformed_after_s=0.5))
-    assert "malformed response.output_audio.delta" in str(err) and not isinstance(err, RealtimeUnavailable)
+    assert "malformed response.output_audio.delta" in str(err) and not isinstance(
+        err, RealtimeUnavailable
+    )
 
 
 def test_rates_the_service_does_not_take_are_refused_at_once(keys):
-    with pytest.raises(ConfigError, match=r"model.input_rate: openai takes PCM16 at 24000 Hz; got 16000") as e:
+    with pytest.raises(
+        ConfigError, match=r"model.input_rate: openai takes PCM16 at 24000 Hz; got 16000"
+    ) as e:
         OpenAIRealtime(input_rate=16000)
     assert "\n" not in str(e.value)
     with pytest.raises(ConfigError, match="semantic_vad"):

@@ -67,9 +67,19 @@ def serve(argv: list[str]) -> None:
                 if data:
                     await ws.send_bytes(b"\x01" + data)  # ... then its audio (send loop)
             with open(a.record, "a") as f:
-                f.write(json.dumps({"text_prompt": text_prompt, "voice_prompt": request.query["voice_prompt"],
-                                    "dropped_before_handshake": dropped, "frames": n, "extra_args": rest,
-                                    "heard": heard.record()}) + "\n")
+                f.write(
+                    json.dumps(
+                        {
+                            "text_prompt": text_prompt,
+                            "voice_prompt": request.query["voice_prompt"],
+                            "dropped_before_handshake": dropped,
+                            "frames": n,
+                            "extra_args": rest,
+                            "heard": heard.record(),
+                        }
+                    )
+                    + "\n"
+                )
         return ws
 
     app = web.Application()
@@ -84,22 +94,46 @@ if __name__ != "__main__":
         (tmp_path / "voices").mkdir()
         (tmp_path / "voices" / "NATF0.pt").write_bytes(b"embedding")
         model = PersonaPlex(
-            server={"python": sys.executable, "log_dir": str(tmp_path / "servers"), "startup_timeout_s": 60,
-                    "command": ["{python}", __file__, "--port", "{port}", "--record", str(tmp_path / "record.jsonl")]},
-            voice_prompt_dir=str(tmp_path / "voices"), hf_repo=None, device="cpu")
+            server={
+                "python": sys.executable,
+                "log_dir": str(tmp_path / "servers"),
+                "startup_timeout_s": 60,
+                "command": [
+                    "{python}",
+                    __file__,
+                    "--port",
+                    "{port}",
+                    "--record",
+                    str(tmp_path / "record.jsonl"),
+                ],
+            },
+            voice_prompt_dir=str(tmp_path / "voices"),
+            hf_repo=None,
+            device="cpu",
+        )
         yield model, tmp_path
         model.close()
 
     def test_config_and_identity():
         from omegaconf import OmegaConf
 
-        cfg = OmegaConf.load(Path(__file__).parents[2] / "fdeval" / "conf" / "model" / "personaplex.yaml")
+        cfg = OmegaConf.load(
+            Path(__file__).parents[2] / "fdeval" / "conf" / "model" / "personaplex.yaml"
+        )
         assert cfg.turn_silence_s == 5.0 and cfg.voice_prompt == "NATF0.pt"
         assert cfg._target_ == "fdeval.models.personaplex.PersonaPlex"
         m = PersonaPlex(port=1, host="127.0.0.1")
-        assert m.turn_silence_s == 5.0 and m.clock == "realtime" and m.sample_rate == 24000 and m.frame_s == 0.08
+        assert (
+            m.turn_silence_s == 5.0
+            and m.clock == "realtime"
+            and m.sample_rate == 24000
+            and m.frame_s == 0.08
+        )
         assert m.identity()["tested"] == "protocol only"
-        assert m.query("Only listen.", 3) == {"text_prompt": "Only listen.", "voice_prompt": "NATF0.pt"}
+        assert m.query("Only listen.", 3) == {
+            "text_prompt": "Only listen.",
+            "voice_prompt": "NATF0.pt",
+        }
         assert m.query(None, 3)["text_prompt"] == ""
 
     def test_session_protocol(plex):
@@ -111,9 +145,15 @@ if __name__ != "__main__":
 
         batches = asyncio.run(go())
         session = last_session_record(tmp / "record.jsonl")  # (not the health probes' rows)
-        assert session["text_prompt"] == "Listen quietly; do not interrupt." and session["voice_prompt"] == "NATF0.pt"
+        assert (
+            session["text_prompt"] == "Listen quietly; do not interrupt."
+            and session["voice_prompt"] == "NATF0.pt"
+        )
         assert session["dropped_before_handshake"] == 0  # nothing sent before 0x00
-        assert session["extra_args"] == ["--device", "cpu"]  # (--voice-prompt-dir parsed; hf_repo=None not passed)
+        assert session["extra_args"] == [
+            "--device",
+            "cpu",
+        ]  # (--voice-prompt-dir parsed; hf_repo=None not passed)
         flat = [e for b in batches for e in b]
         texts = [e.text for e in flat if e.kind == "text"]
         audio = [e for e in flat if e.kind == "audio"]
@@ -127,10 +167,25 @@ if __name__ != "__main__":
     def test_missing_voice_prompt_fails_the_health_check(tmp_path):
         (tmp_path / "voices").mkdir()
         model = PersonaPlex(
-            server={"python": sys.executable, "log_dir": str(tmp_path / "servers"), "startup_timeout_s": 4,
-                    "start_attempts": 1, "probe_timeout_s": 2,
-                    "command": ["{python}", __file__, "--port", "{port}", "--record", str(tmp_path / "r.jsonl")]},
-            voice_prompt_dir=str(tmp_path / "voices"), hf_repo=None, device="cpu")
+            server={
+                "python": sys.executable,
+                "log_dir": str(tmp_path / "servers"),
+                "startup_timeout_s": 4,
+                "start_attempts": 1,
+                "probe_timeout_s": 2,
+                "command": [
+                    "{python}",
+                    __file__,
+                    "--port",
+                    "{port}",
+                    "--record",
+                    str(tmp_path / "r.jsonl"),
+                ],
+            },
+            voice_prompt_dir=str(tmp_path / "voices"),
+            hf_repo=None,
+            device="cpu",
+        )
         from fdeval.models.servers import ServerError
 
         async def go():

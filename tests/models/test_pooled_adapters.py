@@ -26,24 +26,35 @@ STANDIN = str(Path(__file__).with_name("standin_server.py"))
 
 
 def test_minicpmo_starts_its_worker_through_the_pool(tts, vad, tmp_path):
-    server = {"command": ["{python}", STANDIN, "minicpmo", "--host", "{host}", "--port", "{port}"],
-              "instances_per_gpu": 1, "startup_timeout_s": 60}
-    model = MiniCPMO(host="127.0.0.1", port=None, server=server, base_prompt="You are a helpful assistant.")
+    server = {
+        "command": ["{python}", STANDIN, "minicpmo", "--host", "{host}", "--port", "{port}"],
+        "instances_per_gpu": 1,
+        "startup_timeout_s": 60,
+    }
+    model = MiniCPMO(
+        host="127.0.0.1", port=None, server=server, base_prompt="You are a helpful assistant."
+    )
     assert model.pool is not None and model.concurrency == model.pool.size
     model.pool._gpus = [None]  # one CPU instance, whatever GPUs this machine has
     model.set_run_dir(tmp_path)
     case, audio = question_and_barge_in(tts, "pooled_minicpmo")
     # health bounds no loaded machine reaches: a session behind real time is stopped early
-    cfg = OrchestratorConfig(turns=TurnConfig(silence_s=0.8, trailing_silence_s=0.3, max_session_s=10.0),
-                             health=health.LENIENT)
+    cfg = OrchestratorConfig(
+        turns=TurnConfig(silence_s=0.8, trailing_silence_s=0.3, max_session_s=10.0),
+        health=health.LENIENT,
+    )
     try:
-        res = asyncio.run(run_session(case, audio, model, cfg, RealtimeClock(), vad, instruction=None))
+        res = asyncio.run(
+            run_session(case, audio, model, cfg, RealtimeClock(), vad, instruction=None)
+        )
         [inst] = model.pool.instances
         proc = inst.proc
         assert proc is not None and proc.poll() is None  # the pool started it, still running
         assert not inst.busy  # released at the end of the session
         assert (tmp_path / "servers" / f"{inst.name}.log").exists()
-        assert float(abs(res.model).max()) > 0.01, "no model audio"  # the session got the worker's speech
+        assert float(abs(res.model).max()) > 0.01, (
+            "no model audio"
+        )  # the session got the worker's speech
     finally:
         model.close()
     assert proc.wait(timeout=10) is not None  # close() stopped the server process

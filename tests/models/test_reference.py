@@ -13,19 +13,28 @@ from fdeval.orchestrator.session import OrchestratorConfig, run_session
 from fdeval.types import TestCase, Turn, WordTiming
 
 
-@pytest.mark.parametrize("scenario,policy", [(n, p) for n, s in SCENARIOS.items() for p in s.policies])
+@pytest.mark.parametrize(
+    "scenario,policy", [(n, p) for n, s in SCENARIOS.items() for p in s.policies]
+)
 def test_every_catalog_instruction_is_read_as_its_policy(scenario, policy):
     assert parse_policy(render_instruction(policy, scenario)) == policy
 
 
-@pytest.mark.parametrize("text,policy", [
-    (None, "default"), ("", "default"),
-    ("Please stay quiet until I am done; never cut in.", "listen"),
-    ("Give a short backchannel whenever I pause, otherwise just listen.", "backchannel"),
-    ("If I say something unsafe, interrupt me at once.", "interrupt"),
-    ("Hold the floor if the user only backchannels.", "continue"),
-    ("If the user interrupts you, give them the floor and acknowledge what they said.", "acknowledge"),
-])
+@pytest.mark.parametrize(
+    "text,policy",
+    [
+        (None, "default"),
+        ("", "default"),
+        ("Please stay quiet until I am done; never cut in.", "listen"),
+        ("Give a short backchannel whenever I pause, otherwise just listen.", "backchannel"),
+        ("If I say something unsafe, interrupt me at once.", "interrupt"),
+        ("Hold the floor if the user only backchannels.", "continue"),
+        (
+            "If the user interrupts you, give them the floor and acknowledge what they said.",
+            "acknowledge",
+        ),
+    ],
+)
 def test_free_text_instructions(text, policy):
     assert parse_policy(text) == policy
 
@@ -39,13 +48,27 @@ def paused_case(tts):
     audio = np.concatenate([a.samples, gap, b.samples])
     off = a.duration_s + 1.2
     words = a.words + tuple(WordTiming(w.text, w.start_s + off, w.end_s + off) for w in b.words)
-    t = Turn("paused", 0, "turn0", "take-turn", "x.wav", f"{a.text} {b.text}", words, len(audio) / 16000, 20.0)
+    t = Turn(
+        "paused",
+        0,
+        "turn0",
+        "take-turn",
+        "x.wav",
+        f"{a.text} {b.text}",
+        words,
+        len(audio) / 16000,
+        20.0,
+    )
     case = TestCase("paused", "paused", "instructfd", "Cognitive Pause", None, (t,))
     return case, [audio], a.duration_s
 
 
 def _model_speech(case, audio, agent, vad, instruction):
-    res = asyncio.run(run_session(case, audio, agent, OrchestratorConfig(), LockstepClock(), vad, instruction=instruction))
+    res = asyncio.run(
+        run_session(
+            case, audio, agent, OrchestratorConfig(), LockstepClock(), vad, instruction=instruction
+        )
+    )
     return res.log
 
 
@@ -65,7 +88,9 @@ def test_listen_waits_through_the_pause_default_does_not(paused_case, agent, vad
 
 def test_backchannel_policy_says_a_short_token_in_the_pause(paused_case, agent, vad):
     case, audio, first_part_s = paused_case
-    log = _model_speech(case, audio, agent, vad, render_instruction("backchannel", "User Filler Pause"))
+    log = _model_speech(
+        case, audio, agent, vad, render_instruction("backchannel", "User Filler Pause")
+    )
     start = 1.5 + first_part_s
     early = [row[3] for row in log.model_text if start <= row[1] < start + 1.2]
     assert 1 <= len(early) <= 2, early

@@ -23,7 +23,13 @@ if __name__ != "__main__":
     import pytest
 
     from fdeval.models.moshi import handshake
-    from fdeval.models.servers import ServerError, ServerPool, ServerSpec, is_secret_name, visible_gpus
+    from fdeval.models.servers import (
+        ServerError,
+        ServerPool,
+        ServerSpec,
+        is_secret_name,
+        visible_gpus,
+    )
 
 
 def serve(argv: list[str]) -> None:
@@ -41,12 +47,23 @@ def serve(argv: list[str]) -> None:
     if a.dump_env:
         with open(a.dump_env, "w") as f:
             json.dump(dict(os.environ), f)
-    print(f"fake server pid {os.getpid()} mode {a.mode} CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')}",
-          flush=True)
+    print(
+        f"fake server pid {os.getpid()} mode {a.mode} CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES')}",
+        flush=True,
+    )
     if a.record:
         with open(a.record, "a") as f:
-            f.write(json.dumps({"port": a.port, "cuda": os.environ.get("CUDA_VISIBLE_DEVICES"), "pid": os.getpid(),
-                                "extra": os.environ.get("FAKE_EXTRA")}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "port": a.port,
+                        "cuda": os.environ.get("CUDA_VISIBLE_DEVICES"),
+                        "pid": os.getpid(),
+                        "extra": os.environ.get("FAKE_EXTRA"),
+                    }
+                )
+                + "\n"
+            )
     if a.mode == "crash":
         print("boom: cannot load weights", flush=True)
         sys.exit(3)
@@ -71,8 +88,21 @@ def serve(argv: list[str]) -> None:
 if __name__ != "__main__":
 
     def spec(tmp: Path, mode: str = "ok", extra_args: tuple[str, ...] = (), **kw) -> ServerSpec:
-        return ServerSpec(command=(sys.executable, __file__, "--port", "{port}", "--mode", mode, "--record",
-                                   str(tmp / "record.jsonl"), *extra_args), log_dir=str(tmp / "servers"), **kw)
+        return ServerSpec(
+            command=(
+                sys.executable,
+                __file__,
+                "--port",
+                "{port}",
+                "--mode",
+                mode,
+                "--record",
+                str(tmp / "record.jsonl"),
+                *extra_args,
+            ),
+            log_dir=str(tmp / "servers"),
+            **kw,
+        )
 
     def live_servers(tmp: Path) -> list[int]:
         """Pids of running processes (zombies excluded) whose command line names this test's record
@@ -87,7 +117,9 @@ if __name__ != "__main__":
                     pass
         return sorted(pids)
 
-    def wait_none_alive(tmp: Path, timeout_s: float = 60.0) -> list[int]:  # returns as soon as none is left
+    def wait_none_alive(
+        tmp: Path, timeout_s: float = 60.0
+    ) -> list[int]:  # returns as soon as none is left
         deadline = time.monotonic() + timeout_s
         while live_servers(tmp) and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -107,7 +139,9 @@ if __name__ != "__main__":
         assert visible_gpus({"CUDA_VISIBLE_DEVICES": "2,-1,3"}) == ["2"]
 
     def test_spec_from_config_checks_keys():
-        s = ServerSpec.from_config({"command": ["{python}", "-m", "x"], "python": None, "env": {"A": 1}})
+        s = ServerSpec.from_config(
+            {"command": ["{python}", "-m", "x"], "python": None, "env": {"A": 1}}
+        )
         assert s.python == sys.executable and s.env == {"A": "1"}
         assert ServerSpec.from_config(None) is None
         with pytest.raises(ValueError, match="unknown key"):
@@ -116,8 +150,12 @@ if __name__ != "__main__":
             ServerSpec.from_config({"command": ["x"], "instances_per_gpu": 0})
 
     def test_instances_per_gpu_ports_devices_and_logs(tmp_path):
-        pool = ServerPool("fake", spec(tmp_path, instances_per_gpu=2, env={"FAKE_EXTRA": "yes"}), probe,
-                          gpus=["0", "1"])
+        pool = ServerPool(
+            "fake",
+            spec(tmp_path, instances_per_gpu=2, env={"FAKE_EXTRA": "yes"}),
+            probe,
+            gpus=["0", "1"],
+        )
         assert pool.size == 4
 
         async def go():
@@ -154,7 +192,10 @@ if __name__ != "__main__":
             asyncio.run(pool.start())
             assert [(i.index, i.device) for i in pool.instances] == [(1, "0"), (3, "1")]
             assert sorted(r["cuda"] for r in records(tmp_path)) == ["0", "1"]
-            assert sorted(p.name for p in (tmp_path / "servers").iterdir()) == ["fake-1.log", "fake-3.log"]
+            assert sorted(p.name for p in (tmp_path / "servers").iterdir()) == [
+                "fake-1.log",
+                "fake-3.log",
+            ]
             with pytest.raises(ValueError, match="started: True"):
                 pool.share(0, 2)
         finally:
@@ -193,8 +234,19 @@ if __name__ != "__main__":
         # "hang" servers never finish the handshake: the pool is stopped in the middle of its start
         # a startup timeout no loaded machine comes near: a stop that waited for it (3 attempts of 600 s)
         # instead of ending the starts at once runs into the 300 s wait below
-        pool = ServerPool("fake", spec(tmp_path, mode="hang", instances_per_gpu=2, start_attempts=3,
-                                       startup_timeout_s=600, probe_timeout_s=0.5), probe, gpus=[None])
+        pool = ServerPool(
+            "fake",
+            spec(
+                tmp_path,
+                mode="hang",
+                instances_per_gpu=2,
+                start_attempts=3,
+                startup_timeout_s=600,
+                probe_timeout_s=0.5,
+            ),
+            probe,
+            gpus=[None],
+        )
 
         async def go():
             starting = [asyncio.ensure_future(pool.acquire()) for _ in range(3)]
@@ -202,45 +254,79 @@ if __name__ != "__main__":
                 await asyncio.sleep(0.05)
             pool.stop()
             try:
-                return await asyncio.wait_for(asyncio.gather(*starting, return_exceptions=True), 300)
+                return await asyncio.wait_for(
+                    asyncio.gather(*starting, return_exceptions=True), 300
+                )
             except asyncio.TimeoutError:
-                raise AssertionError("the stopped pool's starts were still running 300 s later") from None
+                raise AssertionError(
+                    "the stopped pool's starts were still running 300 s later"
+                ) from None
 
         results = asyncio.run(go())
-        assert all(isinstance(r, ServerError) and "stopped while it started" in str(r) for r in results), results
+        assert all(
+            isinstance(r, ServerError) and "stopped while it started" in str(r) for r in results
+        ), results
         time.sleep(0.5)  # a new attempt, were one made, would have been recorded by now
         assert len(records(tmp_path)) == 2 and wait_none_alive(tmp_path) == []
 
     def test_servers_get_no_keys_from_the_environment(tmp_path, monkeypatch):
         planted = {  # fake values (never real keys): none may reach the server
-            "ANTHROPIC_API_KEY": "planted-value-1", "OPENAI_API_KEY": "planted-value-2", "GEMINI_API_KEY": "PLANTED3",
-            "GOOGLE_APPLICATION_CREDENTIALS": "/PLANTED4.json", "AWS_SECRET_ACCESS_KEY": "PLANTED5",
-            "AWS_ACCESS_KEY_ID": "PLANTED6", "HF_TOKEN": "planted-value-7", "GITHUB_TOKEN": "planted-value-8",
-            "SLURM_JOB_SECRET": "PLANTED9", "ANTHROPIC_BASE_URL": "https://PLANTED10", "MY_DB_PASSWORD": "PLANTED11",
-            "SOME_UNLISTED_VARIABLE": "PLANTED12", "WANDB_API_KEY": "PLANTED13", "OPENAI_ORG": "PLANTED14",
+            "ANTHROPIC_API_KEY": "planted-value-1",
+            "OPENAI_API_KEY": "planted-value-2",
+            "GEMINI_API_KEY": "PLANTED3",
+            "GOOGLE_APPLICATION_CREDENTIALS": "/PLANTED4.json",
+            "AWS_SECRET_ACCESS_KEY": "PLANTED5",
+            "AWS_ACCESS_KEY_ID": "PLANTED6",
+            "HF_TOKEN": "planted-value-7",
+            "GITHUB_TOKEN": "planted-value-8",
+            "SLURM_JOB_SECRET": "PLANTED9",
+            "ANTHROPIC_BASE_URL": "https://PLANTED10",
+            "MY_DB_PASSWORD": "PLANTED11",
+            "SOME_UNLISTED_VARIABLE": "PLANTED12",
+            "WANDB_API_KEY": "PLANTED13",
+            "OPENAI_ORG": "PLANTED14",
         }
-        kept = {"HF_HOME": str(tmp_path / "hf"), "OMP_NUM_THREADS": "3", "SLURM_JOB_ID": "4242", "LC_ALL": "C.UTF-8",
-                "TORCH_HOME": str(tmp_path / "torch"), "PYTHONPATH": str(tmp_path)}
+        kept = {
+            "HF_HOME": str(tmp_path / "hf"),
+            "OMP_NUM_THREADS": "3",
+            "SLURM_JOB_ID": "4242",
+            "LC_ALL": "C.UTF-8",
+            "TORCH_HOME": str(tmp_path / "torch"),
+            "PYTHONPATH": str(tmp_path),
+        }
         for k, v in {**planted, **kept, "MODEL_OWN_TOKEN": "own-token"}.items():
             monkeypatch.setenv(k, v)
         dump = tmp_path / "env.json"
-        s = spec(tmp_path, extra_args=("--dump-env", str(dump)), pass_env=("MODEL_OWN_TOKEN",),
-                 env={"GEMINI_API_KEY": "set-by-the-model-config"})
+        s = spec(
+            tmp_path,
+            extra_args=("--dump-env", str(dump)),
+            pass_env=("MODEL_OWN_TOKEN",),
+            env={"GEMINI_API_KEY": "set-by-the-model-config"},
+        )
         pool = ServerPool("fake", s, probe, gpus=["0"])
         try:
             asyncio.run(pool.start())
         finally:
             pool.stop()
         env = json.loads(dump.read_text())
-        leaked = sorted(k for k, v in env.items() if "PLANTED" in v or (k in planted and k != "GEMINI_API_KEY"))
+        leaked = sorted(
+            k for k, v in env.items() if "PLANTED" in v or (k in planted and k != "GEMINI_API_KEY")
+        )
         assert leaked == []
         assert {k: env.get(k) for k in kept} == kept and env["CUDA_VISIBLE_DEVICES"] == "0"
         assert env["PATH"] == os.environ["PATH"] and env["HOME"] == os.environ["HOME"]
-        assert env["MODEL_OWN_TOKEN"] == "own-token" and env["GEMINI_API_KEY"] == "set-by-the-model-config"
-        assert not [k for k in env if is_secret_name(k) and k not in ("MODEL_OWN_TOKEN", "GEMINI_API_KEY")]
+        assert (
+            env["MODEL_OWN_TOKEN"] == "own-token"
+            and env["GEMINI_API_KEY"] == "set-by-the-model-config"
+        )
+        assert not [
+            k for k in env if is_secret_name(k) and k not in ("MODEL_OWN_TOKEN", "GEMINI_API_KEY")
+        ]
 
     def test_pass_env_must_be_a_list_of_names():
-        assert ServerSpec.from_config({"command": ["x"], "pass_env": ["HF_TOKEN"]}).pass_env == ("HF_TOKEN",)
+        assert ServerSpec.from_config({"command": ["x"], "pass_env": ["HF_TOKEN"]}).pass_env == (
+            "HF_TOKEN",
+        )
         for bad in ("HF_TOKEN", ["HF TOKEN"], [1]):
             with pytest.raises(ValueError, match="server.pass_env"):
                 ServerSpec.from_config({"command": ["x"], "pass_env": bad})
@@ -265,16 +351,25 @@ if __name__ != "__main__":
         assert (tmp_path / "run" / "servers" / "fake-0.log").exists()
 
     def test_a_server_that_crashes_fails_with_its_log_tail(tmp_path):
-        pool = ServerPool("fake", spec(tmp_path, mode="crash", start_attempts=2), probe, gpus=[None])
-        with pytest.raises(ServerError, match="(?s)did not become healthy after 2 attempt.*boom: cannot load weights"):
+        pool = ServerPool(
+            "fake", spec(tmp_path, mode="crash", start_attempts=2), probe, gpus=[None]
+        )
+        with pytest.raises(
+            ServerError,
+            match="(?s)did not become healthy after 2 attempt.*boom: cannot load weights",
+        ):
             asyncio.run(pool.acquire())
         assert len(records(tmp_path)) == 2  # bounded attempts
-        with pytest.raises(ServerError, match="boom"):  # later sessions fail at once, no new attempts
+        with pytest.raises(
+            ServerError, match="boom"
+        ):  # later sessions fail at once, no new attempts
             asyncio.run(pool.acquire())
         assert len(records(tmp_path)) == 2
 
     def test_a_retired_instance_leaves_the_others_serving(tmp_path):
-        pool = ServerPool("fake", spec(tmp_path, instances_per_gpu=2, max_restarts=0), probe, gpus=[None])
+        pool = ServerPool(
+            "fake", spec(tmp_path, instances_per_gpu=2, max_restarts=0), probe, gpus=[None]
+        )
 
         async def go():
             a = await pool.acquire()
@@ -293,10 +388,18 @@ if __name__ != "__main__":
             pool.stop()
 
     def test_a_server_without_handshake_times_out(tmp_path):
-        pool = ServerPool("fake", spec(tmp_path, mode="hang", start_attempts=1, startup_timeout_s=3, probe_timeout_s=1),
-                          probe, gpus=[None])
-        with pytest.raises(ServerError, match="did not become healthy"):  # at its 3 s timeout, the log says
-            asyncio.run(asyncio.wait_for(pool.start(), 300))  # (a start that ignored it: a TimeoutError here)
+        pool = ServerPool(
+            "fake",
+            spec(tmp_path, mode="hang", start_attempts=1, startup_timeout_s=3, probe_timeout_s=1),
+            probe,
+            gpus=[None],
+        )
+        with pytest.raises(
+            ServerError, match="did not become healthy"
+        ):  # at its 3 s timeout, the log says
+            asyncio.run(
+                asyncio.wait_for(pool.start(), 300)
+            )  # (a start that ignored it: a TimeoutError here)
         assert "not healthy after 3 s" in (tmp_path / "servers" / "fake-0.log").read_text()
 
     def test_a_dead_server_is_restarted_then_given_up(tmp_path):
@@ -327,7 +430,8 @@ if __name__ != "__main__":
 
     def test_sigterm_of_the_owner_stops_its_servers(tmp_path):
         script = tmp_path / "owner.py"
-        script.write_text(textwrap.dedent(f"""
+        script.write_text(
+            textwrap.dedent(f"""
             import asyncio, sys, time
             sys.path.insert(0, {str(Path(__file__).parent)!r})
             from test_servers import spec, probe
@@ -337,14 +441,17 @@ if __name__ != "__main__":
             asyncio.run(pool.start())
             print("ready", flush=True)
             time.sleep(600)
-        """))
+        """)
+        )
         owner = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
         try:
             assert owner.stdout.readline().strip() == "ready"
             pids = [r["pid"] for r in records(tmp_path)]
             assert len(pids) == 2
             owner.send_signal(signal.SIGTERM)
-            assert owner.wait(20) == -signal.SIGTERM  # the default action still runs after the cleanup
+            assert (
+                owner.wait(20) == -signal.SIGTERM
+            )  # the default action still runs after the cleanup
         finally:
             owner.kill()
         for pid in pids:
@@ -353,7 +460,8 @@ if __name__ != "__main__":
 
     def test_sigkill_of_the_owner_takes_its_servers_along(tmp_path):
         script = tmp_path / "owner.py"
-        script.write_text(textwrap.dedent(f"""
+        script.write_text(
+            textwrap.dedent(f"""
             import asyncio, sys, time
             sys.path.insert(0, {str(Path(__file__).parent)!r})
             from test_servers import spec, probe
@@ -363,13 +471,16 @@ if __name__ != "__main__":
             asyncio.run(pool.start())
             print("ready", flush=True)
             time.sleep(600)
-        """))
+        """)
+        )
         owner = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
         assert owner.stdout.readline().strip() == "ready"
         pid = records(tmp_path)[0]["pid"]
         owner.kill()
         owner.wait(10)
-        deadline = time.monotonic() + 120  # PR_SET_PDEATHSIG acts at once; a loaded machine may take a while
+        deadline = (
+            time.monotonic() + 120
+        )  # PR_SET_PDEATHSIG acts at once; a loaded machine may take a while
         while time.monotonic() < deadline:
             try:
                 os.kill(pid, 0)

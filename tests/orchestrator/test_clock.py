@@ -37,7 +37,9 @@ def fake(monkeypatch):
     return t
 
 
-def run_frames(fake: FakeTime, n: int, work_s: float, stall_at: int = -1, stall_s: float = 0.0) -> list[float]:
+def run_frames(
+    fake: FakeTime, n: int, work_s: float, stall_at: int = -1, stall_s: float = 0.0
+) -> list[float]:
     """Each frame's lateness: wait for its time, then spend `work_s` (and `stall_s` once)."""
     clock = RealtimeClock()
     clock.start()
@@ -66,5 +68,7 @@ def test_a_stall_is_caught_up_without_moving_the_schedule(fake):
     # behind schedule the clock does not sleep: each frame gains FRAME_S - work_s until on time again
     back = next(k for k in range(101, 400) if late[k] < 1e-4)
     assert back <= 101 + 0.5 / (FRAME_S - 0.004) + 2
-    assert all(a > b for a, b in zip(late[101:back], late[102:back + 1]))  # steadily, never re-based
+    assert all(
+        a > b for a, b in zip(late[101:back], late[102 : back + 1])
+    )  # steadily, never re-based
     assert max(late[back:]) < 1e-4 and min(late) >= 0

@@ -14,10 +14,14 @@ from fdeval.orchestrator.turns import TurnConfig
 
 
 def run(case, audio, agent, vad, clock, cfg=OrchestratorConfig(), instruction=None):
-    return asyncio.run(run_session(case, audio, agent, cfg, clock, vad, seed=1, instruction=instruction))
+    return asyncio.run(
+        run_session(case, audio, agent, cfg, clock, vad, seed=1, instruction=instruction)
+    )
 
 
-def test_lockstep_session_records_both_channels_and_exact_injection(responsive_case, agent, vad, tmp_path):
+def test_lockstep_session_records_both_channels_and_exact_injection(
+    responsive_case, agent, vad, tmp_path
+):
     case, audio = responsive_case
     res = run(case, audio, agent, vad, LockstepClock())
     assert res.log.attrs["end_reason"] == "silence"
@@ -36,7 +40,12 @@ def test_lockstep_session_records_both_channels_and_exact_injection(responsive_c
     back = read_session_log(h5)
     assert back["attrs"]["case_id"] == case.case_id
     assert [t["label"] for t in back["turns"]] == ["turn0", "turn1", "turn2"]
-    assert {e["kind"] for e in back["events"]} >= {"session_start", "turn_start", "vad_onset", "session_end"}
+    assert {e["kind"] for e in back["events"]} >= {
+        "session_start",
+        "turn_start",
+        "vad_onset",
+        "session_end",
+    }
 
 
 def test_lockstep_is_deterministic(responsive_case, agent, vad):
@@ -57,8 +66,17 @@ def test_barge_in_delay_override_moves_the_injection(responsive_case, agent, vad
 def test_acknowledge_instruction_changes_agent_behaviour(responsive_case, agent, vad):
     case, audio = responsive_case
     plain = run(case, audio, agent, vad, LockstepClock())
-    ack = run(case, audio, agent, vad, LockstepClock(),
-              instruction="While you are speaking, if the user interrupts with a correction, acknowledge it and adjust your answer.")
+    ack = run(
+        case,
+        audio,
+        agent,
+        vad,
+        LockstepClock(),
+        instruction=(
+            "While you are speaking, if the user interrupts with a correction, acknowledge it and "
+            "adjust your answer."
+        ),
+    )
     text = lambda r: " ".join(t[3] for t in r.log.model_text if not t[4])
     assert "as I was saying" in text(plain) and "as I was saying" not in text(ack)
 
@@ -73,16 +91,28 @@ def test_realtime_clock_pacing_and_injection_error(responsive_case, agent, vad):
     those of its own frames (the clock's scheduling itself: tests/orchestrator/test_clock.py)."""
     case, audio = responsive_case
     # bounds far above any lag of a loaded machine: a session past one ends there, before its barge-in
-    cfg = OrchestratorConfig(turns=TurnConfig(silence_s=0.8, trailing_silence_s=0.3), health=health.LENIENT)
+    cfg = OrchestratorConfig(
+        turns=TurnConfig(silence_s=0.8, trailing_silence_s=0.3), health=health.LENIENT
+    )
     res = run(case, audio, agent, vad, RealtimeClock(), cfg)
     late = health.lateness(res.log)
     barge = res.log.turns[1]
     err = barge["error_s"]
-    print(f"realtime: {len(late)} frames, pacing p50 {np.median(late)*1e3:.2f} ms p99 {np.percentile(late, 99)*1e3:.2f} ms; "
-          f"barge-in error {err*1e3:.2f} ms")
-    assert barge["turn_type"] == "barge-in" and barge["wait_reason"] == "onset" and not math.isnan(err)
-    assert barge["start_s"] == barge["scheduled_s"]  # armed ahead of its time: it starts on its scheduled sample
+    print(
+        f"realtime: {len(late)} frames, pacing p50 {np.median(late) * 1e3:.2f} ms "
+        f"p99 {np.percentile(late, 99) * 1e3:.2f} ms; "
+        f"barge-in error {err * 1e3:.2f} ms"
+    )
+    assert (
+        barge["turn_type"] == "barge-in" and barge["wait_reason"] == "onset" and not math.isnan(err)
+    )
+    assert (
+        barge["start_s"] == barge["scheduled_s"]
+    )  # armed ahead of its time: it starts on its scheduled sample
     health.check_pacing(res.log)
     # so the error is its frame's lateness (0 when on time), within the recorded pacing lag
     assert health.check_turn_error(res.log, barge) == pytest.approx(err, abs=1e-9)
-    assert health.check_verdict(res.log.attrs, res.log.clock) and res.log.attrs["end_reason"] == "silence"
+    assert (
+        health.check_verdict(res.log.attrs, res.log.clock)
+        and res.log.attrs["end_reason"] == "silence"
+    )

@@ -7,8 +7,13 @@ import json
 
 import pytest
 
-from fdeval.transcript.io import (TranscriptError, load_transcript, transcript_from_dict, transcript_to_dict,
-                                  write_transcript)
+from fdeval.transcript.io import (
+    TranscriptError,
+    load_transcript,
+    transcript_from_dict,
+    transcript_to_dict,
+    write_transcript,
+)
 from fdeval.types import PlayedTurn, Transcript, Word
 
 CID = "conv__continue"
@@ -22,8 +27,12 @@ TRANSCRIPT = Transcript(
         Word(CID, "model", "there", 1.25, 1.5, "asr", None),
     ),
     (
-        PlayedTurn(CID, 0, "turn1", "take-turn", None, 0.1, 0.4, 0.0, False, 1, 1, (("backchannel", 0.3),)),
-        PlayedTurn(CID, 1, "turn2_backchannel", "barge-in", "backchannel", 1.1, 1.3, 1.05, False, 1, 1),
+        PlayedTurn(
+            CID, 0, "turn1", "take-turn", None, 0.1, 0.4, 0.0, False, 1, 1, (("backchannel", 0.3),)
+        ),
+        PlayedTurn(
+            CID, 1, "turn2_backchannel", "barge-in", "backchannel", 1.1, 1.3, 1.05, False, 1, 1
+        ),
     ),
     2.5,
 )
@@ -45,25 +54,44 @@ def _broken(edit) -> dict:
     return d
 
 
-@pytest.mark.parametrize("edit, field, message", [
-    (lambda d: d.pop("words"), "words", "missing"),
-    (lambda d: d.update(extra=1), "extra", "unknown key"),
-    (lambda d: d.update(format="other"), "format", "expected"),
-    (lambda d: d.update(format_version=9), "format_version", "unsupported"),
-    (lambda d: d["words"][1].update(end_s=0.5), "words[1].end_s", "before start"),
-    (lambda d: d["words"][0].update(start_s=-1), "words[0].start_s", ">= 0"),
-    (lambda d: d["words"][0].update(start_s=float("nan")), "words[0].start_s", "finite"),
-    (lambda d: d["words"][0].update(speaker="robot"), "words[0].speaker", "invalid value"),
-    (lambda d: d["words"][0].update(source="mic"), "words[0].source", "invalid value"),
-    (lambda d: d["words"][0].update(turn=7), "words[0].turn", "no user turn"),
-    (lambda d: d["words"][0].update(text=""), "words[0].text", "non-empty"),
-    (lambda d: d["user_turns"][0].update(n_words_played=3), "user_turns[0].n_words_played", "more than"),
-    (lambda d: d["user_turns"][1].update(subtype=None), "user_turns[1].subtype", "barge-in"),
-    (lambda d: d["user_turns"][0].update(subtype="interrupt"), "user_turns[0].subtype", "only allowed"),
-    (lambda d: d["user_turns"][1].update(index=0), "user_turns[1].index", "twice"),
-    (lambda d: d["user_turns"][0]["triggers"][0].update(kind=""), "user_turns[0].triggers[0].kind", "non-empty"),
-    (lambda d: d["user_turns"][0].update(cut_short="no"), "user_turns[0].cut_short", "true or false"),
-])
+@pytest.mark.parametrize(
+    "edit, field, message",
+    [
+        (lambda d: d.pop("words"), "words", "missing"),
+        (lambda d: d.update(extra=1), "extra", "unknown key"),
+        (lambda d: d.update(format="other"), "format", "expected"),
+        (lambda d: d.update(format_version=9), "format_version", "unsupported"),
+        (lambda d: d["words"][1].update(end_s=0.5), "words[1].end_s", "before start"),
+        (lambda d: d["words"][0].update(start_s=-1), "words[0].start_s", ">= 0"),
+        (lambda d: d["words"][0].update(start_s=float("nan")), "words[0].start_s", "finite"),
+        (lambda d: d["words"][0].update(speaker="robot"), "words[0].speaker", "invalid value"),
+        (lambda d: d["words"][0].update(source="mic"), "words[0].source", "invalid value"),
+        (lambda d: d["words"][0].update(turn=7), "words[0].turn", "no user turn"),
+        (lambda d: d["words"][0].update(text=""), "words[0].text", "non-empty"),
+        (
+            lambda d: d["user_turns"][0].update(n_words_played=3),
+            "user_turns[0].n_words_played",
+            "more than",
+        ),
+        (lambda d: d["user_turns"][1].update(subtype=None), "user_turns[1].subtype", "barge-in"),
+        (
+            lambda d: d["user_turns"][0].update(subtype="interrupt"),
+            "user_turns[0].subtype",
+            "only allowed",
+        ),
+        (lambda d: d["user_turns"][1].update(index=0), "user_turns[1].index", "twice"),
+        (
+            lambda d: d["user_turns"][0]["triggers"][0].update(kind=""),
+            "user_turns[0].triggers[0].kind",
+            "non-empty",
+        ),
+        (
+            lambda d: d["user_turns"][0].update(cut_short="no"),
+            "user_turns[0].cut_short",
+            "true or false",
+        ),
+    ],
+)
 def test_validation_names_file_and_field(edit, field, message):
     with pytest.raises(TranscriptError) as e:
         transcript_from_dict(_broken(edit), "runs/x/transcripts/t.json")

@@ -38,8 +38,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from fdeval.benchmarks.echochain.roles import (MAX_ATTEMPTS_LIMIT, REASK_NOTE, ROLE_KEYS, ask_valid, check_role,
-                                               prompt_hash, role_client, role_identity)
+from fdeval.benchmarks.echochain.roles import (
+    MAX_ATTEMPTS_LIMIT,
+    REASK_NOTE,
+    ROLE_KEYS,
+    ask_valid,
+    check_role,
+    prompt_hash,
+    role_client,
+    role_identity,
+)
 from fdeval.benchmarks.echochain.seeds import ExchangeScript, Seed
 from fdeval.benchmarks.echochain.taxonomy import CONFIDENCE, DSR, FAILURE_TYPES, INTEGRATION
 from fdeval.errors import ConfigError
@@ -61,7 +69,9 @@ class Exchange:
     case_id: str
     index: int  # 1-based exchange number (= "turn" in the classifier's output)
     message: str  # the user's message
-    answer_before: str  # assistant text from the message's start to the barge-in's start ("" if none)
+    answer_before: (
+        str  # assistant text from the message's start to the barge-in's start ("" if none)
+    )
     barge_in: str | None  # the barge-in text (None: the exchange was not interrupted)
     barge_in_label: str | None
     continuation: str  # assistant text from the barge-in on (uninterrupted: the whole answer)
@@ -100,10 +110,24 @@ class ClassifierParseError(ValueError):
 
 # ------------------------------------------------------------------------------------------------
 # The answer format
-FIELDS = ("FAILURE_DETECTED", "FAILURE_TURN", "FAILURE_TYPE", "EVIDENCE_INJECTION", "WHAT_ASSISTANT_SAID_BEFORE",
-          "ASSISTANT_RESPONSE_AFTER", "MEMORY_DEMONSTRATED", "INTEGRATION_QUALITY", "REASON", "CONFIDENCE")
-_FREE_TEXT = frozenset({"EVIDENCE_INJECTION", "WHAT_ASSISTANT_SAID_BEFORE", "ASSISTANT_RESPONSE_AFTER", "REASON"})
-_NOT_APPLICABLE = frozenset({"", "N/A", "NONE"})  # FAILURE_TURN / FAILURE_TYPE when NO (compared upper-cased)
+FIELDS = (
+    "FAILURE_DETECTED",
+    "FAILURE_TURN",
+    "FAILURE_TYPE",
+    "EVIDENCE_INJECTION",
+    "WHAT_ASSISTANT_SAID_BEFORE",
+    "ASSISTANT_RESPONSE_AFTER",
+    "MEMORY_DEMONSTRATED",
+    "INTEGRATION_QUALITY",
+    "REASON",
+    "CONFIDENCE",
+)
+_FREE_TEXT = frozenset(
+    {"EVIDENCE_INJECTION", "WHAT_ASSISTANT_SAID_BEFORE", "ASSISTANT_RESPONSE_AFTER", "REASON"}
+)
+_NOT_APPLICABLE = frozenset(
+    {"", "N/A", "NONE"}
+)  # FAILURE_TURN / FAILURE_TYPE when NO (compared upper-cased)
 _FIELD_LINE = re.compile(r"^[ \t]*(" + "|".join(FIELDS) + r")[ \t]*:[ \t]*(.*?)[ \t]*$")
 _FIRST_LINE = ("FAILURE_DETECTED: YES", "FAILURE_DETECTED: NO")
 _TURN = re.compile(r"[0-9]+")
@@ -117,7 +141,9 @@ def _yes_no(field: str, value: str) -> bool:
 
 def _choice(field: str, value: str, allowed: tuple[str, ...] | Mapping[str, str]) -> str:
     if value not in allowed:
-        raise ClassifierParseError(field, f"must be one of {', '.join(allowed)}, got {_quote(value)}")
+        raise ClassifierParseError(
+            field, f"must be one of {', '.join(allowed)}, got {_quote(value)}"
+        )
     return value
 
 
@@ -142,8 +168,11 @@ def parse_output(text: str) -> ClassifierOutput:
         raise ClassifierParseError("FAILURE_DETECTED", "the answer is empty")
     lines = text.strip().splitlines()
     if lines[0].strip() not in _FIRST_LINE:
-        raise ClassifierParseError("FAILURE_DETECTED", "the first line must be exactly 'FAILURE_DETECTED: YES' or "
-                                   f"'FAILURE_DETECTED: NO', got {_quote(lines[0])}")
+        raise ClassifierParseError(
+            "FAILURE_DETECTED",
+            "the first line must be exactly 'FAILURE_DETECTED: YES' or "
+            f"'FAILURE_DETECTED: NO', got {_quote(lines[0])}",
+        )
     values: dict[str, list[str]] = {}
     current = ""
     for line in lines:
@@ -157,39 +186,54 @@ def parse_output(text: str) -> ClassifierOutput:
             values[current].append(line.rstrip())
     missing = [f for f in FIELDS if f not in values]
     if missing:
-        hint = (" (it is named, but not as 'NAME: value' at the start of a line in capitals without markdown)"
-                if missing[0].lower() in text.lower() else "")
+        hint = (
+            " (it is named, but not as 'NAME: value' at the start of a line in capitals without markdown)"
+            if missing[0].lower() in text.lower()
+            else ""
+        )
         also = f" (also missing: {', '.join(missing[1:])})" if len(missing) > 1 else ""
         raise ClassifierParseError(missing[0], "missing" + hint + also)
     value: dict[str, str] = {}
     for name, parts in values.items():
         extra = [p for p in parts[1:] if p.strip()]
         if name not in _FREE_TEXT and extra:
-            raise ClassifierParseError(name, f"takes one value on its line; text follows it: {_quote(extra[0])}")
+            raise ClassifierParseError(
+                name, f"takes one value on its line; text follows it: {_quote(extra[0])}"
+            )
         value[name] = "\n".join(parts).strip()
 
     failure = _yes_no("FAILURE_DETECTED", value["FAILURE_DETECTED"])
     turn_text, type_text = value["FAILURE_TURN"], value["FAILURE_TYPE"]
     if failure:
         if not _TURN.fullmatch(turn_text) or int(turn_text) < 1:
-            raise ClassifierParseError("FAILURE_TURN", f"must be an exchange number >= 1 when FAILURE_DETECTED is "
-                                       f"YES, got {_quote(turn_text)}")
+            raise ClassifierParseError(
+                "FAILURE_TURN",
+                f"must be an exchange number >= 1 when FAILURE_DETECTED is "
+                f"YES, got {_quote(turn_text)}",
+            )
         failure_turn: int | None = int(turn_text)
         failure_type: str | None = _choice("FAILURE_TYPE", type_text, FAILURE_TYPES)
     else:
         for name, v in (("FAILURE_TURN", turn_text), ("FAILURE_TYPE", type_text)):
             if v.upper() not in _NOT_APPLICABLE:
-                raise ClassifierParseError(name, f"must be empty or N/A when FAILURE_DETECTED is NO, got {_quote(v)}")
+                raise ClassifierParseError(
+                    name, f"must be empty or N/A when FAILURE_DETECTED is NO, got {_quote(v)}"
+                )
         failure_turn = failure_type = None
     if not value["REASON"]:
         raise ClassifierParseError("REASON", "is empty")
     return ClassifierOutput(
-        failure=failure, failure_turn=failure_turn, failure_type=failure_type,
-        evidence_injection=value["EVIDENCE_INJECTION"], said_before=value["WHAT_ASSISTANT_SAID_BEFORE"],
+        failure=failure,
+        failure_turn=failure_turn,
+        failure_type=failure_type,
+        evidence_injection=value["EVIDENCE_INJECTION"],
+        said_before=value["WHAT_ASSISTANT_SAID_BEFORE"],
         said_after=value["ASSISTANT_RESPONSE_AFTER"],
         memory_demonstrated=_yes_no("MEMORY_DEMONSTRATED", value["MEMORY_DEMONSTRATED"]),
         integration=_choice("INTEGRATION_QUALITY", value["INTEGRATION_QUALITY"], INTEGRATION),
-        reason=value["REASON"], confidence=_choice("CONFIDENCE", value["CONFIDENCE"], CONFIDENCE))
+        reason=value["REASON"],
+        confidence=_choice("CONFIDENCE", value["CONFIDENCE"], CONFIDENCE),
+    )
 
 
 def format_output(o: ClassifierOutput) -> str:
@@ -199,25 +243,31 @@ def format_output(o: ClassifierOutput) -> str:
     with surrounding whitespace or with a line that would start a field.
     """
     na = "N/A"
-    text = "\n".join([
-        f"FAILURE_DETECTED: {'YES' if o.failure else 'NO'}",
-        f"FAILURE_TURN: {na if o.failure_turn is None else o.failure_turn}",
-        f"FAILURE_TYPE: {o.failure_type or na}",
-        f"EVIDENCE_INJECTION: {o.evidence_injection}",
-        f"WHAT_ASSISTANT_SAID_BEFORE: {o.said_before}",
-        f"ASSISTANT_RESPONSE_AFTER: {o.said_after}",
-        f"MEMORY_DEMONSTRATED: {'YES' if o.memory_demonstrated else 'NO'}",
-        f"INTEGRATION_QUALITY: {o.integration}",
-        f"REASON: {o.reason}",
-        f"CONFIDENCE: {o.confidence}",
-    ])
+    text = "\n".join(
+        [
+            f"FAILURE_DETECTED: {'YES' if o.failure else 'NO'}",
+            f"FAILURE_TURN: {na if o.failure_turn is None else o.failure_turn}",
+            f"FAILURE_TYPE: {o.failure_type or na}",
+            f"EVIDENCE_INJECTION: {o.evidence_injection}",
+            f"WHAT_ASSISTANT_SAID_BEFORE: {o.said_before}",
+            f"ASSISTANT_RESPONSE_AFTER: {o.said_after}",
+            f"MEMORY_DEMONSTRATED: {'YES' if o.memory_demonstrated else 'NO'}",
+            f"INTEGRATION_QUALITY: {o.integration}",
+            f"REASON: {o.reason}",
+            f"CONFIDENCE: {o.confidence}",
+        ]
+    )
     try:
         back = parse_output(text)
     except ClassifierParseError as e:
         raise ValueError(f"no A.4 text for this output: {e}") from None
     if back != o:
-        diff = [f.name for f in dataclasses.fields(o) if getattr(o, f.name) != getattr(back, f.name)]
-        raise ValueError(f"no A.4 text for this output: {', '.join(diff)} would not read back as given")
+        diff = [
+            f.name for f in dataclasses.fields(o) if getattr(o, f.name) != getattr(back, f.name)
+        ]
+        raise ValueError(
+            f"no A.4 text for this output: {', '.join(diff)} would not read back as given"
+        )
     return text
 
 
@@ -247,10 +297,14 @@ class ClassifierVerdict:
     flagged: bool | None  # majority of decide() over the parsed samples, a tie flags; None on error
     votes: tuple[bool, ...]
     samples: tuple[ClassifierOutput, ...]
-    failure_type: str | None  # the most common failure_type among flagging samples (None unless flagged)
+    failure_type: (
+        str | None
+    )  # the most common failure_type among flagging samples (None unless flagged)
     rule: str
     k: int  # samples asked for
-    errors: tuple[str, ...]  # parse errors met (re-asks), failed requests, samples that never parsed
+    errors: tuple[
+        str, ...
+    ]  # parse errors met (re-asks), failed requests, samples that never parsed
     classifier: dict  # the classifier's identity
 
     @property
@@ -259,10 +313,19 @@ class ClassifierVerdict:
         return bool(self.votes) and 2 * sum(self.votes) == len(self.votes)
 
     def to_dict(self) -> dict:
-        return {"case_id": self.case_id, "exchange": self.exchange, "status": self.status, "flagged": self.flagged,
-                "votes": list(self.votes), "samples": [dataclasses.asdict(s) for s in self.samples],
-                "failure_type": self.failure_type, "rule": self.rule, "k": self.k, "errors": list(self.errors),
-                "classifier": dict(self.classifier)}
+        return {
+            "case_id": self.case_id,
+            "exchange": self.exchange,
+            "status": self.status,
+            "flagged": self.flagged,
+            "votes": list(self.votes),
+            "samples": [dataclasses.asdict(s) for s in self.samples],
+            "failure_type": self.failure_type,
+            "rule": self.rule,
+            "k": self.k,
+            "errors": list(self.errors),
+            "classifier": dict(self.classifier),
+        }
 
     @classmethod
     def from_dict(cls, d: Mapping) -> "ClassifierVerdict":
@@ -270,33 +333,59 @@ class ClassifierVerdict:
         keys = {f.name for f in dataclasses.fields(cls)}
         if not isinstance(d, Mapping) or set(d) != keys:
             got = set(d) if isinstance(d, Mapping) else set()
-            raise ValueError(f"classifier verdict: expected keys {', '.join(sorted(keys))}; "
-                             f"missing {sorted(keys - got)}, unknown {sorted(got - keys)}")
+            raise ValueError(
+                f"classifier verdict: expected keys {', '.join(sorted(keys))}; "
+                f"missing {sorted(keys - got)}, unknown {sorted(got - keys)}"
+            )
         sample_keys = {f.name for f in dataclasses.fields(ClassifierOutput)}
         samples = []
         for i, s in enumerate(d["samples"]):
             if not isinstance(s, Mapping) or set(s) != sample_keys:
-                raise ValueError(f"classifier verdict: samples[{i}]: expected keys {', '.join(sorted(sample_keys))}")
+                raise ValueError(
+                    f"classifier verdict: samples[{i}]: expected keys {', '.join(sorted(sample_keys))}"
+                )
             samples.append(ClassifierOutput(**s))
         if d["status"] not in ("ok", "error"):
-            raise ValueError(f"classifier verdict: status: must be ok or error, got {d['status']!r}")
+            raise ValueError(
+                f"classifier verdict: status: must be ok or error, got {d['status']!r}"
+            )
         if d["rule"] not in DECISION_RULES:
-            raise ValueError(f"classifier verdict: rule: must be one of {', '.join(DECISION_RULES)}, got {d['rule']!r}")
-        return cls(case_id=str(d["case_id"]), exchange=int(d["exchange"]), status=d["status"], flagged=d["flagged"],
-                   votes=tuple(bool(v) for v in d["votes"]), samples=tuple(samples),
-                   failure_type=d["failure_type"], rule=d["rule"], k=int(d["k"]),
-                   errors=tuple(str(e) for e in d["errors"]), classifier=dict(d["classifier"]))
+            raise ValueError(
+                f"classifier verdict: rule: must be one of {', '.join(DECISION_RULES)}, got {d['rule']!r}"
+            )
+        return cls(
+            case_id=str(d["case_id"]),
+            exchange=int(d["exchange"]),
+            status=d["status"],
+            flagged=d["flagged"],
+            votes=tuple(bool(v) for v in d["votes"]),
+            samples=tuple(samples),
+            failure_type=d["failure_type"],
+            rule=d["rule"],
+            k=int(d["k"]),
+            errors=tuple(str(e) for e in d["errors"]),
+            classifier=dict(d["classifier"]),
+        )
 
 
-def vote(case_id: str, exchange: int, samples: tuple[ClassifierOutput, ...] | list[ClassifierOutput], *, rule: str,
-         k: int, errors: tuple[str, ...] | list[str], classifier: dict) -> ClassifierVerdict:
+def vote(
+    case_id: str,
+    exchange: int,
+    samples: tuple[ClassifierOutput, ...] | list[ClassifierOutput],
+    *,
+    rule: str,
+    k: int,
+    errors: tuple[str, ...] | list[str],
+    classifier: dict,
+) -> ClassifierVerdict:
     """The verdict of the parsed `samples` under `rule`: majority flag (a tie flags), the most
     common failure code among the flagging samples (ties: FAILURE_TYPES order); status ``error``
     when there is no sample."""
     samples = tuple(samples)
     if not samples:
-        return ClassifierVerdict(case_id, exchange, "error", None, (), (), None, rule, k, tuple(errors),
-                                 dict(classifier))
+        return ClassifierVerdict(
+            case_id, exchange, "error", None, (), (), None, rule, k, tuple(errors), dict(classifier)
+        )
     votes = tuple(decide(s, rule) for s in samples)
     flagged = 2 * sum(votes) >= len(votes)
     failure_type = None
@@ -305,8 +394,19 @@ def vote(case_id: str, exchange: int, samples: tuple[ClassifierOutput, ...] | li
         if counts:
             top = max(counts.values())
             failure_type = next(t for t in FAILURE_TYPES if counts.get(t) == top)
-    return ClassifierVerdict(case_id, exchange, "ok", flagged, votes, samples, failure_type, rule, k, tuple(errors),
-                             dict(classifier))
+    return ClassifierVerdict(
+        case_id,
+        exchange,
+        "ok",
+        flagged,
+        votes,
+        samples,
+        failure_type,
+        rule,
+        k,
+        tuple(errors),
+        dict(classifier),
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -322,8 +422,9 @@ class Classifier(abc.ABC):
         """Everything that can change a verdict, JSON-ready (recorded in every results row)."""
 
     @abc.abstractmethod
-    def classify(self, seed: Seed, history: tuple[Exchange, ...], exchange: Exchange,
-                 case_id: str) -> ClassifierVerdict:
+    def classify(
+        self, seed: Seed, history: tuple[Exchange, ...], exchange: Exchange, case_id: str
+    ) -> ClassifierVerdict:
         """The verdict on `exchange` (the earlier exchanges in `history`, oldest first)."""
 
     def check_ready(self) -> None:
@@ -332,9 +433,13 @@ class Classifier(abc.ABC):
 
 def _check_votes_rule(votes: Any, rule: Any, where: str) -> None:
     if isinstance(votes, bool) or not isinstance(votes, int) or not 1 <= votes <= 99:
-        raise ConfigError(f"{where}.votes: must be an integer in [1, 99] (odd recommended), got {votes!r}")
+        raise ConfigError(
+            f"{where}.votes: must be an integer in [1, 99] (odd recommended), got {votes!r}"
+        )
     if rule not in DECISION_RULES:
-        raise ConfigError(f"{where}.decision_rule: must be one of {', '.join(DECISION_RULES)}, got {rule!r}")
+        raise ConfigError(
+            f"{where}.decision_rule: must be one of {', '.join(DECISION_RULES)}, got {rule!r}"
+        )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -345,10 +450,18 @@ def _check_votes_rule(votes: Any, rule: Any, where: str) -> None:
 # replaced or ruled out ("swap the plain flour for ...", "no need to restart the router") is not
 # counted as still in use.
 
-_UNITS = {w: i for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve thirteen "
-                                     "fourteen fifteen sixteen seventeen eighteen nineteen".split())}
-_TENS = {w: 10 * i for i, w in enumerate("_ _ twenty thirty forty fifty sixty seventy eighty ninety".split())
-         if w != "_"}
+_UNITS = {
+    w: i
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen "
+        "fourteen fifteen sixteen seventeen eighteen nineteen".split()
+    )
+}
+_TENS = {
+    w: 10 * i
+    for i, w in enumerate("_ _ twenty thirty forty fifty sixty seventy eighty ninety".split())
+    if w != "_"
+}
 _SCALES = {"hundred": 100, "thousand": 1000, "million": 1000000}
 _NUMBER_WORDS = frozenset(_UNITS) | frozenset(_TENS) | frozenset(_SCALES)
 # A clause ends at punctuation, a dash or "but": a negation never reaches past it.
@@ -356,21 +469,38 @@ _CLAUSE_BREAK = re.compile(r"[,;:.!?()\"\u2014\u2013]+|\s-+\s|\bbut\b")
 _TOKEN = re.compile(r"[a-z0-9]+(?:['\-][a-z0-9]+)*")
 # Words before a phrase (same clause, at most _CUE_GAP words between) that rule it out, and words
 # right after it that do. "n't" words negate too; "don't forget X" is no negation.
-_CUES_BEFORE = frozenset("""no not never without nor skip skipping avoid avoiding drop dropping ditch ditching forget
-forgetting swap swapping replace replacing scrap lose cannot""".split())
-_CUE_PAIRS_BEFORE = frozenset({("instead", "of"), ("rather", "than"), ("cut", "out"), ("leave", "out"),
-                               ("place", "of"), ("no", "more"), ("move", "away")})
+_CUES_BEFORE = frozenset(
+    """no not never without nor skip skipping avoid avoiding drop dropping ditch ditching forget
+forgetting swap swapping replace replacing scrap lose cannot""".split()
+)
+_CUE_PAIRS_BEFORE = frozenset(
+    {
+        ("instead", "of"),
+        ("rather", "than"),
+        ("cut", "out"),
+        ("leave", "out"),
+        ("place", "of"),
+        ("no", "more"),
+        ("move", "away"),
+    }
+)
 _UNDOING = frozenset({"forget", "forgetting", "skip", "skipping", "drop", "dropping", "lose"})
 # "swap X for Y" / "replace X with Y": only X is ruled out, Y is what the reply now uses.
-_SWAPS, _SWAP_TO = frozenset({"swap", "swapping", "replace", "replacing"}), frozenset({"for", "with", "by"})
+_SWAPS, _SWAP_TO = (
+    frozenset({"swap", "swapping", "replace", "replacing"}),
+    frozenset({"for", "with", "by"}),
+)
 # Set phrases in which a negation word negates nothing that follows ("no problem, ...", "not only X").
-_IDLE_AFTER = {"no": frozenset({"problem", "problems", "worries", "worry", "doubt", "rush", "question"}),
-               "not": frozenset({"only", "just", "sure"})}
+_IDLE_AFTER = {
+    "no": frozenset({"problem", "problems", "worries", "worry", "doubt", "rush", "question"}),
+    "not": frozenset({"only", "just", "sure"}),
+}
 _CUES_AFTER = frozenset({"swapped", "replaced", "dropped", "removed", "scrapped"})
 _STATE_AFTER = frozenset({"out", "off", "gone"})
 _CUE_GAP = 4
 # Words too common to show that a reply serves one particular request.
-_STOPWORDS = frozenset("""
+_STOPWORDS = frozenset(
+    """
 a about above after again against all also always am an and another any anything anyway are around as at away back
 be because been before being below best better between big bit both but by can cannot could couldn't did didn't do
 does doesn't doing don't done down during each either else enough even ever every everything few first for from
@@ -384,12 +514,36 @@ upon us use very wait want wanna was way we well were what when where which whil
 wouldn't yeah yes yet you you'd you'll you're you've your yours
 actually alright basically definitely honestly just literally probably simply totally hmm mm hmm mm-hmm ooh
 tell told help start work works working
-""".split())
-_ACKNOWLEDGEMENTS = ("that changes", "in that case", "given that", "got it", "understood", "noted", "good point",
-                     "i see", "thanks for", "thank you for", "okay", "ok", "sure", "of course", "let me adjust",
-                     "let me change", "let me update", "no problem", "fair enough", "makes sense", "good to know",
-                     "good catch", "i hear you")
-_ACK_MAX_WORDS = 2  # content words besides the acknowledgement: more, and the sentence carries content
+""".split()
+)
+_ACKNOWLEDGEMENTS = (
+    "that changes",
+    "in that case",
+    "given that",
+    "got it",
+    "understood",
+    "noted",
+    "good point",
+    "i see",
+    "thanks for",
+    "thank you for",
+    "okay",
+    "ok",
+    "sure",
+    "of course",
+    "let me adjust",
+    "let me change",
+    "let me update",
+    "no problem",
+    "fair enough",
+    "makes sense",
+    "good to know",
+    "good catch",
+    "i hear you",
+)
+_ACK_MAX_WORDS = (
+    2  # content words besides the acknowledgement: more, and the sentence carries content
+)
 _QUOTE_CHARS = 300
 
 
@@ -422,7 +576,9 @@ def _spell_numbers(text: str) -> str:
     word = "(?:" + "|".join(sorted(_NUMBER_WORDS, key=len, reverse=True)) + ")"
 
     def run(m: re.Match) -> str:
-        parts = re.split(r"(\s+and\s+|[\s\-]+)", m.group(0))  # words at even positions, separators between
+        parts = re.split(
+            r"(\s+and\s+|[\s\-]+)", m.group(0)
+        )  # words at even positions, separators between
         out, group = [], []
         for i in range(0, len(parts), 2):
             w, sep = parts[i], parts[i - 1] if i else ""
@@ -497,17 +653,20 @@ def _ruled_out(tokens: list[str], start: int, end: int) -> bool:
         # "don't forget the X" / "never skip the X" keep X: neither word rules it out
         if _negator(w) and nxt in _UNDOING or w in _UNDOING and i and _negator(tokens[i - 1]):
             continue
-        if nxt in _IDLE_AFTER.get(w, ()) or w in _SWAPS and _SWAP_TO & set(tokens[i + 1:start]):
+        if nxt in _IDLE_AFTER.get(w, ()) or w in _SWAPS and _SWAP_TO & set(tokens[i + 1 : start]):
             continue
         if (w, nxt) in _CUE_PAIRS_BEFORE and gap - 1 <= _CUE_GAP:
             return True
         if (w in _CUES_BEFORE or _negator(w)) and gap <= _CUE_GAP:
             return True
-    after = tokens[end:end + 3]
+    after = tokens[end : end + 3]
     if after and after[0] in _CUES_AFTER:
         return True
-    if len(after) >= 2 and (after[0] in ("is", "are", "was", "goes") or after[0].endswith("'s")) and \
-            after[1] in _STATE_AFTER:
+    if (
+        len(after) >= 2
+        and (after[0] in ("is", "are", "was", "goes") or after[0].endswith("'s"))
+        and after[1] in _STATE_AFTER
+    ):
         return True
     return len(after) >= 3 and after[:2] == ["off", "the"] and after[2] in ("list", "table", "menu")
 
@@ -523,7 +682,7 @@ def occurrences(text: str, phrases: Iterable[str]) -> list[Occurrence]:
         n = len(want)
         for ci, toks in enumerate(clauses):
             for i in range(len(toks) - n + 1):
-                got = toks[i:i + n]
+                got = toks[i : i + n]
                 if got[:-1] == list(want[:-1]) and _singular(got[-1]) == _singular(want[-1]):
                     found.append(Occurrence(p, ci, i, i + n, _ruled_out(toks, i, i + n)))
     return found
@@ -561,20 +720,29 @@ def _ack_free(text: str) -> str:
     """`text` without its acknowledgements: the sentences that acknowledge ("okay, got it, thanks
     for telling me") and carry at most _ACK_MAX_WORDS content words besides (no change in content)."""
     sentences = re.split(r"(?<=[.!?])\s+", text)
-    return " ".join(s for s in sentences
-                    if not said(s, _ACKNOWLEDGEMENTS) or len(_content_stems(s)) > _ACK_MAX_WORDS)
+    return " ".join(
+        s
+        for s in sentences
+        if not said(s, _ACKNOWLEDGEMENTS) or len(_content_stems(s)) > _ACK_MAX_WORDS
+    )
 
 
 # Numbers an update sets, checked in the reply (A.4 DSR-F1 "misapplies"; section 2 files an incorrect
 # change under contextual inertia). Two patterns that words alone cannot see: a time outside a window
 # the barge-in gives ("open nine till one" -> "eleven to three"), and an amount the barge-in names as
 # going out ("paying off a loan of 200") added to a figure instead of taken from it.
-_RANGE = re.compile(r"\b(?:from|between)?\s*(\d{1,2})(?:\s*(?:am|pm|o'clock))?\s+(?:till|until|to|and|through)\s+"
-                    r"(\d{1,2})\b")
-_HOUR_CONTEXT = re.compile(r"\b(?:open|opens|opening|close|closes|closing|shift|shifts|hours|from|between|"
-                           r"am|pm|o'clock|morning|afternoon|evening)\b")
-_OUTGOING = frozenset("""loan loans repay repaying repayment repayments paying pay pays debt debts owe bill bills fee fees
-cost costs spend spending rent mortgage instalment instalments installment installments subscription""".split())
+_RANGE = re.compile(
+    r"\b(?:from|between)?\s*(\d{1,2})(?:\s*(?:am|pm|o'clock))?\s+(?:till|until|to|and|through)\s+"
+    r"(\d{1,2})\b"
+)
+_HOUR_CONTEXT = re.compile(
+    r"\b(?:open|opens|opening|close|closes|closing|shift|shifts|hours|from|between|"
+    r"am|pm|o'clock|morning|afternoon|evening)\b"
+)
+_OUTGOING = frozenset(
+    """loan loans repay repaying repayment repayments paying pay pays debt debts owe bill bills fee fees
+cost costs spend spending rent mortgage instalment instalments installment installments subscription""".split()
+)
 
 
 def _clock(h: int, start: int) -> int:
@@ -585,7 +753,9 @@ def _clock(h: int, start: int) -> int:
 def _time_window(text: str) -> tuple[int, int] | None:
     """The one hour window an update sets ("only open from nine till one now"), as clock hours."""
     t = normalise(text)
-    found = [(int(a), int(b)) for a, b in _RANGE.findall(t) if 1 <= int(a) <= 24 and 1 <= int(b) <= 24]
+    found = [
+        (int(a), int(b)) for a, b in _RANGE.findall(t) if 1 <= int(a) <= 24 and 1 <= int(b) <= 24
+    ]
     if len(found) != 1 or not _HOUR_CONTEXT.search(t):
         return None
     a, b = found[0]
@@ -614,7 +784,9 @@ def misapplied_numbers(barge_in: str | None, continuation: str) -> tuple[str, ..
         for a, b in _RANGE.findall(normalise(continuation)):
             for h in (int(a), int(b)):
                 if 1 <= h <= 24 and not lo <= _clock(h, lo) <= hi:
-                    out.append(f"{h} is outside the window {lo} to {hi if hi <= 12 else hi - 12} the update set")
+                    out.append(
+                        f"{h} is outside the window {lo} to {hi if hi <= 12 else hi - 12} the update set"
+                    )
     cost = _outgoing_amount(barge_in)
     if cost:
         # first mention of each figure: a base said before base + cost was worked out from it (base
@@ -622,8 +794,13 @@ def misapplied_numbers(barge_in: str | None, continuation: str) -> tuple[str, ..
         first: dict[int, int] = {}
         for w in (w for toks in _clauses(continuation) for w in toks if w.isdigit()):
             first.setdefault(int(w), len(first))
-        added = sorted(f for f in first if f - cost > cost and first.get(f - cost, len(first)) < first[f])
-        out += [f"{f - cost} plus the outgoing {cost} makes {f}: the cost is added, not taken away" for f in added]
+        added = sorted(
+            f for f in first if f - cost > cost and first.get(f - cost, len(first)) < first[f]
+        )
+        out += [
+            f"{f - cost} plus the outgoing {cost} makes {f}: the cost is added, not taken away"
+            for f in added
+        ]
     return tuple(dict.fromkeys(out))
 
 
@@ -652,8 +829,11 @@ def serves_task(history: Sequence[Exchange], exchange: Exchange) -> TaskCheck:
     for h in history:
         topic |= set(_content_stems(h.message))
     request = _content_stems(_request(exchange.message))
-    plan = {s: w for s, w in _content_stems(exchange.answer_before).items()
-            if s not in barge and s not in topic and s not in request}
+    plan = {
+        s: w
+        for s, w in _content_stems(exchange.answer_before).items()
+        if s not in barge and s not in topic and s not in request
+    }
     anchors = {**request, **plan}
     said_stems = _content_stems(exchange.continuation)
     found = tuple(w for s, w in anchors.items() if s in said_stems)
@@ -692,11 +872,12 @@ class OfflineClassifier(Classifier):
     * stale: a word of the script's ``stale`` is still in use (:func:`still_used`: not named only
       as what is replaced or ruled out);
     * integration: NONE when a number of the update is applied wrongly (:func:`misapplied_numbers`:
-      A.4 counts a misapplied update with one ignored), or when the content keeps something the update ruled out (a stale word, with
-      or without evidence: A.4 counts a contradictory conclusion as a failure and its decision rule
-      flags only NONE or no memory) or when it shows no uptake at all (an acknowledgement alone is
-      NONE); GOOD when evidence is said and nothing stale; PARTIAL when the barge-in is taken up in
-      its own words (:func:`echoes_barge_in`) but none of the script's evidence words;
+      A.4 counts a misapplied update with one ignored), or when the content keeps something the
+      update ruled out (a stale word, with or without evidence: A.4 counts a contradictory
+      conclusion as a failure and its decision rule flags only NONE or no memory) or when it shows
+      no uptake at all (an acknowledgement alone is NONE); GOOD when evidence is said and nothing
+      stale; PARTIAL when the barge-in is taken up in its own words (:func:`echoes_barge_in`) but
+      none of the script's evidence words;
     * fail code: an earlier constraint dropped -> dsr_f2_stale_later; a stale word with evidence
       -> dsr_f3_contradictory; integration NONE otherwise -> dsr_f1_ignores; the task dropped
       alone -> dsr_f1_ignores. dsr_f4_double_count needs meaning, not words: never given offline.
@@ -713,26 +894,52 @@ class OfflineClassifier(Classifier):
         self.votes, self.rule = votes, decision_rule
 
     def identity(self) -> dict:
-        return {"role": ROLE, "backend": self.backend, "version": OFFLINE_VERSION, "votes": self.votes,
-                "rule": self.rule}
+        return {
+            "role": ROLE,
+            "backend": self.backend,
+            "version": OFFLINE_VERSION,
+            "votes": self.votes,
+            "rule": self.rule,
+        }
 
-    def classify(self, seed: Seed, history: tuple[Exchange, ...], exchange: Exchange,
-                 case_id: str) -> ClassifierVerdict:
+    def classify(
+        self, seed: Seed, history: tuple[Exchange, ...], exchange: Exchange, case_id: str
+    ) -> ClassifierVerdict:
         scripts = {s.index: s for s in seed.exchanges}
         script = scripts.get(exchange.index)
         if script is None:
-            return vote(case_id, exchange.index, (), rule=self.rule, k=self.votes, classifier=self.identity(),
-                        errors=(f"offline classifier: seed {seed.seed_id!r} has no script for exchange "
-                                f"{exchange.index}",))
+            return vote(
+                case_id,
+                exchange.index,
+                (),
+                rule=self.rule,
+                k=self.votes,
+                classifier=self.identity(),
+                errors=(
+                    f"offline classifier: seed {seed.seed_id!r} has no script for exchange "
+                    f"{exchange.index}",
+                ),
+            )
         earlier = [s for i, s in sorted(scripts.items()) if i < exchange.index]
         text = format_output(self.answer(script, earlier, history, exchange))
         sample = parse_output(text)  # the parser is on the path of every answer
-        return vote(case_id, exchange.index, (sample,) * self.votes, rule=self.rule, k=self.votes, errors=(),
-                    classifier=self.identity())
+        return vote(
+            case_id,
+            exchange.index,
+            (sample,) * self.votes,
+            rule=self.rule,
+            k=self.votes,
+            errors=(),
+            classifier=self.identity(),
+        )
 
     @staticmethod
-    def answer(script: ExchangeScript, earlier: Sequence[ExchangeScript], history: Sequence[Exchange],
-               exchange: Exchange) -> ClassifierOutput:
+    def answer(
+        script: ExchangeScript,
+        earlier: Sequence[ExchangeScript],
+        history: Sequence[Exchange],
+        exchange: Exchange,
+    ) -> ClassifierOutput:
         """The offline judgement of one exchange (see the class docstring)."""
         text = exchange.continuation
         task = serves_task(history, exchange)
@@ -751,13 +958,23 @@ class OfflineClassifier(Classifier):
         task_served = task.served or bool(stale_now)
         memory = task_served and not dropped
 
-        notes = [f"task {'served' if task_served else 'dropped'} ("
-                 + (f"says {_listed(task.found[:4])}" if task.served else
-                    f"the old plan goes on: {_listed(stale_now[:3])}" if task_served else
-                    f"none of {_listed(task.anchors[:6])}" if task.anchors else "no word stands for the request")
-                 + ")"]
+        notes = [
+            f"task {'served' if task_served else 'dropped'} ("
+            + (
+                f"says {_listed(task.found[:4])}"
+                if task.served
+                else f"the old plan goes on: {_listed(stale_now[:3])}"
+                if task_served
+                else f"none of {_listed(task.anchors[:6])}"
+                if task.anchors
+                else "no word stands for the request"
+            )
+            + ")"
+        ]
         if dropped:
-            notes.append(f"an earlier barge-in's constraint is dropped ({_listed(dropped[:4])} back in use)")
+            notes.append(
+                f"an earlier barge-in's constraint is dropped ({_listed(dropped[:4])} back in use)"
+            )
         if not cut:
             integration = "GOOD"
             notes.append("no barge-in: no new evidence to take up")
@@ -766,20 +983,31 @@ class OfflineClassifier(Classifier):
             notes.append("the update is applied wrongly (" + "; ".join(wrong[:2]) + ")")
         elif stale_now:
             integration = "NONE"
-            notes.append(f"the content keeps what the update ruled out ({_listed(stale_now[:4])})"
-                         + (f" next to the update ({_listed(evidence[:3])})" if evidence else ""))
+            notes.append(
+                f"the content keeps what the update ruled out ({_listed(stale_now[:4])})"
+                + (f" next to the update ({_listed(evidence[:3])})" if evidence else "")
+            )
         elif evidence:
             integration = "GOOD"
             notes.append(f"evidence taken up ({_listed(evidence[:4])})")
         elif echoed:
             integration = "PARTIAL"
-            notes.append(f"the barge-in taken up in its own words ({_listed(echoed[:4])}), none of the "
-                         f"script's evidence words")
+            notes.append(
+                f"the barge-in taken up in its own words ({_listed(echoed[:4])}), none of the "
+                f"script's evidence words"
+            )
         else:
             integration = "NONE"
-            notes.append("none of the barge-in's evidence words (" + _listed(list(script.evidence)[:5]) + ")"
-                         + (f"; it acknowledges ({_listed(acknowledged[:2])}) but the content does not change"
-                            if acknowledged else ""))
+            notes.append(
+                "none of the barge-in's evidence words ("
+                + _listed(list(script.evidence)[:5])
+                + ")"
+                + (
+                    f"; it acknowledges ({_listed(acknowledged[:2])}) but the content does not change"
+                    if acknowledged
+                    else ""
+                )
+            )
         if dropped:
             ftype: str | None = "dsr_f2_stale_later"
         elif stale_now and evidence:
@@ -790,14 +1018,24 @@ class OfflineClassifier(Classifier):
             ftype = None
         # HIGH when words that were found decide the case, MEDIUM when it rests on words being absent
         # (a paraphrase would escape the check)
-        confidence = "HIGH" if (integration == "GOOD" and memory) or stale_now or dropped or wrong else "MEDIUM"
+        confidence = (
+            "HIGH"
+            if (integration == "GOOD" and memory) or stale_now or dropped or wrong
+            else "MEDIUM"
+        )
         return ClassifierOutput(
-            failure=ftype is not None, failure_turn=exchange.index if ftype else None, failure_type=ftype,
+            failure=ftype is not None,
+            failure_turn=exchange.index if ftype else None,
+            failure_type=ftype,
             evidence_injection=_one_line_quote(exchange.barge_in) or "N/A",
-            said_before=_one_line_quote(exchange.answer_before), said_after=_one_line_quote(text),
-            memory_demonstrated=memory, integration=integration,
+            said_before=_one_line_quote(exchange.answer_before),
+            said_after=_one_line_quote(text),
+            memory_demonstrated=memory,
+            integration=integration,
             reason=f"Exchange {exchange.index}, offline check: " + "; ".join(notes) + ".",
-            confidence=confidence)
+            confidence=confidence,
+        )
+
 
 # ------------------------------------------------------------------------------------------------
 # The LLM classifier: prompts in fdeval's own words, following A.4's structure
@@ -881,21 +1119,29 @@ def render_exchange(e: Exchange, evaluated: bool = False) -> str:
     lines = [head, f"USER (message): {e.message.strip() or SILENT}"]
     if e.interrupted:
         label = f", {e.barge_in_label}" if e.barge_in_label else ""
-        lines += [f"ASSISTANT (before the barge-in): {e.answer_before.strip() or SILENT}",
-                  f"USER (barge-in{label}): {(e.barge_in or '').strip() or SILENT}",
-                  f"ASSISTANT (continuation, from the barge-in on): {e.continuation.strip() or SILENT}"]
+        lines += [
+            f"ASSISTANT (before the barge-in): {e.answer_before.strip() or SILENT}",
+            f"USER (barge-in{label}): {(e.barge_in or '').strip() or SILENT}",
+            f"ASSISTANT (continuation, from the barge-in on): {e.continuation.strip() or SILENT}",
+        ]
     elif e.barge_in is not None:  # late: the answer had ended, the barge-in is a follow-up
         label = f", {e.barge_in_label}" if e.barge_in_label else ""
-        lines += [f"ASSISTANT (whole answer, not interrupted): {e.answer_before.strip() or SILENT}",
-                  f"USER (follow-up after the answer ended{label}): {e.barge_in.strip() or SILENT}",
-                  f"ASSISTANT (reply to the follow-up): {e.continuation.strip() or SILENT}"]
+        lines += [
+            f"ASSISTANT (whole answer, not interrupted): {e.answer_before.strip() or SILENT}",
+            f"USER (follow-up after the answer ended{label}): {e.barge_in.strip() or SILENT}",
+            f"ASSISTANT (reply to the follow-up): {e.continuation.strip() or SILENT}",
+        ]
     else:
-        lines.append(f"ASSISTANT (whole answer, not interrupted): {e.continuation.strip() or SILENT}")
+        lines.append(
+            f"ASSISTANT (whole answer, not interrupted): {e.continuation.strip() or SILENT}"
+        )
     return "\n".join(lines)
 
 
 def render_conversation(history: tuple[Exchange, ...], exchange: Exchange) -> str:
-    return "\n\n".join([*(render_exchange(h) for h in history), render_exchange(exchange, evaluated=True)])
+    return "\n\n".join(
+        [*(render_exchange(h) for h in history), render_exchange(exchange, evaluated=True)]
+    )
 
 
 def _failure_code(criterion: str) -> str:
@@ -907,11 +1153,17 @@ def _failure_code(criterion: str) -> str:
 def system_prompt() -> str:
     """The classifier's system prompt: the template filled with the DSR axis of the taxonomy."""
     return SYSTEM_TEMPLATE.format(
-        axis_name=DSR.name, axis_code=DSR.code, definition=DSR.definition.strip(),
+        axis_name=DSR.name,
+        axis_code=DSR.code,
+        definition=DSR.definition.strip(),
         pass_criteria="\n".join(f"- {code}: {text}" for code, text in DSR.pass_criteria),
-        fail_criteria="\n".join(f"- {code} (FAILURE_TYPE {_failure_code(code)}): {text}"
-                                for code, text in DSR.fail_criteria),
-        failure_codes=", ".join(FAILURE_TYPES), example=DSR.example.strip())
+        fail_criteria="\n".join(
+            f"- {code} (FAILURE_TYPE {_failure_code(code)}): {text}"
+            for code, text in DSR.fail_criteria
+        ),
+        failure_codes=", ".join(FAILURE_TYPES),
+        example=DSR.example.strip(),
+    )
 
 
 def llm_prompt_hash() -> str:
@@ -938,15 +1190,26 @@ class LLMClassifier(Classifier):
         s = _classifier_settings(settings)
         self.backend = s["backend"]  # any LLM backend of roles.BACKENDS
         self.settings = s
-        self.votes, self.rule, self.max_parse_retries = s["votes"], s["decision_rule"], s["max_parse_retries"]
+        self.votes, self.rule, self.max_parse_retries = (
+            s["votes"],
+            s["decision_rule"],
+            s["max_parse_retries"],
+        )
         common = _common(s)
-        self.clients = [role_client(ROLE, {**common, "seed": s["seed"] + i}, Path(cache_dir))
-                        for i in range(self.votes)]
+        self.clients = [
+            role_client(ROLE, {**common, "seed": s["seed"] + i}, Path(cache_dir))
+            for i in range(self.votes)
+        ]
         self.system = system_prompt()
         ident = role_identity(ROLE, common, llm_prompt_hash())
         ident.pop("max_attempts", None)  # the classifier's bound is max_parse_retries
-        self._identity = {**ident, "version": CLASSIFIER_VERSION, "votes": self.votes, "rule": self.rule,
-                          "max_parse_retries": self.max_parse_retries}
+        self._identity = {
+            **ident,
+            "version": CLASSIFIER_VERSION,
+            "votes": self.votes,
+            "rule": self.rule,
+            "max_parse_retries": self.max_parse_retries,
+        }
 
     def identity(self) -> dict:
         return dict(self._identity)
@@ -955,26 +1218,44 @@ class LLMClassifier(Classifier):
         self.clients[0].check_ready()
 
     def prompt(self, seed: Seed, history: tuple[Exchange, ...], exchange: Exchange) -> str:
-        return USER_TEMPLATE.format(topic=seed.topic, subtopic=seed.subtopic,
-                                    topic_description=seed.topic_description.strip(),
-                                    conversation=render_conversation(history, exchange), index=exchange.index)
+        return USER_TEMPLATE.format(
+            topic=seed.topic,
+            subtopic=seed.subtopic,
+            topic_description=seed.topic_description.strip(),
+            conversation=render_conversation(history, exchange),
+            index=exchange.index,
+        )
 
-    def classify(self, seed: Seed, history: tuple[Exchange, ...], exchange: Exchange,
-                 case_id: str) -> ClassifierVerdict:
+    def classify(
+        self, seed: Seed, history: tuple[Exchange, ...], exchange: Exchange, case_id: str
+    ) -> ClassifierVerdict:
         prompt = self.prompt(seed, history, exchange)
         samples: list[ClassifierOutput] = []
         errors: list[str] = []
         for i, client in enumerate(self.clients, start=1):
             try:  # LLMConfigError (LLMUnavailable included) propagates: the run stops, no verdict
-                sample, rejected = ask_valid(client, self.system, prompt, parse_output,
-                                             max_attempts=self.max_parse_retries + 1, fail=_SampleFailed)
+                sample, rejected = ask_valid(
+                    client,
+                    self.system,
+                    prompt,
+                    parse_output,
+                    max_attempts=self.max_parse_retries + 1,
+                    fail=_SampleFailed,
+                )
             except _SampleFailed as e:
                 errors.append(f"sample {i}: {e}")
                 continue
             errors += [f"sample {i} answer {n}: {why}" for n, why in enumerate(rejected, start=1)]
             samples.append(sample)
-        return vote(case_id, exchange.index, samples, rule=self.rule, k=self.votes, errors=errors,
-                    classifier=self.identity())
+        return vote(
+            case_id,
+            exchange.index,
+            samples,
+            rule=self.rule,
+            k=self.votes,
+            errors=errors,
+            classifier=self.identity(),
+        )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -993,20 +1274,29 @@ def _classifier_settings(settings: Mapping) -> dict:
     :func:`roles.check_role`, the classifier's own here."""
     where = f"benchmark.{ROLE}"
     if not isinstance(settings, Mapping):
-        raise ConfigError(f"{where}: must be a mapping of classifier settings, got {type(settings).__name__}")
+        raise ConfigError(
+            f"{where}: must be a mapping of classifier settings, got {type(settings).__name__}"
+        )
     for key in settings:
         if key == "max_attempts":
-            raise ConfigError(f"{where}.max_attempts: not a classifier key; its re-ask bound is max_parse_retries "
-                              f"(answers per sample = max_parse_retries + 1)")
+            raise ConfigError(
+                f"{where}.max_attempts: not a classifier key; its re-ask bound is max_parse_retries "
+                f"(answers per sample = max_parse_retries + 1)"
+            )
         if key not in CLASSIFIER_KEYS:
             raise ConfigError(f"{where}.{key}: unknown key; valid: [{', '.join(CLASSIFIER_KEYS)}]")
     own = {k: settings.get(k, v) for k, v in CLASSIFIER_DEFAULTS.items()}
-    common = {"temperature": CLASSIFIER_TEMPERATURE, **{k: v for k, v in settings.items() if k not in own}}
+    common = {
+        "temperature": CLASSIFIER_TEMPERATURE,
+        **{k: v for k, v in settings.items() if k not in own},
+    }
     s = {**{k: v for k, v in check_role(ROLE, common).items() if k in CLASSIFIER_KEYS}, **own}
     _check_votes_rule(s["votes"], s["decision_rule"], where)
     n = s["max_parse_retries"]
     if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n < MAX_ATTEMPTS_LIMIT:
-        raise ConfigError(f"{where}.max_parse_retries: must be an integer in [0, {MAX_ATTEMPTS_LIMIT - 1}], got {n!r}")
+        raise ConfigError(
+            f"{where}.max_parse_retries: must be an integer in [0, {MAX_ATTEMPTS_LIMIT - 1}], got {n!r}"
+        )
     return s
 
 

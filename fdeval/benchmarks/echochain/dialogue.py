@@ -33,8 +33,13 @@ from typing import Mapping
 
 from fdeval.benchmarks.echochain.classifier import Exchange, render_exchange
 from fdeval.benchmarks.echochain.roles import LLMRole, OfflineRole, RoleError, ask_valid, make_role
-from fdeval.benchmarks.echochain.seeds import MAX_BARGE_IN_SENTENCES, MAX_MESSAGE_SENTENCES, Seed, mentions, \
-    user_text_problem
+from fdeval.benchmarks.echochain.seeds import (
+    MAX_BARGE_IN_SENTENCES,
+    MAX_MESSAGE_SENTENCES,
+    Seed,
+    mentions,
+    user_text_problem,
+)
 from fdeval.benchmarks.echochain.taxonomy import AXES, BARGE_IN_LABELS
 
 RESPONDER_MARKER = "You are the voice assistant in a live spoken conversation"
@@ -74,11 +79,14 @@ class UserMessage:
 # ------------------------------------------------------------------------------------------------
 # Text helpers shared by the roles
 
+
 def history_text(history: tuple[Exchange, ...], labels: bool = True) -> str:
     """The earlier exchanges as text, in the classifier's layout (one block per exchange, the
     barge-in placed where it came). ``labels=False`` leaves the barge-in labels out: they are
     benchmark metadata, which a responder given the history should not see."""
-    shown = history if labels else tuple(dataclasses.replace(ex, barge_in_label=None) for ex in history)
+    shown = (
+        history if labels else tuple(dataclasses.replace(ex, barge_in_label=None) for ex in history)
+    )
     return "\n\n".join(render_exchange(ex) for ex in shown) or "(nothing has been said yet)"
 
 
@@ -91,37 +99,90 @@ def history_text(history: tuple[Exchange, ...], labels: bool = True) -> str:
 # catches the usual phrasings, not every paraphrase (human screening, section 5, catches the rest).
 _ASK = r"(?:\b(?:can|could|would|will) you (?:please |just |also |maybe )?(?:help me )?|(?:^|[.!?,]\s*)(?:please |just )?)"
 FORBIDDEN_REQUESTS: tuple[tuple[str, str], ...] = (
-    ("text editing or formatting", _ASK + r"(?:edit|format|proofread|reformat|rewrite)\b.{0,30}\b(?:resume|cv|document|essay|cover letter)\b"),
-    ("visual formatting", r"\b(?:bullet points?|bold(?:ed)? text|in bold|markdown|in a table|as a table|indentation)\b"),
-    ("written documents", _ASK + r"(?:write|draft|compose)\b.{0,30}\b(?:blog post|article|report|manual|guide|faq|document|newsletter)s?\b"),
-    ("exact length or word counts", r"\b(?:word count|character limit|exactly \w+ (?:words|characters|sentences)|"
-                                    r"(?:limit|keep) (?:it|that|this|your answer) to \w+ words)\b"),
-    ("calendar entries", r"\bcalendar (?:invite|link|event)s?\b|" + _ASK
-     + r"(?:add|put|set|schedule|create|make)\b.{0,30}\b(?:calendar|reminder|alarm|appointment|invite)s?\b"),
-    ("sending messages", _ASK + r"(?:send|e-?mail|text|message|forward)\b|"
-                         r"\b(?:send|e-?mail|text|forward)\b.{0,25}\bfor me\b"),
-    ("outside websites or live lookups", r"\b(?:look (?:it|that|this) up online|search (?:the )?(?:web|internet)|"
-                                         r"check (?:the|their) website|browse (?:the|to)|google (?:it|that))\b"),
-    ("exact calculations or counting", r"\b(?:calculate|compute|count)\b.{0,30}\b(?:exact(?:ly)?|to the (?:cent|decimal|penny))\b"),
-    ("creating files", _ASK + r"(?:create|make|generate|export|save)\b.{0,20}\b(?:file|pdf|spreadsheet|download(?:able)?)\b"),
-    ("purchases or bookings", _ASK + r"(?:buy|purchase|book|reserve|pay for)\b|"
-                              r"\b(?:buy|order|purchase|book|reserve)\b.{0,12}\bfor me\b|"
-                              r"\b(?:place an order|make (?:a|the) (?:booking|reservation|purchase) for)\b"),
-    ("controlling devices", _ASK + r"(?:turn|switch) (?:on|off)\b|"
-                            r"\b(?:control|set|adjust|dim) (?:my|the) (?:thermostat|lights|tv|speakers?|smart \w+)\b"),
-    ("real-time data", r"\b(?:current|today'?s|latest) (?:weather|forecast|stock prices?|prices? of|scores?|traffic|news|"
-                       r"exchange rates?)\b|\blive (?:scores?|prices?|data|updates?)\b|"
-                       r"\b(?:weather|forecast|traffic)(?: like)? (?:today|right now|tomorrow)\b"),
-    ("speech timing", r"\b(?:speak|talk) for (?:exactly |about )?\w+ (?:minutes?|seconds?)\b|\bbrief explanation\b|"
-                      r"\bdetailed discussion\b"),
-    ("driving", r"\b(?:i'?m|i am) (?:currently |right now )?(?:driving|in the car|behind the wheel)\b"
-                r"(?! to\b| up\b| down\b| over\b| out\b| back\b| home\b)|\bwhile (?:i'?m )?driving\b"),
-    ("test language", r"\b(?:test(?:ing)? you|checking (?:if|whether) you remember|see (?:if|whether) you remember)\b"),
+    (
+        "text editing or formatting",
+        _ASK
+        + r"(?:edit|format|proofread|reformat|rewrite)\b.{0,30}\b(?:resume|cv|document|essay|cover letter)\b",
+    ),
+    (
+        "visual formatting",
+        r"\b(?:bullet points?|bold(?:ed)? text|in bold|markdown|in a table|as a table|indentation)\b",
+    ),
+    (
+        "written documents",
+        _ASK
+        + r"(?:write|draft|compose)\b.{0,30}\b(?:blog post|article|report|manual|guide|faq|document|newsletter)s?\b",
+    ),
+    (
+        "exact length or word counts",
+        r"\b(?:word count|character limit|exactly \w+ (?:words|characters|sentences)|"
+        r"(?:limit|keep) (?:it|that|this|your answer) to \w+ words)\b",
+    ),
+    (
+        "calendar entries",
+        r"\bcalendar (?:invite|link|event)s?\b|"
+        + _ASK
+        + r"(?:add|put|set|schedule|create|make)\b.{0,30}\b(?:calendar|reminder|alarm|appointment|invite)s?\b",
+    ),
+    (
+        "sending messages",
+        _ASK + r"(?:send|e-?mail|text|message|forward)\b|"
+        r"\b(?:send|e-?mail|text|forward)\b.{0,25}\bfor me\b",
+    ),
+    (
+        "outside websites or live lookups",
+        r"\b(?:look (?:it|that|this) up online|search (?:the )?(?:web|internet)|"
+        r"check (?:the|their) website|browse (?:the|to)|google (?:it|that))\b",
+    ),
+    (
+        "exact calculations or counting",
+        r"\b(?:calculate|compute|count)\b.{0,30}\b(?:exact(?:ly)?|to the (?:cent|decimal|penny))\b",
+    ),
+    (
+        "creating files",
+        _ASK
+        + r"(?:create|make|generate|export|save)\b.{0,20}\b(?:file|pdf|spreadsheet|download(?:able)?)\b",
+    ),
+    (
+        "purchases or bookings",
+        _ASK + r"(?:buy|purchase|book|reserve|pay for)\b|"
+        r"\b(?:buy|order|purchase|book|reserve)\b.{0,12}\bfor me\b|"
+        r"\b(?:place an order|make (?:a|the) (?:booking|reservation|purchase) for)\b",
+    ),
+    (
+        "controlling devices",
+        _ASK + r"(?:turn|switch) (?:on|off)\b|"
+        r"\b(?:control|set|adjust|dim) (?:my|the) (?:thermostat|lights|tv|speakers?|smart \w+)\b",
+    ),
+    (
+        "real-time data",
+        r"\b(?:current|today'?s|latest) (?:weather|forecast|stock prices?|prices? of|scores?|traffic|news|"
+        r"exchange rates?)\b|\blive (?:scores?|prices?|data|updates?)\b|"
+        r"\b(?:weather|forecast|traffic)(?: like)? (?:today|right now|tomorrow)\b",
+    ),
+    (
+        "speech timing",
+        r"\b(?:speak|talk) for (?:exactly |about )?\w+ (?:minutes?|seconds?)\b|\bbrief explanation\b|"
+        r"\bdetailed discussion\b",
+    ),
+    (
+        "driving",
+        r"\b(?:i'?m|i am) (?:currently |right now )?(?:driving|in the car|behind the wheel)\b"
+        r"(?! to\b| up\b| down\b| over\b| out\b| back\b| home\b)|\bwhile (?:i'?m )?driving\b",
+    ),
+    (
+        "test language",
+        r"\b(?:test(?:ing)? you|checking (?:if|whether) you remember|see (?:if|whether) you remember)\b",
+    ),
 )
 _FORBIDDEN = tuple((kind, re.compile(rx, re.IGNORECASE)) for kind, rx in FORBIDDEN_REQUESTS)
 
-_ROLE_LABEL = re.compile(r"^\s*(user( message)?|message|assistant|me|barge-?in|interruption)\s*:", re.IGNORECASE)
-_NOT_SPOKEN = re.compile(r"[*#`\[\]{}<>|_]|^\s*[-•]\s", re.MULTILINE)  # markdown, placeholders, tables
+_ROLE_LABEL = re.compile(
+    r"^\s*(user( message)?|message|assistant|me|barge-?in|interruption)\s*:", re.IGNORECASE
+)
+_NOT_SPOKEN = re.compile(
+    r"[*#`\[\]{}<>|_]|^\s*[-•]\s", re.MULTILINE
+)  # markdown, placeholders, tables
 _WORD = re.compile(r"[a-z']+")
 
 
@@ -140,24 +201,35 @@ def check_spoken(text: str, what: str, max_sentences: int) -> str:
     if len(t) >= 2 and t[0] == t[-1] == '"':
         t = t[1:-1].strip()
     if _ROLE_LABEL.match(t):
-        raise ValueError(f"{what}: starts with a label ({t.split(':')[0]!r}); write only the spoken words")
+        raise ValueError(
+            f"{what}: starts with a label ({t.split(':')[0]!r}); write only the spoken words"
+        )
     why = user_text_problem(t, max_sentences)
     if why is not None:
         raise ValueError(f"{what}: {why}")
     m = _NOT_SPOKEN.search(t)
     if m:
-        raise ValueError(f"{what}: contains {m.group(0).strip()!r}, which is not spoken text "
-                         f"(no markdown, lists, brackets or placeholders)")
+        raise ValueError(
+            f"{what}: contains {m.group(0).strip()!r}, which is not spoken text "
+            f"(no markdown, lists, brackets or placeholders)"
+        )
     for kind, rx in _FORBIDDEN:
         hit = rx.search(t)
         if hit:
-            raise ValueError(f"{what}: asks for {kind} ({hit.group(0)!r}), which a voice assistant without "
-                             f"tools cannot do; choose another request")
+            raise ValueError(
+                f"{what}: asks for {kind} ({hit.group(0)!r}), which a voice assistant without "
+                f"tools cannot do; choose another request"
+            )
     return t
 
 
-def validate_user_turn(message: str, exchange: int, label: str | None, barge_in: str | None,
-                       earlier: tuple[str, ...] = ()) -> UserMessage:
+def validate_user_turn(
+    message: str,
+    exchange: int,
+    label: str | None,
+    barge_in: str | None,
+    earlier: tuple[str, ...] = (),
+) -> UserMessage:
     """The checked user turn of exchange `exchange` (case id left empty), or ValueError.
     `earlier` holds the user's earlier messages, which the new one must not repeat."""
     text = check_spoken(message, "message", MAX_MESSAGE_SENTENCES)
@@ -174,10 +246,14 @@ def validate_user_turn(message: str, exchange: int, label: str | None, barge_in:
         raise ValueError("interruption_text: missing")
     cut = check_spoken(barge_in, "interruption_text", MAX_BARGE_IN_SENTENCES)
     if _norm(cut) == _norm(text) or _norm(cut) in _norm(text):
-        raise ValueError("interruption_text: repeats the message; it must bring a new constraint or new evidence")
+        raise ValueError(
+            "interruption_text: repeats the message; it must bring a new constraint or new evidence"
+        )
     if not _content_words(cut) - _content_words(text):
-        raise ValueError("interruption_text: adds no word the message did not already say; "
-                         "it must bring a new constraint or new evidence")
+        raise ValueError(
+            "interruption_text: adds no word the message did not already say; "
+            "it must bring a new constraint or new evidence"
+        )
     return UserMessage("", exchange, text, label, cut)
 
 
@@ -191,16 +267,20 @@ def parse_simulator_output(text: str, exchange: int, earlier: tuple[str, ...] = 
     blocks = list(_FENCED.finditer(text))
     if exchange == 1:
         if blocks or "chosen_label" in text or "interruption_text" in text:
-            raise ValueError("exchange 1 has no barge-in: write the spoken message only, without a JSON block")
+            raise ValueError(
+                "exchange 1 has no barge-in: write the spoken message only, without a JSON block"
+            )
         return validate_user_turn(text, 1, None, None, earlier)
     if not blocks:
-        raise ValueError("missing the ```json block with chosen_label and interruption_text after the message")
+        raise ValueError(
+            "missing the ```json block with chosen_label and interruption_text after the message"
+        )
     if len(blocks) > 1:
         raise ValueError(f"{len(blocks)} fenced blocks; write exactly one ```json block")
     block = blocks[0]
     if block.group(1).lower() != "json":
         raise ValueError("the metadata block must be fenced as ```json")
-    if text[block.end():].strip():
+    if text[block.end() :].strip():
         raise ValueError("nothing may follow the ```json block")
     try:
         meta = json.loads(block.group(2))
@@ -208,10 +288,14 @@ def parse_simulator_output(text: str, exchange: int, earlier: tuple[str, ...] = 
         raise ValueError(f"the ```json block is not valid JSON ({e})") from None
     if not isinstance(meta, dict) or set(meta) != {"chosen_label", "interruption_text"}:
         keys = sorted(meta) if isinstance(meta, dict) else type(meta).__name__
-        raise ValueError(f"the ```json block must hold exactly chosen_label and interruption_text, got {keys}")
+        raise ValueError(
+            f"the ```json block must hold exactly chosen_label and interruption_text, got {keys}"
+        )
     if not isinstance(meta["interruption_text"], str) or not isinstance(meta["chosen_label"], str):
         raise ValueError("chosen_label and interruption_text must be strings")
-    return validate_user_turn(text[:block.start()], exchange, meta["chosen_label"], meta["interruption_text"], earlier)
+    return validate_user_turn(
+        text[: block.start()], exchange, meta["chosen_label"], meta["interruption_text"], earlier
+    )
 
 
 def _check_exchange(history: tuple[Exchange, ...], exchange: int) -> None:
@@ -222,8 +306,15 @@ def _check_exchange(history: tuple[Exchange, ...], exchange: int) -> None:
 # ------------------------------------------------------------------------------------------------
 # Planner
 
-BLUEPRINT_SECTIONS = ("CONTEXT ANALYSIS", "OPENING APPROACH", "MIDDLE PHASE", "CLOSING APPROACH",
-                      "ADAPTIVE STRATEGY", "AUTHENTICITY PRINCIPLES", "DO NOT REPEAT")
+BLUEPRINT_SECTIONS = (
+    "CONTEXT ANALYSIS",
+    "OPENING APPROACH",
+    "MIDDLE PHASE",
+    "CLOSING APPROACH",
+    "ADAPTIVE STRATEGY",
+    "AUTHENTICITY PRINCIPLES",
+    "DO NOT REPEAT",
+)
 
 
 class Planner(abc.ABC):
@@ -236,12 +327,18 @@ class Planner(abc.ABC):
         """Raise LLMConfigError if the role could not make its requests (offline: never)."""
 
     @abc.abstractmethod
-    def plan(self, seed: Seed, history: tuple[Exchange, ...], current: Blueprint | None, case_id: str) -> Blueprint: ...
+    def plan(
+        self, seed: Seed, history: tuple[Exchange, ...], current: Blueprint | None, case_id: str
+    ) -> Blueprint: ...
 
 
 def _took_up(seed: Seed, ex: Exchange) -> list[str] | None:
     """The scripted evidence words of `ex` its continuation says (None: no script to check)."""
-    if not ex.interrupted or ex.index > len(seed.exchanges) or not seed.exchanges[ex.index - 1].evidence:
+    if (
+        not ex.interrupted
+        or ex.index > len(seed.exchanges)
+        or not seed.exchanges[ex.index - 1].evidence
+    ):
         return None
     return list(mentions(ex.continuation, seed.exchanges[ex.index - 1].evidence))
 
@@ -252,23 +349,30 @@ class OfflinePlanner(OfflineRole, Planner):
     role = "planner"
     TEMPLATES = ("offline-planner-1", *BLUEPRINT_SECTIONS)
 
-    def plan(self, seed: Seed, history: tuple[Exchange, ...], current: Blueprint | None, case_id: str) -> Blueprint:
+    def plan(
+        self, seed: Seed, history: tuple[Exchange, ...], current: Blueprint | None, case_id: str
+    ) -> Blueprint:
         total, nxt = len(seed.exchanges), len(history) + 1
         kinds = [s.barge_in_label for s in seed.exchanges[1:] if s.barge_in_label]
         keywords = ", ".join(seed.task_keywords) or seed.subtopic
         if not history:
-            context = (f"Nothing has been said yet. The user, {seed.persona}, comes to the assistant about "
-                       f"{seed.topic} ({seed.subtopic}): {seed.topic_description}")
+            context = (
+                f"Nothing has been said yet. The user, {seed.persona}, comes to the assistant about "
+                f"{seed.topic} ({seed.subtopic}): {seed.topic_description}"
+            )
         else:
             lines = [f"{len(history)} of {total} exchanges are done."]
             for ex in history:
-                line = f"- Exchange {ex.index}: the user asked: \"{ex.message}\""
+                line = f'- Exchange {ex.index}: the user asked: "{ex.message}"'
                 if ex.interrupted:
-                    line += f"; they cut in ({ex.barge_in_label}): \"{ex.barge_in}\""
+                    line += f'; they cut in ({ex.barge_in_label}): "{ex.barge_in}"'
                     took = _took_up(seed, ex)
                     if took is not None:
-                        line += (f"; the continuation took the new information up ({', '.join(took)})" if took
-                                 else "; the continuation did not take the new information up")
+                        line += (
+                            f"; the continuation took the new information up ({', '.join(took)})"
+                            if took
+                            else "; the continuation did not take the new information up"
+                        )
                 kept = mentions(ex.continuation, seed.task_keywords)
                 line += f"; the original task is {'still served' if kept or not seed.task_keywords else 'no longer visible'}."
                 lines.append(line)
@@ -276,46 +380,65 @@ class OfflinePlanner(OfflineRole, Planner):
         last = next((ex for ex in reversed(history) if ex.interrupted), None)
         took = _took_up(seed, last) if last is not None else None
         if last is None:
-            adaptive = ("Let the first answer run in full and note how the assistant structures its reasoning; "
-                        "barge-ins land best while it is partway through a list or a comparison.")
+            adaptive = (
+                "Let the first answer run in full and note how the assistant structures its reasoning; "
+                "barge-ins land best while it is partway through a list or a comparison."
+            )
         elif took:
-            adaptive = (f"The assistant folded in the barge-in of exchange {last.index}. Keep the same thread and "
-                        f"let the next barge-in overturn a larger part of the plan, so that keeping the earlier "
-                        f"steps and revising the conclusion both matter.")
+            adaptive = (
+                f"The assistant folded in the barge-in of exchange {last.index}. Keep the same thread and "
+                f"let the next barge-in overturn a larger part of the plan, so that keeping the earlier "
+                f"steps and revising the conclusion both matter."
+            )
         else:
-            adaptive = (f"The assistant did not show the update of exchange {last.index} in its content. Stay close "
-                        f"to that part of the task so its effect on the answer remains checkable, without "
-                        f"restating the update word for word.")
+            adaptive = (
+                f"The assistant did not show the update of exchange {last.index} in its content. Stay close "
+                f"to that part of the task so its effect on the answer remains checkable, without "
+                f"restating the update word for word."
+            )
         if nxt <= total:
             step = seed.exchanges[nxt - 1]
-            adaptive += (f" Next: exchange {nxt} of {total}, "
-                         + ("uninterrupted, to establish the context." if nxt == 1 else
-                            f"a follow-up on the same task with a barge-in of the kind {step.barge_in_label}."))
+            adaptive += f" Next: exchange {nxt} of {total}, " + (
+                "uninterrupted, to establish the context."
+                if nxt == 1
+                else f"a follow-up on the same task with a barge-in of the kind {step.barge_in_label}."
+            )
         else:
             adaptive += " The scripted exchanges are used up: wrap the conversation up."
         asked = "\n".join(f"- {ex.message}" for ex in history) or "- nothing has been asked yet"
         sections = {
             "CONTEXT ANALYSIS": context,
-            "OPENING APPROACH": (f"Exchange one runs without a barge-in. The user states the task in their own "
-                                 f"voice as {seed.persona}, with the facts later reasoning depends on ({keywords})."),
-            "MIDDLE PHASE": ("From exchange two on, each user turn extends the same task by one follow-up, and a "
-                             "barge-in written before the reply is heard brings one new constraint or piece of "
-                             "evidence that changes the right answer. Planned barge-in kinds: "
-                             + (", ".join(kinds) or "none") + "."),
-            "CLOSING APPROACH": (f"The last exchange ({total}) has the assistant pull the plan together, so a "
-                                 f"conclusion that still rests on a replaced assumption shows."),
+            "OPENING APPROACH": (
+                f"Exchange one runs without a barge-in. The user states the task in their own "
+                f"voice as {seed.persona}, with the facts later reasoning depends on ({keywords})."
+            ),
+            "MIDDLE PHASE": (
+                "From exchange two on, each user turn extends the same task by one follow-up, and a "
+                "barge-in written before the reply is heard brings one new constraint or piece of "
+                "evidence that changes the right answer. Planned barge-in kinds: "
+                + (", ".join(kinds) or "none")
+                + "."
+            ),
+            "CLOSING APPROACH": (
+                f"The last exchange ({total}) has the assistant pull the plan together, so a "
+                f"conclusion that still rests on a replaced assumption shows."
+            ),
             "ADAPTIVE STRATEGY": adaptive,
-            "AUTHENTICITY PRINCIPLES": ("Casual spoken words, one task per turn, at most three sentences, numbers "
-                                        "spelled out, reactions and fillers as people use them, no test-like "
-                                        "phrasing, nothing a voice assistant without tools could not do."),
+            "AUTHENTICITY PRINCIPLES": (
+                "Casual spoken words, one task per turn, at most three sentences, numbers "
+                "spelled out, reactions and fillers as people use them, no test-like "
+                "phrasing, nothing a voice assistant without tools could not do."
+            ),
             "DO NOT REPEAT": "Requests already made, not to be asked again:\n" + asked,
         }
         text = "\n\n".join(f"{k}:\n{v}" for k, v in sections.items())
         return Blueprint(case_id, 1 if current is None else current.version + 1, text)
 
 
-PLANNER_SYSTEM = ("You design conversation strategies for a benchmark of spoken, full-duplex voice assistants. "
-                  "You plan what a simulated user will do; you never write the user's actual words.")
+PLANNER_SYSTEM = (
+    "You design conversation strategies for a benchmark of spoken, full-duplex voice assistants. "
+    "You plan what a simulated user will do; you never write the user's actual words."
+)
 
 PLANNER_TEMPLATE = """[ROLE]
 You plan a multi-exchange spoken conversation between a simulated user and a voice assistant, for testing voice assistants.
@@ -368,11 +491,19 @@ def _criteria_lines(criteria: tuple[tuple[str, str], ...]) -> str:
 def planner_prompt(seed: Seed, history: tuple[Exchange, ...], current: Blueprint | None) -> str:
     axis = AXES[seed.axis]
     return PLANNER_TEMPLATE.format(
-        axis_name=axis.name, axis_code=axis.code, axis_definition=axis.definition,
-        pass_criteria=_criteria_lines(axis.pass_criteria), fail_criteria=_criteria_lines(axis.fail_criteria),
-        example=axis.example, topic=seed.topic, subtopic=seed.subtopic, topic_description=seed.topic_description,
-        persona=seed.persona, history=history_text(history),
-        blueprint=current.text if current is not None else "(none yet: write the first one)")
+        axis_name=axis.name,
+        axis_code=axis.code,
+        axis_definition=axis.definition,
+        pass_criteria=_criteria_lines(axis.pass_criteria),
+        fail_criteria=_criteria_lines(axis.fail_criteria),
+        example=axis.example,
+        topic=seed.topic,
+        subtopic=seed.subtopic,
+        topic_description=seed.topic_description,
+        persona=seed.persona,
+        history=history_text(history),
+        blueprint=current.text if current is not None else "(none yet: write the first one)",
+    )
 
 
 def parse_blueprint(text: str) -> str:
@@ -383,9 +514,13 @@ def parse_blueprint(text: str) -> str:
         raise ValueError("the blueprint is plain text: no fenced blocks")
     starts = []
     for name in BLUEPRINT_SECTIONS:
-        m = re.search(r"^[ \t#*]*" + re.escape(name) + r"[ \t*]*:", body, re.IGNORECASE | re.MULTILINE)
+        m = re.search(
+            r"^[ \t#*]*" + re.escape(name) + r"[ \t*]*:", body, re.IGNORECASE | re.MULTILINE
+        )
         if m is None:
-            raise ValueError(f"missing the section {name}: (heading at the start of a line, then a colon)")
+            raise ValueError(
+                f"missing the section {name}: (heading at the start of a line, then a colon)"
+            )
         starts.append((m.start(), m.end(), name))
     if [s for s, _, _ in starts] != sorted(s for s, _, _ in starts):
         raise ValueError(f"the sections must come in this order: {', '.join(BLUEPRINT_SECTIONS)}")
@@ -401,22 +536,37 @@ class LLMPlanner(LLMRole, Planner):
 
     role = "planner"
     per_case = True
-    TEMPLATES = (PLANNER_SYSTEM, PLANNER_TEMPLATE, *BLUEPRINT_SECTIONS,
-                 json.dumps({k: dataclasses.asdict(a) for k, a in AXES.items()}, sort_keys=True))
+    TEMPLATES = (
+        PLANNER_SYSTEM,
+        PLANNER_TEMPLATE,
+        *BLUEPRINT_SECTIONS,
+        json.dumps({k: dataclasses.asdict(a) for k, a in AXES.items()}, sort_keys=True),
+    )
 
-    def plan(self, seed: Seed, history: tuple[Exchange, ...], current: Blueprint | None, case_id: str) -> Blueprint:
+    def plan(
+        self, seed: Seed, history: tuple[Exchange, ...], current: Blueprint | None, case_id: str
+    ) -> Blueprint:
         n = len(history) + 1
 
         def fail(msg: str) -> PlannerError:
-            return PlannerError(f"planner: case {case_id}: blueprint before exchange {n}: {msg}", case_id, n)
+            return PlannerError(
+                f"planner: case {case_id}: blueprint before exchange {n}: {msg}", case_id, n
+            )
 
-        text, _ = ask_valid(self.client(case_id), PLANNER_SYSTEM, planner_prompt(seed, history, current),
-                            parse_blueprint, max_attempts=self.settings["max_attempts"], fail=fail)
+        text, _ = ask_valid(
+            self.client(case_id),
+            PLANNER_SYSTEM,
+            planner_prompt(seed, history, current),
+            parse_blueprint,
+            max_attempts=self.settings["max_attempts"],
+            fail=fail,
+        )
         return Blueprint(case_id, 1 if current is None else current.version + 1, text)
 
 
 # ------------------------------------------------------------------------------------------------
 # Simulator
+
 
 class Simulator(abc.ABC):
     """Writes the user's next message and, from exchange 2 on, its barge-in."""
@@ -428,8 +578,14 @@ class Simulator(abc.ABC):
         """Raise LLMConfigError if the role could not make its requests (offline: never)."""
 
     @abc.abstractmethod
-    def next_message(self, seed: Seed, blueprint: Blueprint, history: tuple[Exchange, ...], exchange: int,
-                     case_id: str) -> UserMessage: ...
+    def next_message(
+        self,
+        seed: Seed,
+        blueprint: Blueprint,
+        history: tuple[Exchange, ...],
+        exchange: int,
+        case_id: str,
+    ) -> UserMessage: ...
 
 
 def _with_case(m: UserMessage, case_id: str) -> UserMessage:
@@ -454,25 +610,45 @@ class OfflineSimulator(OfflineRole, Simulator):
     role = "simulator"
     TEMPLATES = ("offline-simulator-2", json.dumps(FORBIDDEN_REQUESTS))
 
-    def next_message(self, seed: Seed, blueprint: Blueprint, history: tuple[Exchange, ...], exchange: int,
-                     case_id: str) -> UserMessage:
+    def next_message(
+        self,
+        seed: Seed,
+        blueprint: Blueprint,
+        history: tuple[Exchange, ...],
+        exchange: int,
+        case_id: str,
+    ) -> UserMessage:
         _check_exchange(history, exchange)
         if exchange > len(seed.exchanges):
-            raise SimulatorError(f"simulator: case {case_id}: seed {seed.seed_id} scripts {len(seed.exchanges)} "
-                                 f"exchange(s), not {exchange}", case_id, exchange)
+            raise SimulatorError(
+                f"simulator: case {case_id}: seed {seed.seed_id} scripts {len(seed.exchanges)} "
+                f"exchange(s), not {exchange}",
+                case_id,
+                exchange,
+            )
         step = seed.exchanges[exchange - 1]
         message, barge_in = step.wording(assistant_said(history))
         try:
-            m = validate_user_turn(message, exchange, step.barge_in_label, barge_in,
-                                   tuple(ex.message for ex in history))
+            m = validate_user_turn(
+                message,
+                exchange,
+                step.barge_in_label,
+                barge_in,
+                tuple(ex.message for ex in history),
+            )
         except ValueError as e:
-            raise SimulatorError(f"simulator: case {case_id}: seed {seed.seed_id} exchange {exchange}: {e}",
-                                 case_id, exchange) from None
+            raise SimulatorError(
+                f"simulator: case {case_id}: seed {seed.seed_id} exchange {exchange}: {e}",
+                case_id,
+                exchange,
+            ) from None
         return _with_case(m, case_id)
 
 
-SIMULATOR_SYSTEM = ("You play the USER in a spoken conversation with a voice assistant. You are a real person who "
-                    "wants help; you always speak as that user and never as the assistant.")
+SIMULATOR_SYSTEM = (
+    "You play the USER in a spoken conversation with a voice assistant. You are a real person who "
+    "wants help; you always speak as that user and never as the assistant."
+)
 
 SIMULATOR_TEMPLATE = """[ROLE]
 You are a simulated user talking out loud to a voice assistant. You want real help, and you speak from the user's side only.
@@ -536,25 +712,38 @@ Shapes that work (fill in the specifics of this conversation, spelled out in wor
 [OUTPUT FORMAT]
 {output_format}"""
 
-_FORMAT_FIRST = ("Only the words you say, as plain text: no quotation marks around them, no label such as "
-                 "\"User:\", no JSON, nothing else.")
+_FORMAT_FIRST = (
+    "Only the words you say, as plain text: no quotation marks around them, no label such as "
+    '"User:", no JSON, nothing else.'
+)
 _FORMAT_LATER = """The words of your message as plain text (no label, no quotation marks), then exactly one JSON block and nothing after it:
 ```json
 {"chosen_label": "<one of the labels above>", "interruption_text": "<the barge-in, one or two sentences>"}
 ```"""
 
 
-def simulator_prompt(seed: Seed, blueprint: Blueprint, history: tuple[Exchange, ...], exchange: int) -> str:
+def simulator_prompt(
+    seed: Seed, blueprint: Blueprint, history: tuple[Exchange, ...], exchange: int
+) -> str:
     labels = "\n".join(f'- "{name}": {definition}' for name, definition in BARGE_IN_LABELS.items())
     if exchange == 1:
         this = "Exchange one: open the conversation with your task. No barge-in in this exchange."
     else:
-        this = (f"Exchange {exchange}: a follow-up message, plus a barge-in that brings new information, "
-                f"written before you hear the assistant's answer.")
+        this = (
+            f"Exchange {exchange}: a follow-up message, plus a barge-in that brings new information, "
+            f"written before you hear the assistant's answer."
+        )
     return SIMULATOR_TEMPLATE.format(
-        topic=seed.topic, subtopic=seed.subtopic, persona=seed.persona, blueprint=blueprint.text,
-        history=history_text(history), exchange=exchange, labels=labels, this_exchange=this,
-        output_format=_FORMAT_FIRST if exchange == 1 else _FORMAT_LATER)
+        topic=seed.topic,
+        subtopic=seed.subtopic,
+        persona=seed.persona,
+        blueprint=blueprint.text,
+        history=history_text(history),
+        exchange=exchange,
+        labels=labels,
+        this_exchange=this,
+        output_format=_FORMAT_FIRST if exchange == 1 else _FORMAT_LATER,
+    )
 
 
 class LLMSimulator(LLMRole, Simulator):
@@ -563,27 +752,48 @@ class LLMSimulator(LLMRole, Simulator):
 
     role = "simulator"
     per_case = True
-    TEMPLATES = (SIMULATOR_SYSTEM, SIMULATOR_TEMPLATE, _FORMAT_FIRST, _FORMAT_LATER,
-                 json.dumps(BARGE_IN_LABELS, sort_keys=True), json.dumps(FORBIDDEN_REQUESTS))
+    TEMPLATES = (
+        SIMULATOR_SYSTEM,
+        SIMULATOR_TEMPLATE,
+        _FORMAT_FIRST,
+        _FORMAT_LATER,
+        json.dumps(BARGE_IN_LABELS, sort_keys=True),
+        json.dumps(FORBIDDEN_REQUESTS),
+    )
 
-    def next_message(self, seed: Seed, blueprint: Blueprint, history: tuple[Exchange, ...], exchange: int,
-                     case_id: str) -> UserMessage:
+    def next_message(
+        self,
+        seed: Seed,
+        blueprint: Blueprint,
+        history: tuple[Exchange, ...],
+        exchange: int,
+        case_id: str,
+    ) -> UserMessage:
         _check_exchange(history, exchange)
         earlier = tuple(ex.message for ex in history)
 
         def fail(msg: str) -> SimulatorError:
-            return SimulatorError(f"simulator: case {case_id}: exchange {exchange}: {msg}", case_id, exchange)
+            return SimulatorError(
+                f"simulator: case {case_id}: exchange {exchange}: {msg}", case_id, exchange
+            )
 
-        m, _ = ask_valid(self.client(case_id), SIMULATOR_SYSTEM, simulator_prompt(seed, blueprint, history, exchange),
-                         lambda t: parse_simulator_output(t, exchange, earlier),
-                         max_attempts=self.settings["max_attempts"], fail=fail)
+        m, _ = ask_valid(
+            self.client(case_id),
+            SIMULATOR_SYSTEM,
+            simulator_prompt(seed, blueprint, history, exchange),
+            lambda t: parse_simulator_output(t, exchange, earlier),
+            max_attempts=self.settings["max_attempts"],
+            fail=fail,
+        )
         return _with_case(m, case_id)
 
 
 # ------------------------------------------------------------------------------------------------
 # The responder prompt (A.3): the system instruction of every live session, the same for all models
 
-RESPONDER_PROMPT = RESPONDER_MARKER + """ with a person who needs help. You are helpful, well informed and honest.
+RESPONDER_PROMPT = (
+    RESPONDER_MARKER
+    + """ with a person who needs help. You are helpful, well informed and honest.
 
 GOAL: Answer what the person asks or requests by voice, clearly, coherently and correctly. Stay useful in every exchange, stay grounded in what has been said aloud, and keep to what the person asked for earlier in the conversation.
 
@@ -601,17 +811,23 @@ HOW TO ANSWER:
 5. No invention: do not make up facts, sources or stories unless the person asks for something creative; when unsure, say so and state your assumptions.
 6. Read the situation: infer the person's goals, preferences and constraints from what they said earlier, and help proactively, as a thoughtful human assistant would.
 7. Length: give somewhat fuller answers than you usually would; do not cut them down to a word or two."""
+)
 
 
-def responder_prompt(history_text: str | None = None, current_message: str | None = None,
-                     turn_number: int | None = None) -> str:
+def responder_prompt(
+    history_text: str | None = None,
+    current_message: str | None = None,
+    turn_number: int | None = None,
+) -> str:
     """:data:`RESPONDER_PROMPT`, plus the context sections that are given. All None: the live form
     (the history is the audio itself). Replay and the half-duplex control pass the earlier
     exchanges as text (and the exchange number); the current message, when it comes as audio, stays None."""
     parts = [RESPONDER_PROMPT]
     if history_text is not None:
-        parts.append("CONVERSATION SO FAR (a text record of the spoken exchanges):\n"
-                     + (history_text.strip() or "(nothing yet)"))
+        parts.append(
+            "CONVERSATION SO FAR (a text record of the spoken exchanges):\n"
+            + (history_text.strip() or "(nothing yet)")
+        )
     if current_message is not None:
         parts.append("THE PERSON'S CURRENT MESSAGE:\n" + current_message.strip())
     if turn_number is not None:

@@ -20,9 +20,18 @@ from fdeval.types import Turn
 from .seeds import Seed
 
 MODES = ("live", "replay")
-REPLAY_KEYS = {"source_run_id": True, "source_model_id": True, "source_case_id": True, "source_session_id": True,
-               "exchange": True, "history": True, "message": True, "barge_in": True, "barge_in_label": True,
-               "delay_s": True}
+REPLAY_KEYS = {
+    "source_run_id": True,
+    "source_model_id": True,
+    "source_case_id": True,
+    "source_session_id": True,
+    "exchange": True,
+    "history": True,
+    "message": True,
+    "barge_in": True,
+    "barge_in_label": True,
+    "delay_s": True,
+}
 
 
 @dataclass(frozen=True)
@@ -41,9 +50,14 @@ class EchoChainCase:
     replay: Mapping[str, Any] | None = None  # replay: REPLAY_KEYS (history: list of exchange dicts)
 
     def case_fields(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"mode": self.mode, "seed": self.seed.to_dict(), "voice": self.voice,
-                             "responder": self.responder, "max_exchanges": self.max_exchanges,
-                             "blueprint": self.blueprint}
+        d: dict[str, Any] = {
+            "mode": self.mode,
+            "seed": self.seed.to_dict(),
+            "voice": self.voice,
+            "responder": self.responder,
+            "max_exchanges": self.max_exchanges,
+            "blueprint": self.blueprint,
+        }
         if self.replay is not None:
             d["replay"] = dict(self.replay)
         return {"echochain": d}

@@ -47,6 +47,17 @@ from typing import Any
 
 import soundfile as sf
 
+# the run's review folder and its labels folder: the review app saves its labels there too
+from fdeval.engine.review import (
+    LABELS_DIR,
+    REVIEW_DIR,
+    Field,
+    LabelError,
+    LabelForm,
+    ReviewView,
+    RunView,
+    SessionView,
+)
 from fdeval.errors import ConfigError, FdevalError
 from fdeval.files import atomic_path, write_json_atomic, write_text_atomic
 
@@ -55,14 +66,18 @@ from .scoring import GradedConversation
 from .seeds import Criterion
 from .taxonomy import TAXONOMY
 
-REVIEW_DIR = "review"
 KEY_FILE = "key.json"
-LABELS_DIR = "labels"
-REVIEW_INPUT = "conversations.json"   # <run_dir>/review/conversations.json: the CLI export's default input
+REVIEW_INPUT = (
+    "conversations.json"  # <run_dir>/review/conversations.json: the CLI export's default input
+)
 HIDDEN = "[hidden]"
 # keys dropped from exported dicts: they name the model or lead back to the case
-HIDDEN_KEYS = frozenset({"model", "model_id", "model_name", "responder", "case_id", "conversation_id", "run_id"})
-INPUT_KEYS = frozenset({"case_id", "transcript_text", "exchanges", "rubric", "wav_path", "model", "conversation_id"})
+HIDDEN_KEYS = frozenset(
+    {"model", "model_id", "model_name", "responder", "case_id", "conversation_id", "run_id"}
+)
+INPUT_KEYS = frozenset(
+    {"case_id", "transcript_text", "exchanges", "rubric", "wav_path", "model", "conversation_id"}
+)
 LABEL_KEYS = ("blind_id", "reviewer", "time", "screening", "rubric", "grades", "taxonomy", "audit")
 AUDIT_KEYS = ("auditor", "time", "verdict", "note")
 AUDIT_VERDICTS = ("confirmed", "corrected")
@@ -70,7 +85,13 @@ SCREENING_CHECKS = ("coherent", "naturalistic", "audio_quality")
 SCREENING_KEYS = (*SCREENING_CHECKS, "accepted", "note")
 GRADE_VALUES = ("pass", "fail")
 # read PCM back as integers of its own width so the re-encoded file holds the same samples
-_READ_DTYPE = {"PCM_16": "int16", "PCM_24": "int32", "PCM_32": "int32", "FLOAT": "float32", "DOUBLE": "float64"}
+_READ_DTYPE = {
+    "PCM_16": "int16",
+    "PCM_24": "int32",
+    "PCM_32": "int32",
+    "FLOAT": "float32",
+    "DOUBLE": "float64",
+}
 
 
 def _review_dir(run_dir: str | Path) -> Path:
@@ -116,7 +137,11 @@ def _blind_map(run_dir: str | Path) -> dict[str, dict[str, Any]]:
 def _scrub(obj: Any, pattern: re.Pattern | None) -> Any:
     """`obj` without identity keys, every identity string replaced (case-insensitive, anywhere)."""
     if isinstance(obj, Mapping):  # criterion ids stay as they are: the labels name them
-        return {k: v if k == "criterion_id" else _scrub(v, pattern) for k, v in obj.items() if k not in HIDDEN_KEYS}
+        return {
+            k: v if k == "criterion_id" else _scrub(v, pattern)
+            for k, v in obj.items()
+            if k not in HIDDEN_KEYS
+        }
     if isinstance(obj, (list, tuple)):
         return [_scrub(v, pattern) for v in obj]
     if isinstance(obj, str) and pattern is not None:
@@ -128,7 +153,9 @@ def _check_input(conversations: Sequence[Mapping[str, Any]], where: str) -> None
     seen = set()
     for i, c in enumerate(conversations):
         if not isinstance(c, Mapping):
-            raise ConfigError(f"{where}: conversation {i}: expected an object, got {type(c).__name__}")
+            raise ConfigError(
+                f"{where}: conversation {i}: expected an object, got {type(c).__name__}"
+            )
         cid = c.get("case_id")
         at = f"{where}: conversation {i} ({cid!r})"
         if not isinstance(cid, str) or not cid:
@@ -138,13 +165,22 @@ def _check_input(conversations: Sequence[Mapping[str, Any]], where: str) -> None
         seen.add(cid)
         extra = sorted(set(c) - INPUT_KEYS)
         if extra:
-            raise ConfigError(f"{at}: field {extra[0]}: unknown; valid: {', '.join(sorted(INPUT_KEYS))}")
-        for k, kind in (("transcript_text", str), ("exchanges", list), ("rubric", list), ("wav_path", (str, Path))):
+            raise ConfigError(
+                f"{at}: field {extra[0]}: unknown; valid: {', '.join(sorted(INPUT_KEYS))}"
+            )
+        for k, kind in (
+            ("transcript_text", str),
+            ("exchanges", list),
+            ("rubric", list),
+            ("wav_path", (str, Path)),
+        ):
             if not isinstance(c.get(k), kind):
                 raise ConfigError(f"{at}: field {k}: missing or of the wrong type")
         for j, crit in enumerate(c["rubric"]):
             if not isinstance(crit, Mapping) or not isinstance(crit.get("criterion_id"), str):
-                raise ConfigError(f"{at}: field rubric[{j}].criterion_id: expected a criterion object with an id")
+                raise ConfigError(
+                    f"{at}: field rubric[{j}].criterion_id: expected a criterion object with an id"
+                )
 
 
 def _identity_strings(c: Mapping[str, Any]) -> list[str]:
@@ -160,10 +196,18 @@ def _copy_wav(src: Path, dst: Path, where: str) -> None:
     except (OSError, RuntimeError) as e:
         raise ConfigError(f"{where}: field wav_path: cannot read {src}: {e}") from None
     if info.channels != 2:
-        raise ConfigError(f"{where}: field wav_path: {src} has {info.channels} channel(s); the session audio is stereo")
+        raise ConfigError(
+            f"{where}: field wav_path: {src} has {info.channels} channel(s); the session audio is stereo"
+        )
     data, rate = sf.read(str(src), dtype=_READ_DTYPE.get(info.subtype, "float32"), always_2d=True)
     with atomic_path(dst) as tmp:
-        sf.write(tmp, data, rate, subtype=info.subtype if info.subtype in _READ_DTYPE else "FLOAT", format="WAV")
+        sf.write(
+            tmp,
+            data,
+            rate,
+            subtype=info.subtype if info.subtype in _READ_DTYPE else "FLOAT",
+            format="WAV",
+        )
 
 
 def save_review_input(run_dir: str | Path, conversations: Sequence[Mapping[str, Any]]) -> Path:
@@ -175,8 +219,12 @@ def save_review_input(run_dir: str | Path, conversations: Sequence[Mapping[str, 
     return path
 
 
-def export(run_dir: str | Path, out_dir: str | Path, conversations: Sequence[Mapping[str, Any]],
-           where: str = "review export") -> list[str]:
+def export(
+    run_dir: str | Path,
+    out_dir: str | Path,
+    conversations: Sequence[Mapping[str, Any]],
+    where: str = "review export",
+) -> list[str]:
     """Write a blind review export of `conversations` to `out_dir` (empty or new); returns the blind ids.
 
     Each conversation is a dict:
@@ -200,49 +248,86 @@ def export(run_dir: str | Path, out_dir: str | Path, conversations: Sequence[Map
     _check_input(conversations, where)
     key_path = _review_dir(run_dir) / KEY_FILE
     if key_path.resolve().is_relative_to(out_dir.resolve()):
-        raise ConfigError(f"{out_dir}: the export folder would hold the review key {key_path}; export elsewhere")
+        raise ConfigError(
+            f"{out_dir}: the export folder would hold the review key {key_path}; export elsewhere"
+        )
     if out_dir.exists() and (not out_dir.is_dir() or any(out_dir.iterdir())):
         raise ConfigError(f"{out_dir}: the export folder must be new or empty")
     for i, c in enumerate(conversations):
         wav = Path(c["wav_path"]) if Path(c["wav_path"]).is_absolute() else run_dir / c["wav_path"]
         if not wav.is_file():
-            raise ConfigError(f"{where}: conversation {i} ({c['case_id']!r}): field wav_path: no file {wav}")
+            raise ConfigError(
+                f"{where}: conversation {i} ({c['case_id']!r}): field wav_path: no file {wav}"
+            )
 
     salt = secrets.token_hex(16)
-    cases = {blind_id(c["case_id"], salt): {"case_id": c["case_id"],
-                                            "criteria": [k["criterion_id"] for k in c["rubric"]]}
-             for c in conversations}
+    cases = {
+        blind_id(c["case_id"], salt): {
+            "case_id": c["case_id"],
+            "criteria": [k["criterion_id"] for k in c["rubric"]],
+        }
+        for c in conversations
+    }
     key = load_key(run_dir)
-    key["exports"].append({"salt": salt, "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                           "out_dir": str(out_dir), "cases": cases})
+    key["exports"].append(
+        {
+            "salt": salt,
+            "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "out_dir": str(out_dir),
+            "cases": cases,
+        }
+    )
     write_json_atomic(key_path, key)
 
     index, template = [], []
     for i, c in enumerate(conversations):
         bid = blind_id(c["case_id"], salt)
         hide = _identity_strings(c)
-        pattern = re.compile("|".join(re.escape(s) for s in sorted(hide, key=len, reverse=True)), re.IGNORECASE)
-        group = blind_id("group\0" + c["conversation_id"], salt) if c.get("conversation_id") else bid
+        pattern = re.compile(
+            "|".join(re.escape(s) for s in sorted(hide, key=len, reverse=True)), re.IGNORECASE
+        )
+        group = (
+            blind_id("group\0" + c["conversation_id"], salt) if c.get("conversation_id") else bid
+        )
         folder = out_dir / bid
         write_text_atomic(folder / "transcript.txt", _scrub(c["transcript_text"], pattern))
-        write_json_atomic(folder / "exchanges.json", {"blind_id": bid, "group": group,
-                                                      "exchanges": _scrub(c["exchanges"], pattern)})
-        write_json_atomic(folder / "rubric.json", {"blind_id": bid, "criteria": _scrub(c["rubric"], pattern)})
+        write_json_atomic(
+            folder / "exchanges.json",
+            {"blind_id": bid, "group": group, "exchanges": _scrub(c["exchanges"], pattern)},
+        )
+        write_json_atomic(
+            folder / "rubric.json", {"blind_id": bid, "criteria": _scrub(c["rubric"], pattern)}
+        )
         wav = Path(c["wav_path"]) if Path(c["wav_path"]).is_absolute() else run_dir / c["wav_path"]
         _copy_wav(wav, folder / "audio.wav", f"{where}: conversation {i} ({c['case_id']!r})")
-        for f in ("transcript.txt", "exchanges.json", "rubric.json"):  # e.g. a criterion id naming the model
+        for f in (
+            "transcript.txt",
+            "exchanges.json",
+            "rubric.json",
+        ):  # e.g. a criterion id naming the model
             text = (folder / f).read_text(encoding="utf-8").lower()
             leak = next((h for h in hide if h.lower() in text), None)
             if leak is not None:
-                raise ConfigError(f"{where}: conversation {i} ({c['case_id']!r}): {folder / f} would show "
-                                  f"{leak!r}; rename what holds it (e.g. a criterion id)")
+                raise ConfigError(
+                    f"{where}: conversation {i} ({c['case_id']!r}): {folder / f} would show "
+                    f"{leak!r}; rename what holds it (e.g. a criterion id)"
+                )
         index.append({"blind_id": bid, "group": group})
-        template.append({"blind_id": bid, "reviewer": None, "time": None,
-                         "screening": {k: None for k in SCREENING_CHECKS} | {"accepted": None, "note": ""},
-                         "grades": {k["criterion_id"]: None for k in c["rubric"]}, "taxonomy": None})
+        template.append(
+            {
+                "blind_id": bid,
+                "reviewer": None,
+                "time": None,
+                "screening": {k: None for k in SCREENING_CHECKS} | {"accepted": None, "note": ""},
+                "grades": {k["criterion_id"]: None for k in c["rubric"]},
+                "taxonomy": None,
+            }
+        )
     order = sorted(range(len(index)), key=lambda j: index[j]["blind_id"])
-    write_json_atomic(out_dir / "index.json", {"conversations": [index[j] for j in order],
-                                               "taxonomy": sorted(TAXONOMY)})
+    write_json_atomic(
+        out_dir / "index.json",
+        {"conversations": [index[j] for j in order], "taxonomy": sorted(TAXONOMY)},
+    )
     write_json_atomic(out_dir / "labels_template.json", [template[j] for j in order])
     return [index[j]["blind_id"] for j in order]
 
@@ -251,7 +336,9 @@ def export(run_dir: str | Path, out_dir: str | Path, conversations: Sequence[Map
 # Import
 
 
-def _validate_label(item: Any, i: int, file: Path, known: Mapping[str, dict[str, Any]]) -> dict[str, Any]:
+def _validate_label(
+    item: Any, i: int, file: Path, known: Mapping[str, dict[str, Any]]
+) -> dict[str, Any]:
     if not isinstance(item, dict):
         raise ConfigError(f"{file}: item {i}: expected an object, got {type(item).__name__}")
     bid = item.get("blind_id")
@@ -273,7 +360,10 @@ def _validate_label(item: Any, i: int, file: Path, known: Mapping[str, dict[str,
     try:
         datetime.fromisoformat(item["time"])
     except (TypeError, ValueError):
-        raise bad("time", f"expected an ISO 8601 time (e.g. 2025-01-31T14:05:00+00:00), got {item['time']!r}") from None
+        raise bad(
+            "time",
+            f"expected an ISO 8601 time (e.g. 2025-01-31T14:05:00+00:00), got {item['time']!r}",
+        ) from None
 
     s = item["screening"]
     if not isinstance(s, dict):
@@ -288,7 +378,10 @@ def _validate_label(item: Any, i: int, file: Path, known: Mapping[str, dict[str,
         raise bad("screening.note", "expected a string")
     if s["accepted"] and not all(s[k] for k in SCREENING_CHECKS):
         failed = [k for k in SCREENING_CHECKS if not s[k]]
-        raise bad("screening.accepted", f"true although {', '.join(failed)} is false (a failed check rejects)")
+        raise bad(
+            "screening.accepted",
+            f"true although {', '.join(failed)} is false (a failed check rejects)",
+        )
 
     rubric = item.get("rubric")
     if rubric is not None:
@@ -316,8 +409,11 @@ def _validate_label(item: Any, i: int, file: Path, known: Mapping[str, dict[str,
         raise bad("grades", "expected an object criterion id -> pass | fail")
     for cid, v in grades.items():
         if cid not in ids:
-            raise bad(f"grades.{cid}", f"not a criterion of the {'label' if rubric else 'exported'} rubric "
-                                       f"({', '.join(ids) or 'none'})")
+            raise bad(
+                f"grades.{cid}",
+                f"not a criterion of the {'label' if rubric else 'exported'} rubric "
+                f"({', '.join(ids) or 'none'})",
+            )
         if v not in GRADE_VALUES:
             raise bad(f"grades.{cid}", f"expected pass or fail, got {v!r}")
     if rubric is not None and s["accepted"]:
@@ -341,15 +437,29 @@ def _validate_label(item: Any, i: int, file: Path, known: Mapping[str, dict[str,
         try:
             datetime.fromisoformat(audit.get("time"))
         except (TypeError, ValueError):
-            raise bad("audit.time", f"expected an ISO 8601 time, got {audit.get('time')!r}") from None
+            raise bad(
+                "audit.time", f"expected an ISO 8601 time, got {audit.get('time')!r}"
+            ) from None
         if audit.get("verdict") not in AUDIT_VERDICTS:
-            raise bad("audit.verdict", f"expected one of {', '.join(AUDIT_VERDICTS)}, got {audit.get('verdict')!r}")
+            raise bad(
+                "audit.verdict",
+                f"expected one of {', '.join(AUDIT_VERDICTS)}, got {audit.get('verdict')!r}",
+            )
         if not isinstance(audit.get("note", ""), str):
             raise bad("audit.note", "expected a string")
         audit = {**audit, "auditor": audit["auditor"].strip(), "note": audit.get("note", "")}
-    return {"blind_id": bid, "case_id": known[bid]["case_id"], "reviewer": item["reviewer"].strip(),
-            "time": item["time"], "screening": {**s, "note": s.get("note", "")},
-            "rubric": rubric, "grades": dict(grades), "taxonomy": tax, "audit": audit, "imported_from": str(file)}
+    return {
+        "blind_id": bid,
+        "case_id": known[bid]["case_id"],
+        "reviewer": item["reviewer"].strip(),
+        "time": item["time"],
+        "screening": {**s, "note": s.get("note", "")},
+        "rubric": rubric,
+        "grades": dict(grades),
+        "taxonomy": tax,
+        "audit": audit,
+        "imported_from": str(file),
+    }
 
 
 def import_labels(run_dir: str | Path, file: str | Path) -> list[str]:
@@ -361,14 +471,18 @@ def import_labels(run_dir: str | Path, file: str | Path) -> list[str]:
         raise ConfigError(f"{file}: expected a JSON list of labels, got {type(items).__name__}")
     known = _blind_map(run_dir)
     if not known:
-        raise ConfigError(f"{file}: the run {run_dir} has no review export (no {REVIEW_DIR}/{KEY_FILE}); export first")
+        raise ConfigError(
+            f"{file}: the run {run_dir} has no review export (no {REVIEW_DIR}/{KEY_FILE}); export first"
+        )
     records = []
     seen: dict[str, int] = {}
     for i, item in enumerate(items):
         rec = _validate_label(item, i, file, known)
         if rec["blind_id"] in seen:
-            raise ConfigError(f"{file}: item {i} (blind id {rec['blind_id']!r}): field blind_id: "
-                              f"also labelled by item {seen[rec['blind_id']]}")
+            raise ConfigError(
+                f"{file}: item {i} (blind id {rec['blind_id']!r}): field blind_id: "
+                f"also labelled by item {seen[rec['blind_id']]}"
+            )
         seen[rec["blind_id"]] = i
         records.append(rec)
     out = _review_dir(run_dir) / LABELS_DIR
@@ -394,24 +508,186 @@ def apply_human(conv: GradedConversation, label: Mapping[str, Any]) -> GradedCon
     replace the automatic ones criterion by criterion (or, with the label's own rubric, all of them);
     a human taxonomy label replaces the automatic one. A conversation that passes has no type."""
     if label.get("case_id") != conv.case_id:
-        raise ValueError(f"label of {label.get('case_id')!r} applied to conversation {conv.case_id!r}")
+        raise ValueError(
+            f"label of {label.get('case_id')!r} applied to conversation {conv.case_id!r}"
+        )
     reason = f"human review ({label['reviewer']}, {label['time']})"
-    human = {cid: Grade(cid, v == "pass", reason, "human") for cid, v in label.get("grades", {}).items()}
+    human = {
+        cid: Grade(cid, v == "pass", reason, "human") for cid, v in label.get("grades", {}).items()
+    }
     if label.get("rubric"):
-        grades = tuple(human[c["criterion_id"]] for c in label["rubric"] if c["criterion_id"] in human)
+        grades = tuple(
+            human[c["criterion_id"]] for c in label["rubric"] if c["criterion_id"] in human
+        )
     else:
         have = {g.criterion_id for g in conv.grades}
         grades = tuple(human.get(g.criterion_id, g) for g in conv.grades) + tuple(
-            g for cid, g in human.items() if cid not in have)
+            g for cid, g in human.items() if cid not in have
+        )
     taxonomy, source = conv.taxonomy, conv.taxonomy_source
     if label.get("taxonomy") is not None:
         taxonomy, source = label["taxonomy"], "human"
     if grades and all(g.passed for g in grades):
         taxonomy = None
-    return dataclasses.replace(conv, grades=grades, taxonomy=taxonomy, taxonomy_source=source,
-                               screened_out=not label["screening"]["accepted"],
-                               auto_grades=conv.graded_like_control, reviewed=True,
-                               audited=label.get("audit") is not None)
+    return dataclasses.replace(
+        conv,
+        grades=grades,
+        taxonomy=taxonomy,
+        taxonomy_source=source,
+        screened_out=not label["screening"]["accepted"],
+        auto_grades=conv.graded_like_control,
+        reviewed=True,
+        audited=label.get("audit") is not None,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The review app's page and label (fdeval.engine.review): a label has the import record's fields,
+# so the scoring applies a label saved in the app (review/labels/<case>@review.json) as it applies
+# an imported one
+
+REVIEW_KEY = "review"  # one label per conversation
+GRADE_STEP = "grade"  # its file holds the automatic grades and taxonomy a label may disagree with
+
+
+def review_input(run_dir: str | Path, case_id: str) -> tuple[list[dict[str, Any]], str]:
+    """The conversation's rubric criteria and transcript text, from the run's review input (which
+    the scoring writes for the blind export); ([], "") when there is none."""
+    try:
+        items = json.loads((_review_dir(run_dir) / REVIEW_INPUT).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return [], ""
+    for c in items if isinstance(items, list) else []:
+        if isinstance(c, dict) and c.get("case_id") == case_id:
+            return (
+                [k for k in c.get("rubric") or [] if isinstance(k, dict) and "criterion_id" in k],
+                str(c.get("transcript_text") or ""),
+            )
+    return [], ""
+
+
+def automatic_taxonomy(session: SessionView) -> str:
+    """The automatic taxonomy label of the session's results, in words (only a flagged
+    conversation has one), shown beside the reviewer's choice."""
+    meta = next(
+        (
+            r.metadata
+            for rs in session.results.values()
+            for r in rs
+            if r.metadata and "taxonomy" in r.metadata
+        ),
+        None,
+    )
+    if meta is None:
+        return "no automatic result"
+    if meta.get("taxonomy"):
+        return f"automatic: {meta['taxonomy']}"
+    return "automatic: none" if meta.get("flagged") else "automatic: none (not flagged)"
+
+
+class EchoChainReview(ReviewView):
+    """Blind (the model's identity is hidden); one label per conversation: screening, a grade per
+    rubric criterion, a taxonomy label (or the automatic one), a note; another person's save of a
+    reviewed label is its audit (§5)."""
+
+    blind = True
+
+    def label_keys(self, run: RunView, session: SessionView) -> list[str]:
+        return [REVIEW_KEY]
+
+    def form(self, criteria: Sequence[Mapping[str, Any]] = (), automatic: str = "") -> LabelForm:
+        """The label form of a conversation graded on `criteria` (criterion dicts with ids and texts)."""
+        fields = [
+            Field(("screening", k), "check", k, group="screening")
+            for k in (*SCREENING_CHECKS, "accepted")
+        ]
+        fields += [
+            Field(
+                ("grades", str(c["criterion_id"])),
+                "choice",
+                str(c["criterion_id"]),
+                GRADE_VALUES,
+                optional=True,
+                detail=str(c.get("text", "")),
+            )
+            for c in criteria
+        ]
+        fields += [
+            Field(
+                ("taxonomy",),
+                "select",
+                "taxonomy",
+                tuple(sorted(TAXONOMY)),
+                empty="(keep automatic)",
+                hint=automatic,
+            ),
+            Field(("screening", "note"), "text", "note"),
+        ]
+        return LabelForm("echochain", tuple(fields), audit=True)
+
+    def label_form(self, run: RunView, session: SessionView) -> LabelForm:
+        return self.form(review_input(run.run_dir, session.case_id)[0], automatic_taxonomy(session))
+
+    def check_label(self, form: LabelForm, values: Mapping[str, Any]) -> dict[str, Any]:
+        checked = form.check(values)
+        s = checked["screening"]
+        if s["accepted"] and not all(s[k] for k in SCREENING_CHECKS):
+            raise LabelError(
+                "field screening.accepted: true although a check failed (a failed check rejects)"
+            )
+        return {
+            "screening": s,
+            "grades": checked.get("grades", {}),
+            "taxonomy": checked.get("taxonomy"),
+            "rubric": None,
+        }
+
+    def saving(
+        self, checked: dict[str, Any], old: Mapping[str, Any] | None, reviewer: str, time: str
+    ) -> tuple[dict[str, Any], str, str]:
+        """Another person's save of a reviewed label is its audit: the label stays the reviewer's,
+        with {auditor, time, verdict confirmed | corrected}; the reviewer's own save clears it."""
+        checked = {**checked, "audit": None}
+        if old is not None and old.get("reviewer") != reviewer:
+            same = {k: old.get(k) for k in checked if k != "audit"} == {
+                k: v for k, v in checked.items() if k != "audit"
+            }
+            checked["audit"] = {
+                "auditor": reviewer,
+                "time": time,
+                "verdict": "confirmed" if same else "corrected",
+                "note": "",
+            }
+            return checked, str(old["reviewer"]), str(old["time"])
+        return checked, reviewer, time
+
+    def disagrees(
+        self, run: RunView, session: SessionView, key: str, label: Mapping[str, Any]
+    ) -> bool:
+        """A human grade that is not the automatic grade of its criterion, or a taxonomy label
+        that is not the automatic one (the grade step's file; screening is no judge's call)."""
+        if GRADE_STEP not in session.results:
+            return False
+        try:
+            graded = json.loads(
+                (Path(run.run_dir) / run.steps[GRADE_STEP] / f"{session.case_id}.json").read_text(
+                    encoding="utf-8"
+                )
+            )
+        except (OSError, ValueError, KeyError):
+            return False
+        auto = {
+            str(g.get("criterion_id")): "pass" if g.get("passed") else "fail"
+            for g in graded.get("grades") or []
+            if isinstance(g, dict)
+        }
+        grades = label.get("grades") or {}
+        if any(cid in auto and auto[cid] != v for cid, v in grades.items()):
+            return True
+        return label.get("taxonomy") is not None and label.get("taxonomy") != graded.get("taxonomy")
+
+    def transcript_text(self, run: RunView, session: SessionView) -> str:
+        return review_input(run.run_dir, session.case_id)[1]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -423,23 +699,34 @@ PROG = "python -m fdeval.benchmarks.echochain.review"
 def _export_cli(run_dir: Path, out_dir: Path, input_file: Path | None) -> str:
     path = input_file or _review_dir(run_dir) / REVIEW_INPUT
     if not path.is_file():
-        raise ConfigError(f"{path}: no review input; run the echochain benchmark on {run_dir} first "
-                          "(or pass --input FILE)")
+        raise ConfigError(
+            f"{path}: no review input; run the echochain benchmark on {run_dir} first "
+            "(or pass --input FILE)"
+        )
     conversations = _read_json(path, "review input")
     if not isinstance(conversations, list):
         raise ConfigError(f"{path}: expected a JSON list of conversations")
     ids = export(run_dir, out_dir, conversations, where=str(path))
-    return f"exported {len(ids)} conversation(s) to {out_dir} (key: {_review_dir(run_dir) / KEY_FILE})"
+    return (
+        f"exported {len(ids)} conversation(s) to {out_dir} (key: {_review_dir(run_dir) / KEY_FILE})"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog=PROG, description="EchoChain human review: blind export, label import.")
+    ap = argparse.ArgumentParser(
+        prog=PROG, description="EchoChain human review: blind export, label import."
+    )
     sub = ap.add_subparsers(dest="command", required=True)
     ex = sub.add_parser("export", help="write a blind review export of a run's conversations")
     ex.add_argument("run_dir", type=Path)
-    ex.add_argument("out_dir", type=Path, help="new or empty folder (outside the run's review/ folder)")
-    ex.add_argument("--input", type=Path,
-                    help=f"conversations to export (default: RUN_DIR/{REVIEW_DIR}/{REVIEW_INPUT})")
+    ex.add_argument(
+        "out_dir", type=Path, help="new or empty folder (outside the run's review/ folder)"
+    )
+    ex.add_argument(
+        "--input",
+        type=Path,
+        help=f"conversations to export (default: RUN_DIR/{REVIEW_DIR}/{REVIEW_INPUT})",
+    )
     im = sub.add_parser("import", help="import reviewers' labels (JSON list) into a run")
     im.add_argument("run_dir", type=Path)
     im.add_argument("labels", type=Path)

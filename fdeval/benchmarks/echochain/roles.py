@@ -29,8 +29,15 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, TypeVar
 
 from fdeval.errors import ConfigError
-from fdeval.llm.client import BACKENDS as LLM_BACKENDS, MAX_TOKENS_PARAMS, LLMClient, LLMConfigError, LLMError, \
-    protocol_of, resolve_endpoint
+from fdeval.llm.client import (
+    BACKENDS as LLM_BACKENDS,
+    MAX_TOKENS_PARAMS,
+    LLMClient,
+    LLMConfigError,
+    LLMError,
+    protocol_of,
+    resolve_endpoint,
+)
 
 T = TypeVar("T")
 
@@ -41,9 +48,17 @@ ALL_ROLES = ("planner", "simulator", "classifier", "drafter", "grader")
 # they are not part of a role's identity. model null: the backend's default model (DEFAULT_MODELS),
 # which only Anthropic has; every other backend needs the model named.
 ROLE_DEFAULTS: dict[str, Any] = {
-    "backend": "offline", "model": None, "temperature": 0.0, "max_tokens": 2048, "seed": 0,
-    "base_url": None, "max_attempts": 3, "timeout_s": 60.0, "max_retries": 5,
-    "max_tokens_param": "max_tokens", "reasoning_effort": None,
+    "backend": "offline",
+    "model": None,
+    "temperature": 0.0,
+    "max_tokens": 2048,
+    "seed": 0,
+    "base_url": None,
+    "max_attempts": 3,
+    "timeout_s": 60.0,
+    "max_retries": 5,
+    "max_tokens_param": "max_tokens",
+    "reasoning_effort": None,
 }
 ROLE_KEYS = frozenset(ROLE_DEFAULTS)
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6"}
@@ -57,7 +72,9 @@ class PaperRole:
 
     role: str
     backend: str | None  # the fdeval backend that reaches that model
-    model_prefix: str | None  # a model id starting with this is that model (a dated snapshot included)
+    model_prefix: (
+        str | None
+    )  # a model id starting with this is that model (a dated snapshot included)
     described: str
 
 
@@ -96,28 +113,57 @@ def _check_value(key: str, v: Any) -> str | None:
     if key == "backend":
         return None if v in BACKENDS else f"unknown backend {v!r}; valid: {list(BACKENDS)}"
     if key == "model":
-        ok = v is None or isinstance(v, str) and v.strip() != "" and not any(c.isspace() or not c.isprintable() for c in v)
-        return None if ok else f"must be a model id without spaces, or null (the backend's default), got {v!r}"
+        ok = (
+            v is None
+            or isinstance(v, str)
+            and v.strip() != ""
+            and not any(c.isspace() or not c.isprintable() for c in v)
+        )
+        return (
+            None
+            if ok
+            else f"must be a model id without spaces, or null (the backend's default), got {v!r}"
+        )
     if key == "temperature":
-        return None if v is None or (_is_number(v) and 0 <= v <= 2) else f"must be a number in [0, 2] or null, got {v!r}"
+        return (
+            None
+            if v is None or (_is_number(v) and 0 <= v <= 2)
+            else f"must be a number in [0, 2] or null, got {v!r}"
+        )
     if key == "max_tokens":
-        return None if _is_int(v) and 1 <= v <= 1_000_000 else f"must be an integer in [1, 1000000], got {v!r}"
+        return (
+            None
+            if _is_int(v) and 1 <= v <= 1_000_000
+            else f"must be an integer in [1, 1000000], got {v!r}"
+        )
     if key == "seed":
         return None if _is_int(v) else f"must be an integer, got {v!r}"
     if key == "base_url":
-        return None if v is None or (isinstance(v, str) and v.strip()) else f"must be a URL or null, got {v!r}"
+        return (
+            None
+            if v is None or (isinstance(v, str) and v.strip())
+            else f"must be a URL or null, got {v!r}"
+        )
     if key == "max_attempts":
         ok = _is_int(v) and 1 <= v <= MAX_ATTEMPTS_LIMIT
         return None if ok else f"must be an integer in [1, {MAX_ATTEMPTS_LIMIT}], got {v!r}"
     if key == "timeout_s":
         return None if _is_number(v) and v > 0 else f"must be a number > 0, got {v!r}"
     if key == "max_retries":
-        return None if _is_int(v) and 0 <= v <= 1000 else f"must be an integer in [0, 1000], got {v!r}"
+        return (
+            None if _is_int(v) and 0 <= v <= 1000 else f"must be an integer in [0, 1000], got {v!r}"
+        )
     if key == "max_tokens_param":
-        return None if v in MAX_TOKENS_PARAMS else f"must be one of {list(MAX_TOKENS_PARAMS)}, got {v!r}"
+        return (
+            None
+            if v in MAX_TOKENS_PARAMS
+            else f"must be one of {list(MAX_TOKENS_PARAMS)}, got {v!r}"
+        )
     if key == "reasoning_effort":
         ok = v is None or (isinstance(v, str) and v.isidentifier())
-        return None if ok else f"must be a word such as none, low, medium or high, or null, got {v!r}"
+        return (
+            None if ok else f"must be a word such as none, low, medium or high, or null, got {v!r}"
+        )
     raise AssertionError(key)  # every key of ROLE_KEYS has a check above
 
 
@@ -127,7 +173,9 @@ def check_role(name: str, settings: Mapping) -> dict:
     Raises :class:`ConfigError` ``benchmark.<name>.<key>: <why>`` for an unknown key (listing the
     valid ones) or a bad value (naming what is valid)."""
     if not isinstance(settings, Mapping):
-        raise ConfigError(f"benchmark.{name}: must be a mapping of role settings, got {type(settings).__name__}")
+        raise ConfigError(
+            f"benchmark.{name}: must be a mapping of role settings, got {type(settings).__name__}"
+        )
     valid = sorted(ROLE_KEYS)
     out = dict(ROLE_DEFAULTS)
     for key, value in settings.items():
@@ -142,13 +190,17 @@ def check_role(name: str, settings: Mapping) -> dict:
     backend = out["backend"]
     if backend != "offline" and out["model"] is None:
         if backend not in DEFAULT_MODELS:
-            raise ConfigError(f"benchmark.{name}.model: required for backend {backend} (the model id the endpoint "
-                              f"serves; the paper's models are the preset echochain_roles=paper)")
+            raise ConfigError(
+                f"benchmark.{name}.model: required for backend {backend} (the model id the endpoint "
+                f"serves; the paper's models are the preset echochain_roles=paper)"
+            )
         out["model"] = DEFAULT_MODELS[backend]
     for key in OPENAI_ONLY:
         if out[key] != ROLE_DEFAULTS[key] and protocol_of(backend) != "openai":
-            raise ConfigError(f"benchmark.{name}.{key}: a setting of the OpenAI protocol (backend openai, vllm or "
-                              f"sglang), not of {backend}")
+            raise ConfigError(
+                f"benchmark.{name}.{key}: a setting of the OpenAI protocol (backend openai, vllm or "
+                f"sglang), not of {backend}"
+            )
     return out
 
 
@@ -162,16 +214,28 @@ def case_seed(seed: int, case_id: str | None) -> int:
     return int(digest[:12], 16)
 
 
-def role_client(name: str, settings: Mapping, cache_dir: Path, case_id: str | None = None) -> LLMClient:
+def role_client(
+    name: str, settings: Mapping, cache_dir: Path, case_id: str | None = None
+) -> LLMClient:
     """An :class:`LLMClient` with role `name`'s pinned settings, caching under ``cache_dir/<name>``.
     With `case_id`, the cache seed is :func:`case_seed` of the role's seed and the case. No I/O;
     a setting the client refuses (e.g. plain http to a remote host) is a ConfigError."""
     s = check_role(name, settings)
     try:
-        return LLMClient(s["model"], s["temperature"], s["max_tokens"], Path(cache_dir) / name,
-                         seed=case_seed(s["seed"], case_id), base_url=s["base_url"], max_retries=s["max_retries"],
-                         timeout_s=float(s["timeout_s"]), name=f"benchmark.{name}", backend=s["backend"],
-                         max_tokens_param=s["max_tokens_param"], reasoning_effort=s["reasoning_effort"])
+        return LLMClient(
+            s["model"],
+            s["temperature"],
+            s["max_tokens"],
+            Path(cache_dir) / name,
+            seed=case_seed(s["seed"], case_id),
+            base_url=s["base_url"],
+            max_retries=s["max_retries"],
+            timeout_s=float(s["timeout_s"]),
+            name=f"benchmark.{name}",
+            backend=s["backend"],
+            max_tokens_param=s["max_tokens_param"],
+            reasoning_effort=s["reasoning_effort"],
+        )
     except LLMConfigError as e:
         raise ConfigError(str(e)) from None
 
@@ -212,7 +276,9 @@ class LLMRole:
     def __init__(self, settings: Mapping, cache_dir: Path):
         self.settings = check_role(self.role, settings)
         self.cache_dir = Path(cache_dir)
-        self._clients: dict[str | None, LLMClient] = {None: role_client(self.role, self.settings, self.cache_dir)}
+        self._clients: dict[str | None, LLMClient] = {
+            None: role_client(self.role, self.settings, self.cache_dir)
+        }
 
     def client(self, case_id: str | None = None) -> LLMClient:
         key = case_id if self.per_case else None
@@ -236,11 +302,23 @@ def role_identity(name: str, settings: Mapping, prompt_hash: str) -> dict:
     s = check_role(name, settings)
     out: dict[str, Any] = {"role": name, "backend": s["backend"], "prompt_hash": prompt_hash}
     if s["backend"] == "offline":
-        out.update(model=None, temperature=None, max_tokens=None, seed=None, max_attempts=None, endpoint=None)
+        out.update(
+            model=None,
+            temperature=None,
+            max_tokens=None,
+            seed=None,
+            max_attempts=None,
+            endpoint=None,
+        )
     else:
-        out.update(model=s["model"], temperature=s["temperature"], max_tokens=s["max_tokens"], seed=s["seed"],
-                   max_attempts=s["max_attempts"],
-                   endpoint=resolve_endpoint(s["base_url"], f"benchmark.{name}.base_url", s["backend"]))
+        out.update(
+            model=s["model"],
+            temperature=s["temperature"],
+            max_tokens=s["max_tokens"],
+            seed=s["seed"],
+            max_attempts=s["max_attempts"],
+            endpoint=resolve_endpoint(s["base_url"], f"benchmark.{name}.base_url", s["backend"]),
+        )
         out.update({k: s[k] for k in OPENAI_ONLY if s[k] != ROLE_DEFAULTS[k]})
     return out
 
@@ -251,8 +329,13 @@ def prompt_hash(*templates: str) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
 
-def make_role(name: str, settings: Mapping, cache_dir: Path, offline: Callable[[dict], T],
-              llm: Callable[[dict, Path], T]) -> T:
+def make_role(
+    name: str,
+    settings: Mapping,
+    cache_dir: Path,
+    offline: Callable[[dict], T],
+    llm: Callable[[dict, Path], T],
+) -> T:
     """Role `name` on the backend its settings name (validated by :func:`check_role`)."""
     s = check_role(name, settings)
     return offline(s) if s["backend"] == "offline" else llm(s, Path(cache_dir))
@@ -261,12 +344,21 @@ def make_role(name: str, settings: Mapping, cache_dir: Path, offline: Callable[[
 # ------------------------------------------------------------------------------------------------
 # Strict answers and the re-ask loop
 
-REASK_NOTE = ("\n\n[YOUR PREVIOUS ANSWER WAS REJECTED]\n{reason}\n"
-              "Write the whole answer again, following the output format exactly.")
+REASK_NOTE = (
+    "\n\n[YOUR PREVIOUS ANSWER WAS REJECTED]\n{reason}\n"
+    "Write the whole answer again, following the output format exactly."
+)
 
 
-def ask_valid(client: LLMClient, system: str, prompt: str, parse: Callable[[str], T], *, max_attempts: int,
-              fail: Callable[[str], Exception]) -> tuple[T, tuple[str, ...]]:
+def ask_valid(
+    client: LLMClient,
+    system: str,
+    prompt: str,
+    parse: Callable[[str], T],
+    *,
+    max_attempts: int,
+    fail: Callable[[str], Exception],
+) -> tuple[T, tuple[str, ...]]:
     """``(parse(answer), reasons of the rejected answers)``: asks, and while `parse` raises
     ValueError asks again with the reason appended (``attempt=n``), `max_attempts` answers at most.
 

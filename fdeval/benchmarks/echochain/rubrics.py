@@ -27,8 +27,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from fdeval.benchmarks.echochain.classifier import (Exchange, misapplied_numbers, render_exchange, said, serves_task,
-                                                 still_used)
+from fdeval.benchmarks.echochain.classifier import (
+    Exchange,
+    misapplied_numbers,
+    render_exchange,
+    said,
+    serves_task,
+    still_used,
+)
 from fdeval.benchmarks.echochain.dialogue import history_text
 from fdeval.benchmarks.echochain.roles import LLMRole, OfflineRole, RoleError, ask_valid, make_role
 from fdeval.benchmarks.echochain.seeds import MAX_WORD_CHARS, SCOPES, Criterion, Seed
@@ -73,12 +79,15 @@ def answer_text(exchange: Exchange, scope: str) -> str:
     if scope == "continuation":
         return exchange.continuation
     if scope == "answer":
-        return " ".join(t for t in (exchange.answer_before.strip(), exchange.continuation.strip()) if t)
+        return " ".join(
+            t for t in (exchange.answer_before.strip(), exchange.continuation.strip()) if t
+        )
     raise ValueError(f"unknown scope {scope!r}; valid: {list(SCOPES)}")
 
 
 # ------------------------------------------------------------------------------------------------
 # Drafter
+
 
 class Drafter(abc.ABC):
     """Writes the rubric of one exchange."""
@@ -90,7 +99,9 @@ class Drafter(abc.ABC):
         """Raise LLMConfigError if the role could not make its requests (offline: never)."""
 
     @abc.abstractmethod
-    def draft(self, seed: Seed, history: tuple[Exchange, ...], exchange: Exchange, case_id: str) -> Rubric: ...
+    def draft(
+        self, seed: Seed, history: tuple[Exchange, ...], exchange: Exchange, case_id: str
+    ) -> Rubric: ...
 
 
 class OfflineDrafter(OfflineRole, Drafter):
@@ -99,18 +110,29 @@ class OfflineDrafter(OfflineRole, Drafter):
     role = "drafter"
     TEMPLATES = ("offline-drafter-1",)
 
-    def draft(self, seed: Seed, history: tuple[Exchange, ...], exchange: Exchange, case_id: str) -> Rubric:
+    def draft(
+        self, seed: Seed, history: tuple[Exchange, ...], exchange: Exchange, case_id: str
+    ) -> Rubric:
         if not 1 <= exchange.index <= len(seed.exchanges):
-            raise DraftError(f"drafter: case {case_id}: seed {seed.seed_id} scripts {len(seed.exchanges)} "
-                             f"exchange(s), none numbered {exchange.index}", case_id, exchange.index)
+            raise DraftError(
+                f"drafter: case {case_id}: seed {seed.seed_id} scripts {len(seed.exchanges)} "
+                f"exchange(s), none numbered {exchange.index}",
+                case_id,
+                exchange.index,
+            )
         return Rubric(case_id, exchange.index, seed.exchanges[exchange.index - 1].criteria, "seed")
 
 
-DRAFTER_SYSTEM = ("You write grading rubrics for a benchmark of voice assistants that can be interrupted while "
-                  "they speak. A rubric states what a correct reply does; it is the same for every assistant.")
+DRAFTER_SYSTEM = (
+    "You write grading rubrics for a benchmark of voice assistants that can be interrupted while "
+    "they speak. A rubric states what a correct reply does; it is the same for every assistant."
+)
 
 DRAFTER_TEMPLATE = """[TASK]
-Write the rubric for exchange {index} of the conversation below: the criteria a correct reply to it meets. In this exchange the user sent a message and, while the assistant was answering, cut in with the barge-in shown. You do not see any assistant's reply to this exchange; the rubric must hold for whichever assistant answers.
+Write the rubric for exchange {index} of the conversation below: the criteria a correct reply to \
+it meets. In this exchange the user sent a message and, while the assistant was answering, cut in \
+with the barge-in shown. You do not see any assistant's reply to this exchange; the rubric must \
+hold for whichever assistant answers.
 
 [CONVERSATION]
 Topic: {topic} ({subtopic}). {topic_description}
@@ -124,18 +146,26 @@ User (message): {message}
 User (barge-in, {label}): {barge_in}
 
 [WHAT THE CRITERIA CHECK]
-- That the reply takes up the barge-in's new information in what it actually recommends or concludes, not only in words of acknowledgement.
+- That the reply takes up the barge-in's new information in what it actually recommends or \
+concludes, not only in words of acknowledgement.
 - That the reply keeps serving the task of the message and the constraints set earlier in the conversation.
 - That nothing the new information ruled out is still recommended, and that the new information is not applied twice.
-Each criterion is one checkable statement about the reply, judged pass or fail on its own. Write between {min_criteria} and {max_criteria} criteria, specific to this conversation (name the actual constraint, item or number, in words).
+Each criterion is one checkable statement about the reply, judged pass or fail on its own. Write \
+between {min_criteria} and {max_criteria} criteria, specific to this conversation (name the actual \
+constraint, item or number, in words).
 
 [KEYWORD CHECKS]
-Give every criterion a keyword check for a grader that cannot read for meaning: "require_any" lists words or short phrases of which a passing reply says at least one; "forbid" lists words or short phrases a passing reply does not say. Give at least one of the two; each entry at most {max_word_chars} characters.
-"scope" is "continuation" when the criterion concerns what the assistant says from the barge-in on, or "answer" when it concerns the whole reply to the exchange.
+Give every criterion a keyword check for a grader that cannot read for meaning: "require_any" \
+lists words or short phrases of which a passing reply says at least one; "forbid" lists words or \
+short phrases a passing reply does not say. Give at least one of the two; each entry at most \
+{max_word_chars} characters.
+"scope" is "continuation" when the criterion concerns what the assistant says from the barge-in \
+on, or "answer" when it concerns the whole reply to the exchange.
 
 [OUTPUT]
 One JSON object and nothing else:
-{{"criteria": [{{"text": "<what a correct reply does>", "require_any": ["..."], "forbid": ["..."], "scope": "continuation"}}]}}"""
+{{"criteria": [{{"text": "<what a correct reply does>", "require_any": ["..."], "forbid": ["..."], \
+"scope": "continuation"}}]}}"""
 
 _DRAFT_KEYS = {"text", "require_any", "forbid", "scope"}
 
@@ -160,7 +190,9 @@ def parse_draft(text: str, exchange: int) -> tuple[Criterion, ...]:
         raise ValueError('the answer must be {"criteria": [...]} with no other key')
     items = d["criteria"]
     if not MIN_DRAFT_CRITERIA <= len(items) <= MAX_DRAFT_CRITERIA:
-        raise ValueError(f"{len(items)} criteria; write between {MIN_DRAFT_CRITERIA} and {MAX_DRAFT_CRITERIA}")
+        raise ValueError(
+            f"{len(items)} criteria; write between {MIN_DRAFT_CRITERIA} and {MAX_DRAFT_CRITERIA}"
+        )
     out = []
     for i, c in enumerate(items, 1):
         where = f"criteria[{i - 1}]"
@@ -171,7 +203,10 @@ def parse_draft(text: str, exchange: int) -> tuple[Criterion, ...]:
             raise ValueError(f"{where}.{unknown[0]}: unknown key; valid: {sorted(_DRAFT_KEYS)}")
         if not isinstance(c.get("text"), str) or not c["text"].strip():
             raise ValueError(f"{where}.text: missing or empty")
-        require_any, forbid = _word_list(c.get("require_any"), f"{where}.require_any"), _word_list(c.get("forbid"), f"{where}.forbid")
+        require_any, forbid = (
+            _word_list(c.get("require_any"), f"{where}.require_any"),
+            _word_list(c.get("forbid"), f"{where}.forbid"),
+        )
         if not require_any and not forbid:
             raise ValueError(f"{where}: give require_any or forbid words (its keyword check)")
         scope = c.get("scope", "continuation")
@@ -189,23 +224,44 @@ class LLMDrafter(LLMRole, Drafter):
 
     def prompt(self, seed: Seed, history: tuple[Exchange, ...], exchange: Exchange) -> str:
         return DRAFTER_TEMPLATE.format(
-            index=exchange.index, topic=seed.topic, subtopic=seed.subtopic, topic_description=seed.topic_description,
-            persona=seed.persona, history=history_text(history), message=exchange.message,
-            label=exchange.barge_in_label or "no label", barge_in=exchange.barge_in or "(none: not interrupted)",
-            min_criteria=MIN_DRAFT_CRITERIA, max_criteria=MAX_DRAFT_CRITERIA, max_word_chars=MAX_WORD_CHARS)
+            index=exchange.index,
+            topic=seed.topic,
+            subtopic=seed.subtopic,
+            topic_description=seed.topic_description,
+            persona=seed.persona,
+            history=history_text(history),
+            message=exchange.message,
+            label=exchange.barge_in_label or "no label",
+            barge_in=exchange.barge_in or "(none: not interrupted)",
+            min_criteria=MIN_DRAFT_CRITERIA,
+            max_criteria=MAX_DRAFT_CRITERIA,
+            max_word_chars=MAX_WORD_CHARS,
+        )
 
-    def draft(self, seed: Seed, history: tuple[Exchange, ...], exchange: Exchange, case_id: str) -> Rubric:
+    def draft(
+        self, seed: Seed, history: tuple[Exchange, ...], exchange: Exchange, case_id: str
+    ) -> Rubric:
         def fail(msg: str) -> DraftError:
-            return DraftError(f"drafter: case {case_id}: exchange {exchange.index}: {msg}", case_id, exchange.index)
+            return DraftError(
+                f"drafter: case {case_id}: exchange {exchange.index}: {msg}",
+                case_id,
+                exchange.index,
+            )
 
-        criteria, _ = ask_valid(self.client(), DRAFTER_SYSTEM, self.prompt(seed, history, exchange),
-                                lambda t: parse_draft(t, exchange.index),
-                                max_attempts=self.settings["max_attempts"], fail=fail)
+        criteria, _ = ask_valid(
+            self.client(),
+            DRAFTER_SYSTEM,
+            self.prompt(seed, history, exchange),
+            lambda t: parse_draft(t, exchange.index),
+            max_attempts=self.settings["max_attempts"],
+            fail=fail,
+        )
         return Rubric(case_id, exchange.index, criteria, "draft")
 
 
 # ------------------------------------------------------------------------------------------------
 # Grader
+
 
 class Grader(abc.ABC):
     """Grades one reply against its rubric: one :class:`Grade` per criterion, in rubric order."""
@@ -217,18 +273,26 @@ class Grader(abc.ABC):
         """Raise LLMConfigError if the role could not make its requests (offline: never)."""
 
     @abc.abstractmethod
-    def grade(self, rubric: Rubric, history: tuple[Exchange, ...], exchange: Exchange) -> tuple[Grade, ...]: ...
+    def grade(
+        self, rubric: Rubric, history: tuple[Exchange, ...], exchange: Exchange
+    ) -> tuple[Grade, ...]: ...
 
 
 def _check_pair(rubric: Rubric, exchange: Exchange) -> None:
     # The rubric of one exchange may grade several models' replies (replay: other case ids),
     # never another exchange.
     if rubric.exchange != exchange.index:
-        raise ValueError(f"rubric of exchange {rubric.exchange} applied to exchange {exchange.index}")
+        raise ValueError(
+            f"rubric of exchange {rubric.exchange} applied to exchange {exchange.index}"
+        )
 
 
-def keyword_grade(criterion: Criterion, exchange: Exchange, history: tuple[Exchange, ...] = (),
-                  conflicts: tuple[str, ...] = ()) -> Grade:
+def keyword_grade(
+    criterion: Criterion,
+    exchange: Exchange,
+    history: tuple[Exchange, ...] = (),
+    conflicts: tuple[str, ...] = (),
+) -> Grade:
     """The offline verdict of one criterion: its keyword checks on the text its scope names.
 
     Words compare as the offline classifier compares them (:func:`classifier.occurrences`: numbers
@@ -248,28 +312,53 @@ def keyword_grade(criterion: Criterion, exchange: Exchange, history: tuple[Excha
     said_words = said(text, criterion.require_any)
     banned = still_used(text, criterion.forbid)
     if banned:
-        return Grade(criterion.criterion_id, False, f"{where} says {', '.join(map(repr, banned))} (forbidden)", "auto")
+        return Grade(
+            criterion.criterion_id,
+            False,
+            f"{where} says {', '.join(map(repr, banned))} (forbidden)",
+            "auto",
+        )
     if criterion.require_any and not said_words:
-        return Grade(criterion.criterion_id, False,
-                     f"{where} says none of {', '.join(map(repr, criterion.require_any))}", "auto")
+        return Grade(
+            criterion.criterion_id,
+            False,
+            f"{where} says none of {', '.join(map(repr, criterion.require_any))}",
+            "auto",
+        )
     clash = still_used(text, conflicts) if criterion.require_any else []
     if clash:
-        return Grade(criterion.criterion_id, False,
-                     f"{where} says {', '.join(map(repr, said_words))} but also keeps "
-                     f"{', '.join(map(repr, clash))}, which the rubric rules out", "auto")
+        return Grade(
+            criterion.criterion_id,
+            False,
+            f"{where} says {', '.join(map(repr, said_words))} but also keeps "
+            f"{', '.join(map(repr, clash))}, which the rubric rules out",
+            "auto",
+        )
     if criterion.require_any and criterion.scope == "continuation":
         task = serves_task(history, exchange)
         if not task.served:
-            return Grade(criterion.criterion_id, False,
-                         f"{where} says {', '.join(map(repr, said_words))} but no longer serves the request "
-                         f"(none of {', '.join(map(repr, task.anchors[:6]))})", "auto")
+            return Grade(
+                criterion.criterion_id,
+                False,
+                f"{where} says {', '.join(map(repr, said_words))} but no longer serves the request "
+                f"(none of {', '.join(map(repr, task.anchors[:6]))})",
+                "auto",
+            )
         wrong = misapplied_numbers(exchange.barge_in, text)
         if wrong:
-            return Grade(criterion.criterion_id, False,
-                         f"{where} says {', '.join(map(repr, said_words))} but applies the update wrongly "
-                         f"({'; '.join(wrong[:2])})", "auto")
+            return Grade(
+                criterion.criterion_id,
+                False,
+                f"{where} says {', '.join(map(repr, said_words))} but applies the update wrongly "
+                f"({'; '.join(wrong[:2])})",
+                "auto",
+            )
     ruled_out = [w for w in said(text, criterion.forbid)]
-    why = f"{where} says {', '.join(map(repr, said_words))}" if said_words else f"{where} says none of the forbidden words"
+    why = (
+        f"{where} says {', '.join(map(repr, said_words))}"
+        if said_words
+        else f"{where} says none of the forbidden words"
+    )
     if ruled_out:
         why += f" (names {', '.join(map(repr, ruled_out))} only as replaced or ruled out)"
     return Grade(criterion.criterion_id, True, why, "auto")
@@ -281,18 +370,29 @@ class OfflineGrader(OfflineRole, Grader):
     role = "grader"
     TEMPLATES = ("offline-grader-3",)
 
-    def grade(self, rubric: Rubric, history: tuple[Exchange, ...], exchange: Exchange) -> tuple[Grade, ...]:
+    def grade(
+        self, rubric: Rubric, history: tuple[Exchange, ...], exchange: Exchange
+    ) -> tuple[Grade, ...]:
         _check_pair(rubric, exchange)
-        ruled_out = {scope: tuple(dict.fromkeys(w for c in rubric.criteria if c.scope == scope for w in c.forbid))
-                     for scope in SCOPES}
-        return tuple(keyword_grade(c, exchange, tuple(history), ruled_out[c.scope]) for c in rubric.criteria)
+        ruled_out = {
+            scope: tuple(
+                dict.fromkeys(w for c in rubric.criteria if c.scope == scope for w in c.forbid)
+            )
+            for scope in SCOPES
+        }
+        return tuple(
+            keyword_grade(c, exchange, tuple(history), ruled_out[c.scope]) for c in rubric.criteria
+        )
 
 
-GRADER_SYSTEM = ("You grade replies of voice assistants against a rubric, one criterion at a time. You judge what "
-                 "the reply says, not its wording, style or length. Transcripts of speech may lack punctuation.")
+GRADER_SYSTEM = (
+    "You grade replies of voice assistants against a rubric, one criterion at a time. You judge what "
+    "the reply says, not its wording, style or length. Transcripts of speech may lack punctuation."
+)
 
 GRADER_TEMPLATE = """[TASK]
-Grade the assistant's reply in exchange {index} against each criterion of the rubric: passed (true) or failed (false), with a one-sentence reason that points to what the reply says.
+Grade the assistant's reply in exchange {index} against each criterion of the rubric: passed \
+(true) or failed (false), with a one-sentence reason that points to what the reply says.
 
 [CONVERSATION]
 {history}
@@ -322,10 +422,14 @@ def parse_grades(text: str, rubric: Rubric) -> tuple[Grade, ...]:
     for i, g in enumerate(d["grades"]):
         where = f"grades[{i}]"
         if not isinstance(g, dict) or set(g) != {"criterion_id", "passed", "reason"}:
-            raise ValueError(f"{where}: must be an object with exactly criterion_id, passed and reason")
+            raise ValueError(
+                f"{where}: must be an object with exactly criterion_id, passed and reason"
+            )
         cid = g["criterion_id"]
         if cid not in wanted:
-            raise ValueError(f"{where}.criterion_id: {cid!r} is not in the rubric ({', '.join(wanted)})")
+            raise ValueError(
+                f"{where}.criterion_id: {cid!r} is not in the rubric ({', '.join(wanted)})"
+            )
         if cid in got:
             raise ValueError(f"{where}.criterion_id: {cid!r} graded twice")
         if not isinstance(g["passed"], bool):
@@ -346,21 +450,38 @@ class LLMGrader(LLMRole, Grader):
     TEMPLATES = (GRADER_SYSTEM, GRADER_TEMPLATE)
 
     def prompt(self, rubric: Rubric, history: tuple[Exchange, ...], exchange: Exchange) -> str:
-        criteria = "\n".join(f"- {c.criterion_id} (scope: {c.scope}): {c.text}" for c in rubric.criteria)
-        return GRADER_TEMPLATE.format(index=exchange.index, history=history_text(history),
-                                      exchange=render_exchange(exchange, evaluated=True), criteria=criteria)
+        criteria = "\n".join(
+            f"- {c.criterion_id} (scope: {c.scope}): {c.text}" for c in rubric.criteria
+        )
+        return GRADER_TEMPLATE.format(
+            index=exchange.index,
+            history=history_text(history),
+            exchange=render_exchange(exchange, evaluated=True),
+            criteria=criteria,
+        )
 
-    def grade(self, rubric: Rubric, history: tuple[Exchange, ...], exchange: Exchange) -> tuple[Grade, ...]:
+    def grade(
+        self, rubric: Rubric, history: tuple[Exchange, ...], exchange: Exchange
+    ) -> tuple[Grade, ...]:
         _check_pair(rubric, exchange)
         if not rubric.criteria:
             return ()
 
         def fail(msg: str) -> GradeError:
-            return GradeError(f"grader: case {exchange.case_id}: exchange {exchange.index}: {msg}",
-                              exchange.case_id, exchange.index)
+            return GradeError(
+                f"grader: case {exchange.case_id}: exchange {exchange.index}: {msg}",
+                exchange.case_id,
+                exchange.index,
+            )
 
-        grades, _ = ask_valid(self.client(), GRADER_SYSTEM, self.prompt(rubric, history, exchange),
-                              lambda t: parse_grades(t, rubric), max_attempts=self.settings["max_attempts"], fail=fail)
+        grades, _ = ask_valid(
+            self.client(),
+            GRADER_SYSTEM,
+            self.prompt(rubric, history, exchange),
+            lambda t: parse_grades(t, rubric),
+            max_attempts=self.settings["max_attempts"],
+            fail=fail,
+        )
         return grades
 
 

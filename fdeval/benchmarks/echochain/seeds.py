@@ -60,12 +60,48 @@ _NUMBER_SIGNS = re.compile(r"[$€£¥%#]")  # stand for numbers a voice would s
 # A sentence ends at ! or ? or a single full stop before a space or the end; an ellipsis is a pause
 # cue (A.2), never an end, and so are dashes.
 _SENTENCE_END = re.compile(r"(\.\.+|…)|([.!?]+)(?=[\"'”’)\]]*(?:\s|$))")
-_ABBREVIATIONS = frozenset({"mr", "mrs", "ms", "dr", "st", "vs", "jr", "sr", "mt", "e.g", "i.e", "a.m", "p.m",
-                            "u.s", "approx"})
-_SEED_KEYS = ("seed_id", "topic", "subtopic", "topic_description", "persona", "axis", "task_keywords",
-              "exchanges")
-_EXCHANGE_KEYS = ("index", "message", "message_presupposes", "message_fallback", "barge_in_label", "barge_in",
-                  "barge_in_presupposes", "barge_in_fallback", "evidence", "stale", "criteria")
+_ABBREVIATIONS = frozenset(
+    {
+        "mr",
+        "mrs",
+        "ms",
+        "dr",
+        "st",
+        "vs",
+        "jr",
+        "sr",
+        "mt",
+        "e.g",
+        "i.e",
+        "a.m",
+        "p.m",
+        "u.s",
+        "approx",
+    }
+)
+_SEED_KEYS = (
+    "seed_id",
+    "topic",
+    "subtopic",
+    "topic_description",
+    "persona",
+    "axis",
+    "task_keywords",
+    "exchanges",
+)
+_EXCHANGE_KEYS = (
+    "index",
+    "message",
+    "message_presupposes",
+    "message_fallback",
+    "barge_in_label",
+    "barge_in",
+    "barge_in_presupposes",
+    "barge_in_fallback",
+    "evidence",
+    "stale",
+    "criteria",
+)
 _CRITERION_KEYS = ("criterion_id", "text", "require_any", "forbid", "scope")
 
 
@@ -93,11 +129,20 @@ class Criterion:
 
     def holds(self, text: str) -> bool:
         """The offline check on `text`: some require_any word present (if any) and no forbid word."""
-        return (not self.require_any or bool(mentions(text, self.require_any))) and not mentions(text, self.forbid)
+        return (not self.require_any or bool(mentions(text, self.require_any))) and not mentions(
+            text, self.forbid
+        )
 
     def to_dict(self) -> dict:
-        return _compact({"criterion_id": self.criterion_id, "text": self.text, "require_any": list(self.require_any),
-                         "forbid": list(self.forbid), "scope": self.scope})
+        return _compact(
+            {
+                "criterion_id": self.criterion_id,
+                "text": self.text,
+                "require_any": list(self.require_any),
+                "forbid": list(self.forbid),
+                "scope": self.scope,
+            }
+        )
 
 
 @dataclass(frozen=True)
@@ -122,23 +167,42 @@ class ExchangeScript:
         """(message, barge-in) for a conversation whose earlier exchanges had the assistant say
         `assistant_text`: a presupposing wording when one of its words was said, else its fallback.
         The same text always gives the same choice."""
+
         def holds(words: tuple[str, ...]) -> bool:
             return not words or bool(mentions(assistant_text, words))
-        return (self.message if holds(self.message_presupposes) else self.message_fallback or self.message,
-                self.barge_in if holds(self.barge_in_presupposes) else self.barge_in_fallback or self.barge_in)
+
+        return (
+            self.message
+            if holds(self.message_presupposes)
+            else self.message_fallback or self.message,
+            self.barge_in
+            if holds(self.barge_in_presupposes)
+            else self.barge_in_fallback or self.barge_in,
+        )
 
     def variants(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """Every wording the exchange can have: (messages, barge-ins)."""
-        return (tuple(t for t in (self.message, self.message_fallback) if t),
-                tuple(t for t in (self.barge_in, self.barge_in_fallback) if t))
+        return (
+            tuple(t for t in (self.message, self.message_fallback) if t),
+            tuple(t for t in (self.barge_in, self.barge_in_fallback) if t),
+        )
 
     def to_dict(self) -> dict:
-        return _compact({"index": self.index, "message": self.message,
-                         "message_presupposes": list(self.message_presupposes),
-                         "message_fallback": self.message_fallback, "barge_in_label": self.barge_in_label,
-                         "barge_in": self.barge_in, "barge_in_presupposes": list(self.barge_in_presupposes),
-                         "barge_in_fallback": self.barge_in_fallback, "evidence": list(self.evidence),
-                         "stale": list(self.stale), "criteria": [c.to_dict() for c in self.criteria]})
+        return _compact(
+            {
+                "index": self.index,
+                "message": self.message,
+                "message_presupposes": list(self.message_presupposes),
+                "message_fallback": self.message_fallback,
+                "barge_in_label": self.barge_in_label,
+                "barge_in": self.barge_in,
+                "barge_in_presupposes": list(self.barge_in_presupposes),
+                "barge_in_fallback": self.barge_in_fallback,
+                "evidence": list(self.evidence),
+                "stale": list(self.stale),
+                "criteria": [c.to_dict() for c in self.criteria],
+            }
+        )
 
 
 @dataclass(frozen=True)
@@ -155,9 +219,16 @@ class Seed:
     exchanges: tuple[ExchangeScript, ...] = ()
 
     def to_dict(self) -> dict:
-        return {"seed_id": self.seed_id, "topic": self.topic, "subtopic": self.subtopic,
-                "topic_description": self.topic_description, "persona": self.persona, "axis": self.axis,
-                "task_keywords": list(self.task_keywords), "exchanges": [e.to_dict() for e in self.exchanges]}
+        return {
+            "seed_id": self.seed_id,
+            "topic": self.topic,
+            "subtopic": self.subtopic,
+            "topic_description": self.topic_description,
+            "persona": self.persona,
+            "axis": self.axis,
+            "task_keywords": list(self.task_keywords),
+            "exchanges": [e.to_dict() for e in self.exchanges],
+        }
 
     @classmethod
     def from_dict(cls, d: Any, where: str) -> Seed:
@@ -181,10 +252,10 @@ def sentence_count(text: str) -> int:
         if m.group(1):
             continue
         if m.group(2) == ".":
-            word = re.search(r"([A-Za-z.]+)$", text[start:m.start()])
+            word = re.search(r"([A-Za-z.]+)$", text[start : m.start()])
             if word and word.group(1).lower().strip(".") in _ABBREVIATIONS:
                 continue
-        if re.search(r"\w", text[start:m.start()]):
+        if re.search(r"\w", text[start : m.start()]):
             count += 1
         start = m.end()
     if re.search(r"\w", text[start:]):
@@ -232,7 +303,9 @@ def _bare(text: str) -> str:
 
 # Hesitation sounds say nothing about how a turn opens, so the opener is the first word after them.
 OPENER_FILLERS = frozenset({"um", "uh", "uhm", "er", "erm", "hm", "hmm"})
-MAX_OPENER_SHARE = 0.30  # no opener may begin more than this share of the pool's messages (or barge-ins)
+MAX_OPENER_SHARE = (
+    0.30  # no opener may begin more than this share of the pool's messages (or barge-ins)
+)
 _OPENER_WORD = re.compile(r"[^\W\d_]+(?:['-][^\W\d_]+)*")
 
 
@@ -316,7 +389,10 @@ def _parse_criterion(c: _Check, d: Any, path: str) -> Criterion:
     c.keys(d, _CRITERION_KEYS, ("criterion_id", "text"), path)
     cid = c.text(d["criterion_id"], f"{path}.criterion_id")
     if not _CRITERION_ID.match(cid):
-        c.fail(f"{path}.criterion_id", f"{cid!r} is not an id (lower-case letters, digits, '.', '_', '-')")
+        c.fail(
+            f"{path}.criterion_id",
+            f"{cid!r} is not an id (lower-case letters, digits, '.', '_', '-')",
+        )
     require_any = c.words(d.get("require_any"), f"{path}.require_any")
     forbid = c.words(d.get("forbid"), f"{path}.forbid")
     if not require_any and not forbid:
@@ -328,21 +404,30 @@ def _parse_criterion(c: _Check, d: Any, path: str) -> Criterion:
     return Criterion(cid, c.text(d["text"], f"{path}.text"), require_any, forbid, scope)
 
 
-def _presupposing(c: _Check, d: Mapping, key: str, path: str, max_sentences: int,
-                  text: str) -> tuple[tuple[str, ...], str | None]:
+def _presupposing(
+    c: _Check, d: Mapping, key: str, path: str, max_sentences: int, text: str
+) -> tuple[tuple[str, ...], str | None]:
     """The words `text` (field `key`) presupposes and its fallback wording: both or neither."""
     words = c.words(d.get(f"{key}_presupposes"), f"{path}.{key}_presupposes")
     if d.get(f"{key}_fallback") is None:
         if words:
-            c.fail(f"{path}.{key}_fallback", f"missing (a {key} that presupposes earlier advice needs a wording "
-                                             f"that does not)")
+            c.fail(
+                f"{path}.{key}_fallback",
+                f"missing (a {key} that presupposes earlier advice needs a wording that does not)",
+            )
         return (), None
     if not words:
-        c.fail(f"{path}.{key}_presupposes", f"missing (a fallback stands in for a {key} that presupposes "
-                                            f"something: name the words it needs the assistant to have said)")
+        c.fail(
+            f"{path}.{key}_presupposes",
+            f"missing (a fallback stands in for a {key} that presupposes "
+            f"something: name the words it needs the assistant to have said)",
+        )
     fallback = c.spoken(d[f"{key}_fallback"], f"{path}.{key}_fallback", max_sentences)
     if _bare(fallback) == _bare(text):
-        c.fail(f"{path}.{key}_fallback", f"the same as the {key}; the fallback must drop the presupposition")
+        c.fail(
+            f"{path}.{key}_fallback",
+            f"the same as the {key}; the fallback must drop the presupposition",
+        )
     return words, fallback
 
 
@@ -350,17 +435,29 @@ def _parse_exchange(c: _Check, d: Any, path: str, position: int) -> ExchangeScri
     c.keys(d, _EXCHANGE_KEYS, ("index", "message"), path)
     index = d["index"]
     if not isinstance(index, int) or isinstance(index, bool) or index != position:
-        c.fail(f"{path}.index", f"expected {position} (exchanges are numbered from one, in order), got {index!r}")
+        c.fail(
+            f"{path}.index",
+            f"expected {position} (exchanges are numbered from one, in order), got {index!r}",
+        )
     message = c.spoken(d["message"], f"{path}.message", MAX_MESSAGE_SENTENCES)
     evidence = c.words(d.get("evidence"), f"{path}.evidence")
     stale = c.words(d.get("stale"), f"{path}.stale")
     raw_criteria = d.get("criteria", [])
     if not isinstance(raw_criteria, list):
         c.fail(f"{path}.criteria", f"expected a list, got {type(raw_criteria).__name__}")
-    criteria = tuple(_parse_criterion(c, x, f"{path}.criteria[{i}]") for i, x in enumerate(raw_criteria))
+    criteria = tuple(
+        _parse_criterion(c, x, f"{path}.criteria[{i}]") for i, x in enumerate(raw_criteria)
+    )
     label, barge_in = d.get("barge_in_label"), d.get("barge_in")
     if position == 1:
-        for key in ("barge_in_label", "barge_in", "barge_in_presupposes", "barge_in_fallback", "evidence", "stale"):
+        for key in (
+            "barge_in_label",
+            "barge_in",
+            "barge_in_presupposes",
+            "barge_in_fallback",
+            "evidence",
+            "stale",
+        ):
             if d.get(key):
                 c.fail(f"{path}.{key}", "exchange one sets the context and has no barge-in")
         for key in ("message_presupposes", "message_fallback"):
@@ -371,7 +468,10 @@ def _parse_exchange(c: _Check, d: Any, path: str, position: int) -> ExchangeScri
     if label is None:
         c.fail(f"{path}.barge_in_label", "missing (every exchange after the first has a barge-in)")
     if label not in BARGE_IN_LABELS:
-        c.fail(f"{path}.barge_in_label", f"unknown label {label!r}; valid: {', '.join(BARGE_IN_LABELS)}")
+        c.fail(
+            f"{path}.barge_in_label",
+            f"unknown label {label!r}; valid: {', '.join(BARGE_IN_LABELS)}",
+        )
     if barge_in is None:
         c.fail(f"{path}.barge_in", "missing (every exchange after the first has a barge-in)")
     barge_in = c.spoken(barge_in, f"{path}.barge_in", MAX_BARGE_IN_SENTENCES)
@@ -387,24 +487,47 @@ def _parse_exchange(c: _Check, d: Any, path: str, position: int) -> ExchangeScri
         c.fail(f"{path}.evidence", "missing (the words that show the new information was taken up)")
     c.disjoint(evidence, stale, f"{path}.stale", "evidence and stale")
     # A correct continuation may echo the barge-in's own words, so those cannot mark a stale reply.
-    for key, words in [("stale", stale)] + [(f"criteria[{j}].forbid", k.forbid) for j, k in enumerate(criteria)]:
+    for key, words in [("stale", stale)] + [
+        (f"criteria[{j}].forbid", k.forbid) for j, k in enumerate(criteria)
+    ]:
         for _, cut, where in cuts:
             echoed = mentions(cut, words)
             if echoed:
                 c.fail(f"{path}.{key}", f"{echoed[0]!r} is said in {where}")
     if len(criteria) < MIN_CRITERIA:
-        c.fail(f"{path}.criteria", f"{len(criteria)} criteria; an interrupted exchange needs at least {MIN_CRITERIA}")
-    return ExchangeScript(index, message, label, barge_in, evidence, stale, criteria, m_words, m_fallback, b_words,
-                          b_fallback)
+        c.fail(
+            f"{path}.criteria",
+            f"{len(criteria)} criteria; an interrupted exchange needs at least {MIN_CRITERIA}",
+        )
+    return ExchangeScript(
+        index,
+        message,
+        label,
+        barge_in,
+        evidence,
+        stale,
+        criteria,
+        m_words,
+        m_fallback,
+        b_words,
+        b_fallback,
+    )
 
 
 def _parse_seed(d: Any, source: str, fallback: str) -> Seed:
     sid = d.get("seed_id") if isinstance(d, Mapping) else None
     c = _Check(source, sid if isinstance(sid, str) and _SEED_ID.match(sid) else fallback)
-    c.keys(d, _SEED_KEYS, ("seed_id", "topic", "subtopic", "topic_description", "persona", "exchanges"), "")
+    c.keys(
+        d,
+        _SEED_KEYS,
+        ("seed_id", "topic", "subtopic", "topic_description", "persona", "exchanges"),
+        "",
+    )
     sid = c.text(d["seed_id"], "seed_id")
     if not _SEED_ID.match(sid):
-        c.fail("seed_id", f"{sid!r} is not an id (lower-case letters, digits, '_', '-'; at most 80)")
+        c.fail(
+            "seed_id", f"{sid!r} is not an id (lower-case letters, digits, '_', '-'; at most 80)"
+        )
     axis = d.get("axis", "DSR")
     if axis not in AXES:
         c.fail("axis", f"unknown axis {axis!r}; valid: {', '.join(AXES)}")
@@ -418,17 +541,24 @@ def _parse_seed(d: Any, source: str, fallback: str) -> Seed:
     # advice, so a presupposition cannot rest on them; and evidence must be new, or it proves nothing.
     heard = ""
     for i, ex in enumerate(exchanges):
-        for key, words in (("message_presupposes", ex.message_presupposes),
-                           ("barge_in_presupposes", ex.barge_in_presupposes)):
+        for key, words in (
+            ("message_presupposes", ex.message_presupposes),
+            ("barge_in_presupposes", ex.barge_in_presupposes),
+        ):
             for j, w in enumerate(words):
                 if mentions(heard, (w,)):
-                    c.fail(f"exchanges[{i}].{key}[{j}]", f"{w!r} is in the user's earlier words; an assistant "
-                                                         f"repeating it shows no advice")
+                    c.fail(
+                        f"exchanges[{i}].{key}[{j}]",
+                        f"{w!r} is in the user's earlier words; an assistant "
+                        f"repeating it shows no advice",
+                    )
         messages, cuts = ex.variants()
         heard += " " + " ".join(messages)
         for j, w in enumerate(ex.evidence):
             if mentions(heard, (w,)):
-                c.fail(f"exchanges[{i}].evidence[{j}]", f"{w!r} is already in the user's earlier words")
+                c.fail(
+                    f"exchanges[{i}].evidence[{j}]", f"{w!r} is already in the user's earlier words"
+                )
         heard += " " + " ".join(cuts)
     seen: dict[str, str] = {}
     for i, ex in enumerate(exchanges):
@@ -437,9 +567,16 @@ def _parse_seed(d: Any, source: str, fallback: str) -> Seed:
             if crit.criterion_id in seen:
                 c.fail(path, f"duplicate id {crit.criterion_id!r} (also {seen[crit.criterion_id]})")
             seen[crit.criterion_id] = path
-    return Seed(sid, c.text(d["topic"], "topic"), c.text(d["subtopic"], "subtopic"),
-                c.text(d["topic_description"], "topic_description"), c.text(d["persona"], "persona"), axis,
-                c.words(d.get("task_keywords"), "task_keywords"), exchanges)
+    return Seed(
+        sid,
+        c.text(d["topic"], "topic"),
+        c.text(d["subtopic"], "subtopic"),
+        c.text(d["topic_description"], "topic_description"),
+        c.text(d["persona"], "persona"),
+        axis,
+        c.words(d.get("task_keywords"), "task_keywords"),
+        exchanges,
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -447,7 +584,9 @@ def _parse_seed(d: Any, source: str, fallback: str) -> Seed:
 
 
 def _json_error(source: str, e: json.JSONDecodeError, line: int | None = None) -> SeedFileError:
-    return SeedFileError(source, None, "(json)", f"invalid JSON at line {line or e.lineno} column {e.colno}: {e.msg}")
+    return SeedFileError(
+        source, None, "(json)", f"invalid JSON at line {line or e.lineno} column {e.colno}: {e.msg}"
+    )
 
 
 def _raw_items(path: Path) -> list[tuple[str, str, Any]]:
@@ -480,13 +619,19 @@ def _raw_items(path: Path) -> list[tuple[str, str, Any]]:
             if k not in ("version", "seeds"):
                 raise SeedFileError(source, None, k, "unknown key; valid: version, seeds")
         if doc.get("version", FORMAT_VERSION) != FORMAT_VERSION:
-            raise SeedFileError(source, None, "version", f"unsupported version {doc['version']!r}; "
-                                                         f"this fdeval reads {FORMAT_VERSION}")
+            raise SeedFileError(
+                source,
+                None,
+                "version",
+                f"unsupported version {doc['version']!r}; this fdeval reads {FORMAT_VERSION}",
+            )
         doc = doc.get("seeds")
         if not isinstance(doc, list):
             raise SeedFileError(source, None, "seeds", "expected a list of seeds")
     elif not isinstance(doc, list):
-        raise SeedFileError(source, None, "(file)", "expected a list of seeds or an object with 'seeds'")
+        raise SeedFileError(
+            source, None, "(file)", "expected a list of seeds or an object with 'seeds'"
+        )
     return [(source, f"#{i + 1}", x) for i, x in enumerate(doc)]
 
 
@@ -498,7 +643,9 @@ def load_seeds(path: str | Path | None = None) -> list[Seed]:
     for source, fallback, raw in _raw_items(p):
         s = _parse_seed(raw, source, fallback)
         if s.seed_id in where:
-            raise SeedFileError(source, s.seed_id, "seed_id", f"duplicate id (also seed {where[s.seed_id]})")
+            raise SeedFileError(
+                source, s.seed_id, "seed_id", f"duplicate id (also seed {where[s.seed_id]})"
+            )
         where[s.seed_id] = fallback
         seeds.append(s)
     if not seeds:
@@ -514,7 +661,9 @@ def load_pool(files: Sequence[str | Path | None]) -> list[Seed]:
         path = SEEDS_FILE if f is None or str(f) == SHIPPED else Path(f)
         for s in load_seeds(path):
             if s.seed_id in origin:
-                raise SeedFileError(str(path), s.seed_id, "seed_id", f"already defined in {origin[s.seed_id]}")
+                raise SeedFileError(
+                    str(path), s.seed_id, "seed_id", f"already defined in {origin[s.seed_id]}"
+                )
             origin[s.seed_id] = str(path)
             seeds.append(s)
     if not seeds:
@@ -554,7 +703,9 @@ def rotate(seeds: list[Seed], n: int, seed: int) -> list[Seed]:
         while len(out) < n and any(queues.values()):
             counts = {t: len(q) for t, q in queues.items() if q}
             order = sorted(counts, key=lambda t: (used[t], rank[t]))
-            t = next((t for t in order if t != prev and _feasible({**counts, t: counts[t] - 1}, t)), None)
+            t = next(
+                (t for t in order if t != prev and _feasible({**counts, t: counts[t] - 1}, t)), None
+            )
             if t is None:  # no order avoids a repeat (one topic dominates): spread the largest
                 t = max(order, key=lambda t: (t != prev, counts[t], -rank[t]))
             out.append(queues[t].pop())
@@ -565,5 +716,7 @@ def rotate(seeds: list[Seed], n: int, seed: int) -> list[Seed]:
 
 def pool_hash(seeds: Iterable[Seed]) -> str:
     """Short sha256 of the pool's canonical JSON (order included: rotation depends on it)."""
-    canon = json.dumps([s.to_dict() for s in seeds], sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    canon = json.dumps(
+        [s.to_dict() for s in seeds], sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
     return hashlib.sha256(canon.encode("utf-8")).hexdigest()[:12]

@@ -16,7 +16,6 @@ after the answer"). The loop and the segment step decide it from the same VAD se
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from typing import Iterable, Mapping, Sequence
 
 from fdeval.orchestrator.policy import DEFAULT_SILENCE_S
 from fdeval.orchestrator.turns import model_speaking_at
+from fdeval.recording import Session
 
 from .classifier import Exchange
 
@@ -59,8 +59,12 @@ class Span:
         return not math.isnan(self.barge_in_start_s)
 
 
-def spans(turns: Iterable[Mapping], duration_s: float, model_speech: Sequence[tuple[float, float]] | None = None,
-          silence_s: float = math.nan) -> list[Span]:
+def spans(
+    turns: Iterable[Mapping],
+    duration_s: float,
+    model_speech: Sequence[tuple[float, float]] | None = None,
+    silence_s: float = math.nan,
+) -> list[Span]:
     """Exchange spans from user turn rows (`label`, `start_s`, `end_s`); turns that never
     started are left out. With `model_speech` (the played model channel's VAD segments) and
     `silence_s` (the session's answer-ending silence), a barge-in that started after the answer
@@ -78,21 +82,27 @@ def spans(turns: Iterable[Mapping], duration_s: float, model_speech: Sequence[tu
         ms, me = parts[k]["message"]
         bs, be = parts[k].get("barge_in", (math.nan, math.nan))
         end = parts[ks[i + 1]]["message"][0] if i + 1 < len(ks) else duration_s
-        late = model_speech is not None and not math.isnan(bs) and not model_speaking_at(model_speech, bs, silence_s)
+        late = (
+            model_speech is not None
+            and not math.isnan(bs)
+            and not model_speaking_at(model_speech, bs, silence_s)
+        )
         out.append(Span(k, ms, me, bs, be, end, late))
     return out
 
 
-def log_spans(log: Mapping) -> list[Span]:
-    """:func:`spans` of a recorded session (`read_session_log`): its turns, its duration, its
-    model channel's VAD segments and the answer-ending silence it ran with."""
-    cfg = log["attrs"].get("turn_config") or {}
-    cfg = json.loads(cfg) if isinstance(cfg, str) else cfg
-    speech = [(float(s["start_s"]), float(s["end_s"])) for s in log.get("vad_segments") or []]
-    return spans(log["turns"], float(log["attrs"]["duration_s"]), speech, float(cfg.get("silence_s", DEFAULT_SILENCE_S)))
+def log_spans(log: Session) -> list[Span]:
+    """:func:`spans` of a recorded session (`fdeval.recording.read_session`): its turns, its
+    duration, its model channel's VAD segments and the answer-ending silence it ran with."""
+    cfg = log.info.json("turn_config") or {}
+    speech = [(s.start_s, s.end_s) for s in log.vad_segments]
+    rows = [{"label": t.label, "start_s": t.start_s, "end_s": t.end_s} for t in log.turns]
+    return spans(rows, log.duration_s, speech, float(cfg.get("silence_s", DEFAULT_SILENCE_S)))
 
 
-def join(pieces: Sequence[tuple[float, str]], a_s: float, b_s: float, text_stream: str = "words") -> str:
+def join(
+    pieces: Sequence[tuple[float, str]], a_s: float, b_s: float, text_stream: str = "words"
+) -> str:
     """The assistant's text whose play time is in [a_s, b_s), joined by the model's text rule."""
     chosen = [t for at, t in pieces if a_s - 1e-9 <= at < b_s - 1e-9]
     if text_stream == "pieces":
@@ -100,8 +110,13 @@ def join(pieces: Sequence[tuple[float, str]], a_s: float, b_s: float, text_strea
     return " ".join(p.strip() for p in chosen if p.strip())
 
 
-def exchanges(case_id: str, span_list: Sequence[Span], said: Mapping[int, Mapping[str, str | None]],
-              pieces: Sequence[tuple[float, str]], text_stream: str = "words") -> tuple[Exchange, ...]:
+def exchanges(
+    case_id: str,
+    span_list: Sequence[Span],
+    said: Mapping[int, Mapping[str, str | None]],
+    pieces: Sequence[tuple[float, str]],
+    text_stream: str = "words",
+) -> tuple[Exchange, ...]:
     """The exchanges of a session. `said[k]`: the user's `message`, `barge_in` and
     `barge_in_label` of exchange k (what the user policy wrote or the case holds)."""
     out = []
@@ -110,19 +125,53 @@ def exchanges(case_id: str, span_list: Sequence[Span], said: Mapping[int, Mappin
         if sp.barge_in_played:
             before = join(pieces, sp.message_start_s, sp.barge_in_start_s, text_stream)
             cont = join(pieces, sp.barge_in_start_s, sp.end_s, text_stream)
-            out.append(Exchange(case_id, sp.index, str(s.get("message") or ""), before, s.get("barge_in"),
-                                s.get("barge_in_label"), cont, sp.barge_in_late))
+            out.append(
+                Exchange(
+                    case_id,
+                    sp.index,
+                    str(s.get("message") or ""),
+                    before,
+                    s.get("barge_in"),
+                    s.get("barge_in_label"),
+                    cont,
+                    sp.barge_in_late,
+                )
+            )
         else:
-            out.append(Exchange(case_id, sp.index, str(s.get("message") or ""), "", None, None,
-                                join(pieces, sp.message_start_s, sp.end_s, text_stream)))
+            out.append(
+                Exchange(
+                    case_id,
+                    sp.index,
+                    str(s.get("message") or ""),
+                    "",
+                    None,
+                    None,
+                    join(pieces, sp.message_start_s, sp.end_s, text_stream),
+                )
+            )
     return tuple(out)
 
 
 def exchange_to_dict(e: Exchange) -> dict:
-    return {"index": e.index, "message": e.message, "answer_before": e.answer_before, "barge_in": e.barge_in,
-            "barge_in_label": e.barge_in_label, "continuation": e.continuation, "late": e.late}
+    return {
+        "index": e.index,
+        "message": e.message,
+        "answer_before": e.answer_before,
+        "barge_in": e.barge_in,
+        "barge_in_label": e.barge_in_label,
+        "continuation": e.continuation,
+        "late": e.late,
+    }
 
 
 def exchange_from_dict(case_id: str, d: Mapping) -> Exchange:
-    return Exchange(case_id, int(d["index"]), str(d["message"]), str(d["answer_before"]), d.get("barge_in"),
-                    d.get("barge_in_label"), str(d["continuation"]), bool(d.get("late", False)))
+    return Exchange(
+        case_id,
+        int(d["index"]),
+        str(d["message"]),
+        str(d["answer_before"]),
+        d.get("barge_in"),
+        d.get("barge_in_label"),
+        str(d["continuation"]),
+        bool(d.get("late", False)),
+    )

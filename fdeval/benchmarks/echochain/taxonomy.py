@@ -35,23 +35,44 @@ DSR = ChallengeAxis(
         "earlier context and the update, without sliding back to the replaced assumption later on."
     ),
     pass_criteria=(
-        ("DSR-P1", "Takes notice of the update: the reply shows it registered the new information "
-                   "(for instance 'okay, with that in mind' or 'since that's the case now')."),
-        ("DSR-P2", "Right conclusion: the final answer satisfies the earlier requirements and the new "
-                   "information together."),
-        ("DSR-P3", "No stale carry-over: neither the rest of this reply nor later replies fall back on "
-                   "the assumption the update replaced."),
+        (
+            "DSR-P1",
+            "Takes notice of the update: the reply shows it registered the new information "
+            "(for instance 'okay, with that in mind' or 'since that's the case now').",
+        ),
+        (
+            "DSR-P2",
+            "Right conclusion: the final answer satisfies the earlier requirements and the new "
+            "information together.",
+        ),
+        (
+            "DSR-P3",
+            "No stale carry-over: neither the rest of this reply nor later replies fall back on "
+            "the assumption the update replaced.",
+        ),
     ),
     fail_criteria=(
-        ("DSR-F1", "Ignores or misapplies the update: carries on as if it had not been said, or uses it "
-                   "wrongly; saying 'got it' does not count as using it."),
-        ("DSR-F2", "Stale assumption later: takes the update at first, then reverts to the old value or "
-                   "plan further on (the earlier budget, the dropped item, the old time limit)."),
-        ("DSR-F3", "Contradictory conclusions: recommends things that only fit the old situation next to "
-                   "things that fit the new one, so the answer conflicts with itself."),
-        ("DSR-F4", "Double counting: applies the update on top of what it replaced as if both held, such "
-                   "as taking a budget cut off twice or adding a replacement item while keeping the item "
-                   "it replaced."),
+        (
+            "DSR-F1",
+            "Ignores or misapplies the update: carries on as if it had not been said, or uses it "
+            "wrongly; saying 'got it' does not count as using it.",
+        ),
+        (
+            "DSR-F2",
+            "Stale assumption later: takes the update at first, then reverts to the old value or "
+            "plan further on (the earlier budget, the dropped item, the old time limit).",
+        ),
+        (
+            "DSR-F3",
+            "Contradictory conclusions: recommends things that only fit the old situation next to "
+            "things that fit the new one, so the answer conflicts with itself.",
+        ),
+        (
+            "DSR-F4",
+            "Double counting: applies the update on top of what it replaced as if both held, such "
+            "as taking a budget cut off twice or adding a replacement item while keeping the item "
+            "it replaced.",
+        ),
     ),
     example=(
         "A user planning a dinner for six cuts in: 'oh, one of them is vegan, actually.' The assistant "

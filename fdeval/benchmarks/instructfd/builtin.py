@@ -119,8 +119,12 @@ def validate_conversation(conv: Conversation) -> None:
             raise bad("proactive scenarios have no user barge-ins")
         for kind in CUT_IN_KINDS:
             if (kind in user_cut_ins) != (kind in policies):
-                raise bad(f"a <{kind}:> marker in user speech is needed exactly when {kind!r} is an instruction")
-        if not any(parse_markers(line.text).has_pauses for line in conv.lines if line.speaker == "user"):
+                raise bad(
+                    f"a <{kind}:> marker in user speech is needed exactly when {kind!r} is an instruction"
+                )
+        if not any(
+            parse_markers(line.text).has_pauses for line in conv.lines if line.speaker == "user"
+        ):
             raise bad("the trigger user turn needs a <pause:>")
     else:
         assert group == RESPONSIVE
@@ -128,7 +132,9 @@ def validate_conversation(conv: Conversation) -> None:
             raise bad("responsive scenarios have no model cut-ins in user speech")
         want = "backchannel" if "continue" in policies else "interrupt"
         if barge_ins != [want]:
-            raise bad(f"expected exactly one user <{want}:> barge-in in a model line, got {barge_ins}")
+            raise bad(
+                f"expected exactly one user <{want}:> barge-in in a model line, got {barge_ins}"
+            )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -140,14 +146,28 @@ BUILTIN_CONVERSATIONS: tuple[Conversation, ...] = (
         "Sequential Info Capture",
         "{name}, who has just opened a small bakery, reads out the shop's new phone number.",
         (
-            U("Hi, I'm {name}. Could you hang on to a phone number for my bakery so I don't lose it?"),
+            U(
+                "Hi, I'm {name}. Could you hang on to a phone number for my bakery so I don't lose it?"
+            ),
             M("Of course, {name}. Read it out whenever you're ready."),
-            U("Okay, so it starts with {a}, <pause: 1.2> then {b}, <pause: 1.2> and the last part is {c}."),
+            U(
+                "Okay, so it starts with {a}, <pause: 1.2> then {b}, <pause: 1.2> and the last part is {c}."
+            ),
             M("Got it: {a}, {b}, {c}. I've saved that as the bakery's number."),
         ),
         (
-            {"name": "Rosa", "a": "four one five", "b": "eight two six", "c": "three nine zero four"},
-            {"name": "Dana", "a": "six one seven", "b": "five five two", "c": "eight zero one three"},
+            {
+                "name": "Rosa",
+                "a": "four one five",
+                "b": "eight two six",
+                "c": "three nine zero four",
+            },
+            {
+                "name": "Dana",
+                "a": "six one seven",
+                "b": "five five two",
+                "c": "eight zero one three",
+            },
             {"name": "Mei", "a": "three one two", "b": "seven four four", "c": "nine six two zero"},
         ),
     ),
@@ -297,7 +317,9 @@ BUILTIN_CONVERSATIONS: tuple[Conversation, ...] = (
                 "I signed up for my first five k race in {weeks} weeks, and I've barely run before. "
                 "How should I train for it?"
             ),
-            M("That's plenty of time. The key is to build up gradually, <backchannel: yeah, right>"),
+            M(
+                "That's plenty of time. The key is to build up gradually, <backchannel: yeah, right>"
+            ),
             M(
                 "so start with three short sessions a week where you switch between running and "
                 "walking, and make the running stretches a little longer each week."
@@ -343,7 +365,9 @@ BUILTIN_CONVERSATIONS: tuple[Conversation, ...] = (
                 "dressing."
             ),
             U("The wraps sound perfect. What should I pick up at the shop for them?"),
-            M("Tortillas, a tub of hummus, carrots, cucumber, peppers and some spinach should cover it."),
+            M(
+                "Tortillas, a tub of hummus, carrots, cucumber, peppers and some spinach should cover it."
+            ),
         ),
         ({"name": "Grace"}, {"name": "Omar"}),
     ),

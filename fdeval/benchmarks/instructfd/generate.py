@@ -37,9 +37,20 @@ from tqdm import tqdm
 
 from fdeval.audio.io import write_wav
 from fdeval.audio.tts import Synthesis
-from fdeval.benchmarks.instructfd.builtin import BUILTIN_CONVERSATIONS, Conversation, Line, validate_conversation
+from fdeval.benchmarks.instructfd.builtin import (
+    BUILTIN_CONVERSATIONS,
+    Conversation,
+    Line,
+    validate_conversation,
+)
 from fdeval.benchmarks.instructfd.instructions import render_instruction
-from fdeval.benchmarks.instructfd.markers import CUT_IN_KINDS, ParsedText, Pause, Speech, parse_markers
+from fdeval.benchmarks.instructfd.markers import (
+    CUT_IN_KINDS,
+    ParsedText,
+    Pause,
+    Speech,
+    parse_markers,
+)
 from fdeval.benchmarks.instructfd.records import NO_POLICY, InstructFDCase, ReferenceLine, Trigger
 from fdeval.cases.schema import load_case, write_case
 from fdeval.orchestrator.turns import DEFAULT_BARGE_IN_AFTER_S
@@ -103,7 +114,9 @@ def _plan_turns(lines: Sequence[Line]) -> tuple[TurnPlan, ...]:
         for m in parsed.markers:
             if m.kind in CUT_IN_KINDS:
                 content = parse_markers(m.content)
-                turns.append(TurnPlan(f"turn{len(turns) + 1}_{m.kind}", "barge-in", content, m.kind))
+                turns.append(
+                    TurnPlan(f"turn{len(turns) + 1}_{m.kind}", "barge-in", content, m.kind)
+                )
     return tuple(turns)
 
 
@@ -126,7 +139,9 @@ def build_reference(lines: Iterable[Line]) -> tuple[ReferenceLine, ...]:
         if not out:
             return "take-turn"
         prev = out[-1]
-        continues = prev.speaker == "model" or (prev.speaker == "user" and prev.tag == "backchannel")
+        continues = prev.speaker == "model" or (
+            prev.speaker == "user" and prev.tag == "backchannel"
+        )
         return "" if continues else "take-turn"
 
     for line in lines:
@@ -184,10 +199,14 @@ def synthesize_turn(parsed: ParsedText, tts: Speaker) -> TurnAudio:
         else:
             syn = synths[id(seg)]
             if len(syn.words) != len(seg.words):
-                raise RuntimeError(f"TTS gave {len(syn.words)} word timings for {len(seg.words)} words: {seg.text!r}")
+                raise RuntimeError(
+                    f"TTS gave {len(syn.words)} word timings for {len(seg.words)} words: {seg.text!r}"
+                )
             chunk = np.asarray(syn.samples, dtype=np.float32).reshape(-1)
             words.extend(
-                WordTiming(tok, round(offset_s + w.start_s, _ROUND), round(offset_s + w.end_s, _ROUND))
+                WordTiming(
+                    tok, round(offset_s + w.start_s, _ROUND), round(offset_s + w.end_s, _ROUND)
+                )
                 for tok, w in zip(seg.words, syn.words)
             )
         chunks.append(chunk)
@@ -229,15 +248,24 @@ def _case_id(conversation_id: str, policy: str) -> str:
 
 def case_ids(conversations: Sequence[Conversation] = BUILTIN_CONVERSATIONS) -> list[str]:
     """The ids of the cases `build_cases` makes of `conversations` (known without audio), sorted."""
-    return sorted(_case_id(c.conversation_id, p) for c in conversations for p in (*c.policies, NO_POLICY))
+    return sorted(
+        _case_id(c.conversation_id, p) for c in conversations for p in (*c.policies, NO_POLICY)
+    )
 
 
 def _audio_rel(conversation_id: str, label: str) -> str:
     return f"audio/{conversation_id}/{label}.wav"
 
 
-def _build_turn(plan: TurnPlan, index: int, case_id: str, conversation_id: str, audio: TurnAudio | None,
-                timeout_s: float, barge_in_after_s: float) -> Turn:
+def _build_turn(
+    plan: TurnPlan,
+    index: int,
+    case_id: str,
+    conversation_id: str,
+    audio: TurnAudio | None,
+    timeout_s: float,
+    barge_in_after_s: float,
+) -> Turn:
     """A Turn; with ``audio=None`` the timing fields are left empty (for freshness comparison)."""
     barge = plan.turn_type == "barge-in"
     return Turn(
@@ -268,18 +296,34 @@ def _build_triggers(plan: TurnPlan, audio: TurnAudio | None) -> tuple[Trigger, .
     return tuple(out)
 
 
-def build_cases(plan: ConversationPlan, audio: Sequence[TurnAudio] | None, seed: int, timeout_s: float,
-                barge_in_after_s: float, voice: dict | None = None) -> list[TestCase]:
+def build_cases(
+    plan: ConversationPlan,
+    audio: Sequence[TurnAudio] | None,
+    seed: int,
+    timeout_s: float,
+    barge_in_after_s: float,
+    voice: dict | None = None,
+) -> list[TestCase]:
     """The conversation's instructed cases and its baseline (timings empty when `audio` is None)."""
     conv = plan.conversation
     cid = conv.conversation_id
     texts = {p: render_instruction(p, conv.scenario) for p in conv.policies}
-    triggers = tuple(_build_triggers(tp, None if audio is None else audio[i]) for i, tp in enumerate(plan.turns))
+    triggers = tuple(
+        _build_triggers(tp, None if audio is None else audio[i]) for i, tp in enumerate(plan.turns)
+    )
     cases = []
     for policy in (*conv.policies, NO_POLICY):
         case_id = _case_id(cid, policy)
         turns = tuple(
-            _build_turn(tp, i, case_id, cid, None if audio is None else audio[i], timeout_s, barge_in_after_s)
+            _build_turn(
+                tp,
+                i,
+                case_id,
+                cid,
+                None if audio is None else audio[i],
+                timeout_s,
+                barge_in_after_s,
+            )
             for i, tp in enumerate(plan.turns)
         )
         instructed = policy != NO_POLICY
@@ -291,40 +335,74 @@ def build_cases(plan: ConversationPlan, audio: Sequence[TurnAudio] | None, seed:
             triggers=triggers,
             voice=voice,
         )
-        cases.append(TestCase(case_id=case_id, conversation_id=cid, benchmark=BENCHMARK, scenario=conv.scenario,
-                              system_instruction=texts[policy] if instructed else None, turns=turns, seed=seed,
-                              version=BENCHMARK_VERSION, data=data))
+        cases.append(
+            TestCase(
+                case_id=case_id,
+                conversation_id=cid,
+                benchmark=BENCHMARK,
+                scenario=conv.scenario,
+                system_instruction=texts[policy] if instructed else None,
+                turns=turns,
+                seed=seed,
+                version=BENCHMARK_VERSION,
+                data=data,
+            )
+        )
     return cases
 
 
 def estimated_turn_s(parsed: ParsedText, speech_s: Callable[[str], float]) -> float:
     """A turn's length before synthesis: each speech segment as long as `speech_s` says (the
     run's TTS's estimate), each pause as written."""
-    return sum(seg.seconds if isinstance(seg, Pause) else speech_s(seg.text) for seg in parsed.segments)
+    return sum(
+        seg.seconds if isinstance(seg, Pause) else speech_s(seg.text) for seg in parsed.segments
+    )
 
 
-def estimated_cases(plan: ConversationPlan, speech_s: Callable[[str], float], seed: int, timeout_s: float,
-                    barge_in_after_s: float) -> list[TestCase]:
+def estimated_cases(
+    plan: ConversationPlan,
+    speech_s: Callable[[str], float],
+    seed: int,
+    timeout_s: float,
+    barge_in_after_s: float,
+) -> list[TestCase]:
     """The conversation's cases as `build_cases` writes them, without audio: every turn's
     duration estimated (`estimated_turn_s`), no word or trigger times (`stage=plan` needs none)."""
     lengths = [round(estimated_turn_s(tp.parsed, speech_s), _ROUND) for tp in plan.turns]
-    return [dataclasses.replace(c, turns=tuple(dataclasses.replace(t, duration_s=d) for t, d in zip(c.turns, lengths)))
-            for c in build_cases(plan, None, seed, timeout_s, barge_in_after_s)]
+    return [
+        dataclasses.replace(
+            c, turns=tuple(dataclasses.replace(t, duration_s=d) for t, d in zip(c.turns, lengths))
+        )
+        for c in build_cases(plan, None, seed, timeout_s, barge_in_after_s)
+    ]
 
 
-def estimated_builtin(speech_s: Callable[[str], float], seed: int = 0, timeout_s: float = DEFAULT_TURN_TIMEOUT_S,
-                      barge_in_after_s: float = DEFAULT_BARGE_IN_AFTER_S) -> list[TestCase]:
+def estimated_builtin(
+    speech_s: Callable[[str], float],
+    seed: int = 0,
+    timeout_s: float = DEFAULT_TURN_TIMEOUT_S,
+    barge_in_after_s: float = DEFAULT_BARGE_IN_AFTER_S,
+) -> list[TestCase]:
     """The built-in set's cases as `generate_builtin` returns them, without audio (`estimated_cases`)."""
-    cases = [c for conv in BUILTIN_CONVERSATIONS
-             for c in estimated_cases(plan_conversation(conv, seed), speech_s, seed, timeout_s, barge_in_after_s)]
+    cases = [
+        c
+        for conv in BUILTIN_CONVERSATIONS
+        for c in estimated_cases(
+            plan_conversation(conv, seed), speech_s, seed, timeout_s, barge_in_after_s
+        )
+    ]
     return sorted(cases, key=lambda c: c.case_id)
 
 
 def _without_timing(case: TestCase) -> tuple:
     turns = tuple(dataclasses.replace(t, words=(), duration_s=0.0) for t in case.turns)
-    triggers = tuple(tuple(dataclasses.replace(g, at_s=0.0) for g in tt) for tt in case.data.triggers)
+    triggers = tuple(
+        tuple(dataclasses.replace(g, at_s=0.0) for g in tt) for tt in case.data.triggers
+    )
     data = dataclasses.replace(case.data, triggers=triggers)
-    return dataclasses.replace(case, turns=turns, data=data), tuple(sorted(case.data.judge_instructions.items()))
+    return dataclasses.replace(case, turns=turns, data=data), tuple(
+        sorted(case.data.judge_instructions.items())
+    )
 
 
 def _load_fresh(out_dir: Path, expected: list[TestCase]) -> list[TestCase] | None:
@@ -335,7 +413,9 @@ def _load_fresh(out_dir: Path, expected: list[TestCase]) -> list[TestCase] | Non
         if not path.is_file():
             return None
         try:
-            case = load_case(path, out_dir, InstructFDCase)  # also checks that every audio file exists
+            case = load_case(
+                path, out_dir, InstructFDCase
+            )  # also checks that every audio file exists
         except CaseError:
             return None
         if _without_timing(case) != _without_timing(want):
@@ -344,8 +424,14 @@ def _load_fresh(out_dir: Path, expected: list[TestCase]) -> list[TestCase] | Non
     return loaded
 
 
-def generate_conversation(conv: Conversation, out_dir: Path, tts: Speaker, seed: int = 0, timeout_s: float = DEFAULT_TURN_TIMEOUT_S,
-                          barge_in_after_s: float = DEFAULT_BARGE_IN_AFTER_S) -> list[TestCase]:
+def generate_conversation(
+    conv: Conversation,
+    out_dir: Path,
+    tts: Speaker,
+    seed: int = 0,
+    timeout_s: float = DEFAULT_TURN_TIMEOUT_S,
+    barge_in_after_s: float = DEFAULT_BARGE_IN_AFTER_S,
+) -> list[TestCase]:
     """Generate (or reuse, when fresh) one conversation's audio and case files."""
     out_dir = Path(out_dir)
     plan = plan_conversation(conv, seed)
@@ -365,9 +451,15 @@ def generate_conversation(conv: Conversation, out_dir: Path, tts: Speaker, seed:
     return cases
 
 
-def generate_builtin(out_dir: Path, tts: Speaker, seed: int = 0, timeout_s: float = DEFAULT_TURN_TIMEOUT_S,
-                     barge_in_after_s: float = DEFAULT_BARGE_IN_AFTER_S, show_progress: bool = False,
-                     conversations: Sequence[Conversation] | None = None) -> list[TestCase]:
+def generate_builtin(
+    out_dir: Path,
+    tts: Speaker,
+    seed: int = 0,
+    timeout_s: float = DEFAULT_TURN_TIMEOUT_S,
+    barge_in_after_s: float = DEFAULT_BARGE_IN_AFTER_S,
+    show_progress: bool = False,
+    conversations: Sequence[Conversation] | None = None,
+) -> list[TestCase]:
     """Write the built-in set (or `conversations`) under `out_dir`; return its cases sorted by id."""
     if timeout_s <= 0:
         raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
@@ -381,5 +473,7 @@ def generate_builtin(out_dir: Path, tts: Speaker, seed: int = 0, timeout_s: floa
         convs = tqdm(convs, desc="instructfd: generate", unit="conversation", leave=False)
     cases: list[TestCase] = []
     for conv in convs:
-        cases.extend(generate_conversation(conv, Path(out_dir), tts, seed, timeout_s, barge_in_after_s))
+        cases.extend(
+            generate_conversation(conv, Path(out_dir), tts, seed, timeout_s, barge_in_after_s)
+        )
     return sorted(cases, key=lambda c: c.case_id)

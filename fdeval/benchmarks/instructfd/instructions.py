@@ -78,156 +78,185 @@ _INT_LISTEN = ("interrupt", "listen")
 SCENARIOS: dict[str, Scenario] = {
     # --- proactive: backchannel scenarios -------------------------------------------------
     "User Attention Check": Scenario(
-        PROACTIVE, ("backchannel",),
+        PROACTIVE,
+        ("backchannel",),
         "Partway through explaining something, the user checks that the assistant is still following.",
         "the user checks in mid-explanation with a tag such as 'you know?' or 'right?' to make sure you are with them",
     ),
     "Clause Boundary Tracking": Scenario(
-        PROACTIVE, _BC_LISTEN,
+        PROACTIVE,
+        _BC_LISTEN,
         "The user lays out a chain of steps or reasons in one long, flowing turn.",
         "the user wraps up one step of a multi-part explanation and moves on to the next",
     ),
     "User Filler Pause": Scenario(
-        PROACTIVE, _BC_LISTEN,
+        PROACTIVE,
+        _BC_LISTEN,
         "The user thinks out loud, stalling with fillers like 'um' and pausing to plan what to say.",
         "the user stalls on a filler such as 'um' or 'hmm' and pauses to work out what comes next",
     ),
     "Emotional Disclosure": Scenario(
-        PROACTIVE, _BC_LISTEN,
+        PROACTIVE,
+        _BC_LISTEN,
         "The user tells a personal story that matters to them and stops for a heavy moment in the middle.",
         "the user pauses at an emotionally heavy moment of a personal story",
     ),
     "Floor Hold Signal": Scenario(
-        PROACTIVE, _BC_LISTEN,
+        PROACTIVE,
+        _BC_LISTEN,
         "The user keeps the floor with a phrase like 'hang on' or 'one sec', goes quiet to think or to deal "
         "with something nearby, then picks the thought back up and finishes it.",
         "the user asks you to hang on for a moment and goes quiet before finishing their thought",
     ),
     # --- proactive: listen-only scenarios -------------------------------------------------
     "Sequential Info Capture": Scenario(
-        PROACTIVE, ("listen",),
+        PROACTIVE,
+        ("listen",),
         "The user reads out structured details such as a phone number or a street address a piece at a "
         "time, with gaps between the pieces.",
         "the user pauses between the pieces of a number, code or address they are reading out",
     ),
     "Cognitive Pause": Scenario(
-        PROACTIVE, ("listen",),
+        PROACTIVE,
+        ("listen",),
         "The user stops mid-sentence to think and lets the silence run without any filler word.",
         "the user goes quiet in the middle of a sentence to think, without saying anything to fill the gap",
     ),
     "User Projection Pause": Scenario(
-        PROACTIVE, ("listen",),
+        PROACTIVE,
+        ("listen",),
         "The user finishes a sentence, pauses briefly, then adds a follow-on that extends or qualifies "
         "the same point.",
         "the user completes a sentence and pauses briefly before adding more to the same point",
     ),
     "Self Directed Question": Scenario(
-        PROACTIVE, ("listen",),
+        PROACTIVE,
+        ("listen",),
         "In the middle of a turn the user asks themselves a question, pauses, then answers it and carries on.",
         "the user pauses after asking themselves a question that they mean to answer on their own",
     ),
     # --- proactive: interrupt scenarios ---------------------------------------------------
     "Factual Misinformation": Scenario(
-        PROACTIVE, _INT_LISTEN,
+        PROACTIVE,
+        _INT_LISTEN,
         "The user confidently states something false and starts building a plan or argument on it.",
         "the user confidently states something that is factually wrong and starts reasoning from it",
     ),
     "Hesitation Prompt": Scenario(
-        PROACTIVE, _INT_LISTEN,
+        PROACTIVE,
+        _INT_LISTEN,
         "The user rehearses a talk or an interview answer and gets stuck in long hesitations and fillers.",
         "the user gets stuck in a long hesitation while rehearsing and plainly needs a nudge to get going again",
     ),
     "Safety Correction": Scenario(
-        PROACTIVE, _INT_LISTEN,
+        PROACTIVE,
+        _INT_LISTEN,
         "The user mentions, in passing, a dangerous misconception and starts planning around it.",
         "the user casually says something dangerously wrong and is about to act on it",
     ),
     "Self Contradiction": Scenario(
-        PROACTIVE, _INT_LISTEN,
+        PROACTIVE,
+        _INT_LISTEN,
         "The user says something that clashes with what they told the assistant earlier in the conversation.",
         "the user says something that directly conflicts with what they told you earlier in the conversation",
     ),
     "Word Retrieval Assist": Scenario(
-        PROACTIVE, _INT_LISTEN,
+        PROACTIVE,
+        _INT_LISTEN,
         "Mid-explanation, the user cannot recall a particular word and describes the idea instead.",
         "the user cannot come up with a particular word and starts describing it instead",
     ),
     # --- responsive: continue scenarios ---------------------------------------------------
     "User Acknowledgment": Scenario(
-        RESPONSIVE, ("continue",),
+        RESPONSIVE,
+        ("continue",),
         "While the assistant explains something, the user overlaps with a short sign that they are listening.",
         "the user briefly signals that they are listening, with something like 'okay' or 'mm-hmm'",
     ),
     "User Alignment": Scenario(
-        RESPONSIVE, ("continue",),
+        RESPONSIVE,
+        ("continue",),
         "While the assistant explains something, the user overlaps with a quick agreement word such as "
         "'yeah' or 'right'.",
         "the user briefly agrees with a word like 'yeah' or 'right'",
     ),
     "User Amusement": Scenario(
-        RESPONSIVE, ("continue",),
+        RESPONSIVE,
+        ("continue",),
         "The assistant mentions something funny while talking and the user laughs or reacts with amusement.",
         "the user laughs or reacts with amusement at something you said",
     ),
     "User Understanding": Scenario(
-        RESPONSIVE, ("continue",),
+        RESPONSIVE,
+        ("continue",),
         "While the assistant explains something, the user overlaps with a short sign that they have understood.",
         "the user briefly signals that they understand, with something like 'I see' or 'got it'",
     ),
     "User Continuer": Scenario(
-        RESPONSIVE, ("continue",),
+        RESPONSIVE,
+        ("continue",),
         "While the assistant explains something, the user overlaps with a short prompt urging it to keep going.",
         "the user briefly urges you on, with something like 'uh-huh' or 'go on'",
     ),
     # --- responsive: acknowledge scenarios ------------------------------------------------
     "Short Stop Repair": Scenario(
-        RESPONSIVE, ("acknowledge",),
+        RESPONSIVE,
+        ("acknowledge",),
         "Mid-explanation, the user cuts in with a short stop or repair word such as 'wait' or 'actually'.",
         "the user cuts in with a short stop or repair word such as 'wait' or 'actually'",
     ),
     "Short Repeat Request": Scenario(
-        RESPONSIVE, ("acknowledge",),
+        RESPONSIVE,
+        ("acknowledge",),
         "Mid-explanation, the user cuts in with a brief request to hear something again, like 'sorry?'.",
         "the user cuts in asking you to repeat yourself, with something like 'sorry?' or 'say that again?'",
     ),
     "Short Confusion Signal": Scenario(
-        RESPONSIVE, ("acknowledge",),
+        RESPONSIVE,
+        ("acknowledge",),
         "Mid-explanation, the user cuts in with a brief sign of confusion, like 'you lost me'.",
         "the user cuts in to say they are confused, with something like 'you lost me' or 'wait, what?'",
     ),
     "Hearing Check": Scenario(
-        RESPONSIVE, ("acknowledge",),
+        RESPONSIVE,
+        ("acknowledge",),
         "Mid-explanation, the user cuts in to check the connection, like 'hello?' or 'can you hear me?'.",
         "the user cuts in to check that you are still there, with something like 'hello?' or 'can you hear me?'",
     ),
     "Add Constraint": Scenario(
-        RESPONSIVE, ("acknowledge",),
+        RESPONSIVE,
+        ("acknowledge",),
         "Mid-explanation, the user cuts in to add a new limit such as a budget, a deadline or a platform.",
         "the user cuts in to add a new constraint, such as a budget limit, a deadline or a platform restriction",
     ),
     "Topic Redirect": Scenario(
-        RESPONSIVE, ("acknowledge",),
+        RESPONSIVE,
+        ("acknowledge",),
         "While the assistant explains one topic, the user cuts in to steer towards a different, related one.",
         "the user cuts in to steer the conversation towards a different but related topic",
     ),
     "Scope Narrowing": Scenario(
-        RESPONSIVE, ("acknowledge",),
+        RESPONSIVE,
+        ("acknowledge",),
         "While the assistant gives a broad answer, the user cuts in to name the one part they care about.",
         "the user cuts in to name the specific part of the topic they actually care about",
     ),
     "Skip Basics": Scenario(
-        RESPONSIVE, ("acknowledge",),
+        RESPONSIVE,
+        ("acknowledge",),
         "The assistant starts from the fundamentals and the user cuts in to say they know those and want "
         "the advanced material.",
         "the user cuts in to say they already know the basics and want to get to the advanced material",
     ),
     "Summary Request": Scenario(
-        RESPONSIVE, ("acknowledge",),
+        RESPONSIVE,
+        ("acknowledge",),
         "During a detailed explanation, the user cuts in to ask for only the main takeaways.",
         "the user cuts in to ask for just the main takeaways instead of the details",
     ),
     "Personal Context": Scenario(
-        RESPONSIVE, ("acknowledge",),
+        RESPONSIVE,
+        ("acknowledge",),
         "During a general explanation, the user cuts in with personal details that should change how the "
         "answer is framed.",
         "the user cuts in with personal details that should change how you frame your answer",
@@ -246,5 +275,7 @@ def render_instruction(policy: str, scenario: str) -> str:
     if entry is None:
         raise KeyError(f"unknown Instruct-FD scenario {scenario!r}")
     if policy not in entry.policies:
-        raise ValueError(f"scenario {scenario!r} is not run under {policy!r} (it carries {entry.policies})")
+        raise ValueError(
+            f"scenario {scenario!r} is not run under {policy!r} (it carries {entry.policies})"
+        )
     return INSTRUCTION_TEMPLATES[policy].format(trigger=entry.trigger)

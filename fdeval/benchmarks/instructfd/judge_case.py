@@ -71,7 +71,9 @@ def _align(user: list[str], ref: list[str]) -> list[int | None]:
     """
     n, m = len(user), len(ref)
     prev = list(range(m + 1))
-    moves: list[bytearray] = [bytearray(m + 1)]  # 0 diag, 1 up (extra user word), 2 left (missing ref word)
+    moves: list[bytearray] = [
+        bytearray(m + 1)
+    ]  # 0 diag, 1 up (extra user word), 2 left (missing ref word)
     for j in range(1, m + 1):
         moves[0][j] = 2
     for i in range(1, n + 1):
@@ -105,8 +107,13 @@ def _align(user: list[str], ref: list[str]) -> list[int | None]:
     return out
 
 
-def transcript_from_words(case: TestCase, words: Sequence[Word], *, path: str = "<rendered>",
-                          duration_s: float | None = None) -> Transcript:
+def transcript_from_words(
+    case: TestCase,
+    words: Sequence[Word],
+    *,
+    path: str = "<rendered>",
+    duration_s: float | None = None,
+) -> Transcript:
     """A :class:`Transcript` of `case` from words without turn structure (a rendered transcript).
 
     How the user turns are rebuilt:
@@ -135,9 +142,16 @@ def transcript_from_words(case: TestCase, words: Sequence[Word], *, path: str = 
     user = sorted((w for w in words if w.speaker == "user"), key=lambda w: (w.start_s, w.end_s))
     model = [w for w in words if w.speaker != "user"]
     if not user:
-        raise TranscriptError(path, cid, "USER lines", "the transcript has no USER line; the user turns cannot be placed")
+        raise TranscriptError(
+            path,
+            cid,
+            "USER lines",
+            "the transcript has no USER line; the user turns cannot be placed",
+        )
     ref: list[str] = []
-    owner: list[tuple[int, int]] = []  # per script word: (position in case.turns, position in the turn)
+    owner: list[
+        tuple[int, int]
+    ] = []  # per script word: (position in case.turns, position in the turn)
     for k, turn in enumerate(case.turns):
         for p, tok in enumerate(_turn_tokens(turn)):
             ref.append(_norm(tok))
@@ -146,8 +160,13 @@ def transcript_from_words(case: TestCase, words: Sequence[Word], *, path: str = 
     aligned = _align(utoks, ref)
     matches = sum(1 for i, j in enumerate(aligned) if j is not None and utoks[i] == ref[j])
     if matches < max(1, MIN_MATCH_FRACTION * len(user)):
-        raise TranscriptError(path, cid, "USER lines", f"only {matches} of {len(user)} user words match the words of "
-                              f"case {cid!r}'s turns; is this a transcript of that case?")
+        raise TranscriptError(
+            path,
+            cid,
+            "USER lines",
+            f"only {matches} of {len(user)} user words match the words of "
+            f"case {cid!r}'s turns; is this a transcript of that case?",
+        )
     turn_of: list[int | None] = [owner[j][0] if j is not None else None for j in aligned]
     last = next((t for t in turn_of if t is not None), None)
     for i, t in enumerate(turn_of):  # extra words join the turn of the word before them
@@ -180,10 +199,22 @@ def transcript_from_words(case: TestCase, words: Sequence[Word], *, path: str = 
                 at = start + max(tr.at_s - offset0, 0.0)
             if at <= end + EPS_S:
                 triggers.append((tr.kind, at))
-        played.append(PlayedTurn(
-            case_id=cid, index=turn.index, label=turn.label, turn_type=turn.turn_type, subtype=turn.subtype,
-            start_s=start, end_s=end, scheduled_s=start, cut_short=yields and n_played < n_total,
-            n_words_total=n_total, n_words_played=n_played, triggers_s=tuple(triggers)))
+        played.append(
+            PlayedTurn(
+                case_id=cid,
+                index=turn.index,
+                label=turn.label,
+                turn_type=turn.turn_type,
+                subtype=turn.subtype,
+                start_s=start,
+                end_s=end,
+                scheduled_s=start,
+                cut_short=yields and n_played < n_total,
+                n_words_total=n_total,
+                n_words_played=n_played,
+                triggers_s=tuple(triggers),
+            )
+        )
         out_words.extend(replace(w, case_id=cid, turn=turn.index) for w in ws)
     out_words.extend(replace(w, case_id=cid) for w in model)
     out_words.sort(key=lambda w: (w.start_s, w.end_s, w.speaker))
@@ -201,8 +232,12 @@ def load_session_transcript(path: str | Path, case: TestCase) -> Transcript:
     if path.suffix.lower() == ".json":
         tr = load_transcript(path)
         if tr.case_id != case.case_id:
-            raise TranscriptError(str(path), tr.case_id, "case_id",
-                                  f"the transcript is of case {tr.case_id!r}, but the case file is {case.case_id!r}")
+            raise TranscriptError(
+                str(path),
+                tr.case_id,
+                "case_id",
+                f"the transcript is of case {tr.case_id!r}, but the case file is {case.case_id!r}",
+            )
         return tr
     try:
         text = path.read_text(encoding="utf-8")
@@ -238,21 +273,33 @@ def make_judge(name: str, overrides: Sequence[str] = ()):
         return instantiate(cfg.judge)
     except InstantiationException as e:
         cause = e.__cause__
-        while cause is not None and not isinstance(cause, FdevalError) and cause.__cause__ is not None:
+        while (
+            cause is not None and not isinstance(cause, FdevalError) and cause.__cause__ is not None
+        ):
             cause = cause.__cause__
         if isinstance(cause, FdevalError):
             raise cause from None
         raise FdevalError(f"judge={name}: {str(e).strip().splitlines()[-1]}") from None
 
 
-def run(case_path: str, transcript_path: str, policy: str | None = None, judge: str = "rules",
-        root: str | None = None, overrides: Sequence[str] = ()) -> list[dict]:
+def run(
+    case_path: str,
+    transcript_path: str,
+    policy: str | None = None,
+    judge: str = "rules",
+    root: str | None = None,
+    overrides: Sequence[str] = (),
+) -> list[dict]:
     """The verdicts (as verdict-file dicts) of one case's transcript."""
     case = load_case(case_path, root, InstructFDCase)
     judged = case.data.judge_policies
     if policy is not None and policy not in judged:
-        raise CaseError(case_path, case.case_id, "judge_policies",
-                        f"--policy {policy!r} is not judged for this case; valid: {', '.join(judged)}")
+        raise CaseError(
+            case_path,
+            case.case_id,
+            "judge_policies",
+            f"--policy {policy!r} is not judged for this case; valid: {', '.join(judged)}",
+        )
     transcript = load_session_transcript(transcript_path, case)
     j = make_judge(judge, overrides)
     policies = [policy] if policy is not None else list(judged)
@@ -261,21 +308,39 @@ def run(case_path: str, transcript_path: str, policy: str | None = None, judge: 
 
 def main(argv: Sequence[str] | None = None) -> int:
     names = _judge_names()
-    ap = argparse.ArgumentParser(prog="python -m fdeval.benchmarks.instructfd.judge_case",
-                                 description="Judge one session transcript of one case; print the verdicts as JSON.")
+    ap = argparse.ArgumentParser(
+        prog="python -m fdeval.benchmarks.instructfd.judge_case",
+        description="Judge one session transcript of one case; print the verdicts as JSON.",
+    )
     ap.add_argument("--case", required=True, help="case file (JSON)")
-    ap.add_argument("--transcript", required=True, help="transcript: .json, or the rendered text format")
-    ap.add_argument("--policy", help="judge only this instruction (default: all of the case's judge_policies)")
-    ap.add_argument("--judge", default="rules", choices=names, help="judge config in conf/judge/ (default: rules)")
+    ap.add_argument(
+        "--transcript", required=True, help="transcript: .json, or the rendered text format"
+    )
+    ap.add_argument(
+        "--policy", help="judge only this instruction (default: all of the case's judge_policies)"
+    )
+    ap.add_argument(
+        "--judge",
+        default="rules",
+        choices=names,
+        help="judge config in conf/judge/ (default: rules)",
+    )
     ap.add_argument("--root", help="dataset root of the case (checks its audio paths)")
-    ap.add_argument("overrides", nargs="*", metavar="KEY=VALUE", help="Hydra overrides, e.g. judge.model=... out_root=...")
+    ap.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="KEY=VALUE",
+        help="Hydra overrides, e.g. judge.model=... out_root=...",
+    )
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="fdeval: %(message)s")
     bad = [o for o in args.overrides if "=" not in o]
     if bad:
         ap.error(f"overrides must be KEY=VALUE, got {bad[0]!r}")
     try:
-        verdicts = run(args.case, args.transcript, args.policy, args.judge, args.root, args.overrides)
+        verdicts = run(
+            args.case, args.transcript, args.policy, args.judge, args.root, args.overrides
+        )
     except FdevalError as e:
         print(f"fdeval.benchmarks.instructfd.judge_case: error: {e}", file=sys.stderr)
         return 2

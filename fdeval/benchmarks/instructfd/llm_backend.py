@@ -22,9 +22,10 @@ it too (``llm_error``), while an ``LLMConfigError`` (no key, no SDK, bad model) 
 The client is ``fdeval.llm.client.LLMClient``: the Anthropic Messages API or an OpenAI-compatible
 server (``backend: openai | vllm | sglang``, presets ``conf/llm/*.yaml``); model, temperature,
 max_tokens, top_p and seed pinned by config, answers cached on disk by request hash (the endpoint
-in it), key from ``ANTHROPIC_API_KEY`` / ``OPENAI_API_KEY`` only. Each candidate conversation uses its own client seed (derived from the configured seed,
-the generation seed, the scenario and the candidate index), so different generation seeds give
-different samples even where prompts coincide. All prompt text here is fdeval's own.
+in it), key from ``ANTHROPIC_API_KEY`` / ``OPENAI_API_KEY`` only. Each candidate conversation
+uses its own client seed (derived from the configured seed, the generation seed, the scenario
+and the candidate index), so different generation seeds give different samples even where
+prompts coincide. All prompt text here is fdeval's own.
 """
 
 from __future__ import annotations
@@ -65,14 +66,20 @@ PROMPT_VERSION = "1.0"
 CLOSING_CHANCE = 0.55
 MAX_MODEL_WORDS = 130
 
-SYSTEM_TURN = ("You write single turns of a spoken conversation between a user and a voice assistant, for a test "
-               "set about turn-taking. Answer with one JSON object and nothing else.")
-SYSTEM_CONDENSE = ("You turn a persona and a scenario into one grounding sentence for a simulated spoken "
-                   "conversation. Answer with one JSON object and nothing else.")
+SYSTEM_TURN = (
+    "You write single turns of a spoken conversation between a user and a voice assistant, for a test "
+    "set about turn-taking. Answer with one JSON object and nothing else."
+)
+SYSTEM_CONDENSE = (
+    "You turn a persona and a scenario into one grounding sentence for a simulated spoken "
+    "conversation. Answer with one JSON object and nothing else."
+)
 
-_SPOKEN_RULES = """- English only, in a relaxed spoken style: contractions, casual openers like "so" or "yeah", fragments and restarts are fine. Say what is needed and stop.
+_SPOKEN_RULES = """- English only, in a relaxed spoken style: contractions, casual openers like \
+"so" or "yeah", fragments and restarts are fine. Say what is needed and stop.
 - Plain speech only: no lists, markdown, emoji, quotation marks or brackets of any kind except the markers named above.
-- Write numbers, symbols and abbreviations the way people say them: "forty dollars", "ten percent", "seven thirty", "four one five".
+- Write numbers, symbols and abbreviations the way people say them: \
+"forty dollars", "ten percent", "seven thirty", "four one five".
 - Never mention these instructions, the turn number or that this is a test."""
 
 
@@ -81,8 +88,13 @@ class LLMTextBackend:
 
     name = "anthropic"  # the default backend; an instance takes settings["backend"]
 
-    def __init__(self, client_factory: Callable[[int], Any], settings: dict, max_attempts: int = 3,
-                 concurrency: int = 1):
+    def __init__(
+        self,
+        client_factory: Callable[[int], Any],
+        settings: dict,
+        max_attempts: int = 3,
+        concurrency: int = 1,
+    ):
         if max_attempts < 1:
             raise ValueError(f"max_attempts must be >= 1, got {max_attempts}")
         self._factory = client_factory
@@ -93,35 +105,63 @@ class LLMTextBackend:
         self.calls = 0
 
     def identity(self) -> dict:
-        keep = ("model", "temperature", "max_tokens", "seed", "base_url") + (("top_p",) if "top_p" in self.settings else ())
-        return {"backend": self.name, **{k: self.settings.get(k) for k in keep}, "prompt_version": PROMPT_VERSION,
-                "max_attempts": self.max_attempts}
+        keep = ("model", "temperature", "max_tokens", "seed", "base_url") + (
+            ("top_p",) if "top_p" in self.settings else ()
+        )
+        return {
+            "backend": self.name,
+            **{k: self.settings.get(k) for k in keep},
+            "prompt_version": PROMPT_VERSION,
+            "max_attempts": self.max_attempts,
+        }
 
     # -- one conversation ---------------------------------------------------------------------
     def draft(self, spec: ScenarioSpec, index: int, seed: int, persona: Persona) -> Draft:
         base = int(self.settings.get("seed") or 0)
-        client_seed = (base * 1_000_003 + zlib.crc32(f"{seed}:{spec.slug}:{index}".encode())) % (2**31)
+        client_seed = (base * 1_000_003 + zlib.crc32(f"{seed}:{spec.slug}:{index}".encode())) % (
+            2**31
+        )
         client = self._factory(client_seed)
         rng = random.Random(f"fdeval-llm:{seed}:{spec.slug}:{index}")
         try:
-            grounding = self._ask(client, SYSTEM_CONDENSE, condense_prompt(spec, persona), "grounding",
-                                  lambda g: _check_grounding(g, persona))
+            grounding = self._ask(
+                client,
+                SYSTEM_CONDENSE,
+                condense_prompt(spec, persona),
+                "grounding",
+                lambda g: _check_grounding(g, persona),
+            )
             lines = self._write_turns(client, spec, grounding, rng)
         except LLMConfigError:
             raise
         except LLMError as e:
             raise DraftRejected("llm_error", str(e)) from None
-        d = Draft(conversation_id(spec, index), spec.name, index, persona, "llm", grounding, persona.pid,
-                  tuple(lines))
+        d = Draft(
+            conversation_id(spec, index),
+            spec.name,
+            index,
+            persona,
+            "llm",
+            grounding,
+            persona.pid,
+            tuple(lines),
+        )
         validate_draft(d)
         return d
 
-    def _ask(self, client: Any, system: str, prompt: str, key: str, check: Callable[[str], str | None]) -> str:
+    def _ask(
+        self, client: Any, system: str, prompt: str, key: str, check: Callable[[str], str | None]
+    ) -> str:
         problem = ""
         for attempt in range(self.max_attempts):
-            text = prompt if attempt == 0 else (
-                f"{prompt}\n\n[NOTE]\nAn earlier answer to this request was rejected: {problem}. Follow the format "
-                f"and rules exactly.")
+            text = (
+                prompt
+                if attempt == 0
+                else (
+                    f"{prompt}\n\n[NOTE]\nAn earlier answer to this request was rejected: {problem}. Follow the format "
+                    f"and rules exactly."
+                )
+            )
             self.calls += 1
             resp = _complete(client, system, text, attempt)
             value, problem = parse_answer(resp.text, key)
@@ -131,9 +171,14 @@ class LLMTextBackend:
                     return value
         raise DraftRejected("llm_invalid", f"{key}: {problem}")
 
-    def _write_turns(self, client: Any, spec: ScenarioSpec, grounding: str, rng: random.Random) -> list[tuple[str, str]]:
+    def _write_turns(
+        self, client: Any, spec: ScenarioSpec, grounding: str, rng: random.Random
+    ) -> list[tuple[str, str]]:
         turns = list(spec.turns)
-        closing = any(not t.optional for t in turns if t.role == "closing") or rng.random() < CLOSING_CHANCE
+        closing = (
+            any(not t.optional for t in turns if t.role == "closing")
+            or rng.random() < CLOSING_CHANCE
+        )
         lines: list[tuple[str, str]] = []
         history: list[str] = []
         i = 0
@@ -147,13 +192,18 @@ class LLMTextBackend:
                 annotated = self._annotate(client, spec, grounding, t, raw, history, by="model")
                 parsed = parse_markers(annotated)
                 take = [m for m in parsed.markers if m.kind == "take-turn"]
-                user_line = annotated[: annotated.rfind("<take-turn:")].strip() if take else annotated
+                user_line = (
+                    annotated[: annotated.rfind("<take-turn:")].strip() if take else annotated
+                )
                 lines.append(("user", user_line))
                 cut = next(m for m in parse_markers(user_line).markers if m.kind in CUT_IN_KINDS)
                 if cut.kind == "interrupt":
                     up = parse_markers(user_line)
-                    history += [f"USER: {up.text_before(cut)}", f"ASSISTANT (cutting in): {cut.content}",
-                                f"USER (going on): {up.text_after(cut)}"]
+                    history += [
+                        f"USER: {up.text_before(cut)}",
+                        f"ASSISTANT (cutting in): {cut.content}",
+                        f"USER (going on): {up.text_after(cut)}",
+                    ]
                 else:
                     history.append(_history_user(user_line))
                 nxt = turns[i + 1] if i + 1 < len(turns) else None
@@ -170,7 +220,9 @@ class LLMTextBackend:
                 parsed = parse_markers(annotated)
                 m = next(m for m in parsed.markers if m.kind in CUT_IN_KINDS)
                 if m.kind == "interrupt":
-                    annotated = annotated[: annotated.index(">", annotated.index("<interrupt:")) + 1]
+                    annotated = annotated[
+                        : annotated.index(">", annotated.index("<interrupt:")) + 1
+                    ]
                     history.append(f"ASSISTANT (cut off): {parsed.text_before(m)}")
                     history.append(f"USER (cutting in): {m.content}")
                 else:
@@ -190,9 +242,13 @@ class LLMTextBackend:
         prompt = speak_prompt(spec, grounding, t, n, history)
         return self._ask(client, SYSTEM_TURN, prompt, "content", lambda c: _check_speech(c, t))
 
-    def _annotate(self, client, spec, grounding, t: TurnSpec, raw: str, history: list[str], by: str) -> str:
+    def _annotate(
+        self, client, spec, grounding, t: TurnSpec, raw: str, history: list[str], by: str
+    ) -> str:
         prompt = annotate_prompt(spec, grounding, t, raw, history, by)
-        return self._ask(client, SYSTEM_TURN, prompt, "content", lambda c: _check_annotation(c, raw, t, by, spec))
+        return self._ask(
+            client, SYSTEM_TURN, prompt, "content", lambda c: _check_annotation(c, raw, t, by, spec)
+        )
 
 
 _accepts_attempt: dict[type, bool] = {}
@@ -229,7 +285,7 @@ def parse_answer(text: str, key: str) -> tuple[str | None, str]:
     if start < 0 or end <= start:
         return None, "no JSON object in the answer"
     try:
-        obj = json.loads(t[start:end + 1])
+        obj = json.loads(t[start : end + 1])
     except json.JSONDecodeError as e:
         return None, f"invalid JSON ({e.msg})"
     if not isinstance(obj, dict) or not isinstance(obj.get(key), str) or not obj[key].strip():
@@ -238,7 +294,9 @@ def parse_answer(text: str, key: str) -> tuple[str | None, str]:
 
 
 def _words_norm(words) -> list[str]:
-    return [re.sub(r"[^a-z0-9']", "", w.lower()) for w in words if re.sub(r"[^a-z0-9']", "", w.lower())]
+    return [
+        re.sub(r"[^a-z0-9']", "", w.lower()) for w in words if re.sub(r"[^a-z0-9']", "", w.lower())
+    ]
 
 
 def _check_grounding(g: str, persona: Persona) -> str | None:
@@ -273,7 +331,9 @@ def _check_speech(content: str, t: TurnSpec) -> str | None:
     return None
 
 
-def _check_annotation(content: str, raw: str, t: TurnSpec, by: str, spec: ScenarioSpec) -> str | None:
+def _check_annotation(
+    content: str, raw: str, t: TurnSpec, by: str, spec: ScenarioSpec
+) -> str | None:
     try:
         parsed = parse_markers(content)
         original = parse_markers(raw)
@@ -321,8 +381,10 @@ def _check_annotation(content: str, raw: str, t: TurnSpec, by: str, spec: Scenar
 
 
 def _scenario_section(spec: ScenarioSpec, grounding: str) -> str:
-    return (f"{grounding}\n{spec.description}\nOnly what appears in [HISTORY] has happened so far. Do not act on, "
-            f"mention or hint at anything the scenario says may happen later.")
+    return (
+        f"{grounding}\n{spec.description}\nOnly what appears in [HISTORY] has happened so far. Do not act on, "
+        f"mention or hint at anything the scenario says may happen later."
+    )
 
 
 def _history(history: list[str]) -> str:
@@ -331,7 +393,9 @@ def _history(history: list[str]) -> str:
 
 def condense_prompt(spec: ScenarioSpec, persona: Persona) -> str:
     return f"""[TASK]
-Write ONE sentence that sets up the scenario below for the person described, using their first name and exactly one other concrete detail of theirs (job, town, hobby, age or situation) that suits the scenario.
+Write ONE sentence that sets up the scenario below for the person described, using their first \
+name and exactly one other concrete detail of theirs (job, town, hobby, age or situation) that \
+suits the scenario.
 
 [RULES]
 - One broad sentence that leaves the details of the conversation open.
@@ -353,14 +417,23 @@ Answer: {{"grounding": "Dana, a city bus driver, wants help putting together a w
 {{"grounding": "<one sentence>"}}"""
 
 
-def speak_prompt(spec: ScenarioSpec, grounding: str, t: TurnSpec, n: int, history: list[str]) -> str:
+def speak_prompt(
+    spec: ScenarioSpec, grounding: str, t: TurnSpec, n: int, history: list[str]
+) -> str:
     role = "USER" if t.speaker == "user" else "ASSISTANT"
-    pause_rule = ("- Mark each silent pause inside the turn as <pause: SECONDS>, SECONDS between 0.5 and 3 "
-                  "(for example: \"so the code is four one <pause: 1.2> seven nine\"). Use at least one, where the "
-                  "[TURN] section asks for it." if t.pauses else
-                  "- Do not write pauses or any markup in angle brackets.")
-    first = ("\n- This is the first turn: the listener knows nothing yet, so name what you are talking about "
-             "instead of saying \"it\" or \"this\"." if n == 1 else "")
+    pause_rule = (
+        "- Mark each silent pause inside the turn as <pause: SECONDS>, SECONDS between 0.5 and 3 "
+        '(for example: "so the code is four one <pause: 1.2> seven nine"). Use at least one, where the '
+        "[TURN] section asks for it."
+        if t.pauses
+        else "- Do not write pauses or any markup in angle brackets."
+    )
+    first = (
+        "\n- This is the first turn: the listener knows nothing yet, so name what you are talking about "
+        'instead of saying "it" or "this".'
+        if n == 1
+        else ""
+    )
     return f"""[TASK]
 You are the {role} in a spoken conversation. Write what the {role.lower()} says in turn {n}.
 
@@ -382,55 +455,83 @@ You are the {role} in a spoken conversation. Write what the {role.lower()} says 
 {{"content": "<what the {role.lower()} says>"}}"""
 
 
-def annotate_prompt(spec: ScenarioSpec, grounding: str, t: TurnSpec, raw: str, history: list[str], by: str) -> str:
+def annotate_prompt(
+    spec: ScenarioSpec, grounding: str, t: TurnSpec, raw: str, history: list[str], by: str
+) -> str:
     kind = t.cut_in
     if by == "model" and kind == "backchannel":
-        task = ("You are the ASSISTANT. While the user was speaking (the turn below), you gave a short listener "
-                "signal, and once they had finished you replied. Mark both in the user's turn.")
-        markers = ("<backchannel: PHRASE>  your signal, one to three words, where you gave it, in the middle of "
-                   "the user's speech\n<take-turn: REPLY>     your reply once the user had finished, at the very end")
-        place = ("- If the turn has <pause: ...> markers, put the backchannel right before the pause it belongs to "
-                 "and keep the pause.\n- Otherwise put it at a natural boundary in the middle, never at the end.\n"
-                 f"- The signal: {spec.cut_in_hint}.\n- The reply: {spec.turns[3].hint} One or two sentences.")
-        example = ('Turn: "I was going to repaint the kitchen, um <pause: 1.5> but the landlord said no."\n'
-                   'Answer: {"content": "I was going to repaint the kitchen, um <backchannel: mm-hmm> <pause: 1.5> '
-                   'but the landlord said no. <take-turn: Oh, that\'s a shame. Did they say why?>"}')
+        task = (
+            "You are the ASSISTANT. While the user was speaking (the turn below), you gave a short listener "
+            "signal, and once they had finished you replied. Mark both in the user's turn."
+        )
+        markers = (
+            "<backchannel: PHRASE>  your signal, one to three words, where you gave it, in the middle of "
+            "the user's speech\n<take-turn: REPLY>     your reply once the user had finished, at the very end"
+        )
+        place = (
+            "- If the turn has <pause: ...> markers, put the backchannel right before the pause it belongs to "
+            "and keep the pause.\n- Otherwise put it at a natural boundary in the middle, never at the end.\n"
+            f"- The signal: {spec.cut_in_hint}.\n- The reply: {spec.turns[3].hint} One or two sentences."
+        )
+        example = (
+            'Turn: "I was going to repaint the kitchen, um <pause: 1.5> but the landlord said no."\n'
+            'Answer: {"content": "I was going to repaint the kitchen, um <backchannel: mm-hmm> <pause: 1.5> '
+            "but the landlord said no. <take-turn: Oh, that's a shame. Did they say why?>\"}"
+        )
         who = "user"
     elif by == "model":
-        task = ("You are the ASSISTANT. While the user was speaking (the turn below), you cut in before they had "
-                "finished. Mark where, and what you said.")
+        task = (
+            "You are the ASSISTANT. While the user was speaking (the turn below), you cut in before they had "
+            "finished. Mark where, and what you said."
+        )
         markers = "<interrupt: WHAT YOU SAY>"
-        place = ("- Cut in right after the words that give you the reason to, never before them, while the user "
-                 "still has more to say: there must be user speech after the marker.\n"
-                 f"- What you say: {spec.cut_in_hint}; at most twenty words, direct, no apology for cutting in.")
-        example = ('Turn: "So I\'ll leave the cooked rice out on the counter overnight and take it to work '
-                   'tomorrow <pause: 0.8> for lunch."\n'
-                   'Answer: {"content": "So I\'ll leave the cooked rice out on the counter overnight <interrupt: '
-                   'wait, put it in the fridge, rice left out can make you sick> and take it to work tomorrow '
-                   '<pause: 0.8> for lunch."}')
+        place = (
+            "- Cut in right after the words that give you the reason to, never before them, while the user "
+            "still has more to say: there must be user speech after the marker.\n"
+            f"- What you say: {spec.cut_in_hint}; at most twenty words, direct, no apology for cutting in."
+        )
+        example = (
+            "Turn: \"So I'll leave the cooked rice out on the counter overnight and take it to work "
+            'tomorrow <pause: 0.8> for lunch."\n'
+            'Answer: {"content": "So I\'ll leave the cooked rice out on the counter overnight <interrupt: '
+            "wait, put it in the fridge, rice left out can make you sick> and take it to work tomorrow "
+            '<pause: 0.8> for lunch."}'
+        )
         who = "user"
     elif kind == "backchannel":
-        task = ("You are the USER. While the assistant was answering (the turn below), you made a short sound or "
-                "remark without trying to take over. Mark where, and what you said.")
+        task = (
+            "You are the USER. While the assistant was answering (the turn below), you made a short sound or "
+            "remark without trying to take over. Mark where, and what you said."
+        )
         markers = "<backchannel: PHRASE>  one to three words"
-        place = ("- Put it after the assistant's first sentence or at another point where it fits; the "
-                 "assistant's words after it go on as written.\n"
-                 f"- What you say: {spec.cut_in_hint}.")
-        example = ('Turn: "The quickest fix is to restart the router. If that doesn\'t help, call your provider."\n'
-                   'Answer: {"content": "The quickest fix is to restart the router. <backchannel: okay> If that '
-                   'doesn\'t help, call your provider."}')
+        place = (
+            "- Put it after the assistant's first sentence or at another point where it fits; the "
+            "assistant's words after it go on as written.\n"
+            f"- What you say: {spec.cut_in_hint}."
+        )
+        example = (
+            'Turn: "The quickest fix is to restart the router. If that doesn\'t help, call your provider."\n'
+            'Answer: {"content": "The quickest fix is to restart the router. <backchannel: okay> If that '
+            "doesn't help, call your provider.\"}"
+        )
         who = "assistant"
     else:
-        task = ("You are the USER. While the assistant was answering (the turn below), you cut in. Mark where, and "
-                "what you said.")
+        task = (
+            "You are the USER. While the assistant was answering (the turn below), you cut in. Mark where, and "
+            "what you said."
+        )
         markers = "<interrupt: WHAT YOU SAY>"
-        place = ("- Cut in after at least one full sentence of the answer, in the middle: there must be "
-                 "assistant speech after the marker.\n"
-                 f"- What you say: {spec.cut_in_hint}; at most twenty words, in your own casual voice.")
-        example = ('Turn: "You could take the train, which is about two hours. Or there\'s a bus that\'s cheaper '
-                   'but slower."\n'
-                   'Answer: {"content": "You could take the train, which is about two hours. <interrupt: oh, I '
-                   'should say I get carsick on buses> Or there\'s a bus that\'s cheaper but slower."}')
+        place = (
+            "- Cut in after at least one full sentence of the answer, in the middle: there must be "
+            "assistant speech after the marker.\n"
+            f"- What you say: {spec.cut_in_hint}; at most twenty words, in your own casual voice."
+        )
+        example = (
+            "Turn: \"You could take the train, which is about two hours. Or there's a bus that's cheaper "
+            'but slower."\n'
+            'Answer: {"content": "You could take the train, which is about two hours. <interrupt: oh, I '
+            "should say I get carsick on buses> Or there's a bus that's cheaper but slower.\"}"
+        )
         who = "assistant"
     return f"""[TASK]
 {task}
@@ -470,10 +571,20 @@ def make_llm_backend(settings: dict, cache_dir: Path) -> LLMTextBackend:
     (backend, model, temperature, top_p, max_tokens, seed, base_url, max_attempts, concurrency)."""
 
     def factory(seed: int):
-        return LLMClient(model=settings["model"], temperature=settings.get("temperature"),
-                         max_tokens=int(settings.get("max_tokens", 1024)), cache_dir=cache_dir, seed=seed,
-                         base_url=settings.get("base_url"), backend=settings.get("backend") or "anthropic",
-                         top_p=settings.get("top_p"))
+        return LLMClient(
+            model=settings["model"],
+            temperature=settings.get("temperature"),
+            max_tokens=int(settings.get("max_tokens", 1024)),
+            cache_dir=cache_dir,
+            seed=seed,
+            base_url=settings.get("base_url"),
+            backend=settings.get("backend") or "anthropic",
+            top_p=settings.get("top_p"),
+        )
 
-    return LLMTextBackend(factory, settings, max_attempts=int(settings.get("max_attempts", 3)),
-                          concurrency=int(settings.get("concurrency", 1)))
+    return LLMTextBackend(
+        factory,
+        settings,
+        max_attempts=int(settings.get("max_attempts", 3)),
+        concurrency=int(settings.get("concurrency", 1)),
+    )

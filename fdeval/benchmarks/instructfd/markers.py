@@ -134,14 +134,22 @@ def parse_markers(source: str) -> ParsedText:
             raise _fail(source, start, f"malformed marker <{body}>; expected <KIND: CONTENT>")
         kind, content = m.group(1).lower(), " ".join(m.group(2).split())
         if kind not in MARKER_KINDS:
-            raise _fail(source, start, f"unknown marker kind {kind!r}; expected one of {', '.join(MARKER_KINDS)}")
+            raise _fail(
+                source,
+                start,
+                f"unknown marker kind {kind!r}; expected one of {', '.join(MARKER_KINDS)}",
+            )
         if not content:
             raise _fail(source, start, f"empty <{kind}:> marker")
         if kind == "pause":
             sm = _SECONDS_RE.match(content)
             seconds = float(sm.group(1)) if sm else math.nan
             if not (0 < seconds <= MAX_PAUSE_S):
-                raise _fail(source, start, f"pause must be a number of seconds in (0, {MAX_PAUSE_S:g}], got {content!r}")
+                raise _fail(
+                    source,
+                    start,
+                    f"pause must be a number of seconds in (0, {MAX_PAUSE_S:g}], got {content!r}",
+                )
             segments.append(Pause(seconds, n_words))
         else:
             if kind == "take-turn" and source[end + 1 :].strip():

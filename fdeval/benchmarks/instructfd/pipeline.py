@@ -117,14 +117,26 @@ class Draft:
     lines: tuple[tuple[str, str], ...]
 
     def conversation(self) -> Conversation:
-        return Conversation(self.conversation_id, self.scenario, self.grounding,
-                            tuple(Line(s, t) for s, t in self.lines))  # type: ignore[arg-type]
+        return Conversation(
+            self.conversation_id,
+            self.scenario,
+            self.grounding,
+            tuple(Line(s, t) for s, t in self.lines),
+        )  # type: ignore[arg-type]
 
     def script(self, backend: dict, seed: int) -> dict:
-        return {"conversation_id": self.conversation_id, "scenario": self.scenario, "candidate_index": self.index,
-                "seed": seed, "backend": backend, "persona": self.persona.to_dict(), "attribute": self.attribute,
-                "grounding": self.grounding, "topic": self.topic,
-                "lines": [{"speaker": s, "text": t} for s, t in self.lines]}
+        return {
+            "conversation_id": self.conversation_id,
+            "scenario": self.scenario,
+            "candidate_index": self.index,
+            "seed": seed,
+            "backend": backend,
+            "persona": self.persona.to_dict(),
+            "attribute": self.attribute,
+            "grounding": self.grounding,
+            "topic": self.topic,
+            "lines": [{"speaker": s, "text": t} for s, t in self.lines],
+        }
 
 
 class TextBackend(Protocol):
@@ -161,7 +173,16 @@ class OfflineTextBackend:
 
     def draft(self, spec: ScenarioSpec, index: int, seed: int, persona: Persona) -> Draft:
         lines, grounding, attribute, topic = self._impl.write(spec, index, seed, persona)
-        d = Draft(conversation_id(spec, index), spec.name, index, persona, attribute, grounding, topic, lines)
+        d = Draft(
+            conversation_id(spec, index),
+            spec.name,
+            index,
+            persona,
+            attribute,
+            grounding,
+            topic,
+            lines,
+        )
         validate_draft(d)
         return d
 
@@ -213,9 +234,14 @@ def expected_counts(per_scenario: int, scenarios: Iterable[str] = SCENARIO_ORDER
             instructed[p] += per_scenario
         convs[pol[0]] += per_scenario
         n_scen[pol[0]] += 1
-    return {"scenarios": dict(n_scen), "conversations": dict(convs), "instructed": dict(instructed),
-            "total_conversations": per_scenario * len(scenarios), "total_instructed": sum(instructed.values()),
-            "baselines": per_scenario * len(scenarios)}
+    return {
+        "scenarios": dict(n_scen),
+        "conversations": dict(convs),
+        "instructed": dict(instructed),
+        "total_conversations": per_scenario * len(scenarios),
+        "total_instructed": sum(instructed.values()),
+        "baselines": per_scenario * len(scenarios),
+    }
 
 
 # ------------------------------------------------------------------------------------------------
@@ -266,8 +292,9 @@ class DatasetPlan:
         return out
 
 
-def plan_scenario(spec: ScenarioSpec, cfg: GenerationConfig, backend: TextBackend,
-                  personas: Sequence[Persona]) -> ScenarioPlan:
+def plan_scenario(
+    spec: ScenarioSpec, cfg: GenerationConfig, backend: TextBackend, personas: Sequence[Persona]
+) -> ScenarioPlan:
     """Write candidates 0, 1, 2, ... until the pool holds `cfg.pool_size` valid ones (or the attempt
     limit is reached), then order them for sampling. A backend with ``concurrency > 1`` writes
     several candidates at once; the result is the same as one at a time."""
@@ -311,30 +338,55 @@ def plan_scenario(spec: ScenarioSpec, cfg: GenerationConfig, backend: TextBacken
     return plan
 
 
-def plan_dataset(cfg: GenerationConfig, backend: TextBackend, personas: Sequence[Persona]) -> DatasetPlan:
+def plan_dataset(
+    cfg: GenerationConfig, backend: TextBackend, personas: Sequence[Persona]
+) -> DatasetPlan:
     """Text generation and balanced sampling for every scenario: everything before speech."""
     if not personas:
         raise ValueError("no personas")
-    return DatasetPlan(cfg, backend.identity(),
-                       {name: plan_scenario(SPECS[name], cfg, backend, personas) for name in cfg.scenarios})
+    return DatasetPlan(
+        cfg,
+        backend.identity(),
+        {name: plan_scenario(SPECS[name], cfg, backend, personas) for name in cfg.scenarios},
+    )
 
 
-def _expected_cases(draft: Draft, cfg: GenerationConfig, plan: ConversationPlan | None = None,
-                    audio=None, voice: dict | None = None) -> list[TestCase]:
+def _expected_cases(
+    draft: Draft,
+    cfg: GenerationConfig,
+    plan: ConversationPlan | None = None,
+    audio=None,
+    voice: dict | None = None,
+) -> list[TestCase]:
     plan = plan or plan_conversation(draft.conversation(), cfg.seed)
-    return [dataclasses.replace(c, version=DATA_VERSION)
-            for c in build_cases(plan, audio, cfg.seed, cfg.timeout_s, cfg.barge_in_after_s, voice)]
+    return [
+        dataclasses.replace(c, version=DATA_VERSION)
+        for c in build_cases(plan, audio, cfg.seed, cfg.timeout_s, cfg.barge_in_after_s, voice)
+    ]
 
 
-def estimated_dataset(cfg: GenerationConfig, backend: TextBackend, personas: Sequence[Persona],
-                      speech_s: Callable[[str], float]) -> list[TestCase]:
+def estimated_dataset(
+    cfg: GenerationConfig,
+    backend: TextBackend,
+    personas: Sequence[Persona],
+    speech_s: Callable[[str], float],
+) -> list[TestCase]:
     """The selected conversations' cases, sorted by id, with estimated turn lengths and no audio
     (`stage=plan`): the text is written (an LLM backend's from its cache), nothing is spoken. A
     conversation that synthesis would discard is counted in place of the reserve replacing it."""
     dplan = plan_dataset(cfg, backend, personas)
-    cases = [dataclasses.replace(c, version=DATA_VERSION) for name in dplan.scenarios for d in dplan.selected(name)
-             for c in estimated_cases(plan_conversation(d.conversation(), cfg.seed), speech_s, cfg.seed, cfg.timeout_s,
-                                      cfg.barge_in_after_s)]
+    cases = [
+        dataclasses.replace(c, version=DATA_VERSION)
+        for name in dplan.scenarios
+        for d in dplan.selected(name)
+        for c in estimated_cases(
+            plan_conversation(d.conversation(), cfg.seed),
+            speech_s,
+            cfg.seed,
+            cfg.timeout_s,
+            cfg.barge_in_after_s,
+        )
+    ]
     return sorted(cases, key=lambda c: c.case_id)
 
 
@@ -396,7 +448,9 @@ class _Voice:
 
 
 def _speech_texts(plan: ConversationPlan, voice: str) -> list[tuple[str, str]]:
-    return [(voice, s.text) for tp in plan.turns for s in tp.parsed.segments if isinstance(s, Speech)]
+    return [
+        (voice, s.text) for tp in plan.turns for s in tp.parsed.segments if isinstance(s, Speech)
+    ]
 
 
 @dataclass
@@ -422,7 +476,9 @@ def _check_audio(plan: ConversationPlan, audio, speaker: "_Voice") -> str | None
     return None
 
 
-def _write_conversation(job: _Job, pool: _SynthPool, out_dir: Path, cfg: GenerationConfig) -> tuple[list[TestCase] | None, str]:
+def _write_conversation(
+    job: _Job, pool: _SynthPool, out_dir: Path, cfg: GenerationConfig
+) -> tuple[list[TestCase] | None, str]:
     """Synthesize and write one conversation: (cases, '') or (None, discard reason)."""
     cid = job.draft.conversation_id
     speaker = pool.voice(job.voice["voice"])
@@ -461,9 +517,15 @@ def _reason_key(problem: str) -> str:
     return problem.split(":", 1)[0]
 
 
-def generate_dataset(out_dir: Path, tts: Speaker, cfg: GenerationConfig, backend: TextBackend,
-                     personas: Sequence[Persona], show_progress: bool = False,
-                     extra_report: dict | None = None) -> GenerationResult:
+def generate_dataset(
+    out_dir: Path,
+    tts: Speaker,
+    cfg: GenerationConfig,
+    backend: TextBackend,
+    personas: Sequence[Persona],
+    show_progress: bool = False,
+    extra_report: dict | None = None,
+) -> GenerationResult:
     """Plan, synthesize and write the dataset under `out_dir`; see the module docstring."""
     t0 = time.perf_counter()
     out_dir = Path(out_dir)
@@ -546,21 +608,46 @@ def generate_dataset(out_dir: Path, tts: Speaker, cfg: GenerationConfig, backend
     backend_id = dplan.backend
     for name, items in accepted.items():
         for draft, _ in items:
-            write_json_atomic(out_dir / "scripts" / f"{draft.conversation_id}.json", draft.script(backend_id, cfg.seed))
-    removed = _remove_strays(out_dir, {d.conversation_id for items in accepted.values() for d, _ in items})
+            write_json_atomic(
+                out_dir / "scripts" / f"{draft.conversation_id}.json",
+                draft.script(backend_id, cfg.seed),
+            )
+    removed = _remove_strays(
+        out_dir, {d.conversation_id for items in accepted.values() for d, _ in items}
+    )
 
-    all_cases = sorted((c for items in accepted.values() for _, cs in items for c in cs), key=lambda c: c.case_id)
-    report = _report(cfg, dplan, accepted, tts_discards, pool.calls, written, reused, removed,
-                     time.perf_counter() - t0, extra_report or {})
+    all_cases = sorted(
+        (c for items in accepted.values() for _, cs in items for c in cs), key=lambda c: c.case_id
+    )
+    report = _report(
+        cfg,
+        dplan,
+        accepted,
+        tts_discards,
+        pool.calls,
+        written,
+        reused,
+        removed,
+        time.perf_counter() - t0,
+        extra_report or {},
+    )
     report_path = out_dir / REPORT_NAME
     if written or removed or not report_path.is_file():
         write_json_atomic(report_path, report)
     short = {name: len(items) for name, items in accepted.items() if len(items) < n}
     if short:
-        raise FdevalError(f"instructfd: too few usable conversations for {short} (wanted {n} each); "
-                          f"see {report_path} for discards; raise benchmark.pool_factor")
-    log.info("instructfd: %d conversations (%d written, %d already there), %d cases, %.1f s",
-             sum(len(v) for v in accepted.values()), written, reused, len(all_cases), time.perf_counter() - t0)
+        raise FdevalError(
+            f"instructfd: too few usable conversations for {short} (wanted {n} each); "
+            f"see {report_path} for discards; raise benchmark.pool_factor"
+        )
+    log.info(
+        "instructfd: %d conversations (%d written, %d already there), %d cases, %.1f s",
+        sum(len(v) for v in accepted.values()),
+        written,
+        reused,
+        len(all_cases),
+        time.perf_counter() - t0,
+    )
     return GenerationResult(all_cases, report)
 
 
@@ -585,7 +672,11 @@ def _remove_strays(out_dir: Path, keep: set[str]) -> int:
         shutil.rmtree(out_dir / "audio" / cid, ignore_errors=True)
         (out_dir / "scripts" / f"{cid}.json").unlink(missing_ok=True)
     if removed:
-        log.info("instructfd: removed %d case file(s) of %d conversation(s) no longer selected", removed, len(stray_ids))
+        log.info(
+            "instructfd: removed %d case file(s) of %d conversation(s) no longer selected",
+            removed,
+            len(stray_ids),
+        )
     return removed
 
 
@@ -602,17 +693,35 @@ def variety(drafts: Sequence[Draft]) -> dict[str, Any]:
             if speaker == "user":
                 turns.append(parsed.text)
             else:
-                barge.extend(parse_markers(m.content).text for m in parsed.markers if m.kind in ("backchannel", "interrupt"))
+                barge.extend(
+                    parse_markers(m.content).text
+                    for m in parsed.markers
+                    if m.kind in ("backchannel", "interrupt")
+                )
 
     def frac(xs: list[str]) -> float | None:
         return round(len(set(xs)) / len(xs), 4) if xs else None
 
-    return {"user_turns": len(turns), "user_turns_distinct_fraction": frac(turns),
-            "user_barge_ins": len(barge), "user_barge_ins_distinct_fraction": frac(barge)}
+    return {
+        "user_turns": len(turns),
+        "user_turns_distinct_fraction": frac(turns),
+        "user_barge_ins": len(barge),
+        "user_barge_ins_distinct_fraction": frac(barge),
+    }
 
 
-def _report(cfg: GenerationConfig, dplan: DatasetPlan, accepted, tts_discards, calls: int, written: int,
-            reused: int, removed: int, wall_s: float, extra: dict) -> dict:
+def _report(
+    cfg: GenerationConfig,
+    dplan: DatasetPlan,
+    accepted,
+    tts_discards,
+    calls: int,
+    written: int,
+    reused: int,
+    removed: int,
+    wall_s: float,
+    extra: dict,
+) -> dict:
     by_policy: Counter[str] = Counter()
     by_scenario: dict[str, Any] = {}
     audio_s = 0.0
@@ -630,22 +739,42 @@ def _report(cfg: GenerationConfig, dplan: DatasetPlan, accepted, tts_discards, c
         d = Counter(sp.discards) + tts_discards[name]
         discards.update(d)
         by_scenario[name] = {
-            "group": sp.spec.group, "policies": list(sp.spec.policies), "conversations": len(items),
-            "cases": dict(sc_policies), "candidates_written": sp.attempts, "pool": len(sp.order),
-            "discards": dict(d), "variety": variety([dr for dr, _ in items]),
+            "group": sp.spec.group,
+            "policies": list(sp.spec.policies),
+            "conversations": len(items),
+            "cases": dict(sc_policies),
+            "candidates_written": sp.attempts,
+            "pool": len(sp.order),
+            "discards": dict(d),
+            "variety": variety([dr for dr, _ in items]),
         }
     groups: Counter[str] = Counter()
     for name, items in accepted.items():
         groups[SCENARIOS[name].policies[0]] += len(items)
-    voices: Counter[str] = Counter(cases[0].data.voice["voice"] for items in accepted.values()
-                                   for _, cases in items if cases[0].data.voice)
-    tts_ids = {json.dumps({k: v for k, v in cases[0].data.voice.items() if k != "voice"}, sort_keys=True)
-               for items in accepted.values() for _, cases in items if cases[0].data.voice}
+    voices: Counter[str] = Counter(
+        cases[0].data.voice["voice"]
+        for items in accepted.values()
+        for _, cases in items
+        if cases[0].data.voice
+    )
+    tts_ids = {
+        json.dumps({k: v for k, v in cases[0].data.voice.items() if k != "voice"}, sort_keys=True)
+        for items in accepted.values()
+        for _, cases in items
+        if cases[0].data.voice
+    }
     return {
-        "benchmark": BENCHMARK, "version": DATA_VERSION, "generation_version": GENERATION_VERSION,
-        "seed": cfg.seed, "backend": dplan.backend, "conversations_per_scenario": cfg.per_scenario,
-        "pool_factor": cfg.pool_factor, "workers": cfg.workers, "timeout_s": cfg.timeout_s,
-        "barge_in_after_s": cfg.barge_in_after_s, **extra,
+        "benchmark": BENCHMARK,
+        "version": DATA_VERSION,
+        "generation_version": GENERATION_VERSION,
+        "seed": cfg.seed,
+        "backend": dplan.backend,
+        "conversations_per_scenario": cfg.per_scenario,
+        "pool_factor": cfg.pool_factor,
+        "workers": cfg.workers,
+        "timeout_s": cfg.timeout_s,
+        "barge_in_after_s": cfg.barge_in_after_s,
+        **extra,
         "counts": {
             "conversations": sum(len(v) for v in accepted.values()),
             "instructed_cases": sum(by_policy.values()),
@@ -655,12 +784,20 @@ def _report(cfg: GenerationConfig, dplan: DatasetPlan, accepted, tts_discards, c
             "expected": expected_counts(cfg.per_scenario, list(accepted)),
         },
         "discards": {"total": sum(discards.values()), "by_reason": dict(discards)},
-        "audio": {"user_audio_seconds": round(audio_s, 2), "distinct_syntheses_this_run": calls,
-                  "distinct_voices": len(voices), "conversations_by_voice": dict(sorted(voices.items())),
-                  "synthesizers": [json.loads(t) for t in sorted(tts_ids)]},
+        "audio": {
+            "user_audio_seconds": round(audio_s, 2),
+            "distinct_syntheses_this_run": calls,
+            "distinct_voices": len(voices),
+            "conversations_by_voice": dict(sorted(voices.items())),
+            "synthesizers": [json.loads(t) for t in sorted(tts_ids)],
+        },
         "variety": variety(all_drafts),
-        "run": {"wall_s": round(wall_s, 2), "conversations_written": written, "conversations_reused": reused,
-                "stray_case_files_removed": removed},
+        "run": {
+            "wall_s": round(wall_s, 2),
+            "conversations_written": written,
+            "conversations_reused": reused,
+            "stray_case_files_removed": removed,
+        },
         "scenarios": by_scenario,
     }
 
@@ -669,10 +806,20 @@ def report_table(report: dict) -> str:
     """Table 2 style summary of a generation report (plain text)."""
     c = report["counts"]
     cols = list(POLICIES)
-    rows = [["", *cols, "total"],
-            ["conversations", *[str(c["conversations_by_group"][p]) for p in cols], str(c["conversations"])],
-            ["instructed cases", *[str(c["instructed_by_policy"][p]) for p in cols], str(c["instructed_cases"])],
-            ["baselines", *[""] * len(cols), str(c["baselines"])]]
+    rows = [
+        ["", *cols, "total"],
+        [
+            "conversations",
+            *[str(c["conversations_by_group"][p]) for p in cols],
+            str(c["conversations"]),
+        ],
+        [
+            "instructed cases",
+            *[str(c["instructed_by_policy"][p]) for p in cols],
+            str(c["instructed_cases"]),
+        ],
+        ["baselines", *[""] * len(cols), str(c["baselines"])],
+    ]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(x.rjust(w) for x, w in zip(r, widths)) for r in rows)
 

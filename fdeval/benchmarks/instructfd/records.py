@@ -74,8 +74,13 @@ class InstructFDCase:
     # for cases that do not say (a user's own case files). Compared: new voice, new audio.
     voice: dict[str, Any] | None = field(default=None, hash=False)
 
-    case_keys: ClassVar[Mapping[str, bool]] = {"policy_name": True, "judge_policies": True,
-                                               "judge_instructions": False, "reference": True, "voice": False}
+    case_keys: ClassVar[Mapping[str, bool]] = {
+        "policy_name": True,
+        "judge_policies": True,
+        "judge_instructions": False,
+        "reference": True,
+        "voice": False,
+    }
     turn_keys: ClassVar[Mapping[str, bool]] = {"triggers": False}
 
     def turn_triggers(self, index: int) -> tuple[Trigger, ...]:
@@ -87,15 +92,26 @@ class InstructFDCase:
             "policy_name": self.policy_name,
             "judge_policies": list(self.judge_policies),
             "judge_instructions": dict(self.judge_instructions),
-            "reference": [{"speaker": r.speaker, "text": r.text, "tag": r.tag} for r in self.reference],
+            "reference": [
+                {"speaker": r.speaker, "text": r.text, "tag": r.tag} for r in self.reference
+            ],
         }
         if self.voice is not None:
             out["voice"] = dict(self.voice)
         return out
 
     def turn_fields(self, index: int) -> dict[str, Any]:
-        return {"triggers": [{"kind": t.kind, "at_s": float(t.at_s), "word_index": int(t.word_index), "phrase": t.phrase}
-                             for t in self.turn_triggers(index)]}
+        return {
+            "triggers": [
+                {
+                    "kind": t.kind,
+                    "at_s": float(t.at_s),
+                    "word_index": int(t.word_index),
+                    "phrase": t.phrase,
+                }
+                for t in self.turn_triggers(index)
+            ]
+        }
 
     @classmethod
     def read(cls, ctx: _Ctx, d: Mapping[str, Any], turns: tuple[Turn, ...]) -> "InstructFDCase":
@@ -104,10 +120,15 @@ class InstructFDCase:
         if policy == NO_POLICY and instruction is not None:
             raise ctx.fail("system_instruction", "must be null when policy_name is 'none'")
         if policy != NO_POLICY and instruction is None:
-            raise ctx.fail("system_instruction", f"is null but policy_name is {policy!r}; only 'none' has no instruction")
+            raise ctx.fail(
+                "system_instruction",
+                f"is null but policy_name is {policy!r}; only 'none' has no instruction",
+            )
 
         jp_raw = _list(ctx, d["judge_policies"], "judge_policies", nonempty=True)
-        judge_policies = tuple(_enum(ctx, p, f"judge_policies[{i}]", POLICIES) for i, p in enumerate(jp_raw))
+        judge_policies = tuple(
+            _enum(ctx, p, f"judge_policies[{i}]", POLICIES) for i, p in enumerate(jp_raw)
+        )
         if len(set(judge_policies)) != len(judge_policies):
             raise ctx.fail("judge_policies", f"has duplicates: {list(judge_policies)}")
         if policy != NO_POLICY and policy not in judge_policies:
@@ -118,12 +139,21 @@ class InstructFDCase:
         judge_instructions: dict[str, str] = {}
         for key, text in ji_raw.items():
             if key not in judge_policies:
-                raise ctx.fail(f"judge_instructions.{key}", f"{key!r} is not in judge_policies {list(judge_policies)}")
+                raise ctx.fail(
+                    f"judge_instructions.{key}",
+                    f"{key!r} is not in judge_policies {list(judge_policies)}",
+                )
             judge_instructions[key] = _str(ctx, text, f"judge_instructions.{key}")
-        if policy != NO_POLICY and policy in judge_instructions and judge_instructions[policy] != instruction:
+        if (
+            policy != NO_POLICY
+            and policy in judge_instructions
+            and judge_instructions[policy] != instruction
+        ):
             raise ctx.fail(f"judge_instructions.{policy}", "differs from system_instruction")
 
-        triggers = tuple(_triggers(ctx, raw.get("triggers", []), turn) for raw, turn in zip(d["turns"], turns))
+        triggers = tuple(
+            _triggers(ctx, raw.get("triggers", []), turn) for raw, turn in zip(d["turns"], turns)
+        )
 
         reference: list[ReferenceLine] = []
         for i, item in enumerate(_list(ctx, d["reference"], "reference")):
@@ -135,8 +165,15 @@ class InstructFDCase:
             reference.append(ReferenceLine(speaker, text, tag))  # type: ignore[arg-type]
         voice = d.get("voice")
         if voice is not None:
-            if not isinstance(voice, dict) or not isinstance(voice.get("voice"), str) or not voice["voice"]:
-                raise ctx.fail("voice", f"expected an object with a non-empty string 'voice', got {_kind(voice)}")
+            if (
+                not isinstance(voice, dict)
+                or not isinstance(voice.get("voice"), str)
+                or not voice["voice"]
+            ):
+                raise ctx.fail(
+                    "voice",
+                    f"expected an object with a non-empty string 'voice', got {_kind(voice)}",
+                )
         return cls(policy, tuple(reference), judge_policies, judge_instructions, triggers, voice)  # type: ignore[arg-type]
 
 
@@ -155,9 +192,14 @@ def _triggers(ctx: _Ctx, value: Any, turn: Turn) -> tuple[Trigger, ...]:
             raise ctx.fail(f"{f}.word_index", f"{wi} is past the turn's {len(words)} words")
         if words:
             if wi > 0 and at < words[wi - 1].end_s - TIME_EPS_S:
-                raise ctx.fail(f"{f}.at_s", f"{at:g} is before the end of word {wi - 1} ({words[wi - 1].end_s:g})")
+                raise ctx.fail(
+                    f"{f}.at_s",
+                    f"{at:g} is before the end of word {wi - 1} ({words[wi - 1].end_s:g})",
+                )
             if wi < len(words) and at > words[wi].start_s + TIME_EPS_S:
-                raise ctx.fail(f"{f}.at_s", f"{at:g} is after the start of word {wi} ({words[wi].start_s:g})")
+                raise ctx.fail(
+                    f"{f}.at_s", f"{at:g} is after the start of word {wi} ({words[wi].start_s:g})"
+                )
         phrase = _str(ctx, item["phrase"], f"{f}.phrase")
         out.append(Trigger(kind, at, wi, phrase))  # type: ignore[arg-type]
     if out and turn.turn_type != "take-turn":

@@ -23,7 +23,9 @@ from fdeval.types import TestCase
 CUT_IN_TAGS = ("backchannel", "interrupt")
 
 
-def reference_for_policy(reference: tuple[ReferenceLine, ...], policy: str) -> tuple[ReferenceLine, ...]:
+def reference_for_policy(
+    reference: tuple[ReferenceLine, ...], policy: str
+) -> tuple[ReferenceLine, ...]:
     """`reference` as expected under `policy` (a policy name, or "none" for the full script)."""
     keep = {policy} if policy in CUT_IN_TAGS else set()
     if policy == "none":
@@ -34,7 +36,13 @@ def reference_for_policy(reference: tuple[ReferenceLine, ...], policy: str) -> t
         if line.speaker == "model" and line.tag in CUT_IN_TAGS and line.tag not in keep:
             dropped = True
             continue
-        if dropped and out and line.speaker == "user" and out[-1].speaker == "user" and line.tag == "":
+        if (
+            dropped
+            and out
+            and line.speaker == "user"
+            and out[-1].speaker == "user"
+            and line.tag == ""
+        ):
             prev = out.pop()
             line = ReferenceLine("user", f"{prev.text} {line.text}", prev.tag)
         dropped = False

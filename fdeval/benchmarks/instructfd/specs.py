@@ -46,7 +46,9 @@ class TurnSpec:
     role: str
     hint: str
     pauses: bool = False  # the turn carries <pause: S> markers
-    cut_in: str | None = None  # a cut-in marker of this kind goes into this turn (by the other speaker)
+    cut_in: str | None = (
+        None  # a cut-in marker of this kind goes into this turn (by the other speaker)
+    )
     sentences: str = "one or two sentences"
     optional: bool = False
 
@@ -58,7 +60,9 @@ class ScenarioSpec:
     group: str
     policies: tuple[str, ...]
     description: str
-    persona_attributes: tuple[str, ...]  # persona details worth grounding this scenario in, best first
+    persona_attributes: tuple[
+        str, ...
+    ]  # persona details worth grounding this scenario in, best first
     gist: str  # what the user does, a clause with a {topic} slot (offline persona condenser)
     cut_in_hint: str  # what the other speaker says at the cut-in (empty for listen-only scenarios)
     turns: tuple[TurnSpec, ...]
@@ -92,7 +96,7 @@ _HINTS: dict[str, dict[str, object]] = {
         gist="walks the assistant through {topic} and checks partway that it is still following",
         setup="Ask whether you can run a plan or routine of yours past the assistant; name it.",
         trigger="Explain the plan in one flowing turn; halfway through, check that the assistant is with "
-                "you using a tag like 'you know?' or 'right?', pause briefly, then finish the explanation.",
+        "you using a tag like 'you know?' or 'right?', pause briefly, then finish the explanation.",
         cut_in="a one- or two-word listener signal right after the check-in tag, such as 'yeah' or 'mm-hmm'",
         response="React briefly to the plan as a whole and ask one follow-up question.",
     ),
@@ -101,7 +105,7 @@ _HINTS: dict[str, dict[str, object]] = {
         gist="lays out {topic} step by step in one long turn",
         setup="Say you have a process or routine with several steps and ask to walk the assistant through it.",
         trigger="Describe three or four steps in one flowing turn joined by 'first', 'then', 'after that'; "
-                "take a short breath after one of the steps.",
+        "take a short breath after one of the steps.",
         cut_in="a short listener signal at the end of one step, such as 'mm-hmm' or 'okay'",
         response="Sum up the routine in a few words and add one practical suggestion.",
     ),
@@ -110,7 +114,7 @@ _HINTS: dict[str, dict[str, object]] = {
         gist="thinks out loud about {topic}, stalling on fillers while deciding",
         setup="Say you are trying to decide something and would like to think it through out loud.",
         trigger="Think aloud between two options with fillers such as 'um', 'uh' and 'hmm'; stop on a filler "
-                "and pause to plan, then go on and give a reason.",
+        "and pause to plan, then go on and give a reason.",
         cut_in="a soft listener signal on the filler, such as 'mm-hmm' or 'mm'",
         response="Reflect back what seems to matter most to the user and ask a gentle question.",
     ),
@@ -127,7 +131,7 @@ _HINTS: dict[str, dict[str, object]] = {
         gist="describes {topic} and asks the assistant to hold on for a moment before finishing",
         setup="Describe a practical problem you are having in a sentence.",
         trigger="Give a detail of the problem, then say a hold phrase such as 'hang on a second', go quiet "
-                "for a moment (thinking or dealing with something nearby), come back and finish the detail.",
+        "for a moment (thinking or dealing with something nearby), come back and finish the detail.",
         cut_in="a brief 'sure' or 'no problem' when the user asks to hold on",
         response="Suggest a likely cause and a first thing to try.",
     ),
@@ -137,7 +141,7 @@ _HINTS: dict[str, dict[str, object]] = {
         gist="reads out {topic} to the assistant a piece at a time",
         setup="Ask the assistant to note down a number, code or address for you.",
         trigger="Read it out in three or so chunks with a pause between the chunks; spell every digit and "
-                "letter as a word.",
+        "letter as a word.",
         cut_in="",
         response="Read the whole thing back once to confirm it.",
     ),
@@ -146,7 +150,7 @@ _HINTS: dict[str, dict[str, object]] = {
         gist="weighs {topic} and goes quiet mid-sentence to think",
         setup="Say you have a decision on your mind and ask if you can talk it over.",
         trigger="Start explaining what makes it hard; stop in the middle of a sentence for a silent pause "
-                "of about two seconds (no filler word), then finish the sentence.",
+        "of about two seconds (no filler word), then finish the sentence.",
         cut_in="",
         response="Acknowledge the difficulty and ask what would help them decide.",
     ),
@@ -155,7 +159,7 @@ _HINTS: dict[str, dict[str, object]] = {
         gist="announces a decision about {topic}, pauses, then qualifies it",
         setup="Say you have been going back and forth on a decision and ask to talk it through.",
         trigger="State your decision as a complete sentence, pause briefly, then add a follow-on that "
-                "qualifies it (a condition or an exception).",
+        "qualifies it (a condition or an exception).",
         cut_in="",
         response="Reply to the decision including its condition.",
     ),
@@ -173,7 +177,7 @@ _HINTS: dict[str, dict[str, object]] = {
         gist="talks about {topic} and confidently builds on a fact that is wrong",
         setup="Say what you are working on or preparing.",
         trigger="State a false fact with confidence and start reasoning or planning from it; include a "
-                "short hesitation pause later in the turn.",
+        "short hesitation pause later in the turn.",
         cut_in="a short, direct correction of the false fact",
         response="Explain the correct fact in a sentence or two and say how it changes the plan.",
     ),
@@ -190,7 +194,7 @@ _HINTS: dict[str, dict[str, object]] = {
         gist="talks about {topic} and mentions a dangerous plan in passing",
         setup="Say what household or practical task you are about to do.",
         trigger="Mention the dangerous idea in passing as part of your plan and keep going; include a short "
-                "pause later in the turn.",
+        "pause later in the turn.",
         cut_in="an urgent, short warning with the safe alternative",
         response="Explain why it is dangerous and what to do instead.",
     ),
@@ -199,7 +203,7 @@ _HINTS: dict[str, dict[str, object]] = {
         gist="talks about {topic} and contradicts something said a minute earlier",
         setup="Mention a plain fact about yourself (a diet, a date, a budget, an allergy) while asking for help.",
         trigger="Carry on with the plan and say something that clashes with that earlier fact, without "
-                "noticing; include a short pause.",
+        "noticing; include a short pause.",
         cut_in="a short question pointing out the clash with what the user said earlier",
         response="Ask which of the two is right and offer to plan around it.",
     ),
@@ -341,8 +345,20 @@ def _proactive_turns(name: str, h: dict[str, object]) -> tuple[TurnSpec, ...]:
     cut = next((k for k in CUT_IN_KINDS if k in policies), None)
     return (
         TurnSpec("user", "setup", str(h["setup"])),
-        TurnSpec("model", "reply", "Invite the user to go on, in one short sentence.", sentences="one short sentence"),
-        TurnSpec("user", "trigger", str(h["trigger"]), pauses=True, cut_in=cut, sentences="two to four sentences"),
+        TurnSpec(
+            "model",
+            "reply",
+            "Invite the user to go on, in one short sentence.",
+            sentences="one short sentence",
+        ),
+        TurnSpec(
+            "user",
+            "trigger",
+            str(h["trigger"]),
+            pauses=True,
+            cut_in=cut,
+            sentences="two to four sentences",
+        ),
         TurnSpec("model", "response", str(h["response"])),
     )
 
@@ -352,16 +368,31 @@ def _responsive_turns(name: str, h: dict[str, object]) -> tuple[TurnSpec, ...]:
     kind = "backchannel" if "continue" in policies else "interrupt"
     turns = [
         TurnSpec("user", "question", str(h["question"]), sentences="one sentence"),
-        TurnSpec("model", "answer", str(h["answer"]), cut_in=kind, sentences="three or four sentences"),
+        TurnSpec(
+            "model", "answer", str(h["answer"]), cut_in=kind, sentences="three or four sentences"
+        ),
     ]
     if kind == "interrupt":
-        turns.append(TurnSpec("model", "acknowledge", str(h["reply"]), sentences="one to three sentences"))
+        turns.append(
+            TurnSpec("model", "acknowledge", str(h["reply"]), sentences="one to three sentences")
+        )
     required_closing = name == "Short Stop Repair"
-    turns.append(TurnSpec("user", "closing",
-                          "Say what you stopped the assistant for (a correction, a constraint or a question)."
-                          if required_closing else "Ask one short follow-up question.",
-                          sentences="one sentence", optional=not required_closing))
-    turns.append(TurnSpec("model", "closing_reply", "Answer the follow-up briefly.", optional=not required_closing))
+    turns.append(
+        TurnSpec(
+            "user",
+            "closing",
+            "Say what you stopped the assistant for (a correction, a constraint or a question)."
+            if required_closing
+            else "Ask one short follow-up question.",
+            sentences="one sentence",
+            optional=not required_closing,
+        )
+    )
+    turns.append(
+        TurnSpec(
+            "model", "closing_reply", "Answer the follow-up briefly.", optional=not required_closing
+        )
+    )
     return tuple(turns)
 
 
@@ -372,8 +403,17 @@ def _build() -> dict[str, ScenarioSpec]:
         proactive = entry.group == PROACTIVE
         turns = _proactive_turns(name, h) if proactive else _responsive_turns(name, h)
         cut_hint = str(h["cut_in"] if proactive else h["barge_in"])
-        out[name] = ScenarioSpec(name, slugify(name), entry.group, entry.policies, entry.description,
-                                 tuple(h["attrs"]), str(h["gist"]), cut_hint, turns)  # type: ignore[arg-type]
+        out[name] = ScenarioSpec(
+            name,
+            slugify(name),
+            entry.group,
+            entry.policies,
+            entry.description,
+            tuple(h["attrs"]),
+            str(h["gist"]),
+            cut_hint,
+            turns,
+        )  # type: ignore[arg-type]
     return out
 
 
@@ -446,12 +486,20 @@ def check_against_spec(lines: Sequence[tuple[str, str]], spec: ScenarioSpec) -> 
                 if problem:
                     raise ValueError(f"{where}: cut-in content: {problem}")
                 if len(content.words) > MAX_BARGE_IN_WORDS:
-                    raise ValueError(f"{where}: cut-in content longer than {MAX_BARGE_IN_WORDS} words")
+                    raise ValueError(
+                        f"{where}: cut-in content longer than {MAX_BARGE_IN_WORDS} words"
+                    )
                 if m.word_index == 0:
                     raise ValueError(f"{where}: the cut-in needs speech before it")
                 if speaker == "user" and m.word_index >= len(parsed.words):
-                    raise ValueError(f"{where}: the cut-in must come mid-turn, with user speech after it")
-            if speaker == "model" and t.cut_in == "backchannel" and cut[0].word_index >= len(parsed.words):
+                    raise ValueError(
+                        f"{where}: the cut-in must come mid-turn, with user speech after it"
+                    )
+            if (
+                speaker == "model"
+                and t.cut_in == "backchannel"
+                and cut[0].word_index >= len(parsed.words)
+            ):
                 raise ValueError(f"{where}: the model must go on speaking after a user backchannel")
         if parsed.has_pauses and not (speaker == "user" and t.pauses):
             raise ValueError(f"{where}: <pause:> only belongs in the trigger turn")
@@ -461,5 +509,14 @@ def check_against_spec(lines: Sequence[tuple[str, str]], spec: ScenarioSpec) -> 
             raise ValueError(f"{where}: longer than {MAX_USER_WORDS} words")
 
 
-__all__ = ["SPECS", "SCENARIO_ORDER", "ScenarioSpec", "TurnSpec", "check_against_spec", "slugify",
-           "spoken_text_problem", "PROACTIVE", "RESPONSIVE"]
+__all__ = [
+    "SPECS",
+    "SCENARIO_ORDER",
+    "ScenarioSpec",
+    "TurnSpec",
+    "check_against_spec",
+    "slugify",
+    "spoken_text_problem",
+    "PROACTIVE",
+    "RESPONSIVE",
+]

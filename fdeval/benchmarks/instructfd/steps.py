@@ -20,15 +20,24 @@ from typing import Any, Mapping
 from omegaconf import OmegaConf
 
 import fdeval
-from fdeval.benchmarks.instructfd.judges.base import VerdictError, verdict_from_dict, verdict_to_dict
+from fdeval.benchmarks.instructfd.judges.base import (
+    VerdictError,
+    verdict_from_dict,
+    verdict_to_dict,
+)
 from fdeval.benchmarks.instructfd.metrics.ias import METRIC_VERSION, ias_rows, write_markdown
-from fdeval.benchmarks.instructfd.reporting.build import JUDGE_LIMITS, ReportSettings, RunData, counts_note, write_run_report
+from fdeval.benchmarks.instructfd.reporting.build import (
+    JUDGE_LIMITS,
+    ReportSettings,
+    RunData,
+    counts_note,
+    write_run_report,
+)
 from fdeval.benchmarks.instructfd.reporting.runs import verdict_table
-from fdeval.cases.jsonfile import read_json_file
 from fdeval.engine.executor import read_outputs
 from fdeval.engine.run import Run, build
 from fdeval.engine.steps import CaseStep, Metric, Result, Unit
-from fdeval.files import write_json_atomic, write_text_atomic
+from fdeval.files import read_json_file, write_json_atomic, write_text_atomic
 from fdeval.metrics.csvio import write_csv
 from fdeval.transcript.build import build_transcript
 from fdeval.transcript.io import TranscriptError, transcript_from_dict, transcript_to_dict
@@ -63,7 +72,9 @@ class Transcribe(CaseStep):
 
     def make(self, run: Run, unit: Unit) -> dict[str, Any]:
         h5, wav = run.folder.session_paths(unit.case_id)
-        model_words = None if self.asr is None else self.asr.transcribe_channel(wav, 1, unit.case_id, "model")
+        model_words = (
+            None if self.asr is None else self.asr.transcribe_channel(wav, 1, unit.case_id, "model")
+        )
         triggers = [[(t.kind, t.at_s) for t in turn] for turn in unit.case.data.triggers]
         tr = build_transcript(unit.case, h5, model_words=model_words, triggers=triggers)
         write_text_atomic(unit.path.with_suffix(".txt"), render(tr) + "\n")
@@ -78,7 +89,10 @@ class Transcribe(CaseStep):
     def finish(self, run: Run, made: list[Unit]) -> None:
         asr = getattr(self, "asr", None)
         if asr is not None and getattr(asr, "runtime", None):
-            write_json_atomic(run.step_dir(self) / "asr.json", {"identity": asr.identity(), "runtime": asr.runtime})
+            write_json_atomic(
+                run.step_dir(self) / "asr.json",
+                {"identity": asr.identity(), "runtime": asr.runtime},
+            )
 
 
 class Judge(CaseStep):
@@ -121,9 +135,14 @@ class Judge(CaseStep):
 
     def result(self, payload: Mapping[str, Any]) -> Result:
         v = payload.get("verdict")
-        return Result(str(payload.get("case_id")), str(payload.get("policy")), None if v == "error" else v,
-                      str(payload.get("reasoning", "")), {"judge": payload.get("judge")},
-                      "error" if v == "error" else "ok")
+        return Result(
+            str(payload.get("case_id")),
+            str(payload.get("policy")),
+            None if v == "error" else v,
+            str(payload.get("reasoning", "")),
+            {"judge": payload.get("judge")},
+            "error" if v == "error" else "ok",
+        )
 
 
 class IAS(Metric):
@@ -147,23 +166,42 @@ class IAS(Metric):
         scored = {c.case_id: c for c, _ in run.scorable("score")[0]}
         (judge_step,) = run.steps_named(("judge",))
         provenance = {
-            "benchmark": run.benchmark.name, "benchmark_version": run.benchmark.version, "model_id": run.model_id,
-            **judge.provenance(), "verdicts_dir": str(run.step_dir(judge_step).relative_to(run.run_dir)),
-            "metric_version": METRIC_VERSION, "seed": run.seed,
-            "fdeval_version": fdeval.__version__, "run_id": run.run_id, "sessions_scored": len(scored),
-            "sessions_invalid": len(skipped["invalid"]), "sessions_failed": len(skipped["failed"]),
+            "benchmark": run.benchmark.name,
+            "benchmark_version": run.benchmark.version,
+            "model_id": run.model_id,
+            **judge.provenance(),
+            "verdicts_dir": str(run.step_dir(judge_step).relative_to(run.run_dir)),
+            "metric_version": METRIC_VERSION,
+            "seed": run.seed,
+            "fdeval_version": fdeval.__version__,
+            "run_id": run.run_id,
+            "sessions_scored": len(scored),
+            "sessions_invalid": len(skipped["invalid"]),
+            "sessions_failed": len(skipped["failed"]),
         }
         rows = ias_rows(verdicts, scored, provenance)
-        data = RunData(str(run.cfg.model.name), verdicts, scored, provenance, model_ids, str(run.run_dir),
-                       judge.limits)
+        data = RunData(
+            str(run.cfg.model.name),
+            verdicts,
+            scored,
+            provenance,
+            model_ids,
+            str(run.run_dir),
+            judge.limits,
+        )
         write_csv(rows, scores_dir / "ias.csv")
         notes = [counts_note(data)] + ([f"judge limits: {judge.limits}"] if judge.limits else [])
         write_markdown(rows, scores_dir / "ias.md", notes)
         write_text_atomic(scores_dir / JUDGE_LIMITS, judge.limits + "\n")
-        per_case = [{"case_id": v.case_id, "policy": v.policy, "verdict": v.verdict, **provenance} for v in verdicts]
+        per_case = [
+            {"case_id": v.case_id, "policy": v.policy, "verdict": v.verdict, **provenance}
+            for v in verdicts
+        ]
         write_csv(per_case, scores_dir / "results.csv")
-        write_csv(verdict_table(verdicts, scored, model_ids, provenance), scores_dir / "verdicts.csv")
+        write_csv(
+            verdict_table(verdicts, scored, model_ids, provenance), scores_dir / "verdicts.csv"
+        )
         write_run_report(data, scores_dir, settings, ias_rows=rows)
-        return (scores_dir / "ias.md").read_text() + "\n" + (scores_dir / "delta_ias.md").read_text()
-
-
+        return (
+            (scores_dir / "ias.md").read_text() + "\n" + (scores_dir / "delta_ias.md").read_text()
+        )

@@ -62,8 +62,11 @@ def krippendorff_alpha(units: Iterable[Iterable[Any]], level: str = "nominal") -
             kept.append(vals)
     if not kept:
         return math.nan
-    domain = sorted({v for u in kept for v in u}, key=lambda v: (str(type(v)), v)) if level == "nominal" \
+    domain = (
+        sorted({v for u in kept for v in u}, key=lambda v: (str(type(v)), v))
+        if level == "nominal"
         else sorted({v for u in kept for v in u})
+    )
     if len(domain) < 2:
         return math.nan
     index = {v: i for i, v in enumerate(domain)}
@@ -76,7 +79,9 @@ def krippendorff_alpha(units: Iterable[Iterable[Any]], level: str = "nominal") -
     o = weighted.T @ counts - np.diag(weighted.sum(axis=0))  # coincidences (pairs within a unit)
     n_c = o.sum(axis=0)
     n = n_c.sum()
-    d = _distance(np.asarray(domain, dtype=float) if level != "nominal" else None, n_c, level, len(domain))
+    d = _distance(
+        np.asarray(domain, dtype=float) if level != "nominal" else None, n_c, level, len(domain)
+    )
     expected = float(n_c @ d @ n_c)
     if expected <= 0:
         return math.nan
@@ -93,7 +98,7 @@ def _distance(values: np.ndarray | None, n_c: np.ndarray, level: str, size: int)
         s = values[:, None] + values[None, :]
         with np.errstate(invalid="ignore", divide="ignore"):
             r = np.where(s > 0, (values[:, None] - values[None, :]) / s, 0.0)
-        return r ** 2
+        return r**2
     cum = np.concatenate([[0.0], np.cumsum(n_c)])  # ordinal: ranks by marginal counts
     lo = np.minimum.outer(np.arange(size), np.arange(size))
     hi = np.maximum.outer(np.arange(size), np.arange(size))
@@ -127,7 +132,9 @@ def overlap_acceptance_s(windows: Sequence[Sequence[float]]) -> float:
     return float(sum(max(0.0, min(hi, 0.0) - max(lo, lo_d)) for lo, hi in windows))
 
 
-def episode_agreement(annotations: Sequence[Any], step_s: float = WINDOW_STEP_S) -> dict[str, dict[str, Any]]:
+def episode_agreement(
+    annotations: Sequence[Any], step_s: float = WINDOW_STEP_S
+) -> dict[str, dict[str, Any]]:
     """Krippendorff's alpha of each annotation, over the episodes with at least two annotators.
 
     `annotations`: `episodes.Annotations` (labels, silence_acceptability, onset_windows) per
@@ -152,12 +159,19 @@ def episode_agreement(annotations: Sequence[Any], step_s: float = WINDOW_STEP_S)
         "intent": ([list(a.labels) for a in multi], "nominal"),
         "silence_acceptability": ([list(a.silence_acceptability) for a in multi], "interval"),
         "onset_windows": (window_units, "nominal"),
-        "overlap_acceptance": ([[overlap_acceptance_s(w) for w in a.onset_windows] for a in multi], "interval"),
+        "overlap_acceptance": (
+            [[overlap_acceptance_s(w) for w in a.onset_windows] for a in multi],
+            "interval",
+        ),
     }
     out = {}
     for name, (units, level) in figures.items():
         alpha = krippendorff_alpha(units, level)
-        out[name] = {"alpha": None if math.isnan(alpha) else alpha, "level": level, "units": len(units),
-                     "values": int(sum(len(u) for u in units))}
+        out[name] = {
+            "alpha": None if math.isnan(alpha) else alpha,
+            "level": level,
+            "units": len(units),
+            "values": int(sum(len(u) for u in units)),
+        }
     out["onset_windows"]["step_s"] = step_s
     return out

@@ -38,10 +38,16 @@ from .scoring import CATEGORIES, DurationReference, EpisodeScoreInput, as_onsets
 from .topline import Reference, fit_episode_reference
 
 SWAP_BIN_S = 0.25  # onset histogram bin for JSD_2 (choice: 28 bins over T plus the atom)
-TAKEOVER_MIN_S = 1.0  # binary v1: a response longer than this is a takeover (the measure's backchannel length)
+TAKEOVER_MIN_S = (
+    1.0  # binary v1: a response longer than this is a takeover (the measure's backchannel length)
+)
 # binary v1: whether each category wants a takeover (pause handling, backchanneling: no)
-TAKEOVER_WANTED = {"pause_handling": False, "backchanneling": False, "smooth_turn_taking": True,
-                   "user_interruption": True}
+TAKEOVER_WANTED = {
+    "pause_handling": False,
+    "backchanneling": False,
+    "smooth_turn_taking": True,
+    "user_interruption": True,
+}
 LATENCY_CATEGORIES = ("smooth_turn_taking", "user_interruption")
 MIN_KERNEL_HUMANS = 30  # responding human continuations a slice needs for a kernel of its own
 
@@ -87,8 +93,9 @@ def _spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.sum(rx * ry, axis=1) / np.sqrt(np.sum(rx * rx, axis=1) * np.sum(ry * ry, axis=1))
 
 
-def spearman_ci(metric, human, *, n_resamples: int = N_RESAMPLES, confidence: float = 0.95,
-                seed: int = 0) -> Interval:
+def spearman_ci(
+    metric, human, *, n_resamples: int = N_RESAMPLES, confidence: float = 0.95, seed: int = 0
+) -> Interval:
     """Spearman rho between metric scores and human ratings over cells, with a BCa interval from
     resampling cells (the paper reports rho over 88 judged cells).
     """
@@ -97,7 +104,9 @@ def spearman_ci(metric, human, *, n_resamples: int = N_RESAMPLES, confidence: fl
     if x.shape != y.shape or x.ndim != 1 or x.size < 3:
         raise ValueError("metric and human must be equal-length 1-d arrays of at least 3 cells")
     stat = lambda idx: _spearman_rows(x[idx], y[idx])[:, None]
-    return bootstrap_indices(x.size, stat, n_resamples=n_resamples, confidence=confidence, seed=seed)[0]
+    return bootstrap_indices(
+        x.size, stat, n_resamples=n_resamples, confidence=confidence, seed=seed
+    )[0]
 
 
 @dataclass(frozen=True)
@@ -117,12 +126,20 @@ class SliceRow:
     kernel_humans: int = 0
 
 
-def slice_table(inputs: Sequence[EpisodeScoreInput], keys: Sequence[str] | None = None,
-                duration_reference: DurationReference | None = None, *, n_resamples: int = N_RESAMPLES,
-                confidence: float = 0.95, seed: int = 0, table: LawTable | None = None,
-                scores: EpisodeScores | None = None, kernel_humans: Sequence[EpisodeScoreInput] | None = None,
-                fit: Callable[..., Reference] = fit_episode_reference,
-                min_kernel_humans: int = MIN_KERNEL_HUMANS) -> list[SliceRow]:
+def slice_table(
+    inputs: Sequence[EpisodeScoreInput],
+    keys: Sequence[str] | None = None,
+    duration_reference: DurationReference | None = None,
+    *,
+    n_resamples: int = N_RESAMPLES,
+    confidence: float = 0.95,
+    seed: int = 0,
+    table: LawTable | None = None,
+    scores: EpisodeScores | None = None,
+    kernel_humans: Sequence[EpisodeScoreInput] | None = None,
+    fit: Callable[..., Reference] = fit_episode_reference,
+    min_kernel_humans: int = MIN_KERNEL_HUMANS,
+) -> list[SliceRow]:
     """Composite S per value of each slice key in the episodes' `slices` metadata, with BCa
     intervals. Episodes without a key are left out of that key's rows.
 
@@ -137,7 +154,9 @@ def slice_table(inputs: Sequence[EpisodeScoreInput], keys: Sequence[str] | None 
     X = features(scores)
     if keys is None:
         keys = sorted({k for e in inputs for k in e.slices})
-    buckets = sorted({e.context_bucket for e in inputs} | {h.context_bucket for h in kernel_humans or ()})
+    buckets = sorted(
+        {e.context_bucket for e in inputs} | {h.context_bucket for h in kernel_humans or ()}
+    )
     rows = []
     for key in keys:
         values = np.array([e.slices.get(key) for e in inputs], dtype=object)
@@ -148,7 +167,9 @@ def slice_table(inputs: Sequence[EpisodeScoreInput], keys: Sequence[str] | None 
             kernel, n_h = None, 0
             if kernel_humans is not None:
                 mine = [h for h in kernel_humans if h.slices.get(key) == value]
-                n_h = sum(1 for h in mine if math.isfinite(h.onset_s) and math.isfinite(h.duration_s))
+                n_h = sum(
+                    1 for h in mine if math.isfinite(h.onset_s) and math.isfinite(h.duration_s)
+                )
                 if n_h >= min_kernel_humans:
                     ref = fit(mine, buckets=buckets)
                     sub = [e for e, m in zip(inputs, mask) if m]
@@ -166,8 +187,11 @@ def slice_gaps(rows: Sequence[SliceRow]) -> dict[str, float]:
     return {k: float(np.max(v) - np.min(v)) for k, v in out.items()}
 
 
-def human_topline(human_inputs: Sequence[EpisodeScoreInput], duration_reference: DurationReference | None = None,
-                  **kwargs) -> TactResult:
+def human_topline(
+    human_inputs: Sequence[EpisodeScoreInput],
+    duration_reference: DurationReference | None = None,
+    **kwargs,
+) -> TactResult:
     """Score human continuations exactly as a system is scored (Table I's topline), against the
     reference given. When that reference was fitted on these same continuations (the score
     step's in-sample default), the topline is flattered; `topline.held_out_topline` cross-fits.
@@ -181,7 +205,9 @@ def human_topline(human_inputs: Sequence[EpisodeScoreInput], duration_reference:
 # Table I baselines and Fig. 2 cells
 
 
-def takeovers(inputs: Sequence[EpisodeScoreInput], takeover_min_s: float = TAKEOVER_MIN_S) -> np.ndarray:
+def takeovers(
+    inputs: Sequence[EpisodeScoreInput], takeover_min_s: float = TAKEOVER_MIN_S
+) -> np.ndarray:
     """Per episode: did the system take the floor (a response within T_h longer than `takeover_min_s`)?"""
     y = as_onsets([e.onset_s for e in inputs])
     d = np.array([e.duration_s for e in inputs], dtype=float)
@@ -197,8 +223,14 @@ def _binary_statistic(sums: np.ndarray) -> np.ndarray:
     return np.concatenate([composite[:, None], np.where(present, cat, np.nan)], axis=1)
 
 
-def binary_v1(inputs: Sequence[EpisodeScoreInput], takeover_min_s: float = TAKEOVER_MIN_S, *,
-              n_resamples: int = N_RESAMPLES, confidence: float = 0.95, seed: int = 0) -> dict[str, Interval]:
+def binary_v1(
+    inputs: Sequence[EpisodeScoreInput],
+    takeover_min_s: float = TAKEOVER_MIN_S,
+    *,
+    n_resamples: int = N_RESAMPLES,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Interval]:
     """The binary v1 baseline (module docstring): {"S": composite, category: share right}, BCa."""
     took = takeovers(inputs, takeover_min_s)
     X = np.zeros((len(inputs), len(CATEGORIES), 2))
@@ -206,8 +238,13 @@ def binary_v1(inputs: Sequence[EpisodeScoreInput], takeover_min_s: float = TAKEO
         c = CATEGORIES.index(e.category)
         X[i, c, 0] = 1.0
         X[i, c, 1] = float(took[i] == TAKEOVER_WANTED[e.category])
-    cis = bootstrap_sums(X.reshape(len(inputs), -1), _binary_statistic, n_resamples=n_resamples,
-                         confidence=confidence, seed=seed)
+    cis = bootstrap_sums(
+        X.reshape(len(inputs), -1),
+        _binary_statistic,
+        n_resamples=n_resamples,
+        confidence=confidence,
+        seed=seed,
+    )
     return dict(zip(("S", *CATEGORIES), cis))
 
 
@@ -234,13 +271,22 @@ def intent_cells(scores: EpisodeScores, posteriors) -> list[dict]:
             continue
         stat = composite_statistic(X[in_z].sum(axis=0)[None, :])[0]
         for label, m, value in [("all", in_z, stat[0])] + [
-                (c, in_z & (scores.category == k), stat[1 + k]) for k, c in enumerate(CATEGORIES)]:
+            (c, in_z & (scores.category == k), stat[1 + k]) for k, c in enumerate(CATEGORIES)
+        ]:
             if not m.any():
                 continue
             with np.errstate(invalid="ignore"):
-                rows.append({"category": label, "intent": intent, "n_episodes": int(m.sum()), "score": float(value),
-                             "timing": float(np.mean(scores.timing[m])),
-                             "length": float(np.nanmean(scores.length[m])) if np.isfinite(scores.length[m]).any()
-                             else math.nan,
-                             "overlap": float(np.mean(scores.overlap[m]))})
+                rows.append(
+                    {
+                        "category": label,
+                        "intent": intent,
+                        "n_episodes": int(m.sum()),
+                        "score": float(value),
+                        "timing": float(np.mean(scores.timing[m])),
+                        "length": float(np.nanmean(scores.length[m]))
+                        if np.isfinite(scores.length[m]).any()
+                        else math.nan,
+                        "overlap": float(np.mean(scores.overlap[m])),
+                    }
+                )
     return rows

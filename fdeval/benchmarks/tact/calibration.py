@@ -31,8 +31,17 @@ import numpy as np
 from scipy.special import softmax
 
 from .laws import N_INTENTS
-from .posterior import (JUDGE_WEIGHT, _as_matrix, expected_calibration_error, fit_judge_weight, fit_temperature,
-                        held_out_by_source, held_out_log_likelihood, reliability_table, scaled_judge)
+from .posterior import (
+    JUDGE_WEIGHT,
+    _as_matrix,
+    expected_calibration_error,
+    fit_judge_weight,
+    fit_temperature,
+    held_out_by_source,
+    held_out_log_likelihood,
+    reliability_table,
+    scaled_judge,
+)
 
 N_BINS = 10
 
@@ -47,15 +56,18 @@ def _mean_nll(probs: np.ndarray, counts: np.ndarray) -> float:
     return float(-ll.sum() / counts.sum())
 
 
-def calibration_report(counts, judge_logits, dev, judge_weight: float = JUDGE_WEIGHT,
-                       n_bins: int = N_BINS) -> dict[str, Any]:
+def calibration_report(
+    counts, judge_logits, dev, judge_weight: float = JUDGE_WEIGHT, n_bins: int = N_BINS
+) -> dict[str, Any]:
     """The report of the module docstring for (n, 6) label counts, (n, 6) judge logits and an
     (n,) boolean dev-split mask."""
     c = _as_matrix(counts, "counts")
     logits = _as_matrix(judge_logits, "judge_logits")
     dev = np.asarray(dev, dtype=bool).reshape(-1)
     if not (len(c) == len(logits) == len(dev)) or len(c) == 0:
-        raise ValueError(f"need the same nonzero number of episodes, got {len(c)}, {len(logits)}, {len(dev)}")
+        raise ValueError(
+            f"need the same nonzero number of episodes, got {len(c)}, {len(logits)}, {len(dev)}"
+        )
     split = bool(dev.any() and (~dev).any())
     fit_on = dev if split else np.ones(len(c), dtype=bool)
     evaluate = ~dev if split else np.ones(len(c), dtype=bool)
@@ -87,12 +99,22 @@ def _rounded(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: round(v, 6) if isinstance(v, float) else v for k, v in r.items()} for r in rows]
 
 
-def _held_out(c: np.ndarray, logits: np.ndarray, t_star: float, fit_on: np.ndarray, evaluate: np.ndarray,
-              judge_weight: float) -> dict[str, Any]:
+def _held_out(
+    c: np.ndarray,
+    logits: np.ndarray,
+    t_star: float,
+    fit_on: np.ndarray,
+    evaluate: np.ndarray,
+    judge_weight: float,
+) -> dict[str, Any]:
     multi = c.sum(axis=1) >= 2
     ev, fit = evaluate & multi, fit_on & multi
     if not ev.any():
-        return {"n_episodes": 0, "n_labels": 0, "note": "no evaluated episode has two or more annotators"}
+        return {
+            "n_episodes": 0,
+            "n_labels": 0,
+            "note": "no evaluated episode has two or more annotators",
+        }
     ce, pe = c[ev], scaled_judge(logits[ev], t_star)
     uniform = np.full((1, N_INTENTS), 1.0 / N_INTENTS)
     lam_fit = fit_judge_weight(c[fit], scaled_judge(logits[fit], t_star)) if fit.any() else None
@@ -100,21 +122,38 @@ def _held_out(c: np.ndarray, logits: np.ndarray, t_star: float, fit_on: np.ndarr
     unseen = int(ce[ce == 1].sum())  # held-out labels that no other annotator of the episode gave
     by_source = held_out_by_source(ce, pe, judge_weight)
     sources: dict[str, dict[str, Any]] = {
-        "annotators": {"log_likelihood": _finite(by_source["annotators"]), "zero_probability_labels": unseen},
+        "annotators": {
+            "log_likelihood": _finite(by_source["annotators"]),
+            "zero_probability_labels": unseen,
+        },
         "judge": {"log_likelihood": _finite(by_source["judge"])},
         "fused": {"log_likelihood": _finite(by_source["fused"]), "judge_weight": judge_weight},
     }
     if lam_fit is not None:
-        sources["fused_fitted"] = {"log_likelihood": _finite(held_out_log_likelihood(ce, pe, lam_fit)),
-                                   "judge_weight": round(lam_fit, 6)}
+        sources["fused_fitted"] = {
+            "log_likelihood": _finite(held_out_log_likelihood(ce, pe, lam_fit)),
+            "judge_weight": round(lam_fit, 6),
+        }
         sources["annotators_smoothed"] = {
-            "log_likelihood": _finite(held_out_log_likelihood(ce, np.repeat(uniform, len(ce), axis=0), lam_u)),
-            "uniform_weight": round(lam_u, 6)}
-    ll = {k: (v["log_likelihood"] if v["log_likelihood"] is not None else -math.inf) for k, v in sources.items()}
+            "log_likelihood": _finite(
+                held_out_log_likelihood(ce, np.repeat(uniform, len(ce), axis=0), lam_u)
+            ),
+            "uniform_weight": round(lam_u, 6),
+        }
+    ll = {
+        k: (v["log_likelihood"] if v["log_likelihood"] is not None else -math.inf)
+        for k, v in sources.items()
+    }
     best_single = max(ll["annotators"], ll["judge"])
-    return {"n_episodes": int(ev.sum()), "n_labels": int(ce.sum()), "sources": sources,
-            "fusion_beats_both": bool(ll["fused"] > best_single),
-            "fitted_fusion_beats_both": bool(ll["fused_fitted"] > best_single) if "fused_fitted" in ll else None}
+    return {
+        "n_episodes": int(ev.sum()),
+        "n_labels": int(ce.sum()),
+        "sources": sources,
+        "fusion_beats_both": bool(ll["fused"] > best_single),
+        "fitted_fusion_beats_both": bool(ll["fused_fitted"] > best_single)
+        if "fused_fitted" in ll
+        else None,
+    }
 
 
 def report_markdown(report: dict[str, Any]) -> str:
@@ -123,43 +162,77 @@ def report_markdown(report: dict[str, Any]) -> str:
     lines = ["# TACT intent judge: calibration report", ""]
     j = report.get("judge")
     if j:
-        lines += [f"Judge `{j.get('judge')}` (version {j.get('version')}, prompt hash `{j.get('prompt_hash')}`, "
-                  f"key `{j.get('judge_key')}`); {report.get('n_judged')} of {report.get('n_episodes')} "
-                  f"episodes judged.", ""]
+        lines += [
+            f"Judge `{j.get('judge')}` (version {j.get('version')}, prompt hash `{j.get('prompt_hash')}`, "
+            f"key `{j.get('judge_key')}`); {report.get('n_judged')} of {report.get('n_episodes')} "
+            f"episodes judged.",
+            "",
+        ]
     cal = report.get("calibration")
     if cal:
-        where = "in-sample (no dev/test split)" if cal["in_sample"] else "T* fitted on dev, evaluated on test"
-        lines += [f"T* = {cal['temperature']:.3f} ({where}; {cal['n_episodes']['fit']} fit, "
-                  f"{cal['n_episodes']['evaluated']} evaluated episodes, {cal['n_labels_evaluated']} labels)", "",
-                  "| | before (T = 1) | after (T*) |", "|---|---:|---:|",
-                  f"| ECE ({cal['n_bins']} bins) | {cal['ece_before']:.4f} | {cal['ece_after']:.4f} |",
-                  f"| NLL per label | {cal['nll_before']:.4f} | {cal['nll_after']:.4f} |",
-                  f"| top-label accuracy | {cal['accuracy']:.4f} | {cal['accuracy']:.4f} |", ""]
+        where = (
+            "in-sample (no dev/test split)"
+            if cal["in_sample"]
+            else "T* fitted on dev, evaluated on test"
+        )
+        lines += [
+            f"T* = {cal['temperature']:.3f} ({where}; {cal['n_episodes']['fit']} fit, "
+            f"{cal['n_episodes']['evaluated']} evaluated episodes, {cal['n_labels_evaluated']} labels)",
+            "",
+            "| | before (T = 1) | after (T*) |",
+            "|---|---:|---:|",
+            f"| ECE ({cal['n_bins']} bins) | {cal['ece_before']:.4f} | {cal['ece_after']:.4f} |",
+            f"| NLL per label | {cal['nll_before']:.4f} | {cal['nll_after']:.4f} |",
+            f"| top-label accuracy | {cal['accuracy']:.4f} | {cal['accuracy']:.4f} |",
+            "",
+        ]
         for name in ("before", "after"):
-            lines += [f"Reliability {name} calibration:", "",
-                      "| confidence bin | mean confidence | accuracy | labels | episodes |", "|---|---:|---:|---:|---:|"]
-            lines += [f"| [{r['lo']:.2f}, {r['hi']:.2f}) | {r['mean_confidence']:.3f} | {r['accuracy']:.3f} | "
-                      f"{r['n_labels']} | {r['n_episodes']} |" for r in cal[f"reliability_{name}"]]
+            lines += [
+                f"Reliability {name} calibration:",
+                "",
+                "| confidence bin | mean confidence | accuracy | labels | episodes |",
+                "|---|---:|---:|---:|---:|",
+            ]
+            lines += [
+                f"| [{r['lo']:.2f}, {r['hi']:.2f}) | {r['mean_confidence']:.3f} | {r['accuracy']:.3f} | "
+                f"{r['n_labels']} | {r['n_episodes']} |"
+                for r in cal[f"reliability_{name}"]
+            ]
             lines.append("")
         ho = cal["held_out_annotator"]
         if ho.get("sources"):
-            lines += [f"Held-out annotator ({ho['n_labels']} labels of {ho['n_episodes']} episodes with 2+ annotators; "
-                      f"mean log-likelihood per label, higher is better):", "",
-                      "| source | log-likelihood | note |", "|---|---:|---|"]
+            lines += [
+                f"Held-out annotator ({ho['n_labels']} labels of {ho['n_episodes']} episodes with 2+ annotators; "
+                f"mean log-likelihood per label, higher is better):",
+                "",
+                "| source | log-likelihood | note |",
+                "|---|---:|---|",
+            ]
             for k, v in ho["sources"].items():
                 note = ", ".join(f"{a} {b}" for a, b in v.items() if a != "log_likelihood")
                 lines.append(f"| {k} | {f(v['log_likelihood'], 4)} | {note} |")
             yn = lambda b: "n/a" if b is None else ("yes" if b else "no")  # noqa: E731
-            lines += ["", f"Fusion better than either source alone: {yn(ho['fusion_beats_both'])} at lambda = "
-                          f"{ho['sources']['fused']['judge_weight']:g}, {yn(ho['fitted_fusion_beats_both'])} at the "
-                          f"lambda fitted on dev", ""]
+            lines += [
+                "",
+                f"Fusion better than either source alone: {yn(ho['fusion_beats_both'])} at lambda = "
+                f"{ho['sources']['fused']['judge_weight']:g}, {yn(ho['fitted_fusion_beats_both'])} at the "
+                f"lambda fitted on dev",
+                "",
+            ]
         else:
             lines += [f"Held-out annotator: {ho.get('note')}", ""]
     ag = report.get("agreement")
     if ag:
-        lines += ["Krippendorff's alpha (episodes with 2+ annotators):", "",
-                  "| annotation | level | alpha | units | values |", "|---|---|---:|---:|---:|"]
-        lines += [f"| {k} | {v['level']} | {f(v['alpha'])} | {v['units']} | {v['values']} |" for k, v in ag.items()]
+        lines += [
+            "Krippendorff's alpha (episodes with 2+ annotators):",
+            "",
+            "| annotation | level | alpha | units | values |",
+            "|---|---|---:|---:|---:|",
+        ]
+        lines += [
+            f"| {k} | {v['level']} | {f(v['alpha'])} | {v['units']} | {v['values']} |"
+            for k, v in ag.items()
+        ]
         lines.append("")
     return "\n".join(lines)
 

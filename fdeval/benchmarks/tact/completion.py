@@ -24,8 +24,14 @@ import numpy as np
 from scipy.special import expit
 
 VAP_BINS_S = (0.2, 0.4, 0.6, 0.8)  # VAP projection bin widths (Ekstedt & Skantze 2022)
-FEATURE_NAMES = ("speech_frac_0.2s", "speech_frac_0.6s", "speech_frac_1.2s", "speech_frac_2.0s",
-                 "log1p_speech_run_s", "log1p_pause_run_s")
+FEATURE_NAMES = (
+    "speech_frac_0.2s",
+    "speech_frac_0.6s",
+    "speech_frac_1.2s",
+    "speech_frac_2.0s",
+    "log1p_speech_run_s",
+    "log1p_pause_run_s",
+)
 
 
 def va_history_features(va, frame_hz: float, at_s) -> np.ndarray:

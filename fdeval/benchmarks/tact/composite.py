@@ -27,7 +27,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fdeval.metrics.bootstrap import N_RESAMPLES, Interval, bca_interval, bootstrap_sums, resample_indices
+from fdeval.metrics.bootstrap import (
+    N_RESAMPLES,
+    Interval,
+    bca_interval,
+    bootstrap_sums,
+    resample_indices,
+)
 
 from .laws import N_INTENTS, LawTable, law_table
 from .scoring import (
@@ -86,11 +92,16 @@ class TactResult:
     length_population: float  # S_L (NaN without a duration reference or responses)
     episodes: EpisodeScores
     seed: int
-    timing_population_ci: Interval | None = None  # BCa of S_T when asked for (`score_episodes(timing_interval=True)`)
+    timing_population_ci: Interval | None = (
+        None  # BCa of S_T when asked for (`score_episodes(timing_interval=True)`)
+    )
 
 
-def episode_scores(inputs: Sequence[EpisodeScoreInput], duration_reference: DurationReference | None = None,
-                   table: LawTable | None = None) -> EpisodeScores:
+def episode_scores(
+    inputs: Sequence[EpisodeScoreInput],
+    duration_reference: DurationReference | None = None,
+    table: LawTable | None = None,
+) -> EpisodeScores:
     """Component scores of every episode (s_L only with a duration reference)."""
     if not inputs:
         raise ValueError("no episodes to score")
@@ -100,8 +111,11 @@ def episode_scores(inputs: Sequence[EpisodeScoreInput], duration_reference: Dura
     length = np.full(len(inputs), np.nan)
     if duration_reference is not None:
         # Length is defined for episodes with a response within the horizon only.
-        dur = np.where(np.isfinite(as_onsets(onsets)), np.array([e.duration_s for e in inputs], dtype=float),
-                       np.nan)
+        dur = np.where(
+            np.isfinite(as_onsets(onsets)),
+            np.array([e.duration_s for e in inputs], dtype=float),
+            np.nan,
+        )
         length = length_scores(dur, q, [e.context_bucket for e in inputs], duration_reference)
     overlap = overlap_score(np.array([overlap_penalty_s(e.overlaps) for e in inputs]))
     cat = np.array([CATEGORIES.index(e.category) for e in inputs], dtype=np.intp)
@@ -126,7 +140,9 @@ def composite_statistic(sums: np.ndarray) -> np.ndarray:
     """(m, 20) feature sums -> (m, 5): composite S, then the four category scores."""
     s = np.asarray(sums, dtype=float).reshape(-1, len(CATEGORIES), _N_FEATURES)
     with np.errstate(invalid="ignore", divide="ignore"):
-        comps = np.stack([s[..., 1] / s[..., 0], s[..., 3] / s[..., 2], s[..., 4] / s[..., 0]], axis=-1)
+        comps = np.stack(
+            [s[..., 1] / s[..., 0], s[..., 3] / s[..., 2], s[..., 4] / s[..., 0]], axis=-1
+        )
         w = np.array([CATEGORY_WEIGHTS[c] for c in CATEGORIES])[None]
         ok = np.isfinite(comps) & (w > 0)
         cat = np.sum(np.where(ok, w * comps, 0.0), axis=-1) / np.sum(np.where(ok, w, 0.0), axis=-1)
@@ -136,23 +152,48 @@ def composite_statistic(sums: np.ndarray) -> np.ndarray:
     return np.concatenate([composite[:, None], cat], axis=1)
 
 
-def summarise(cis: Sequence[Interval], X: np.ndarray, timing_population: float, length_population: float,
-              scores: EpisodeScores, seed: int, timing_population_ci: Interval | None = None) -> TactResult:
+def summarise(
+    cis: Sequence[Interval],
+    X: np.ndarray,
+    timing_population: float,
+    length_population: float,
+    scores: EpisodeScores,
+    seed: int,
+    timing_population_ci: Interval | None = None,
+) -> TactResult:
     """A `TactResult` from the composite's intervals (S, then the categories) and the feature rows."""
     sums = X.sum(axis=0).reshape(len(CATEGORIES), _N_FEATURES)
     components = {}
     for ci, c in enumerate(CATEGORIES):
         n, st, nl, sl, so = sums[ci]
-        components[c] = {"timing": st / n if n else math.nan, "length": sl / nl if nl else math.nan,
-                         "overlap": so / n if n else math.nan}
-    return TactResult(cis[0], dict(zip(CATEGORIES, cis[1:])), components, timing_population, length_population,
-                      scores, seed, timing_population_ci)
+        components[c] = {
+            "timing": st / n if n else math.nan,
+            "length": sl / nl if nl else math.nan,
+            "overlap": so / n if n else math.nan,
+        }
+    return TactResult(
+        cis[0],
+        dict(zip(CATEGORIES, cis[1:])),
+        components,
+        timing_population,
+        length_population,
+        scores,
+        seed,
+        timing_population_ci,
+    )
 
 
-def score_episodes(inputs: Sequence[EpisodeScoreInput], duration_reference: DurationReference | None = None, *,
-                   n_resamples: int = N_RESAMPLES, confidence: float = 0.95, seed: int = 0,
-                   prior: Mapping[str, float] | None = None, table: LawTable | None = None,
-                   timing_interval: bool = False) -> TactResult:
+def score_episodes(
+    inputs: Sequence[EpisodeScoreInput],
+    duration_reference: DurationReference | None = None,
+    *,
+    n_resamples: int = N_RESAMPLES,
+    confidence: float = 0.95,
+    seed: int = 0,
+    prior: Mapping[str, float] | None = None,
+    table: LawTable | None = None,
+    timing_interval: bool = False,
+) -> TactResult:
     """Score one system on a set of episodes: composite S and categories with BCa intervals.
 
     `prior` is the intent prior for the population S_T / S_L (default: the share of episodes per
@@ -161,16 +202,25 @@ def score_episodes(inputs: Sequence[EpisodeScoreInput], duration_reference: Dura
     """
     scores = episode_scores(inputs, duration_reference, table)
     X = features(scores)
-    cis = bootstrap_sums(X, composite_statistic, n_resamples=n_resamples, confidence=confidence, seed=seed)
+    cis = bootstrap_sums(
+        X, composite_statistic, n_resamples=n_resamples, confidence=confidence, seed=seed
+    )
     q = np.array([e.posterior for e in inputs], dtype=float)
     onsets = np.array([e.onset_s for e in inputs], dtype=float)
     s_t = population_timing_score(onsets, q, prior, table)
     s_l = math.nan
     if duration_reference is not None:
         dur = np.where(np.isnan(scores.length), np.nan, [e.duration_s for e in inputs])
-        s_l = population_length_score(dur, q, [e.context_bucket for e in inputs], duration_reference, prior)
-    t_ci = population_timing_interval(onsets, q, prior, table, n_resamples=n_resamples, confidence=confidence,
-                                      seed=seed) if timing_interval else None
+        s_l = population_length_score(
+            dur, q, [e.context_bucket for e in inputs], duration_reference, prior
+        )
+    t_ci = (
+        population_timing_interval(
+            onsets, q, prior, table, n_resamples=n_resamples, confidence=confidence, seed=seed
+        )
+        if timing_interval
+        else None
+    )
     return summarise(cis, X, s_t, s_l, scores, seed, t_ci)
 
 
@@ -220,7 +270,9 @@ class _PopulationTiming:
         """(m, 1) S_T of m resamples given as rows of episode indices."""
         cols = self.pos[np.asarray(rows)]
         m, n = cols.shape[0], self.n
-        counts = np.bincount((cols + (np.arange(m) * n)[:, None]).ravel(), minlength=m * n).reshape(m, n)
+        counts = np.bincount((cols + (np.arange(m) * n)[:, None]).ravel(), minlength=m * n).reshape(
+            m, n
+        )
         counts = counts.astype(float)
         div, nz = np.zeros((m, N_INTENTS)), np.zeros((m, N_INTENTS))
         for z, lo, hi in self.parts:
@@ -266,8 +318,16 @@ def population_timing_statistic(onsets_s, posteriors, prior=None, table: LawTabl
     return _PopulationTiming(onsets_s, posteriors, prior, table)
 
 
-def population_timing_interval(onsets_s, posteriors, prior=None, table: LawTable | None = None, *,
-                               n_resamples: int = N_RESAMPLES, confidence: float = 0.95, seed: int = 0) -> Interval:
+def population_timing_interval(
+    onsets_s,
+    posteriors,
+    prior=None,
+    table: LawTable | None = None,
+    *,
+    n_resamples: int = N_RESAMPLES,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> Interval:
     """The population S_T with its BCa interval over episodes (10^4 resamples by default).
 
     The resamples are `bootstrap_indices`'s seeded stream; the jackknife for the acceleration is in
@@ -280,8 +340,11 @@ def population_timing_interval(onsets_s, posteriors, prior=None, table: LawTable
     return Interval(float(theta[0]), float(low[0]), float(high[0]), confidence, n_resamples)
 
 
-def median_runs(runs: Sequence[Sequence[EpisodeScoreInput]], duration_reference: DurationReference | None = None,
-                table: LawTable | None = None) -> list[EpisodeScoreInput]:
+def median_runs(
+    runs: Sequence[Sequence[EpisodeScoreInput]],
+    duration_reference: DurationReference | None = None,
+    table: LawTable | None = None,
+) -> list[EpisodeScoreInput]:
     """Per episode, the run whose per-episode composite is the median (lower median for even
     counts): the paper runs every episode three times and keeps the median-scoring run.
 
@@ -292,7 +355,9 @@ def median_runs(runs: Sequence[Sequence[EpisodeScoreInput]], duration_reference:
     ids = [e.episode_id for e in runs[0]]
     if any([e.episode_id for e in run] != ids for run in runs):
         raise ValueError("every run must list the same episodes in the same order")
-    comp = np.stack([episode_scores(run, duration_reference, table).composite for run in runs])  # (R, n)
+    comp = np.stack(
+        [episode_scores(run, duration_reference, table).composite for run in runs]
+    )  # (R, n)
     order = np.argsort(comp, axis=0, kind="stable")
     pick = order[(len(runs) - 1) // 2]
     return [runs[r][i] for i, r in enumerate(pick)]

@@ -73,9 +73,13 @@ class SpeakerProfile:
     pause_p90_s: float | None
     abstention_tolerance_s: float | None  # silence the speaker sits out before resuming unanswered
     backchannel_solicitation_per_min: float | None  # listener tokens drawn per minute of own speech
-    backchannel_production_per_min: float | None  # own listener tokens per minute of the other's speech
+    backchannel_production_per_min: (
+        float | None
+    )  # own listener tokens per minute of the other's speech
     articulation_rate_syl_s: float | None
-    floor_holding_per_min: Mapping[str, float | None] = field(default_factory=dict, compare=False, hash=False)
+    floor_holding_per_min: Mapping[str, float | None] = field(
+        default_factory=dict, compare=False, hash=False
+    )
 
 
 @dataclass(frozen=True)
@@ -143,9 +147,17 @@ class Episode:
 
 
 PROFILE_FEATURES = (
-    "evidence_min", "fto_median_s", "fto_p10_s", "fto_p90_s", "pause_median_s", "pause_p90_s",
-    "abstention_tolerance_s", "backchannel_solicitation_per_min", "backchannel_production_per_min",
-    "articulation_rate_syl_s", *(f"floor_holding_{d}_per_min" for d in FLOOR_DEVICES),
+    "evidence_min",
+    "fto_median_s",
+    "fto_p10_s",
+    "fto_p90_s",
+    "pause_median_s",
+    "pause_p90_s",
+    "abstention_tolerance_s",
+    "backchannel_solicitation_per_min",
+    "backchannel_production_per_min",
+    "articulation_rate_syl_s",
+    *(f"floor_holding_{d}_per_min" for d in FLOOR_DEVICES),
 )
 
 
@@ -154,7 +166,7 @@ def profile_features(p: SpeakerProfile) -> dict[str, float]:
     out = {}
     for name in PROFILE_FEATURES:
         if name.startswith("floor_holding_"):
-            v = p.floor_holding_per_min.get(name[len("floor_holding_"):-len("_per_min")])
+            v = p.floor_holding_per_min.get(name[len("floor_holding_") : -len("_per_min")])
         else:
             v = getattr(p, name)
         out[name] = math.nan if v is None else float(v)
@@ -167,32 +179,48 @@ def render_synopsis(p: SpeakerProfile) -> str:
     The wording avoids the keywords the reference agent reads as turn-taking instructions, so a
     profile never switches its policy (a test checks this); a real system reads it as context.
     """
-    s = [f"About the person you are talking with (from {p.evidence_min:.1f} minutes of their other conversations):"]
+    s = [
+        f"About the person you are talking with (from {p.evidence_min:.1f} minutes of their other conversations):"
+    ]
     if p.fto_median_s is not None:
         rng = ""
         if p.fto_p10_s is not None and p.fto_p90_s is not None:
             rng = f" (usually between {p.fto_p10_s:+.2f} and {p.fto_p90_s:+.2f} s)"
-        s.append(f"when they take the floor, they start {p.fto_median_s:+.2f} s after the other person stops{rng}.")
+        s.append(
+            f"when they take the floor, they start {p.fto_median_s:+.2f} s after the other person stops{rng}."
+        )
     if p.pause_median_s is not None:
         tail = f", up to {p.pause_p90_s:.2f} s" if p.pause_p90_s is not None else ""
         s.append(f"They pause {p.pause_median_s:.2f} s inside their own turns on median{tail}.")
     if p.abstention_tolerance_s is not None:
-        s.append(f"When nobody replies, they wait about {p.abstention_tolerance_s:.1f} s before going on themselves.")
+        s.append(
+            f"When nobody replies, they wait about {p.abstention_tolerance_s:.1f} s before going on themselves."
+        )
     feedback = []
     if p.backchannel_solicitation_per_min is not None:
-        feedback.append(f"draw short feedback such as 'yeah' or 'right' {p.backchannel_solicitation_per_min:.1f} "
-                        "times per minute of their speech")
+        feedback.append(
+            f"draw short feedback such as 'yeah' or 'right' {p.backchannel_solicitation_per_min:.1f} "
+            "times per minute of their speech"
+        )
     if p.backchannel_production_per_min is not None:
-        feedback.append(f"give such feedback {p.backchannel_production_per_min:.1f} times per minute of the other's speech")
+        feedback.append(
+            f"give such feedback {p.backchannel_production_per_min:.1f} times per minute of the other's speech"
+        )
     if feedback:
         s.append("They " + " and ".join(feedback) + ".")
     if p.articulation_rate_syl_s is not None:
         s.append(f"They speak at {p.articulation_rate_syl_s:.1f} syllables per second.")
     devices = {k: v for k, v in p.floor_holding_per_min.items() if v is not None}
     if devices:
-        names = {"filled_pause": "filled pauses (um, uh)", "trailing_conjunction": "trailing conjunctions (and, but, so)"}
-        s.append("Devices they use to go on talking: " + ", ".join(
-            f"{names.get(k, k)} {v:.1f} times per minute" for k, v in devices.items()) + ".")
+        names = {
+            "filled_pause": "filled pauses (um, uh)",
+            "trailing_conjunction": "trailing conjunctions (and, but, so)",
+        }
+        s.append(
+            "Devices they use to go on talking: "
+            + ", ".join(f"{names.get(k, k)} {v:.1f} times per minute" for k, v in devices.items())
+            + "."
+        )
     return " ".join(s)
 
 
@@ -227,14 +255,27 @@ def episode_to_dict(e: Episode) -> dict[str, Any]:
         "category": e.category,
         "split": e.split,
         "context_bucket": e.context_bucket,
-        "audio": {"path": e.audio_path, "focal_channel": e.focal_channel, "sample_rate": e.sample_rate,
-                  "context_s": _r(e.context_s, 6)},
-        "replay": [{"kind": t.kind, "audio_path": t.audio_path, "start_s": _r(t.start_s, 6), "end_s": _r(t.end_s, 6),
-                    **({"barge_in_after_s": _r(t.barge_in_after_s)} if t.kind == "barge-in" else {})}
-                   for t in e.replay],
+        "audio": {
+            "path": e.audio_path,
+            "focal_channel": e.focal_channel,
+            "sample_rate": e.sample_rate,
+            "context_s": _r(e.context_s, 6),
+        },
+        "replay": [
+            {
+                "kind": t.kind,
+                "audio_path": t.audio_path,
+                "start_s": _r(t.start_s, 6),
+                "end_s": _r(t.end_s, 6),
+                **({"barge_in_after_s": _r(t.barge_in_after_s)} if t.kind == "barge-in" else {}),
+            }
+            for t in e.replay
+        ],
         "focal_speech": [[_r(a0), _r(b0)] for a0, b0 in e.focal_speech],
-        "history": [{"speaker": h.speaker, "text": h.text, "start_s": _r(h.start_s), "end_s": _r(h.end_s)}
-                    for h in e.history],
+        "history": [
+            {"speaker": h.speaker, "text": h.text, "start_s": _r(h.start_s), "end_s": _r(h.end_s)}
+            for h in e.history
+        ],
         "speaker_id": e.speaker_id,
         "profile": profile_to_dict(e.profile),
         "annotations": {
@@ -245,8 +286,9 @@ def episode_to_dict(e: Episode) -> dict[str, Any]:
         },
         "judge_logits": None if e.judge_logits is None else [float(x) for x in e.judge_logits],
         "slices": dict(e.slices),
-        "human_continuation": None if e.human is None else {"onset_s": _r(e.human.onset_s),
-                                                            "duration_s": _r(e.human.duration_s)},
+        "human_continuation": None
+        if e.human is None
+        else {"onset_s": _r(e.human.onset_s), "duration_s": _r(e.human.duration_s)},
         "meta": dict(e.meta),
     }
 
@@ -264,18 +306,49 @@ def write_episode(e: Episode, root: str | Path) -> Path:
 # Reading
 
 EPISODE_KEYS: dict[str, bool] = {  # key -> required
-    "schema_version": True, "episode_id": True, "source": True, "category": True, "split": False,
-    "context_bucket": False, "audio": True, "replay": True, "focal_speech": True, "history": True,
-    "speaker_id": True, "profile": True, "annotations": True, "judge_logits": False, "slices": True,
-    "human_continuation": False, "meta": False,
+    "schema_version": True,
+    "episode_id": True,
+    "source": True,
+    "category": True,
+    "split": False,
+    "context_bucket": False,
+    "audio": True,
+    "replay": True,
+    "focal_speech": True,
+    "history": True,
+    "speaker_id": True,
+    "profile": True,
+    "annotations": True,
+    "judge_logits": False,
+    "slices": True,
+    "human_continuation": False,
+    "meta": False,
 }
 AUDIO_KEYS = {"path": True, "focal_channel": True, "sample_rate": True, "context_s": True}
-REPLAY_KEYS = {"kind": True, "audio_path": True, "start_s": True, "end_s": True, "barge_in_after_s": False}
+REPLAY_KEYS = {
+    "kind": True,
+    "audio_path": True,
+    "start_s": True,
+    "end_s": True,
+    "barge_in_after_s": False,
+}
 HISTORY_KEYS = {"speaker": True, "text": True, "start_s": True, "end_s": True}
-PROFILE_KEYS = {"evidence_min": True, "fto_s": True, "intra_turn_pause_s": True, "abstention_tolerance_s": True,
-                "backchannel_solicitation_per_min": True, "backchannel_production_per_min": True,
-                "articulation_rate_syl_s": True, "floor_holding_per_min": True}
-ANNOTATION_KEYS = {"labels": True, "silence_acceptability": True, "onset_windows": True, "completion_marks": True}
+PROFILE_KEYS = {
+    "evidence_min": True,
+    "fto_s": True,
+    "intra_turn_pause_s": True,
+    "abstention_tolerance_s": True,
+    "backchannel_solicitation_per_min": True,
+    "backchannel_production_per_min": True,
+    "articulation_rate_syl_s": True,
+    "floor_holding_per_min": True,
+}
+ANNOTATION_KEYS = {
+    "labels": True,
+    "silence_acceptability": True,
+    "onset_windows": True,
+    "completion_marks": True,
+}
 HUMAN_KEYS = {"onset_s": True, "duration_s": True}
 
 
@@ -303,8 +376,15 @@ def _enum(c: _Ctx, v: Any, where: str, allowed: Sequence[str]) -> str:
     return schema._enum(c, v, where, tuple(allowed))
 
 
-def _num(c: _Ctx, v: Any, where: str, lo: float | None = None, hi: float | None = None,
-         nullable: bool = False, positive: bool = False) -> float | None:
+def _num(
+    c: _Ctx,
+    v: Any,
+    where: str,
+    lo: float | None = None,
+    hi: float | None = None,
+    nullable: bool = False,
+    positive: bool = False,
+) -> float | None:
     """A finite number (None allowed when `nullable`) within [lo, hi]."""
     if v is None and nullable:
         return None
@@ -314,7 +394,9 @@ def _num(c: _Ctx, v: Any, where: str, lo: float | None = None, hi: float | None 
     return x
 
 
-def _time(c: _Ctx, v: Any, where: str, lo: float, hi: float, nullable: bool = False) -> float | None:
+def _time(
+    c: _Ctx, v: Any, where: str, lo: float, hi: float, nullable: bool = False
+) -> float | None:
     """A time in [lo, hi] with the rounding slack."""
     x = _num(c, v, where, nullable=nullable)
     if x is None:
@@ -336,7 +418,9 @@ def _rel_path(c: _Ctx, v: Any, where: str, root: Path | None) -> str:
     s = _str(c, v, where)
     p = PurePosixPath(s)
     if "\\" in s or p.is_absolute() or ".." in p.parts:
-        raise c.fail(where, f"{s!r} must be a relative '/'-separated path inside the data root (no '..')")
+        raise c.fail(
+            where, f"{s!r} must be a relative '/'-separated path inside the data root (no '..')"
+        )
     if root is not None:
         full = (Path(root) / p).resolve()
         if not full.is_file():
@@ -344,7 +428,9 @@ def _rel_path(c: _Ctx, v: Any, where: str, root: Path | None) -> str:
     return s
 
 
-def _intervals(c: _Ctx, v: Any, where: str, lo: float, hi: float) -> tuple[tuple[float, float], ...]:
+def _intervals(
+    c: _Ctx, v: Any, where: str, lo: float, hi: float
+) -> tuple[tuple[float, float], ...]:
     out: list[tuple[float, float]] = []
     prev = -math.inf
     for i, item in enumerate(_list(c, v, where)):
@@ -357,7 +443,10 @@ def _intervals(c: _Ctx, v: Any, where: str, lo: float, hi: float) -> tuple[tuple
         if b <= a:
             raise c.fail(f, f"end {b:g} is not after start {a:g}")
         if a < prev - TIME_EPS_S:
-            raise c.fail(f, f"starts at {a:g}, before the previous interval ends ({prev:g}); keep them ordered")
+            raise c.fail(
+                f,
+                f"starts at {a:g}, before the previous interval ends ({prev:g}); keep them ordered",
+            )
         prev = b
         out.append((a, b))
     return tuple(out)
@@ -367,7 +456,9 @@ def _profile(c: _Ctx, v: Any) -> SpeakerProfile:
     w = "profile"
     d = _obj(c, v, PROFILE_KEYS, w)
     fto = _obj(c, d["fto_s"], {"median": True, "p10": True, "p90": True}, f"{w}.fto_s")
-    pause = _obj(c, d["intra_turn_pause_s"], {"median": True, "p90": True}, f"{w}.intra_turn_pause_s")
+    pause = _obj(
+        c, d["intra_turn_pause_s"], {"median": True, "p90": True}, f"{w}.intra_turn_pause_s"
+    )
     nn = lambda x, f, lo=None: _num(c, x, f, lo=lo, nullable=True)  # noqa: E731
     fh_raw = d["floor_holding_per_min"]
     if not isinstance(fh_raw, dict):
@@ -375,20 +466,28 @@ def _profile(c: _Ctx, v: Any) -> SpeakerProfile:
     fh = {}
     for k, x in fh_raw.items():
         if k not in FLOOR_DEVICES:
-            raise c.fail(f"{w}.floor_holding_per_min.{k}", f"unknown device {k!r}; valid: {', '.join(FLOOR_DEVICES)}")
+            raise c.fail(
+                f"{w}.floor_holding_per_min.{k}",
+                f"unknown device {k!r}; valid: {', '.join(FLOOR_DEVICES)}",
+            )
         fh[k] = nn(x, f"{w}.floor_holding_per_min.{k}", 0.0)
     p = SpeakerProfile(
         evidence_min=_num(c, d["evidence_min"], f"{w}.evidence_min", lo=0.0),
-        fto_median_s=nn(fto["median"], f"{w}.fto_s.median"), fto_p10_s=nn(fto["p10"], f"{w}.fto_s.p10"),
+        fto_median_s=nn(fto["median"], f"{w}.fto_s.median"),
+        fto_p10_s=nn(fto["p10"], f"{w}.fto_s.p10"),
         fto_p90_s=nn(fto["p90"], f"{w}.fto_s.p90"),
         pause_median_s=nn(pause["median"], f"{w}.intra_turn_pause_s.median", 0.0),
         pause_p90_s=nn(pause["p90"], f"{w}.intra_turn_pause_s.p90", 0.0),
         abstention_tolerance_s=nn(d["abstention_tolerance_s"], f"{w}.abstention_tolerance_s", 0.0),
-        backchannel_solicitation_per_min=nn(d["backchannel_solicitation_per_min"],
-                                            f"{w}.backchannel_solicitation_per_min", 0.0),
-        backchannel_production_per_min=nn(d["backchannel_production_per_min"],
-                                          f"{w}.backchannel_production_per_min", 0.0),
-        articulation_rate_syl_s=nn(d["articulation_rate_syl_s"], f"{w}.articulation_rate_syl_s", 0.0),
+        backchannel_solicitation_per_min=nn(
+            d["backchannel_solicitation_per_min"], f"{w}.backchannel_solicitation_per_min", 0.0
+        ),
+        backchannel_production_per_min=nn(
+            d["backchannel_production_per_min"], f"{w}.backchannel_production_per_min", 0.0
+        ),
+        articulation_rate_syl_s=nn(
+            d["articulation_rate_syl_s"], f"{w}.articulation_rate_syl_s", 0.0
+        ),
         floor_holding_per_min=fh,
     )
     if p.fto_p10_s is not None and p.fto_p90_s is not None and p.fto_p10_s > p.fto_p90_s:
@@ -400,24 +499,34 @@ def _annotations(c: _Ctx, v: Any, context_s: float, prefix: str = "annotations")
     d = _obj(c, v, ANNOTATION_KEYS, prefix)
     w = prefix
     at = lambda key: f"{w}.{key}" if w else key  # noqa: E731
-    labels = tuple(_enum(c, z, f"{at('labels')}[{i}]", INTENTS)
-                   for i, z in enumerate(_list(c, d["labels"], at("labels"), nonempty=True)))
+    labels = tuple(
+        _enum(c, z, f"{at('labels')}[{i}]", INTENTS)
+        for i, z in enumerate(_list(c, d["labels"], at("labels"), nonempty=True))
+    )
     k = len(labels)
 
     def per_annotator(key: str) -> list[Any]:
         items = _list(c, d[key], at(key))
         if len(items) != k:
-            raise c.fail(at(key), f"has {len(items)} entries but there are {k} labels (one per annotator)")
+            raise c.fail(
+                at(key), f"has {len(items)} entries but there are {k} labels (one per annotator)"
+            )
         return items
 
-    silence = tuple(_num(c, x, f"{at('silence_acceptability')}[{i}]", lo=0.0, hi=1.0)
-                    for i, x in enumerate(per_annotator("silence_acceptability")))
-    windows = tuple(_intervals(c, x, f"{at('onset_windows')}[{i}]", *DOMAIN_S)
-                    for i, x in enumerate(per_annotator("onset_windows")))
+    silence = tuple(
+        _num(c, x, f"{at('silence_acceptability')}[{i}]", lo=0.0, hi=1.0)
+        for i, x in enumerate(per_annotator("silence_acceptability"))
+    )
+    windows = tuple(
+        _intervals(c, x, f"{at('onset_windows')}[{i}]", *DOMAIN_S)
+        for i, x in enumerate(per_annotator("onset_windows"))
+    )
     marks = []
     for i, m in enumerate(per_annotator("completion_marks")):
-        ts = tuple(_time(c, t, f"{at('completion_marks')}[{i}][{j}]", -context_s, 0.0)
-                   for j, t in enumerate(_list(c, m, f"{at('completion_marks')}[{i}]")))
+        ts = tuple(
+            _time(c, t, f"{at('completion_marks')}[{i}][{j}]", -context_s, 0.0)
+            for j, t in enumerate(_list(c, m, f"{at('completion_marks')}[{i}]"))
+        )
         if list(ts) != sorted(ts):
             raise c.fail(f"{at('completion_marks')}[{i}]", "marks must be in increasing time order")
         marks.append(ts)
@@ -430,12 +539,18 @@ def episode_from_dict(d: Any, path: str | Path, root: str | Path | None) -> Epis
     `root` is the data root audio paths are relative to (checked to exist); None skips the
     lookups. Raises `EpisodeError` on the first problem.
     """
-    eid = d.get("episode_id") if isinstance(d, dict) and isinstance(d.get("episode_id"), str) else None
+    eid = (
+        d.get("episode_id")
+        if isinstance(d, dict) and isinstance(d.get("episode_id"), str)
+        else None
+    )
     c = _Ctx(path, eid)
     _obj(c, d, EPISODE_KEYS, "")
     sv = _int(c, d["schema_version"], "schema_version")
     if sv != SCHEMA_VERSION:
-        raise c.fail("schema_version", f"unsupported schema version {sv}; this fdeval reads {SCHEMA_VERSION}")
+        raise c.fail(
+            "schema_version", f"unsupported schema version {sv}; this fdeval reads {SCHEMA_VERSION}"
+        )
     eid = _ident(c, d["episode_id"], "episode_id")
     if path is not None and Path(path).suffix == ".json" and Path(path).stem != eid:
         raise c.fail("episode_id", f"{eid!r} does not match the file name {Path(path).name!r}")
@@ -455,12 +570,20 @@ def episode_from_dict(d: Any, path: str | Path, root: str | Path | None) -> Epis
     if root_p is not None:
         info = sf.info(str(root_p / audio_path))
         if info.channels != 2:
-            raise c.fail("audio.path", f"context audio must be stereo (one channel per speaker), has {info.channels}")
+            raise c.fail(
+                "audio.path",
+                f"context audio must be stereo (one channel per speaker), has {info.channels}",
+            )
         if info.samplerate != sample_rate:
-            raise c.fail("audio.sample_rate", f"{sample_rate} but the file is at {info.samplerate} Hz")
+            raise c.fail(
+                "audio.sample_rate", f"{sample_rate} but the file is at {info.samplerate} Hz"
+            )
         if abs(info.frames / info.samplerate - context_s) > 0.002:
-            raise c.fail("audio.context_s", f"{context_s:g} but the file lasts {info.frames / info.samplerate:.4f} s "
-                                            "(the context ends at the decision point)")
+            raise c.fail(
+                "audio.context_s",
+                f"{context_s:g} but the file lasts {info.frames / info.samplerate:.4f} s "
+                "(the context ends at the decision point)",
+            )
 
     replay = []
     prev_end = -context_s
@@ -488,13 +611,22 @@ def episode_from_dict(d: Any, path: str | Path, root: str | Path | None) -> Epis
         if root_p is not None:
             info = sf.info(str(root_p / ap))
             if info.channels != 1:
-                raise c.fail(f"{f}.audio_path", f"replay pieces are mono focal-channel audio, file has {info.channels} channels")
+                raise c.fail(
+                    f"{f}.audio_path",
+                    f"replay pieces are mono focal-channel audio, file has {info.channels} channels",
+                )
             if abs(info.frames / info.samplerate - (b - a)) > 0.002:
-                raise c.fail(f"{f}.audio_path", f"lasts {info.frames / info.samplerate:.4f} s but the piece spans {b - a:.4f} s")
+                raise c.fail(
+                    f"{f}.audio_path",
+                    f"lasts {info.frames / info.samplerate:.4f} s but the piece spans {b - a:.4f} s",
+                )
         prev_end = b
         replay.append(ReplayTurn(kind, ap, a, b, after))
     if abs(replay[-1].end_s) > TIME_EPS_S:
-        raise c.fail(f"replay[{len(replay) - 1}].end_s", f"the last piece must end at the decision point 0, got {replay[-1].end_s:g}")
+        raise c.fail(
+            f"replay[{len(replay) - 1}].end_s",
+            f"the last piece must end at the decision point 0, got {replay[-1].end_s:g}",
+        )
 
     focal_speech = _intervals(c, d["focal_speech"], "focal_speech", -context_s, 0.0)
     history = []
@@ -508,7 +640,10 @@ def episode_from_dict(d: Any, path: str | Path, root: str | Path | None) -> Epis
         if b < a:
             raise c.fail(f"{f}.end_s", f"{b:g} is before start_s {a:g}")
         if a > TIME_EPS_S:
-            raise c.fail(f"{f}.start_s", f"{a:g} is after the decision point (history is what came before it)")
+            raise c.fail(
+                f"{f}.start_s",
+                f"{a:g} is after the decision point (history is what came before it)",
+            )
         if history and a < history[-1].start_s - TIME_EPS_S:
             raise c.fail(f"{f}.start_s", "history lines must be in order of their start times")
         history.append(HistoryLine(sp, text, a, b))
@@ -522,7 +657,10 @@ def episode_from_dict(d: Any, path: str | Path, root: str | Path | None) -> Epis
     if jl is not None:
         vals = _list(c, jl, "judge_logits")
         if len(vals) != N_INTENTS:
-            raise c.fail("judge_logits", f"needs {N_INTENTS} values in the order {', '.join(INTENTS)}, got {len(vals)}")
+            raise c.fail(
+                "judge_logits",
+                f"needs {N_INTENTS} values in the order {', '.join(INTENTS)}, got {len(vals)}",
+            )
         judge_logits = tuple(_num(c, x, f"judge_logits[{i}]") for i, x in enumerate(vals))
 
     sl = d["slices"]
@@ -531,7 +669,9 @@ def episode_from_dict(d: Any, path: str | Path, root: str | Path | None) -> Epis
     slices = {}
     for k in SLICE_KEYS:
         if k not in sl:
-            raise c.fail(f"slices.{k}", f"missing required slice (required: {', '.join(SLICE_KEYS)})")
+            raise c.fail(
+                f"slices.{k}", f"missing required slice (required: {', '.join(SLICE_KEYS)})"
+            )
     for k, v in sl.items():
         if k not in SLICE_KEYS:
             raise c.fail(f"slices.{k}", f"unknown slice key {k!r}; valid: {', '.join(SLICE_KEYS)}")
@@ -543,15 +683,36 @@ def episode_from_dict(d: Any, path: str | Path, root: str | Path | None) -> Epis
         onset = _time(c, hc["onset_s"], "human_continuation.onset_s", *DOMAIN_S, nullable=True)
         dur = _num(c, hc["duration_s"], "human_continuation.duration_s", lo=0.0, nullable=True)
         if (onset is None) != (dur is None):
-            raise c.fail("human_continuation.duration_s", "onset_s and duration_s are both null (withheld) or both set")
+            raise c.fail(
+                "human_continuation.duration_s",
+                "onset_s and duration_s are both null (withheld) or both set",
+            )
         human = HumanContinuation(onset, dur)
 
     meta = d.get("meta", {})
     if not isinstance(meta, dict):
         raise c.fail("meta", f"expected an object, got {_kind(meta)}")
-    return Episode(eid, source, category, audio_path, focal_channel, sample_rate, context_s, tuple(replay),
-                   focal_speech, tuple(history), speaker_id, profile, annotations, slices, bucket, split,
-                   judge_logits, human, meta)
+    return Episode(
+        eid,
+        source,
+        category,
+        audio_path,
+        focal_channel,
+        sample_rate,
+        context_s,
+        tuple(replay),
+        focal_speech,
+        tuple(history),
+        speaker_id,
+        profile,
+        annotations,
+        slices,
+        bucket,
+        split,
+        judge_logits,
+        human,
+        meta,
+    )
 
 
 def load_episode(path: str | Path, root: str | Path | None) -> Episode:
@@ -563,7 +724,9 @@ def load_episode(path: str | Path, root: str | Path | None) -> Episode:
     try:
         d = json.loads(raw)
     except json.JSONDecodeError as e:
-        raise EpisodeError(str(path), None, "<json>", f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+        raise EpisodeError(
+            str(path), None, "<json>", f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}"
+        ) from None
     return episode_from_dict(d, path, root)
 
 

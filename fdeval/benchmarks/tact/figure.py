@@ -24,8 +24,13 @@ from .scoring import CATEGORIES
 
 FIGURE_VERSION = 1  # bump when the drawing changes
 ROWS = ("all", *CATEGORIES)
-ROW_LABELS = {"all": "all", "pause_handling": "pause", "backchanneling": "backchannel",
-              "smooth_turn_taking": "turn-taking", "user_interruption": "interruption"}
+ROW_LABELS = {
+    "all": "all",
+    "pause_handling": "pause",
+    "backchanneling": "backchannel",
+    "smooth_turn_taking": "turn-taking",
+    "user_interruption": "interruption",
+}
 
 Series = list[tuple[str, list[dict[str, Any]]]]
 
@@ -49,15 +54,24 @@ def intent_figure_png(series: Series, key: str | None = None) -> bytes:
         image = None
         for ax, (system, cells) in zip(axes, series):
             by = {(c["category"], c["intent"]): c for c in cells}
-            grid = [[(by[(r, z)]["score"] if (r, z) in by else math.nan) for z in INTENTS] for r in ROWS]
+            grid = [
+                [(by[(r, z)]["score"] if (r, z) in by else math.nan) for z in INTENTS] for r in ROWS
+            ]
             image = ax.imshow(grid, vmin=0.0, vmax=1.0, cmap="viridis", aspect="auto")
             for i, r in enumerate(ROWS):
                 for j, z in enumerate(INTENTS):
                     c = by.get((r, z))
                     if c is None or not math.isfinite(c["score"]):
                         continue
-                    ax.text(j, i, f"{c['score']:.2f}\n({c['n_episodes']})", ha="center", va="center", fontsize=6.5,
-                            color="white" if c["score"] < 0.6 else "black")
+                    ax.text(
+                        j,
+                        i,
+                        f"{c['score']:.2f}\n({c['n_episodes']})",
+                        ha="center",
+                        va="center",
+                        fontsize=6.5,
+                        color="white" if c["score"] < 0.6 else "black",
+                    )
             ax.set_xticks(range(len(INTENTS)), INTENTS)
             ax.set_yticks(range(len(ROWS)), [ROW_LABELS[r] for r in ROWS])
             ax.set_title(system, fontsize=9)
@@ -67,7 +81,9 @@ def intent_figure_png(series: Series, key: str | None = None) -> bytes:
         if image is not None:
             fig.colorbar(image, ax=list(axes), shrink=0.8, label="score (n episodes)")
         buf = io.BytesIO()
-        fig.savefig(buf, format="png", metadata={"Software": None, **({KEY_CHUNK: key} if key else {})})
+        fig.savefig(
+            buf, format="png", metadata={"Software": None, **({KEY_CHUNK: key} if key else {})}
+        )
     return buf.getvalue()
 
 

@@ -81,7 +81,9 @@ from .scoring import as_onsets, as_posteriors
 
 LO, HI = DOMAIN_S
 _LOG_2PI = math.log(2.0 * math.pi)
-AT_WINDOW_START_TOL_S = 1e-6  # an onset this close to -T_a is speech already running at the window start
+AT_WINDOW_START_TOL_S = (
+    1e-6  # an onset this close to -T_a is speech already running at the window start
+)
 # Search box of the M-step (unconstrained coordinates mu, log sigma, log tau / m, log s).
 _EXG_BOUNDS = [(-10.0, 10.0), (math.log(1e-3), math.log(20.0)), (math.log(1e-3), math.log(20.0))]
 _LN_BOUNDS = [(-10.0, 10.0), (math.log(1e-3), math.log(10.0))]
@@ -104,13 +106,19 @@ def _exgauss_cdf_grad(t: float, mu: float, sigma: float, tau: float) -> tuple[fl
     G = math.exp(-(t - mu) / tau + sigma * sigma / (2 * tau * tau) + float(log_ndtr(u)))
     phi_v = math.exp(-0.5 * v * v - 0.5 * _LOG_2PI)
     F = float(ndtr(v)) - G
-    grad = np.array([-G / tau, phi_v / tau - G * sigma / tau ** 2,
-                     -G * ((t - mu) / tau ** 2 - sigma ** 2 / tau ** 3) - phi_v * sigma / tau ** 2])
+    grad = np.array(
+        [
+            -G / tau,
+            phi_v / tau - G * sigma / tau**2,
+            -G * ((t - mu) / tau**2 - sigma**2 / tau**3) - phi_v * sigma / tau**2,
+        ]
+    )
     return F, grad
 
 
 def _exgauss_nll(theta: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[float, np.ndarray]:
-    """Mean (over weight) negative log-likelihood of the ex-Gaussian truncated to T, theta = (mu, log sigma, log tau)."""
+    """Mean (over weight) negative log-likelihood of the ex-Gaussian truncated to T,
+    theta = (mu, log sigma, log tau)."""
     mu, sigma, tau = theta[0], math.exp(theta[1]), math.exp(theta[2])
     W = w.sum()
     u = (y - mu) / sigma - sigma / tau
@@ -118,8 +126,8 @@ def _exgauss_nll(theta: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[float
     lam = np.exp(-0.5 * u * u - 0.5 * _LOG_2PI - lncdf)  # phi(u) / Phi(u)
     logf = -math.log(tau) + (mu - y) / tau + sigma * sigma / (2 * tau * tau) + lncdf
     d_mu = 1.0 / tau - lam / sigma
-    d_sigma = sigma / tau ** 2 + lam * (-(y - mu) / sigma ** 2 - 1.0 / tau)
-    d_tau = -1.0 / tau - (mu - y) / tau ** 2 - sigma ** 2 / tau ** 3 + lam * sigma / tau ** 2
+    d_sigma = sigma / tau**2 + lam * (-(y - mu) / sigma**2 - 1.0 / tau)
+    d_tau = -1.0 / tau - (mu - y) / tau**2 - sigma**2 / tau**3 + lam * sigma / tau**2
     F_hi, g_hi = _exgauss_cdf_grad(HI, mu, sigma, tau)
     F_lo, g_lo = _exgauss_cdf_grad(LO, mu, sigma, tau)
     Z = F_hi - F_lo
@@ -131,7 +139,9 @@ def _exgauss_nll(theta: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[float
     return -ll / W, -grad / W
 
 
-def _lognormal_nll(theta: np.ndarray, y: np.ndarray, w: np.ndarray, shift: float) -> tuple[float, np.ndarray]:
+def _lognormal_nll(
+    theta: np.ndarray, y: np.ndarray, w: np.ndarray, shift: float
+) -> tuple[float, np.ndarray]:
     """Same for the log-normal shifted to `shift`, truncated to T; theta = (m, log s)."""
     m, s = theta[0], math.exp(theta[1])
     W = w.sum()
@@ -169,8 +179,9 @@ def _law_logpdf(law: ReferenceLaw, y: np.ndarray) -> np.ndarray:
     return -ell - math.log(s) - 0.5 * _LOG_2PI - 0.5 * z * z - math.log(float(ndtr(b) - ndtr(a)))
 
 
-def fit_onset_density(family: str, onsets_s, weights=None, start: tuple[float, float, float] | None = None
-                      ) -> tuple[float, float, float]:
+def fit_onset_density(
+    family: str, onsets_s, weights=None, start: tuple[float, float, float] | None = None
+) -> tuple[float, float, float]:
     """Weighted maximum-likelihood parameters of one family truncated to T (untruncated parameters,
     as `ReferenceLaw.params`). `start`: where the search begins (default: a moment guess); the
     shifted log-normal keeps the shift of `start` (-T_a by default)."""
@@ -187,8 +198,15 @@ def fit_onset_density(family: str, onsets_s, weights=None, start: tuple[float, f
     if family == "exgauss":
         mu, sigma, tau = start if start is not None else (mean - 0.5 * sd, 0.7 * sd, 0.7 * sd)
         x0 = np.clip([mu, math.log(sigma), math.log(tau)], *np.array(_EXG_BOUNDS).T)
-        res = optimize.minimize(_exgauss_nll, x0, args=(y, w), jac=True, method="L-BFGS-B", bounds=_EXG_BOUNDS,
-                                options={"ftol": 1e-13, "gtol": 1e-9, "maxiter": 500})
+        res = optimize.minimize(
+            _exgauss_nll,
+            x0,
+            args=(y, w),
+            jac=True,
+            method="L-BFGS-B",
+            bounds=_EXG_BOUNDS,
+            options={"ftol": 1e-13, "gtol": 1e-9, "maxiter": 500},
+        )
         return float(res.x[0]), math.exp(res.x[1]), math.exp(res.x[2])
     if family != "shifted_lognormal":
         raise ValueError(f"unknown family {family!r}")
@@ -202,8 +220,15 @@ def fit_onset_density(family: str, onsets_s, weights=None, start: tuple[float, f
         m0 = float(w @ ell / w.sum())
         x0 = np.array([m0, math.log(max(float(np.sqrt(w @ (ell - m0) ** 2 / w.sum())), 1e-2))])
     x0 = np.clip(x0, *np.array(_LN_BOUNDS).T)
-    res = optimize.minimize(_lognormal_nll, x0, args=(y, w, shift), jac=True, method="L-BFGS-B", bounds=_LN_BOUNDS,
-                            options={"ftol": 1e-13, "gtol": 1e-9, "maxiter": 500})
+    res = optimize.minimize(
+        _lognormal_nll,
+        x0,
+        args=(y, w, shift),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=_LN_BOUNDS,
+        options={"ftol": 1e-13, "gtol": 1e-9, "maxiter": 500},
+    )
     return float(shift), float(res.x[0]), math.exp(res.x[1])
 
 
@@ -227,9 +252,16 @@ class LawFit:
     shape_held: tuple[str, ...] = ()  # intents whose density stayed at the start (too few onsets)
 
 
-def fit_reference_laws(onsets_s, posteriors, *, fixed_beta: Sequence[float] | None = None,
-                       start: Sequence[ReferenceLaw] | None = None, min_onsets: float = 0.0,
-                       tol: float = 1e-10, max_iter: int = 2000) -> LawFit:
+def fit_reference_laws(
+    onsets_s,
+    posteriors,
+    *,
+    fixed_beta: Sequence[float] | None = None,
+    start: Sequence[ReferenceLaw] | None = None,
+    min_onsets: float = 0.0,
+    tol: float = 1e-10,
+    max_iter: int = 2000,
+) -> LawFit:
     """Maximum-likelihood laws h_z from episodes' human continuations and intent posteriors.
 
     `onsets_s`: (n,) onsets relative to the decision point, NaN = no response within T_h (later
@@ -252,7 +284,9 @@ def fit_reference_laws(onsets_s, posteriors, *, fixed_beta: Sequence[float] | No
         fb = np.asarray(fixed_beta, dtype=float)
         if fb.shape != (N_INTENTS,) or np.any(~(fb >= 0) | ~(fb <= 1)):
             raise ValueError(f"fixed_beta needs {N_INTENTS} values in [0, 1]")
-        laws = [ReferenceLaw(law.intent, law.family, law.params, float(b)) for law, b in zip(laws, fb)]
+        laws = [
+            ReferenceLaw(law.intent, law.family, law.params, float(b)) for law, b in zip(laws, fb)
+        ]
     none = np.isnan(y)
     at_start = ~none & (y <= LO + AT_WINDOW_START_TOL_S)
     onset = ~none & ~at_start
@@ -284,8 +318,10 @@ def fit_reference_laws(onsets_s, posteriors, *, fixed_beta: Sequence[float] | No
         norm = logsumexp(lp, axis=1)
         ll = float(norm.sum())
         if not math.isfinite(ll):
-            raise ValueError("an episode has probability 0 under every intent its posterior allows "
-                             "(a no-mass outcome for a law with beta 0 or 1)")
+            raise ValueError(
+                "an episode has probability 0 under every intent its posterior allows "
+                "(a no-mass outcome for a law with beta 0 or 1)"
+            )
         r = np.exp(lp - norm[:, None])
         if held is None:
             held = {z for z in range(N_INTENTS) if r[onset, z].sum() < min_onsets}
@@ -297,20 +333,34 @@ def fit_reference_laws(onsets_s, posteriors, *, fixed_beta: Sequence[float] | No
         for z, law in enumerate(laws):
             rz = r[:, z]
             total = rz.sum()
-            beta = law.no_response_mass if fixed_beta is not None or total <= 0 else float(rz[none].sum() / total)
+            beta = (
+                law.no_response_mass
+                if fixed_beta is not None or total <= 0
+                else float(rz[none].sum() / total)
+            )
             params = law.params
             w = rz[onset]
             if z not in held and w.sum() > 1e-9:
                 params = fit_onset_density(law.family, y_on, w, start=law.params)
             new.append(ReferenceLaw(law.intent, law.family, params, beta))
         laws = new
-    return LawFit(tuple(laws), ll, it, converged, tuple(float(x) for x in r.sum(axis=0)),
-                  tuple(float(x) for x in r[onset].sum(axis=0)), n, int(at_start.sum()), fixed_beta is not None,
-                  tuple(INTENTS[z] for z in sorted(held or ())))
+    return LawFit(
+        tuple(laws),
+        ll,
+        it,
+        converged,
+        tuple(float(x) for x in r.sum(axis=0)),
+        tuple(float(x) for x in r[onset].sum(axis=0)),
+        n,
+        int(at_start.sum()),
+        fixed_beta is not None,
+        tuple(INTENTS[z] for z in sorted(held or ())),
+    )
 
 
-def beta_from_acceptability(labels: Sequence[Sequence[str]], acceptability: Sequence[Sequence[float]]
-                            ) -> tuple[np.ndarray, np.ndarray]:
+def beta_from_acceptability(
+    labels: Sequence[Sequence[str]], acceptability: Sequence[Sequence[float]]
+) -> tuple[np.ndarray, np.ndarray]:
     """The paper's beta_z: mean silence acceptability of the ratings whose annotator labelled z.
 
     Returns (beta, count of ratings) per intent; beta is NaN for an intent nobody chose.
@@ -330,7 +380,9 @@ def beta_from_acceptability(labels: Sequence[Sequence[str]], acceptability: Sequ
 # From a data folder to a law file
 
 SPLIT_CHOICES = ("all", "dev", "test")
-MIN_ONSETS = 20.0  # fewer (responsibility-weighted) onsets than this: the intent keeps the paper's density
+MIN_ONSETS = (
+    20.0  # fewer (responsibility-weighted) onsets than this: the intent keeps the paper's density
+)
 POSTERIOR_CHOICES = ("annotators", "fused")
 BETA_CHOICES = ("continuations", "acceptability")
 
@@ -357,16 +409,31 @@ def fit_judge_weight_from(episodes) -> tuple[float | None, float | None, str]:
     if not np.any(counts.sum(axis=1) >= 2):
         return None, temperature, "no episode with judge logits has two or more annotators"
     lam = fit_judge_weight(counts, scaled_judge(logits, temperature))
-    return lam, temperature, (f"leave-one-annotator-out log-likelihood over {len(with_logits)} episode(s) with judge "
-                              f"logits; T* on the {'dev split' if dev.any() else 'same episodes'}")
+    return (
+        lam,
+        temperature,
+        (
+            f"leave-one-annotator-out log-likelihood over {len(with_logits)} episode(s) with judge "
+            f"logits; T* on the {'dev split' if dev.any() else 'same episodes'}"
+        ),
+    )
 
 
-def fit_corpus(data_root: str | Path, *, split: str = "all", posterior: str = "annotators",
-               beta: str = "continuations", judge_weight: float | None = None,
-               min_onsets: float = MIN_ONSETS) -> CorpusFit:
+def fit_corpus(
+    data_root: str | Path,
+    *,
+    split: str = "all",
+    posterior: str = "annotators",
+    beta: str = "continuations",
+    judge_weight: float | None = None,
+    min_onsets: float = MIN_ONSETS,
+) -> CorpusFit:
     """Fit the laws (and lambda) of a TACT data folder; see the module docstring."""
-    for name, value, choices in (("split", split, SPLIT_CHOICES), ("posterior", posterior, POSTERIOR_CHOICES),
-                                 ("beta", beta, BETA_CHOICES)):
+    for name, value, choices in (
+        ("split", split, SPLIT_CHOICES),
+        ("posterior", posterior, POSTERIOR_CHOICES),
+        ("beta", beta, BETA_CHOICES),
+    ):
         if value not in choices:
             raise FdevalError(f"fit_laws: --{name} {value!r}: valid: {', '.join(choices)}")
     root = Path(data_root)
@@ -374,7 +441,9 @@ def fit_corpus(data_root: str | Path, *, split: str = "all", posterior: str = "a
     if split != "all":
         episodes = [e for e in episodes if e.split == split]
     if not episodes:
-        raise FdevalError(f"fit_laws: {root}: no episodes{'' if split == 'all' else f' in the {split} split'}")
+        raise FdevalError(
+            f"fit_laws: {root}: no episodes{'' if split == 'all' else f' in the {split} split'}"
+        )
     lam_fit, temperature, lam_how = fit_judge_weight_from(episodes)
     if judge_weight is not None:
         lam, lam_source = float(judge_weight), "given (--judge-weight)"
@@ -393,34 +462,61 @@ def fit_corpus(data_root: str | Path, *, split: str = "all", posterior: str = "a
     else:
         missing = [e.episode_id for e in episodes if e.judge_logits is None]
         if missing:
-            raise FdevalError(f"fit_laws: --posterior fused: {len(missing)} episode(s) have no judge_logits, "
-                              f"e.g. {missing[0]}")
+            raise FdevalError(
+                f"fit_laws: --posterior fused: {len(missing)} episode(s) have no judge_logits, "
+                f"e.g. {missing[0]}"
+            )
         logits = np.array([e.judge_logits for e in known], dtype=float)
         if temperature is None:
             temperature = fit_temperature(logits, counts)
         q = fuse_posterior(counts, logits, temperature, lam)
-    onsets = np.array([np.nan if e.human.onset_s is None else e.human.onset_s for e in known], dtype=float)
+    onsets = np.array(
+        [np.nan if e.human.onset_s is None else e.human.onset_s for e in known], dtype=float
+    )
     fixed = None
     notes = []
     if beta == "acceptability":
-        b, c = beta_from_acceptability([e.annotations.labels for e in episodes],
-                                       [e.annotations.silence_acceptability for e in episodes])
+        b, c = beta_from_acceptability(
+            [e.annotations.labels for e in episodes],
+            [e.annotations.silence_acceptability for e in episodes],
+        )
         paper = np.array([law.no_response_mass for law in reference_laws()])
         fixed = np.where(np.isnan(b), paper, b)
-        notes += [f"{z}: no annotator chose it; beta kept at the paper's" for z, k in zip(INTENTS, c) if k == 0]
+        notes += [
+            f"{z}: no annotator chose it; beta kept at the paper's"
+            for z, k in zip(INTENTS, c)
+            if k == 0
+        ]
     fit = fit_reference_laws(onsets, q, fixed_beta=fixed, min_onsets=min_onsets)
     if not fit.converged:
         notes.append(f"EM stopped after {fit.iterations} iterations without converging")
-    notes += [f"{z}: fewer than {min_onsets:g} onsets carry its weight; its density stays the paper's "
-              f"(beta fitted)" for z in fit.shape_held]
+    notes += [
+        f"{z}: fewer than {min_onsets:g} onsets carry its weight; its density stays the paper's "
+        f"(beta fitted)"
+        for z in fit.shape_held
+    ]
     prov = {
-        "fitted_by": "fdeval.benchmarks.tact.fit_laws", "fdeval_version": fdeval.__version__,
-        "data_root": str(root.resolve()), "split": split, "posterior": posterior,
-        "beta_from": "human continuations (EM)" if beta == "continuations" else "annotator silence acceptability",
-        "judge_weight_from": lam_source, "temperature": None if temperature is None else round(temperature, 6),
-        "n_episodes": len(episodes), "n_used": len(known), "n_unknown_continuation": len(episodes) - len(known),
-        "n_at_window_start": fit.n_at_window_start, "min_onsets": min_onsets, "density_kept": list(fit.shape_held),
-        "em": {"iterations": fit.iterations, "converged": fit.converged, "log_likelihood": round(fit.log_likelihood, 6)},
+        "fitted_by": "fdeval.benchmarks.tact.fit_laws",
+        "fdeval_version": fdeval.__version__,
+        "data_root": str(root.resolve()),
+        "split": split,
+        "posterior": posterior,
+        "beta_from": "human continuations (EM)"
+        if beta == "continuations"
+        else "annotator silence acceptability",
+        "judge_weight_from": lam_source,
+        "temperature": None if temperature is None else round(temperature, 6),
+        "n_episodes": len(episodes),
+        "n_used": len(known),
+        "n_unknown_continuation": len(episodes) - len(known),
+        "n_at_window_start": fit.n_at_window_start,
+        "min_onsets": min_onsets,
+        "density_kept": list(fit.shape_held),
+        "em": {
+            "iterations": fit.iterations,
+            "converged": fit.converged,
+            "log_likelihood": round(fit.log_likelihood, 6),
+        },
         "effective_n": {z: round(x, 3) for z, x in zip(INTENTS, fit.effective_n)},
         "effective_onsets": {z: round(x, 3) for z, x in zip(INTENTS, fit.effective_onsets)},
         "notes": notes,
@@ -428,10 +524,16 @@ def fit_corpus(data_root: str | Path, *, split: str = "all", posterior: str = "a
     return CorpusFit(fit, lam, law_file_dict(fit.laws, lam, prov))
 
 
-def parameter_table(laws: Sequence[ReferenceLaw], reference: Sequence[ReferenceLaw] | None = None,
-                    effective: Sequence[float] | None = None) -> str:
+def parameter_table(
+    laws: Sequence[ReferenceLaw],
+    reference: Sequence[ReferenceLaw] | None = None,
+    effective: Sequence[float] | None = None,
+) -> str:
     """A plain-text table of the laws' named parameters (and a reference set's beside them)."""
-    lines = [f"{'intent':6} {'family':17} {'parameter':16} {'value':>10}" + (f" {'paper':>10}" if reference else "")]
+    lines = [
+        f"{'intent':6} {'family':17} {'parameter':16} {'value':>10}"
+        + (f" {'paper':>10}" if reference else "")
+    ]
     for i, law in enumerate(laws):
         named = law_params(law)
         ref = law_params(reference[i]) if reference else None
@@ -448,18 +550,43 @@ def parameter_table(laws: Sequence[ReferenceLaw], reference: Sequence[ReferenceL
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m fdeval.benchmarks.tact.fit_laws",
-                                 description="Fit TACT's reference laws to an annotated data folder and write a law file.")
-    ap.add_argument("paths", nargs="+", metavar="PATH", help="DATA_ROOT OUT.json (or, with --paper, OUT.json)")
-    ap.add_argument("--paper", action="store_true", help="write the paper's printed laws as a law file")
-    ap.add_argument("--split", default="all", choices=SPLIT_CHOICES, help="which episodes to fit on (default all)")
-    ap.add_argument("--posterior", default="annotators", choices=POSTERIOR_CHOICES,
-                    help="the intent posterior the laws are fitted under (default annotators)")
-    ap.add_argument("--beta", default="continuations", choices=BETA_CHOICES,
-                    help="beta_z from the human continuations (default) or the annotators' silence acceptability")
-    ap.add_argument("--judge-weight", type=float, default=None, help="lambda to write instead of fitting it")
-    ap.add_argument("--min-onsets", type=float, default=MIN_ONSETS,
-                    help=f"an intent with fewer weighted onsets keeps the paper's density (default {MIN_ONSETS:g})")
+    ap = argparse.ArgumentParser(
+        prog="python -m fdeval.benchmarks.tact.fit_laws",
+        description="Fit TACT's reference laws to an annotated data folder and write a law file.",
+    )
+    ap.add_argument(
+        "paths", nargs="+", metavar="PATH", help="DATA_ROOT OUT.json (or, with --paper, OUT.json)"
+    )
+    ap.add_argument(
+        "--paper", action="store_true", help="write the paper's printed laws as a law file"
+    )
+    ap.add_argument(
+        "--split",
+        default="all",
+        choices=SPLIT_CHOICES,
+        help="which episodes to fit on (default all)",
+    )
+    ap.add_argument(
+        "--posterior",
+        default="annotators",
+        choices=POSTERIOR_CHOICES,
+        help="the intent posterior the laws are fitted under (default annotators)",
+    )
+    ap.add_argument(
+        "--beta",
+        default="continuations",
+        choices=BETA_CHOICES,
+        help="beta_z from the human continuations (default) or the annotators' silence acceptability",
+    )
+    ap.add_argument(
+        "--judge-weight", type=float, default=None, help="lambda to write instead of fitting it"
+    )
+    ap.add_argument(
+        "--min-onsets",
+        type=float,
+        default=MIN_ONSETS,
+        help=f"an intent with fewer weighted onsets keeps the paper's density (default {MIN_ONSETS:g})",
+    )
     a = ap.parse_args(argv)
     want = 1 if a.paper else 2
     if len(a.paths) != want:
@@ -471,8 +598,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"fdeval: the paper's laws -> {out}")
             return 0
         root, out = Path(a.paths[0]), Path(a.paths[1])
-        res = fit_corpus(root, split=a.split, posterior=a.posterior, beta=a.beta, judge_weight=a.judge_weight,
-                         min_onsets=a.min_onsets)
+        res = fit_corpus(
+            root,
+            split=a.split,
+            posterior=a.posterior,
+            beta=a.beta,
+            judge_weight=a.judge_weight,
+            min_onsets=a.min_onsets,
+        )
         saved = write_law_file(out, res.file)
     except (FdevalError, ValueError) as err:
         print(f"fdeval: error: {err}", file=sys.stderr)
@@ -480,8 +613,10 @@ def main(argv: list[str] | None = None) -> int:
     prov = res.file["provenance"]
     print(parameter_table(res.fit.laws, reference_laws(), res.fit.effective_n))
     print(f"judge_weight (lambda) {saved.judge_weight:.4f}: {prov['judge_weight_from']}")
-    print(f"{prov['n_used']} episode(s) fitted ({prov['n_unknown_continuation']} with unknown continuation left out); "
-          f"EM {res.fit.iterations} iteration(s), converged {res.fit.converged}")
+    print(
+        f"{prov['n_used']} episode(s) fitted ({prov['n_unknown_continuation']} with unknown continuation left out); "
+        f"EM {res.fit.iterations} iteration(s), converged {res.fit.converged}"
+    )
     for note in prov["notes"]:
         print(f"note: {note}")
     print(f"fdeval: laws -> {out} (sha256 {saved.sha256[:12]}); score with benchmark.laws={out}")

@@ -81,15 +81,32 @@ from .scoring import CATEGORIES
 
 log = logging.getLogger("fdeval")
 
-IMPORTER_VERSION = "2"  # 2: profile evidence is never paired across files or across the episode's span
+IMPORTER_VERSION = (
+    "2"  # 2: profile evidence is never paired across files or across the episode's span
+)
 SAMPLE_RATE = 16000
 HISTORY_S = 180.0  # words this long before the decision point form the history
 LINE_GAP_S = 1.0
 ROW_KEYS = {
-    "episode_id": True, "audio": True, "focal_channel": True, "decision_s": True, "category": True,
-    "speaker": True, "labels": True, "silence_acceptability": True, "onset_windows": True,
-    "completion_marks": True, "context_s": False, "words": False, "interruption": False, "judge_logits": False,
-    "split": False, "context_bucket": False, "slices": False, "profile": False, "human_continuation": False,
+    "episode_id": True,
+    "audio": True,
+    "focal_channel": True,
+    "decision_s": True,
+    "category": True,
+    "speaker": True,
+    "labels": True,
+    "silence_acceptability": True,
+    "onset_windows": True,
+    "completion_marks": True,
+    "context_s": False,
+    "words": False,
+    "interruption": False,
+    "judge_logits": False,
+    "split": False,
+    "context_bucket": False,
+    "slices": False,
+    "profile": False,
+    "human_continuation": False,
 }
 SPEAKER_KEYS = ("id", "gender", "age_band", "l1_region")
 
@@ -156,7 +173,9 @@ def read_rows(path: str | Path, context_s: float) -> list[Row]:
         try:
             d = json.loads(raw)
         except json.JSONDecodeError as e:
-            raise CorpusError(path, n, "<json>", f"invalid JSON at column {e.colno}: {e.msg}") from None
+            raise CorpusError(
+                path, n, "<json>", f"invalid JSON at column {e.colno}: {e.msg}"
+            ) from None
         if not isinstance(d, dict):
             raise c.fail("<row>", f"expected an object, got {type(d).__name__}")
         for k in d:
@@ -167,7 +186,9 @@ def read_rows(path: str | Path, context_s: float) -> list[Row]:
                 raise c.fail(k, "missing required field")
         eid = d["episode_id"]
         if not isinstance(eid, str) or not _ID_RE.match(eid):
-            raise c.fail("episode_id", f"{eid!r} is not a valid id (letters, digits, '.', '_', '-')")
+            raise c.fail(
+                "episode_id", f"{eid!r} is not a valid id (letters, digits, '.', '_', '-')"
+            )
         if eid in seen:
             raise c.fail("episode_id", f"duplicate episode id {eid!r} (also line {seen[eid]})")
         seen[eid] = n
@@ -177,7 +198,10 @@ def read_rows(path: str | Path, context_s: float) -> list[Row]:
         except RuntimeError as e:
             raise c.fail("audio", f"cannot read {audio}: {e}") from None
         if info.channels != 2:
-            raise c.fail("audio", f"{audio} has {info.channels} channel(s); a stereo file (one channel per speaker) is needed")
+            raise c.fail(
+                "audio",
+                f"{audio} has {info.channels} channel(s); a stereo file (one channel per speaker) is needed",
+            )
         if d["focal_channel"] not in (0, 1) or isinstance(d["focal_channel"], bool):
             raise c.fail("focal_channel", f"must be 0 or 1, got {d['focal_channel']!r}")
         dur = info.frames / info.samplerate
@@ -185,7 +209,10 @@ def read_rows(path: str | Path, context_s: float) -> list[Row]:
         if dec > dur or dec <= 0:
             raise c.fail("decision_s", f"{dec:g} is outside the audio (0, {dur:.3f}] s")
         if d["category"] not in CATEGORIES:
-            raise c.fail("category", f"invalid value {d['category']!r}; expected one of {', '.join(CATEGORIES)}")
+            raise c.fail(
+                "category",
+                f"invalid value {d['category']!r}; expected one of {', '.join(CATEGORIES)}",
+            )
         sp = d["speaker"]
         if not isinstance(sp, dict):
             raise c.fail("speaker", "expected an object with id, gender, age_band, l1_region")
@@ -198,35 +225,57 @@ def read_rows(path: str | Path, context_s: float) -> list[Row]:
         if not _ID_RE.match(sp["id"]):
             raise c.fail("speaker.id", f"{sp['id']!r} is not a valid id")
         ctx_s = min(_num(c, d.get("context_s", context_s), "context_s", lo=0.1), dec)
-        _annotations(c, {k: d[k] for k in ("labels", "silence_acceptability", "onset_windows", "completion_marks")},
-                     ctx_s, prefix="")
+        _annotations(
+            c,
+            {
+                k: d[k]
+                for k in ("labels", "silence_acceptability", "onset_windows", "completion_marks")
+            },
+            ctx_s,
+            prefix="",
+        )
         words = _path(c, d["words"], "words", base) if d.get("words") is not None else None
         if d.get("interruption") is not None:
             it = d["interruption"]
             if not isinstance(it, dict) or set(it) != {"prompt_end_s", "cut_in_start_s"}:
-                raise c.fail("interruption", "expected {\"prompt_end_s\": ..., \"cut_in_start_s\": ...}")
+                raise c.fail(
+                    "interruption", 'expected {"prompt_end_s": ..., "cut_in_start_s": ...}'
+                )
             pe = _num(c, it["prompt_end_s"], "interruption.prompt_end_s")
             cs = _num(c, it["cut_in_start_s"], "interruption.cut_in_start_s")
             if not -ctx_s < pe <= cs < 0:
-                raise c.fail("interruption", f"need -context_s < prompt_end_s <= cut_in_start_s < 0, got {pe:g}, {cs:g} "
-                                             f"(context_s {ctx_s:g})")
+                raise c.fail(
+                    "interruption",
+                    f"need -context_s < prompt_end_s <= cut_in_start_s < 0, got {pe:g}, {cs:g} "
+                    f"(context_s {ctx_s:g})",
+                )
         if d.get("judge_logits") is not None:
             jl = d["judge_logits"]
             if not isinstance(jl, list) or len(jl) != N_INTENTS:
-                raise c.fail("judge_logits", f"needs {N_INTENTS} numbers in the order {', '.join(INTENTS)}")
+                raise c.fail(
+                    "judge_logits", f"needs {N_INTENTS} numbers in the order {', '.join(INTENTS)}"
+                )
             for i, x in enumerate(jl):
                 _num(c, x, f"judge_logits[{i}]")
         if d.get("split", "test") not in SPLITS:
-            raise c.fail("split", f"invalid value {d['split']!r}; expected one of {', '.join(SPLITS)}")
+            raise c.fail(
+                "split", f"invalid value {d['split']!r}; expected one of {', '.join(SPLITS)}"
+            )
         sl = d.get("slices", {})
         if not isinstance(sl, dict) or any(k not in ("snr", "rate_tercile") for k in sl):
-            raise c.fail("slices", "only 'snr' and 'rate_tercile' can be given (the others come from speaker)")
+            raise c.fail(
+                "slices",
+                "only 'snr' and 'rate_tercile' can be given (the others come from speaker)",
+            )
         if d.get("profile") is not None:
             _profile(c, d["profile"])
         if d.get("human_continuation") is not None:
             hc = d["human_continuation"]
             if not isinstance(hc, dict) or set(hc) != {"onset_s", "duration_s"}:
-                raise c.fail("human_continuation", "expected {\"onset_s\": ..., \"duration_s\": ...} (both null: withheld)")
+                raise c.fail(
+                    "human_continuation",
+                    'expected {"onset_s": ..., "duration_s": ...} (both null: withheld)',
+                )
         rows.append(Row(n, d, audio, words, ctx_s))
     if not rows:
         raise CorpusError(path, 0, "<file>", "no episode rows")
@@ -259,22 +308,40 @@ def _load_words(path: Path) -> list[tuple[int, str, float, float]]:
         raise c.fail("<file>", "expected a list of {channel, text, start_s, end_s}")
     out = []
     for i, w in enumerate(items):
-        if not isinstance(w, dict) or set(w) != {"channel", "text", "start_s", "end_s"} or w["channel"] not in (0, 1) \
-                or not isinstance(w["text"], str):
+        if (
+            not isinstance(w, dict)
+            or set(w) != {"channel", "text", "start_s", "end_s"}
+            or w["channel"] not in (0, 1)
+            or not isinstance(w["text"], str)
+        ):
             raise c.fail(f"[{i}]", "expected {channel: 0|1, text, start_s, end_s}")
-        out.append((int(w["channel"]), w["text"], _num(c, w["start_s"], f"[{i}].start_s"),
-                    _num(c, w["end_s"], f"[{i}].end_s")))
+        out.append(
+            (
+                int(w["channel"]),
+                w["text"],
+                _num(c, w["start_s"], f"[{i}].start_s"),
+                _num(c, w["end_s"], f"[{i}].end_s"),
+            )
+        )
     return sorted(out, key=lambda w: w[2])
 
 
-def _history(words: list[tuple[int, str, float, float]], focal: int, decision: float) -> list[HistoryLine]:
+def _history(
+    words: list[tuple[int, str, float, float]], focal: int, decision: float
+) -> list[HistoryLine]:
     lines: list[HistoryLine] = []
     cur: list[tuple[int, str, float, float]] = []
 
     def flush():
         if cur:
-            lines.append(HistoryLine("focal" if cur[0][0] == focal else "other", " ".join(w[1] for w in cur),
-                                     round(cur[0][2] - decision, 4), round(min(cur[-1][3], decision) - decision, 4)))
+            lines.append(
+                HistoryLine(
+                    "focal" if cur[0][0] == focal else "other",
+                    " ".join(w[1] for w in cur),
+                    round(cur[0][2] - decision, 4),
+                    round(min(cur[-1][3], decision) - decision, 4),
+                )
+            )
 
     for w in words:
         if not decision - HISTORY_S <= w[2] < decision:
@@ -287,7 +354,9 @@ def _history(words: list[tuple[int, str, float, float]], focal: int, decision: f
     return sorted(lines, key=lambda h: h.start_s)
 
 
-def import_corpus(annotations: str | Path, root: str | Path, context_s: float = 8.0, progress: bool = False) -> int:
+def import_corpus(
+    annotations: str | Path, root: str | Path, context_s: float = 8.0, progress: bool = False
+) -> int:
     """Write the episodes of an annotation file under `root`; existing episodes are kept.
 
     Returns how many were written now.
@@ -333,13 +402,22 @@ def import_corpus(annotations: str | Path, root: str | Path, context_s: float = 
             words = [(t, a, b) for wc, t, a, b in words_of(path) or () if wc == ch]
             own = path == row.audio and ch == int(row.d["focal_channel"])
             # (length, keep): what lies wholly before the span, what lies wholly after it
-            parts = [(max(lo, 0.0), lambda a, b: b < lo), (dur - min(hi, dur), lambda a, b: a > hi)] if own \
+            parts = (
+                [(max(lo, 0.0), lambda a, b: b < lo), (dur - min(hi, dur), lambda a, b: a > hi)]
+                if own
                 else [(dur, lambda a, b: True)]
+            )
             for length_s, keep in parts:
                 if length_s <= 0:
                     continue
-                pieces.append(([(a, b) for a, b in segs[ch] if keep(a, b)], [(a, b) for a, b in segs[1 - ch] if keep(a, b)],
-                               length_s, [w for w in words if keep(w[1], w[2])] if has_words else None))
+                pieces.append(
+                    (
+                        [(a, b) for a, b in segs[ch] if keep(a, b)],
+                        [(a, b) for a, b in segs[1 - ch] if keep(a, b)],
+                        length_s,
+                        [w for w in words if keep(w[1], w[2])] if has_words else None,
+                    )
+                )
         return profile_from_pieces(pieces)
 
     todo = [r for r in rows if r.d["episode_id"] not in done]
@@ -349,7 +427,12 @@ def import_corpus(annotations: str | Path, root: str | Path, context_s: float = 
     cuts = rate_terciles(p.articulation_rate_syl_s for p in profiles.values())
     n = 0
     for r in tqdm(todo, desc="import", disable=not progress or len(todo) < 2, leave=False):
-        write_episode(_episode(r, root, audio, words_of(r.audio), profiles[r.d["episode_id"]], cuts, write_wav), root)
+        write_episode(
+            _episode(
+                r, root, audio, words_of(r.audio), profiles[r.d["episode_id"]], cuts, write_wav
+            ),
+            root,
+        )
         n += 1
     return n
 
@@ -365,17 +448,27 @@ def _episode(row: Row, root: Path, audio: _Audio, words, profile, cuts, write_wa
     ctx = x[start_n:dec_n]
     write_wav(root / "audio" / f"{eid}.wav", ctx, SAMPLE_RATE)
     rel = lambda t: round(t - dec, 4)  # noqa: E731
-    focal = tuple((rel(max(a, start_n / SAMPLE_RATE)), rel(min(b, dec))) for a, b in segs[ch]
-                  if b > start_n / SAMPLE_RATE and a < dec)
+    focal = tuple(
+        (rel(max(a, start_n / SAMPLE_RATE)), rel(min(b, dec)))
+        for a, b in segs[ch]
+        if b > start_n / SAMPLE_RATE and a < dec
+    )
     focal = tuple((a, b) for a, b in focal if b > a)
     pieces = [("take-turn", -ctx_s, 0.0, None)]
     responses_from = None
     if d.get("interruption") is not None:
-        pe, cs = float(d["interruption"]["prompt_end_s"]), float(d["interruption"]["cut_in_start_s"])
+        pe, cs = (
+            float(d["interruption"]["prompt_end_s"]),
+            float(d["interruption"]["cut_in_start_s"]),
+        )
         other_on = [a - dec for a, b in segs[1 - ch] if a - dec <= cs and b - dec > pe]
         if not other_on:
-            raise CorpusError(row.audio, row.line, "interruption.cut_in_start_s",
-                              "no speech of the other speaker between prompt_end_s and the cut-in to time it from")
+            raise CorpusError(
+                row.audio,
+                row.line,
+                "interruption.cut_in_start_s",
+                "no speech of the other speaker between prompt_end_s and the cut-in to time it from",
+            )
         after = cs - max(other_on[0], pe)
         pieces = [("take-turn", -ctx_s, pe, None), ("barge-in", cs, 0.0, round(after, 4))]
         responses_from = cs  # the other's floor holding before the cut-in is not a response
@@ -384,11 +477,22 @@ def _episode(row: Row, root: Path, audio: _Audio, words, profile, cuts, write_wa
         i0, i1 = dec_n + int(round(a * SAMPLE_RATE)), dec_n + int(round(b * SAMPLE_RATE))
         p = f"audio/{eid}.turn{k}.wav"
         write_wav(root / p, x[i0:i1, ch], SAMPLE_RATE)
-        replay.append(ReplayTurn(kind, p, round((i0 - dec_n) / SAMPLE_RATE, 6), round((i1 - dec_n) / SAMPLE_RATE, 6),
-                                 after))
+        replay.append(
+            ReplayTurn(
+                kind,
+                p,
+                round((i0 - dec_n) / SAMPLE_RATE, 6),
+                round((i1 - dec_n) / SAMPLE_RATE, 6),
+                after,
+            )
+        )
     c = _RowCtx(row.audio, row.line)
-    ann: Annotations = _annotations(c, {k: d[k] for k in ("labels", "silence_acceptability", "onset_windows",
-                                                          "completion_marks")}, ctx_s, prefix="")
+    ann: Annotations = _annotations(
+        c,
+        {k: d[k] for k in ("labels", "silence_acceptability", "onset_windows", "completion_marks")},
+        ctx_s,
+        prefix="",
+    )
     human = None
     if d.get("human_continuation") is not None:
         hc = d["human_continuation"]
@@ -396,21 +500,49 @@ def _episode(row: Row, root: Path, audio: _Audio, words, profile, cuts, write_wa
     elif x.shape[0] / SAMPLE_RATE >= dec + T_H_S:
         other_rel = [(a - dec, b - dec) for a, b in segs[1 - ch]]
         resp = measure_response(other_rel, list(focal), responses_from_s=responses_from)
-        human = HumanContinuation(None, None) if math.isnan(resp.onset_s) else \
-            HumanContinuation(round(resp.onset_s, 4), round(resp.duration_s, 4))
+        human = (
+            HumanContinuation(None, None)
+            if math.isnan(resp.onset_s)
+            else HumanContinuation(round(resp.onset_s, 4), round(resp.duration_s, 4))
+        )
     sp = d["speaker"]
     given = d.get("slices", {})
-    slices = {"gender": sp["gender"], "age_band": sp["age_band"], "l1_region": sp["l1_region"],
-              "snr": given.get("snr") or snr_band(snr_db(ctx[:, ch], SAMPLE_RATE, [(a + ctx_s, b + ctx_s) for a, b in focal])),
-              "rate_tercile": given.get("rate_tercile") or rate_tercile(profile.articulation_rate_syl_s, cuts)}
+    slices = {
+        "gender": sp["gender"],
+        "age_band": sp["age_band"],
+        "l1_region": sp["l1_region"],
+        "snr": given.get("snr")
+        or snr_band(snr_db(ctx[:, ch], SAMPLE_RATE, [(a + ctx_s, b + ctx_s) for a, b in focal])),
+        "rate_tercile": given.get("rate_tercile")
+        or rate_tercile(profile.articulation_rate_syl_s, cuts),
+    }
     assert set(slices) == set(SLICE_KEYS)
-    return Episode(eid, f"import:{Path(row.audio).name}", d["category"], f"audio/{eid}.wav", ch, SAMPLE_RATE,
-                   round(ctx_s, 6), tuple(replay), focal,
-                   tuple(_history(words, ch, dec)) if words is not None else (), sp["id"], profile, ann, slices,
-                   d.get("context_bucket") or d["category"], d.get("split", "test"),
-                   None if d.get("judge_logits") is None else tuple(float(v) for v in d["judge_logits"]), human,
-                   {"importer": f"tact-import-{IMPORTER_VERSION}", "audio": str(row.audio), "decision_s": d["decision_s"],
-                    "line": row.line})
+    return Episode(
+        eid,
+        f"import:{Path(row.audio).name}",
+        d["category"],
+        f"audio/{eid}.wav",
+        ch,
+        SAMPLE_RATE,
+        round(ctx_s, 6),
+        tuple(replay),
+        focal,
+        tuple(_history(words, ch, dec)) if words is not None else (),
+        sp["id"],
+        profile,
+        ann,
+        slices,
+        d.get("context_bucket") or d["category"],
+        d.get("split", "test"),
+        None if d.get("judge_logits") is None else tuple(float(v) for v in d["judge_logits"]),
+        human,
+        {
+            "importer": f"tact-import-{IMPORTER_VERSION}",
+            "audio": str(row.audio),
+            "decision_s": d["decision_s"],
+            "line": row.line,
+        },
+    )
 
 
 __all__ = ["CorpusError", "IMPORTER_VERSION", "import_corpus", "read_rows"]

@@ -62,7 +62,14 @@ import yaml
 from fdeval.errors import ConfigError, FdevalError
 from fdeval.files import write_json_atomic, write_text_atomic
 from fdeval.llm.answers import parse_json_object
-from fdeval.llm.client import BACKENDS, MAX_TOKENS_PARAMS, LLMClient, LLMConfigError, LLMError, protocol_of
+from fdeval.llm.client import (
+    BACKENDS,
+    MAX_TOKENS_PARAMS,
+    LLMClient,
+    LLMConfigError,
+    LLMError,
+    protocol_of,
+)
 
 from .agreement import episode_agreement
 from .calibration import N_BINS, calibration_report, report_markdown
@@ -81,10 +88,21 @@ OPENAI_ONLY = ("max_tokens_param", "reasoning_effort")
 # Settings that decide the answers (identity) come first; the rest only decide whether and how
 # fast requests succeed, or what the report computes.
 DEFAULTS: dict[str, Any] = {
-    "backend": "anthropic", "model": None, "temperature": 0.0, "max_tokens": 1024, "seed": 0, "base_url": None,
-    "max_tokens_param": "max_tokens", "reasoning_effort": None,
-    "max_attempts": 3, "max_retries": 5, "timeout_s": 60.0, "workers": 4, "cache_dir": None,
-    "judge_weight": JUDGE_WEIGHT, "n_bins": N_BINS,
+    "backend": "anthropic",
+    "model": None,
+    "temperature": 0.0,
+    "max_tokens": 1024,
+    "seed": 0,
+    "base_url": None,
+    "max_tokens_param": "max_tokens",
+    "reasoning_effort": None,
+    "max_attempts": 3,
+    "max_retries": 5,
+    "timeout_s": 60.0,
+    "workers": 4,
+    "cache_dir": None,
+    "judge_weight": JUDGE_WEIGHT,
+    "n_bins": N_BINS,
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -147,8 +165,20 @@ Answer again with the JSON object alone, in the form described."""
 
 def prompt_hash() -> str:
     """16 hex digits of SHA-256 over the version and every template the prompts are made of."""
-    blob = json.dumps([JUDGE_VERSION, SYSTEM_PROMPT, USER_TEMPLATE, SITUATIONS, REASK_NOTE, PROB_FLOOR,
-                       SUM_TOLERANCE], ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    blob = json.dumps(
+        [
+            JUDGE_VERSION,
+            SYSTEM_PROMPT,
+            USER_TEMPLATE,
+            SITUATIONS,
+            REASK_NOTE,
+            PROB_FLOOR,
+            SUM_TOLERANCE,
+        ],
+        ensure_ascii=False,
+        sort_keys=True,
+        separators=(",", ":"),
+    )
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
 
@@ -171,7 +201,8 @@ def describe_profile(p: SpeakerProfile) -> str:
         f"- silence A sits out before going on when nobody replies: {_s(p.abstention_tolerance_s, '.1f', ' s')}",
         f"- listener tokens ('yeah', 'right') A draws from the other person: "
         f"{_s(p.backchannel_solicitation_per_min, '.1f', ' per minute of A speaking')}",
-        f"- listener tokens A gives: {_s(p.backchannel_production_per_min, '.1f', ' per minute of the other speaking')}",
+        "- listener tokens A gives: "
+        f"{_s(p.backchannel_production_per_min, '.1f', ' per minute of the other speaking')}",
         f"- speaking rate: {_s(p.articulation_rate_syl_s, '.1f', ' syllables per second')}",
         f"- filled pauses (um, uh): {_s(fh.get('filled_pause'), '.1f', ' per minute')}; trailing conjunctions "
         f"(and, but, so): {_s(fh.get('trailing_conjunction'), '.1f', ' per minute')}",
@@ -187,10 +218,19 @@ def _t(x: float) -> str:
 def render_prompt(e: Episode) -> str:
     """The user message for episode `e` (see the module docstring for what it holds)."""
     situation = SITUATIONS["cut_in" if e.category == "user_interruption" else "turn_end"]
-    transcript = "\n".join(f"[{_t(h.start_s)}, {_t(h.end_s)}] {'A' if h.speaker == 'focal' else 'B'}: {h.text}"
-                           for h in e.history) or "(no transcript)"
-    return USER_TEMPLATE.format(situation=situation, evidence=f"{e.profile.evidence_min:.1f} minutes",
-                                profile=describe_profile(e.profile), transcript=transcript)
+    transcript = (
+        "\n".join(
+            f"[{_t(h.start_s)}, {_t(h.end_s)}] {'A' if h.speaker == 'focal' else 'B'}: {h.text}"
+            for h in e.history
+        )
+        or "(no transcript)"
+    )
+    return USER_TEMPLATE.format(
+        situation=situation,
+        evidence=f"{e.profile.evidence_min:.1f} minutes",
+        profile=describe_profile(e.profile),
+        transcript=transcript,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -210,7 +250,9 @@ def parse_answer(text: str, stop_reason: str | None = None) -> tuple[np.ndarray,
     value = parse_json_object(text)
     extra = sorted(set(value) - {"reasoning", "probabilities"})
     if extra:
-        raise ValueError(f"unexpected key(s) {extra}; the object has only 'reasoning' and 'probabilities'")
+        raise ValueError(
+            f"unexpected key(s) {extra}; the object has only 'reasoning' and 'probabilities'"
+        )
     reasoning = value.get("reasoning", "")
     if not isinstance(reasoning, str):
         raise ValueError("'reasoning' must be a string")
@@ -219,13 +261,23 @@ def parse_answer(text: str, stop_reason: str | None = None) -> tuple[np.ndarray,
         raise ValueError("'probabilities' must be an object with one number per intent")
     missing, unknown = [z for z in INTENTS if z not in probs], sorted(set(probs) - set(INTENTS))
     if missing or unknown:
-        raise ValueError(f"'probabilities' needs exactly the keys {list(INTENTS)}"
-                         + (f"; missing {missing}" if missing else "") + (f"; unknown {unknown}" if unknown else ""))
+        raise ValueError(
+            f"'probabilities' needs exactly the keys {list(INTENTS)}"
+            + (f"; missing {missing}" if missing else "")
+            + (f"; unknown {unknown}" if unknown else "")
+        )
     p = []
     for z in INTENTS:
         v = probs[z]
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 <= v <= 1:
-            raise ValueError(f"probability of {z!r} must be a number from 0 to 1, got {json.dumps(v)}")
+        if (
+            isinstance(v, bool)
+            or not isinstance(v, (int, float))
+            or not math.isfinite(v)
+            or not 0 <= v <= 1
+        ):
+            raise ValueError(
+                f"probability of {z!r} must be a number from 0 to 1, got {json.dumps(v)}"
+            )
         p.append(float(v))
     total = sum(p)
     if abs(total - 1.0) > SUM_TOLERANCE:
@@ -255,20 +307,36 @@ def _why(key: str, v: Any) -> str | None:
     """Why `v` is not a valid value of setting `key` (None when it is)."""
     checks = {
         "backend": (lambda: v in BACKENDS, f"one of {list(BACKENDS)}"),
-        "model": (lambda: v is None or (isinstance(v, str) and v.strip() != "" and not any(c.isspace() for c in v)),
-                  "a model id without spaces, or null (the backend's default)"),
-        "temperature": (lambda: v is None or (_is_num(v) and 0 <= v <= 2), "a number in [0, 2] or null"),
+        "model": (
+            lambda: (
+                v is None
+                or (isinstance(v, str) and v.strip() != "" and not any(c.isspace() for c in v))
+            ),
+            "a model id without spaces, or null (the backend's default)",
+        ),
+        "temperature": (
+            lambda: v is None or (_is_num(v) and 0 <= v <= 2),
+            "a number in [0, 2] or null",
+        ),
         "max_tokens": (lambda: _is_int(v) and 1 <= v <= 1_000_000, "an integer in [1, 1000000]"),
         "seed": (lambda: _is_int(v), "an integer"),
-        "base_url": (lambda: v is None or (isinstance(v, str) and v.strip() != ""), "a URL or null"),
+        "base_url": (
+            lambda: v is None or (isinstance(v, str) and v.strip() != ""),
+            "a URL or null",
+        ),
         "max_tokens_param": (lambda: v in MAX_TOKENS_PARAMS, f"one of {list(MAX_TOKENS_PARAMS)}"),
-        "reasoning_effort": (lambda: v is None or (isinstance(v, str) and v.isidentifier()),
-                             "a word such as low, medium or high, or null"),
+        "reasoning_effort": (
+            lambda: v is None or (isinstance(v, str) and v.isidentifier()),
+            "a word such as low, medium or high, or null",
+        ),
         "max_attempts": (lambda: _is_int(v) and 1 <= v <= 20, "an integer in [1, 20]"),
         "max_retries": (lambda: _is_int(v) and 0 <= v <= 1000, "an integer in [0, 1000]"),
         "timeout_s": (lambda: _is_num(v) and v > 0, "a number > 0"),
         "workers": (lambda: _is_int(v) and 1 <= v <= 64, "an integer in [1, 64]"),
-        "cache_dir": (lambda: v is None or (isinstance(v, str) and v.strip() != ""), "a folder or null"),
+        "cache_dir": (
+            lambda: v is None or (isinstance(v, str) and v.strip() != ""),
+            "a folder or null",
+        ),
         "judge_weight": (lambda: _is_num(v) and 0 <= v <= 1, "a number in [0, 1]"),
         "n_bins": (lambda: _is_int(v) and 1 <= v <= 100, "an integer in [1, 100]"),
     }
@@ -280,11 +348,15 @@ def check_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     """The validated settings, defaults filled in. Raises ConfigError
     `intent_judge.<key>: <why>` in one line (an unknown key lists the valid ones)."""
     if not isinstance(settings, Mapping):
-        raise ConfigError(f"intent_judge: settings must be a mapping, got {type(settings).__name__}")
+        raise ConfigError(
+            f"intent_judge: settings must be a mapping, got {type(settings).__name__}"
+        )
     out = dict(DEFAULTS)
     for key, value in settings.items():
         if key not in DEFAULTS:
-            raise ConfigError(f"intent_judge.{key}: unknown key; valid: [{', '.join(sorted(DEFAULTS))}]")
+            raise ConfigError(
+                f"intent_judge.{key}: unknown key; valid: [{', '.join(sorted(DEFAULTS))}]"
+            )
         why = _why(key, value)
         if why:
             raise ConfigError(f"intent_judge.{key}: {why}")
@@ -294,13 +366,17 @@ def check_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
             out[key] = float(out[key])
     if out["model"] is None:
         if out["backend"] not in DEFAULT_MODELS:
-            raise ConfigError(f"intent_judge.model: required for backend {out['backend']} (the model id the "
-                              f"endpoint serves)")
+            raise ConfigError(
+                f"intent_judge.model: required for backend {out['backend']} (the model id the "
+                f"endpoint serves)"
+            )
         out["model"] = DEFAULT_MODELS[out["backend"]]
     for key in OPENAI_ONLY:
         if out[key] != DEFAULTS[key] and protocol_of(out["backend"]) != "openai":
-            raise ConfigError(f"intent_judge.{key}: a setting of the OpenAI protocol (backend openai, vllm or "
-                              f"sglang), not of {out['backend']}")
+            raise ConfigError(
+                f"intent_judge.{key}: a setting of the OpenAI protocol (backend openai, vllm or "
+                f"sglang), not of {out['backend']}"
+            )
     return out
 
 
@@ -310,8 +386,10 @@ def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
     for item in items:
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
-            raise ConfigError(f"intent_judge: settings are KEY=VALUE, got {item!r}; valid keys: "
-                              f"[{', '.join(sorted(DEFAULTS))}]")
+            raise ConfigError(
+                f"intent_judge: settings are KEY=VALUE, got {item!r}; valid keys: "
+                f"[{', '.join(sorted(DEFAULTS))}]"
+            )
         key = key.strip().removeprefix("intent_judge.")
         try:
             out[key] = yaml.safe_load(raw) if raw.strip() else None
@@ -335,10 +413,20 @@ class IntentJudge:
         self.settings = check_settings(settings)
         s = self.settings
         try:
-            self.client = LLMClient(s["model"], s["temperature"], s["max_tokens"], Path(cache_dir), seed=s["seed"],
-                                    base_url=s["base_url"], max_retries=s["max_retries"], timeout_s=s["timeout_s"],
-                                    name="intent_judge", backend=s["backend"], max_tokens_param=s["max_tokens_param"],
-                                    reasoning_effort=s["reasoning_effort"])
+            self.client = LLMClient(
+                s["model"],
+                s["temperature"],
+                s["max_tokens"],
+                Path(cache_dir),
+                seed=s["seed"],
+                base_url=s["base_url"],
+                max_retries=s["max_retries"],
+                timeout_s=s["timeout_s"],
+                name="intent_judge",
+                backend=s["backend"],
+                max_tokens_param=s["max_tokens_param"],
+                reasoning_effort=s["reasoning_effort"],
+            )
         except LLMConfigError as e:
             raise ConfigError(str(e)) from None
         self.prompt_hash = prompt_hash()
@@ -346,10 +434,18 @@ class IntentJudge:
     def identity(self) -> dict[str, Any]:
         """What decides the answers: recorded with every record, hashed into `key`."""
         s = self.settings
-        ident = {"judge": f"llm:{s['model']}" + ("" if s["backend"] == "anthropic" else f"@{self.client.endpoint}"),
-                 "version": JUDGE_VERSION, "prompt_hash": self.prompt_hash, "backend": s["backend"],
-                 "model": s["model"], "temperature": s["temperature"], "max_tokens": s["max_tokens"], "seed": s["seed"],
-                 "endpoint": self.client.endpoint}
+        ident = {
+            "judge": f"llm:{s['model']}"
+            + ("" if s["backend"] == "anthropic" else f"@{self.client.endpoint}"),
+            "version": JUDGE_VERSION,
+            "prompt_hash": self.prompt_hash,
+            "backend": s["backend"],
+            "model": s["model"],
+            "temperature": s["temperature"],
+            "max_tokens": s["max_tokens"],
+            "seed": s["seed"],
+            "endpoint": self.client.endpoint,
+        }
         ident.update({k: s[k] for k in OPENAI_ONLY if s[k] != DEFAULTS[k]})
         return ident
 
@@ -363,12 +459,21 @@ class IntentJudge:
         error (with `error`); `answers` lists the cache key of every answer read and `rejected` why
         each refused one was refused. LLMConfigError (no key, unreachable endpoint, ...) propagates."""
         prompt = render_prompt(e)
-        rec: dict[str, Any] = {"episode_id": e.episode_id, "split": e.split, "judge_key": self.key,
-                               "prompt_hash": self.prompt_hash, "input_sha": _sha(prompt), "status": "error",
-                               "answers": [], "rejected": []}
+        rec: dict[str, Any] = {
+            "episode_id": e.episode_id,
+            "split": e.split,
+            "judge_key": self.key,
+            "prompt_hash": self.prompt_hash,
+            "input_sha": _sha(prompt),
+            "status": "error",
+            "answers": [],
+            "rejected": [],
+        }
         text = ""
         for attempt in range(self.settings["max_attempts"]):
-            message = prompt if attempt == 0 else prompt + REASK_NOTE.format(reason=rec["rejected"][-1])
+            message = (
+                prompt if attempt == 0 else prompt + REASK_NOTE.format(reason=rec["rejected"][-1])
+            )
             try:
                 r = self.client.complete(SYSTEM_PROMPT, message, attempt=attempt)
             except LLMConfigError:
@@ -383,11 +488,17 @@ class IntentJudge:
             except ValueError as err:
                 rec["rejected"].append(str(err))
                 continue
-            rec.update(status="ok", probabilities={z: round(float(x), 6) for z, x in zip(INTENTS, p)},
-                       judge_logits=[round(float(x), 6) for x in probabilities_to_logits(p)], reasoning=reasoning)
+            rec.update(
+                status="ok",
+                probabilities={z: round(float(x), 6) for z, x in zip(INTENTS, p)},
+                judge_logits=[round(float(x), 6) for x in probabilities_to_logits(p)],
+                reasoning=reasoning,
+            )
             return rec
-        rec["error"] = (f"no valid answer in {self.settings['max_attempts']} attempt(s); last: {rec['rejected'][-1]}; "
-                        f"answer began: {text.strip()[:160]!r}")
+        rec["error"] = (
+            f"no valid answer in {self.settings['max_attempts']} attempt(s); last: {rec['rejected'][-1]}; "
+            f"answer began: {text.strip()[:160]!r}"
+        )
         return rec
 
 
@@ -399,14 +510,22 @@ def _sha(text: str) -> str:
 # A data root
 
 
-def write_judge_logits(root: Path, episode_id: str, logits: Sequence[float], provenance: Mapping[str, Any],
-                       replace: bool = False) -> str:
+def write_judge_logits(
+    root: Path,
+    episode_id: str,
+    logits: Sequence[float],
+    provenance: Mapping[str, Any],
+    replace: bool = False,
+) -> str:
     """Set one episode's `judge_logits` (and `meta.intent_judge`) in its file, touching nothing
     else. Returns `written`, `unchanged`, or `kept` (logits from another source, not replaced)."""
     path = root / "episodes" / f"{episode_id}.json"
     d = json.loads(path.read_text(encoding="utf-8"))
     meta = d.get("meta") if isinstance(d.get("meta"), dict) else {}
-    ours = isinstance(meta.get("intent_judge"), dict) and meta["intent_judge"].get("judge_key") == provenance["judge_key"]
+    ours = (
+        isinstance(meta.get("intent_judge"), dict)
+        and meta["intent_judge"].get("judge_key") == provenance["judge_key"]
+    )
     if d.get("judge_logits") is not None and not ours and not replace:
         return "kept"
     new_logits = [float(x) for x in logits]
@@ -419,7 +538,9 @@ def write_judge_logits(root: Path, episode_id: str, logits: Sequence[float], pro
     return "written"
 
 
-def judge_data_root(root: str | Path, settings: Mapping[str, Any] | None = None, replace: bool = False) -> dict[str, Any]:
+def judge_data_root(
+    root: str | Path, settings: Mapping[str, Any] | None = None, replace: bool = False
+) -> dict[str, Any]:
     """Judge every episode of `root` (see the module docstring); returns the run's summary.
 
     Raises ConfigError / EpisodeError for bad settings or episodes, and LLMConfigError when the
@@ -455,7 +576,9 @@ def judge_data_root(root: str | Path, settings: Mapping[str, Any] | None = None,
 
     stop: LLMConfigError | None = None
     if todo:
-        with ThreadPoolExecutor(max_workers=min(s["workers"], len(todo)), thread_name_prefix="intent-judge") as pool:
+        with ThreadPoolExecutor(
+            max_workers=min(s["workers"], len(todo)), thread_name_prefix="intent-judge"
+        ) as pool:
             futures = [pool.submit(one, e) for e in todo]
             _, pending = wait(futures, return_when=FIRST_EXCEPTION)
             for f in pending:
@@ -467,19 +590,42 @@ def judge_data_root(root: str | Path, settings: Mapping[str, Any] | None = None,
                         raise f.exception()
                     stop = stop or f.exception()
 
-    provenance = {"judge": ident["judge"], "judge_key": key, "version": JUDGE_VERSION, "prompt_hash": judge.prompt_hash}
+    provenance = {
+        "judge": ident["judge"],
+        "judge_key": key,
+        "version": JUDGE_VERSION,
+        "prompt_hash": judge.prompt_hash,
+    }
     outcome = {"written": 0, "unchanged": 0, "kept": 0}
     ok = [e for e in episodes if records.get(e.episode_id, {}).get("status") == "ok"]
     for e in ok:
-        outcome[write_judge_logits(root, e.episode_id, records[e.episode_id]["judge_logits"], provenance, replace)] += 1
-    errors = {e.episode_id: records[e.episode_id]["error"] for e in episodes
-              if records.get(e.episode_id, {}).get("status") == "error"}
-    summary = {"judge": ident["judge"], "judge_key": key, "folder": str(folder), "n_episodes": len(episodes),
-               "reused": reused, "judged": len(records) - reused, "ok": len(ok), "errors": errors,
-               "episodes": outcome, "report": None}
+        outcome[
+            write_judge_logits(
+                root, e.episode_id, records[e.episode_id]["judge_logits"], provenance, replace
+            )
+        ] += 1
+    errors = {
+        e.episode_id: records[e.episode_id]["error"]
+        for e in episodes
+        if records.get(e.episode_id, {}).get("status") == "error"
+    }
+    summary = {
+        "judge": ident["judge"],
+        "judge_key": key,
+        "folder": str(folder),
+        "n_episodes": len(episodes),
+        "reused": reused,
+        "judged": len(records) - reused,
+        "ok": len(ok),
+        "errors": errors,
+        "episodes": outcome,
+        "report": None,
+    }
     if outcome["kept"]:
-        log.warning("intent_judge: %d episode(s) keep judge_logits from another source; --replace overwrites them",
-                    outcome["kept"])
+        log.warning(
+            "intent_judge: %d episode(s) keep judge_logits from another source; --replace overwrites them",
+            outcome["kept"],
+        )
     if stop is not None:
         raise stop
     if ok:
@@ -498,52 +644,88 @@ def _read_record(path: Path) -> dict[str, Any] | None:
         return None
 
 
-def build_report(episodes: Sequence[Episode], ok: Sequence[Episode], records: Mapping[str, Mapping[str, Any]],
-                 s: Mapping[str, Any], ident: Mapping[str, Any], key: str) -> dict[str, Any]:
+def build_report(
+    episodes: Sequence[Episode],
+    ok: Sequence[Episode],
+    records: Mapping[str, Mapping[str, Any]],
+    s: Mapping[str, Any],
+    ident: Mapping[str, Any],
+    key: str,
+) -> dict[str, Any]:
     """report.json: the judge, the calibration report over the episodes judged `ok`, and the
     annotators' agreement over all `episodes` (it does not depend on the judge)."""
     counts = label_counts([e.annotations.labels for e in ok])
     logits = np.array([records[e.episode_id]["judge_logits"] for e in ok], dtype=float)
     dev = np.array([e.split == "dev" for e in ok])
-    return {"judge": {**ident, "judge_key": key}, "n_episodes": len(episodes), "n_judged": len(ok),
-            "calibration": calibration_report(counts, logits, dev, s["judge_weight"], s["n_bins"]),
-            "agreement": episode_agreement([e.annotations for e in episodes])}
+    return {
+        "judge": {**ident, "judge_key": key},
+        "n_episodes": len(episodes),
+        "n_judged": len(ok),
+        "calibration": calibration_report(counts, logits, dev, s["judge_weight"], s["n_bins"]),
+        "agreement": episode_agreement([e.annotations for e in episodes]),
+    }
 
 
 def _summary_lines(summary: Mapping[str, Any]) -> list[str]:
     ep = summary["episodes"]
-    out = [f"intent judge {summary['judge']} (key {summary['judge_key']}): {summary['n_episodes']} episode(s), "
-           f"{summary['ok']} ok ({summary['reused']} from earlier records), {len(summary['errors'])} error(s)",
-           f"judge_logits: {ep['written']} written, {ep['unchanged']} unchanged, {ep['kept']} kept from another source"]
+    out = [
+        f"intent judge {summary['judge']} (key {summary['judge_key']}): {summary['n_episodes']} episode(s), "
+        f"{summary['ok']} ok ({summary['reused']} from earlier records), {len(summary['errors'])} error(s)",
+        f"judge_logits: {ep['written']} written, {ep['unchanged']} unchanged, {ep['kept']} kept from another source",
+    ]
     out += [f"  error {eid}: {why}" for eid, why in list(summary["errors"].items())[:10]]
     rep = summary.get("report")
     if rep:
         cal = rep["calibration"]
-        out.append(f"T* = {cal['temperature']:.3f} ({'in-sample' if cal['in_sample'] else 'dev -> test'}); "
-                   f"ECE {cal['ece_before']:.4f} -> {cal['ece_after']:.4f}")
+        out.append(
+            f"T* = {cal['temperature']:.3f} ({'in-sample' if cal['in_sample'] else 'dev -> test'}); "
+            f"ECE {cal['ece_before']:.4f} -> {cal['ece_after']:.4f}"
+        )
         ho = cal["held_out_annotator"]
         if ho.get("sources"):
-            lls = ", ".join(f"{k} {'n/a' if v['log_likelihood'] is None else format(v['log_likelihood'], '.4f')}"
-                            for k, v in ho["sources"].items())
-            out.append(f"held-out annotator log-likelihood: {lls}; fusion beats both: {ho['fusion_beats_both']}")
-        out.append("alpha: " + ", ".join(f"{k} {'n/a' if v['alpha'] is None else format(v['alpha'], '.3f')}"
-                                         for k, v in rep["agreement"].items()))
+            lls = ", ".join(
+                f"{k} {'n/a' if v['log_likelihood'] is None else format(v['log_likelihood'], '.4f')}"
+                for k, v in ho["sources"].items()
+            )
+            out.append(
+                f"held-out annotator log-likelihood: {lls}; fusion beats both: {ho['fusion_beats_both']}"
+            )
+        out.append(
+            "alpha: "
+            + ", ".join(
+                f"{k} {'n/a' if v['alpha'] is None else format(v['alpha'], '.3f')}"
+                for k, v in rep["agreement"].items()
+            )
+        )
         out.append(f"report: {Path(summary['folder']) / 'report.md'}")
     return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     prog = "python -m fdeval.benchmarks.tact.intent_judge"
-    ap = argparse.ArgumentParser(prog=prog, description="Write each TACT episode's judge_logits from an LLM intent "
-                                 "judge and report its calibration (docs/tact.md).")
+    ap = argparse.ArgumentParser(
+        prog=prog,
+        description="Write each TACT episode's judge_logits from an LLM intent "
+        "judge and report its calibration (docs/tact.md).",
+    )
     ap.add_argument("data_root", help="a TACT data root (holding episodes/)")
-    ap.add_argument("settings", nargs="*", metavar="KEY=VALUE",
-                    help=f"judge settings: {', '.join(DEFAULTS)} (e.g. backend=vllm model=Qwen/Qwen2.5-72B-Instruct)")
-    ap.add_argument("--replace", action="store_true", help="overwrite judge_logits that came from another source")
+    ap.add_argument(
+        "settings",
+        nargs="*",
+        metavar="KEY=VALUE",
+        help=f"judge settings: {', '.join(DEFAULTS)} (e.g. backend=vllm model=Qwen/Qwen2.5-72B-Instruct)",
+    )
+    ap.add_argument(
+        "--replace",
+        action="store_true",
+        help="overwrite judge_logits that came from another source",
+    )
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="fdeval: %(message)s")
     try:
-        summary = judge_data_root(args.data_root, parse_overrides(args.settings), replace=args.replace)
+        summary = judge_data_root(
+            args.data_root, parse_overrides(args.settings), replace=args.replace
+        )
     except FdevalError as e:  # ConfigError, EpisodeError, LLMConfigError (LLMUnavailable included)
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2

@@ -57,9 +57,18 @@ from .laws import (
     paper_laws,
 )
 
-FAMILY_KEYS = {"exgauss": ("mu_s", "sigma_s", "tau_s"), "shifted_lognormal": ("shift_s", "median_s", "log_sigma")}
-TOP_KEYS = {"format": True, "format_version": True, "domain_s": True, "judge_weight": True, "laws": True,
-            "provenance": False}
+FAMILY_KEYS = {
+    "exgauss": ("mu_s", "sigma_s", "tau_s"),
+    "shifted_lognormal": ("shift_s", "median_s", "log_sigma"),
+}
+TOP_KEYS = {
+    "format": True,
+    "format_version": True,
+    "domain_s": True,
+    "judge_weight": True,
+    "laws": True,
+    "provenance": False,
+}
 MIN_MASS_IN_DOMAIN = 1e-6
 
 
@@ -109,11 +118,14 @@ def read_law_file(path: str | Path) -> LawSet:
 
 def parse_law_file(data: bytes, path: str | Path) -> LawSet:
     """Validate a law file's bytes strictly and build its `LawSet` (named by `path`)."""
+
     def fail(field: str, message: str) -> LawFileError:
         return LawFileError(path, field, message)
 
     try:
-        d = json.loads(data.decode("utf-8"), parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
+        d = json.loads(
+            data.decode("utf-8"), parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c))
+        )
     except UnicodeDecodeError:
         raise fail("<file>", "not UTF-8 text") from None
     except json.JSONDecodeError as e:
@@ -134,12 +146,18 @@ def parse_law_file(data: bytes, path: str | Path) -> LawSet:
     if isinstance(v, bool) or not isinstance(v, int):
         raise fail("format_version", f"expected an integer, got {v!r}")
     if v != LAW_FILE_VERSION:
-        raise fail("format_version", f"unsupported version {v}; this fdeval reads version {LAW_FILE_VERSION}")
+        raise fail(
+            "format_version",
+            f"unsupported version {v}; this fdeval reads version {LAW_FILE_VERSION}",
+        )
     dom = d["domain_s"]
     if not isinstance(dom, list) or len(dom) != 2 or any(_number(x) is None for x in dom):
         raise fail("domain_s", f"expected [{DOMAIN_S[0]:g}, {DOMAIN_S[1]:g}], got {dom!r}")
     if tuple(float(x) for x in dom) != tuple(DOMAIN_S):
-        raise fail("domain_s", f"laws on {dom!r} cannot score TACT's domain [{DOMAIN_S[0]:g}, {DOMAIN_S[1]:g}]")
+        raise fail(
+            "domain_s",
+            f"laws on {dom!r} cannot score TACT's domain [{DOMAIN_S[0]:g}, {DOMAIN_S[1]:g}]",
+        )
     lam = _number(d["judge_weight"])
     if lam is None or not 0.0 <= lam <= 1.0:
         raise fail("judge_weight", f"expected a number in [0, 1], got {d['judge_weight']!r}")
@@ -155,7 +173,9 @@ def parse_law_file(data: bytes, path: str | Path) -> LawSet:
     for z in INTENTS:
         if z not in table:
             raise fail(f"laws.{z}", "missing (every intent needs a law)")
-        laws.append(_law(z, table[z], lambda f, m, z=z: fail(f"laws.{z}.{f}" if f else f"laws.{z}", m)))
+        laws.append(
+            _law(z, table[z], lambda f, m, z=z: fail(f"laws.{z}.{f}" if f else f"laws.{z}", m))
+        )
     return LawSet(tuple(laws), lam, str(path), sha256_hex(data))
 
 
@@ -188,7 +208,10 @@ def _law(z: str, e: Any, fail) -> ReferenceLaw:
     else:
         shift, median, s = vals["shift_s"], vals["median_s"], vals["log_sigma"]
         if not shift < DOMAIN_S[1]:
-            raise fail("shift_s", f"must be below T_h = {DOMAIN_S[1]:g} (the support would miss the domain), got {shift!r}")
+            raise fail(
+                "shift_s",
+                f"must be below T_h = {DOMAIN_S[1]:g} (the support would miss the domain), got {shift!r}",
+            )
         if not median > shift:
             raise fail("median_s", f"must be above shift_s = {shift!r}, got {median!r}")
         if not s > 0:
@@ -196,8 +219,11 @@ def _law(z: str, e: Any, fail) -> ReferenceLaw:
         law = ReferenceLaw(z, "shifted_lognormal", (shift, math.log(median - shift), s), beta)
     mass = float(law.base.cdf(DOMAIN_S[1]) - law.base.cdf(DOMAIN_S[0]))
     if not mass >= MIN_MASS_IN_DOMAIN:
-        raise fail("", f"the {fam} puts {mass:.3g} of its mass on [{DOMAIN_S[0]:g}, {DOMAIN_S[1]:g}] "
-                       f"(at least {MIN_MASS_IN_DOMAIN:g} needed)")
+        raise fail(
+            "",
+            f"the {fam} puts {mass:.3g} of its mass on [{DOMAIN_S[0]:g}, {DOMAIN_S[1]:g}] "
+            f"(at least {MIN_MASS_IN_DOMAIN:g} needed)",
+        )
     return law
 
 
@@ -207,5 +233,16 @@ def _number(x: Any) -> float | None:
     return float(x)
 
 
-__all__ = ["LAW_FILE_FORMAT", "LAW_FILE_VERSION", "LawFileError", "law_file_dict", "law_params",
-           "paper_law_file_bytes", "parse_law_file", "read_law_file", "resolve_laws", "sha256_hex", "write_law_file"]
+__all__ = [
+    "LAW_FILE_FORMAT",
+    "LAW_FILE_VERSION",
+    "LawFileError",
+    "law_file_dict",
+    "law_params",
+    "paper_law_file_bytes",
+    "parse_law_file",
+    "read_law_file",
+    "resolve_laws",
+    "sha256_hex",
+    "write_law_file",
+]

@@ -55,7 +55,12 @@ EPS = 0.02  # weight floor (Sec. IV)
 
 # Sec. IV, in the paper's order ans, ref, rhe, hold, bck, abn: mean annotator silence acceptability.
 NO_RESPONSE_MASS: dict[str, float] = {
-    "ans": 0.05, "ref": 0.40, "rhe": 0.85, "hold": 0.90, "bck": 0.45, "abn": 0.50,
+    "ans": 0.05,
+    "ref": 0.40,
+    "rhe": 0.85,
+    "hold": 0.90,
+    "bck": 0.45,
+    "abn": 0.50,
 }
 # Sec. IV: ex-Gaussian (mu, sigma, tau) in seconds for the responsive intents.
 EXGAUSS_PARAMS_S: dict[str, tuple[float, float, float]] = {
@@ -72,7 +77,12 @@ REF_WITHIN_1S_FRACTION = 0.12
 
 # Data section: empirical intent distribution of the annotations (an option for the prior pi).
 PAPER_INTENT_PRIOR: dict[str, float] = {
-    "ans": 0.316, "ref": 0.161, "rhe": 0.092, "hold": 0.182, "bck": 0.153, "abn": 0.096,
+    "ans": 0.316,
+    "ref": 0.161,
+    "rhe": 0.092,
+    "hold": 0.182,
+    "bck": 0.153,
+    "abn": 0.096,
 }
 
 Family = Literal["exgauss", "shifted_lognormal"]
@@ -130,8 +140,12 @@ class ReferenceLaw:
             shift, m, s = self.params
             return shift + math.exp(m - s * s)
         mu, sigma, tau = self.params
-        res = optimize.minimize_scalar(lambda t: -self.base.logpdf(t), bounds=(mu - 3 * sigma, mu + 3 * sigma + tau),
-                                       method="bounded", options={"xatol": 1e-12})
+        res = optimize.minimize_scalar(
+            lambda t: -self.base.logpdf(t),
+            bounds=(mu - 3 * sigma, mu + 3 * sigma + tau),
+            method="bounded",
+            options={"xatol": 1e-12},
+        )
         return float(res.x)
 
     @functools.cached_property
@@ -242,8 +256,10 @@ class LawSet:
 
 LAW_FILE_FORMAT = "tact-laws"
 LAW_FILE_VERSION = 1
-PAPER_PROVENANCE = {"source": "TACT paper, Sec. IV: the printed laws, with the choices docs/tact.md lists "
-                              "(shift -T_a, ref's spread from its 12% within 1 s, rhe/hold spread 0.5)"}
+PAPER_PROVENANCE = {
+    "source": "TACT paper, Sec. IV: the printed laws, with the choices docs/tact.md lists "
+    "(shift -T_a, ref's spread from its 12% within 1 s, rhe/hold spread 0.5)"
+}
 
 
 def law_params(law: ReferenceLaw) -> dict[str, Any]:
@@ -254,27 +270,37 @@ def law_params(law: ReferenceLaw) -> dict[str, Any]:
     else:
         shift, m, s = law.params
         named = {"shift_s": shift, "median_s": _lognormal_median(shift, m), "log_sigma": s}
-    return {"family": law.family, **{k: float(v) for k, v in named.items()},
-            "no_response_mass": float(law.no_response_mass)}
+    return {
+        "family": law.family,
+        **{k: float(v) for k, v in named.items()},
+        "no_response_mass": float(law.no_response_mass),
+    }
 
 
 def _lognormal_median(shift: float, m: float) -> float:
     """shift + exp(m), as the shortest decimal that reads back to exactly m (a reader takes
     m = log(median - shift)); the paper's medians come out as printed (1.9, 2.6, 3.0)."""
     median = shift + math.exp(m)
-    for cand in [float(f"{median:.{d}g}") for d in range(1, 18)] + [math.nextafter(median, -math.inf),
-                                                                     math.nextafter(median, math.inf)]:
+    for cand in [float(f"{median:.{d}g}") for d in range(1, 18)] + [
+        math.nextafter(median, -math.inf),
+        math.nextafter(median, math.inf),
+    ]:
         if cand > shift and math.log(cand - shift) == m:
             return cand
     return median  # m then reads back to within an ulp
 
 
-def law_file_dict(laws: Sequence[ReferenceLaw], judge_weight: float,
-                  provenance: dict[str, Any] | None = None) -> dict[str, Any]:
+def law_file_dict(
+    laws: Sequence[ReferenceLaw], judge_weight: float, provenance: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The content of a law file (format in `lawfile`'s docstring)."""
-    d: dict[str, Any] = {"format": LAW_FILE_FORMAT, "format_version": LAW_FILE_VERSION,
-                         "domain_s": [float(DOMAIN_S[0]), float(DOMAIN_S[1])], "judge_weight": float(judge_weight),
-                         "laws": {law.intent: law_params(law) for law in laws}}
+    d: dict[str, Any] = {
+        "format": LAW_FILE_FORMAT,
+        "format_version": LAW_FILE_VERSION,
+        "domain_s": [float(DOMAIN_S[0]), float(DOMAIN_S[1])],
+        "judge_weight": float(judge_weight),
+        "laws": {law.intent: law_params(law) for law in laws},
+    }
     if provenance is not None:
         d["provenance"] = provenance
     return d
@@ -293,10 +319,17 @@ def paper_law_file_bytes() -> bytes:
 @functools.cache
 def paper_laws() -> LawSet:
     """The paper's printed laws as a `LawSet` (what scoring uses unless told otherwise)."""
-    return LawSet(reference_laws(), PAPER_JUDGE_WEIGHT, "paper", hashlib.sha256(paper_law_file_bytes()).hexdigest())
+    return LawSet(
+        reference_laws(),
+        PAPER_JUDGE_WEIGHT,
+        "paper",
+        hashlib.sha256(paper_law_file_bytes()).hexdigest(),
+    )
 
 
-_ACTIVE: contextvars.ContextVar[LawSet | None] = contextvars.ContextVar("tact_active_laws", default=None)
+_ACTIVE: contextvars.ContextVar[LawSet | None] = contextvars.ContextVar(
+    "tact_active_laws", default=None
+)
 
 
 def active_laws() -> LawSet:
@@ -389,11 +422,17 @@ class LawTable:
         h00, h10 = 2 * s3 - 3 * s2 + 1, s3 - 2 * s2 + s
         h01, h11 = -2 * s3 + 3 * s2, s3 - s2
         # d/dt of a tail integral is minus the integrand.
-        return (h00 * self.tail[:, i] - h10 * h * self.integrand[:, i]
-                + h01 * self.tail[:, i + 1] - h11 * h * self.integrand[:, i + 1])
+        return (
+            h00 * self.tail[:, i]
+            - h10 * h * self.integrand[:, i]
+            + h01 * self.tail[:, i + 1]
+            - h11 * h * self.integrand[:, i + 1]
+        )
 
 
-def law_table(step_s: float = 1e-3, laws: LawSet | Sequence[ReferenceLaw] | None = None) -> LawTable:
+def law_table(
+    step_s: float = 1e-3, laws: LawSet | Sequence[ReferenceLaw] | None = None
+) -> LawTable:
     """The (cached) table of a law set on a grid of `step_s` over T.
 
     `laws`: a `LawSet` or six `ReferenceLaw`s in `INTENTS` order; None is `active_laws()`, which

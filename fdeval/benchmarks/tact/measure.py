@@ -44,6 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fdeval.errors import FdevalError
+from fdeval.recording import Session
 
 from .completion import CompletionEstimator, va_history_features
 from .episodes import Episode
@@ -58,10 +59,39 @@ FRAME_HZ = 100.0  # focal voice-activity track resolution for psi
 LENGTH_HORIZON_S = 12.0
 MARK_TOLERANCE_S = 0.2  # an annotator's completion mark counts for instants this close
 FIT_STEP_S = 0.1  # instants sampled per episode to fit psi
-BACKCHANNEL_WORDS = frozenset({
-    "mm", "mhm", "mm-hmm", "mmhmm", "hmm", "uh-huh", "uhhuh", "yeah", "yep", "yes", "right", "okay", "ok", "sure",
-    "i", "see", "oh", "wow", "really", "exactly", "true", "nice", "cool", "got", "it", "ah", "aha", "uh", "huh",
-})
+BACKCHANNEL_WORDS = frozenset(
+    {
+        "mm",
+        "mhm",
+        "mm-hmm",
+        "mmhmm",
+        "hmm",
+        "uh-huh",
+        "uhhuh",
+        "yeah",
+        "yep",
+        "yes",
+        "right",
+        "okay",
+        "ok",
+        "sure",
+        "i",
+        "see",
+        "oh",
+        "wow",
+        "really",
+        "exactly",
+        "true",
+        "nice",
+        "cool",
+        "got",
+        "it",
+        "ah",
+        "aha",
+        "uh",
+        "huh",
+    }
+)
 
 
 class MeasureError(FdevalError):
@@ -84,7 +114,9 @@ class Response:
     overlaps: tuple[Overlap, ...]
 
 
-def _intersect(a: Sequence[tuple[float, float]], b: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+def _intersect(
+    a: Sequence[tuple[float, float]], b: Sequence[tuple[float, float]]
+) -> list[tuple[float, float]]:
     out = []
     for x0, x1 in a:
         for y0, y1 in b:
@@ -100,10 +132,15 @@ def is_backchannel_text(words: Sequence[str]) -> bool:
     return bool(tokens) and all(t in BACKCHANNEL_WORDS for t in tokens)
 
 
-def measure_response(segments: Sequence[tuple[float, float]], focal: Sequence[tuple[float, float]],
-                     merge_gap_s: float = 0.5, backchannel_max_s: float = 1.0,
-                     responses_from_s: float | None = None,
-                     text: Sequence[tuple[float, str]] = (), until_s: float = LENGTH_HORIZON_S) -> Response:
+def measure_response(
+    segments: Sequence[tuple[float, float]],
+    focal: Sequence[tuple[float, float]],
+    merge_gap_s: float = 0.5,
+    backchannel_max_s: float = 1.0,
+    responses_from_s: float | None = None,
+    text: Sequence[tuple[float, str]] = (),
+    until_s: float = LENGTH_HORIZON_S,
+) -> Response:
     """The response and overlaps of speech `segments` against `focal` speech (rules 1-5 above).
 
     `responses_from_s`: runs starting before it are not responses (the barge-in exception).
@@ -129,37 +166,58 @@ def measure_response(segments: Sequence[tuple[float, float]], focal: Sequence[tu
     return Response(onset, duration, running, tuple(runs), tuple(overlaps))
 
 
-def played_focal_speech(episode: Episode, turn_starts_s: Sequence[float], decision_s: float) -> list[tuple[float, float]]:
+def played_focal_speech(
+    episode: Episode, turn_starts_s: Sequence[float], decision_s: float
+) -> list[tuple[float, float]]:
     """The episode's focal speech where each replay piece played, relative to the session's
     decision point. `turn_starts_s` are the pieces' session start times."""
     out = []
     for piece, start in zip(episode.replay, turn_starts_s):
         for a, b in _intersect([(piece.start_s, piece.end_s)], episode.focal_speech):
-            out.append((start + a - piece.start_s - decision_s, start + b - piece.start_s - decision_s))
+            out.append(
+                (start + a - piece.start_s - decision_s, start + b - piece.start_s - decision_s)
+            )
     return sorted(out)
 
 
-def measure_session(log: dict, episode: Episode, merge_gap_s: float = 0.5,
-                    backchannel_max_s: float = 1.0, length_horizon_s: float = LENGTH_HORIZON_S) -> dict:
-    """Measure one recorded session of `episode` (`log` from `read_session_log`) as a JSON-able dict.
+def measure_session(
+    log: Session,
+    episode: Episode,
+    merge_gap_s: float = 0.5,
+    backchannel_max_s: float = 1.0,
+    length_horizon_s: float = LENGTH_HORIZON_S,
+) -> dict:
+    """Measure one recorded session of `episode` (`log` from `fdeval.recording.read_session`: its
+    turns, VAD segments and model text) as a JSON-able dict.
 
     A duration is followed to the end of the recording or `length_horizon_s`, whichever comes first."""
-    turns = sorted(log["turns"], key=lambda t: t["index"])
+    turns = sorted(log.turns, key=lambda t: t.index)
     if len(turns) != len(episode.replay):
-        raise MeasureError(f"session {log['attrs'].get('case_id')}: {len(turns)} user turns logged, "
-                           f"episode {episode.episode_id} has {len(episode.replay)} replay pieces")
-    starts = [float(t["start_s"]) for t in turns]
-    decision = float(turns[-1]["end_s"])
+        raise MeasureError(
+            f"session {log.case_id}: {len(turns)} user turns logged, "
+            f"episode {episode.episode_id} has {len(episode.replay)} replay pieces"
+        )
+    starts = [t.start_s for t in turns]
+    decision = turns[-1].end_s
     if any(math.isnan(s) for s in starts) or math.isnan(decision):
-        raise MeasureError(f"session {log['attrs'].get('case_id')}: not every replay piece was played "
-                           f"(end reason {log['attrs'].get('end_reason')!r}); no decision point to measure from")
-    segs = [(float(r["start_s"]) - decision, float(r["end_s"]) - decision) for r in log["vad_segments"]]
+        raise MeasureError(
+            f"session {log.case_id}: not every replay piece was played "
+            f"(end reason {log.info.end_reason!r}); no decision point to measure from"
+        )
+    segs = [(r.start_s - decision, r.end_s - decision) for r in log.vad_segments]
     focal = played_focal_speech(episode, starts, decision)
     responses_from = starts[-1] - decision if episode.replay[-1].kind == "barge-in" else None
-    text = [(float(r["play_s"]) - decision, str(r["text"])) for r in log.get("model_text", []) if not r["dropped"]]
-    observed = float(log["attrs"]["duration_s"]) - decision
-    resp = measure_response(segs, focal, merge_gap_s, backchannel_max_s, responses_from, text,
-                            until_s=min(observed, length_horizon_s))
+    text = [(r.play_s - decision, r.text) for r in log.model_text if not r.dropped]
+    observed = log.duration_s - decision
+    resp = measure_response(
+        segs,
+        focal,
+        merge_gap_s,
+        backchannel_max_s,
+        responses_from,
+        text,
+        until_s=min(observed, length_horizon_s),
+    )
     return {
         "decision_session_s": round(decision, 6),
         "onset_s": None if math.isnan(resp.onset_s) else round(resp.onset_s, 6),
@@ -167,12 +225,18 @@ def measure_session(log: dict, episode: Episode, merge_gap_s: float = 0.5,
         "running_at_start": resp.running_at_start,
         "responses_from_s": None if responses_from is None else round(responses_from, 6),
         "runs": [[round(a, 6), round(b, 6)] for a, b in resp.runs],
-        "overlaps": [{"onset_s": round(o.onset_s, 6), "duration_s": round(o.duration_s, 6),
-                      "backchannel": o.backchannel} for o in resp.overlaps],
+        "overlaps": [
+            {
+                "onset_s": round(o.onset_s, 6),
+                "duration_s": round(o.duration_s, 6),
+                "backchannel": o.backchannel,
+            }
+            for o in resp.overlaps
+        ],
         "focal_speech": [[round(a, 6), round(b, 6)] for a, b in focal],
         "observed_until_s": round(observed, 6),
         "complete_window": observed >= T_H_S - 0.05,
-        "end_reason": log["attrs"].get("end_reason"),
+        "end_reason": log.info.attrs.get("end_reason"),
     }
 
 
@@ -191,7 +255,11 @@ def focal_track(focal: Sequence[tuple[float, float]], lo_s: float, hi_s: float) 
     return va
 
 
-def psi_at(estimator: CompletionEstimator | None, focal: Sequence[tuple[float, float]], at_s: Sequence[float]) -> np.ndarray:
+def psi_at(
+    estimator: CompletionEstimator | None,
+    focal: Sequence[tuple[float, float]],
+    at_s: Sequence[float],
+) -> np.ndarray:
     """psi at the instants `at_s` (same clock as `focal`); 0 without an estimator (no marks)."""
     t = np.asarray(at_s, dtype=float)
     if t.size == 0:
@@ -210,7 +278,9 @@ def completion_rows(episode: Episode) -> tuple[np.ndarray, np.ndarray]:
     `MARK_TOLERANCE_S` of the instant."""
     c = episode.context_s
     t = np.arange(-c + FIT_STEP_S, 1e-9, FIT_STEP_S)
-    x = va_history_features(focal_track(episode.focal_speech, -c, 0.0 + 1.0 / FRAME_HZ), FRAME_HZ, t + c)
+    x = va_history_features(
+        focal_track(episode.focal_speech, -c, 0.0 + 1.0 / FRAME_HZ), FRAME_HZ, t + c
+    )
     marks = episode.annotations.completion_marks
     y = np.zeros(t.size)
     for m in marks:
@@ -232,9 +302,19 @@ def fit_completion(episodes: Sequence[Episode]) -> CompletionEstimator | None:
     return CompletionEstimator.fit(x, y)
 
 
-def overlap_events(overlaps: Sequence[dict | Overlap], psi: Sequence[float]) -> tuple[OverlapEvent, ...]:
+def overlap_events(
+    overlaps: Sequence[dict | Overlap], psi: Sequence[float]
+) -> tuple[OverlapEvent, ...]:
     out = []
     for o, p in zip(overlaps, psi):
-        d = o if isinstance(o, dict) else {"onset_s": o.onset_s, "duration_s": o.duration_s, "backchannel": o.backchannel}
-        out.append(OverlapEvent(float(d["onset_s"]), float(d["duration_s"]), float(p), bool(d["backchannel"])))
+        d = (
+            o
+            if isinstance(o, dict)
+            else {"onset_s": o.onset_s, "duration_s": o.duration_s, "backchannel": o.backchannel}
+        )
+        out.append(
+            OverlapEvent(
+                float(d["onset_s"]), float(d["duration_s"]), float(p), bool(d["backchannel"])
+            )
+        )
     return tuple(out)

@@ -62,8 +62,9 @@ def scaled_judge(judge_logits, temperature: float) -> np.ndarray:
     return softmax(_as_matrix(judge_logits, "judge_logits") / temperature, axis=1)
 
 
-def fuse_posterior(counts, judge_logits=None, temperature: float = 1.0,
-                   judge_weight: float = JUDGE_WEIGHT) -> np.ndarray:
+def fuse_posterior(
+    counts, judge_logits=None, temperature: float = 1.0, judge_weight: float = JUDGE_WEIGHT
+) -> np.ndarray:
     """q(z | e) = (1 - lambda) qA + lambda softmax(l_J / T); annotators only when no judge is given."""
     q_a = empirical_posterior(counts)
     if judge_logits is None:
@@ -84,7 +85,9 @@ def fit_temperature(judge_logits, counts, bounds: tuple[float, float] = (0.05, 2
     def nll(log_t: float) -> float:
         return float(-(c * log_softmax(logits / np.exp(log_t), axis=1)).sum())
 
-    res = optimize.minimize_scalar(nll, bounds=np.log(bounds), method="bounded", options={"xatol": 1e-8})
+    res = optimize.minimize_scalar(
+        nll, bounds=np.log(bounds), method="bounded", options={"xatol": 1e-8}
+    )
     return float(np.exp(res.x))
 
 
@@ -97,7 +100,7 @@ def held_out_log_likelihood(counts, judge_probs, judge_weight: float) -> float:
     c = _as_matrix(counts, "counts")
     p = _as_matrix(judge_probs, "judge_probs")
     k = c.sum(axis=1, keepdims=True)
-    keep = (k[:, 0] >= 2)
+    keep = k[:, 0] >= 2
     c, p, k = c[keep], p[keep], k[keep]
     if c.size == 0:
         raise ValueError("need episodes with at least two annotators")
@@ -109,8 +112,12 @@ def held_out_log_likelihood(counts, judge_probs, judge_weight: float) -> float:
 
 def fit_judge_weight(counts, judge_probs) -> float:
     """lambda in [0, 1] maximising `held_out_log_likelihood` (concave in lambda, so global)."""
-    res = optimize.minimize_scalar(lambda lam: -held_out_log_likelihood(counts, judge_probs, lam),
-                                   bounds=(0.0, 1.0), method="bounded", options={"xatol": 1e-6})
+    res = optimize.minimize_scalar(
+        lambda lam: -held_out_log_likelihood(counts, judge_probs, lam),
+        bounds=(0.0, 1.0),
+        method="bounded",
+        options={"xatol": 1e-6},
+    )
     return float(res.x)
 
 
@@ -139,10 +146,16 @@ def reliability_table(probs, counts, n_bins: int = 15) -> list[dict[str, float]]
         m = bins == b
         w = n_labels[m].sum()
         if w > 0:
-            rows.append({"lo": b / n_bins, "hi": (b + 1) / n_bins,
-                         "mean_confidence": float((conf[m] * n_labels[m]).sum() / w),
-                         "accuracy": float(hits[m].sum() / w), "n_labels": int(w) if float(w).is_integer() else float(w),
-                         "n_episodes": int(m.sum())})
+            rows.append(
+                {
+                    "lo": b / n_bins,
+                    "hi": (b + 1) / n_bins,
+                    "mean_confidence": float((conf[m] * n_labels[m]).sum() / w),
+                    "accuracy": float(hits[m].sum() / w),
+                    "n_labels": int(w) if float(w).is_integer() else float(w),
+                    "n_episodes": int(m.sum()),
+                }
+            )
     return rows
 
 
@@ -151,16 +164,20 @@ def expected_calibration_error(probs, counts, n_bins: int = 15) -> float:
     label-weighted mean gap |accuracy - mean confidence| over the bins of `reliability_table`."""
     rows = reliability_table(probs, counts, n_bins)
     total = sum(r["n_labels"] for r in rows)
-    return float(sum(abs(r["accuracy"] - r["mean_confidence"]) * r["n_labels"] for r in rows) / total)
+    return float(
+        sum(abs(r["accuracy"] - r["mean_confidence"]) * r["n_labels"] for r in rows) / total
+    )
 
 
 def held_out_by_source(counts, judge_probs, judge_weight: float = JUDGE_WEIGHT) -> dict[str, float]:
     """`held_out_log_likelihood` of each source: the other annotators alone (lambda = 0; -inf
     as soon as one held-out label was given by nobody else), the judge alone (lambda = 1) and
     their fusion at `judge_weight`."""
-    return {"annotators": held_out_log_likelihood(counts, judge_probs, 0.0),
-            "judge": held_out_log_likelihood(counts, judge_probs, 1.0),
-            "fused": held_out_log_likelihood(counts, judge_probs, judge_weight)}
+    return {
+        "annotators": held_out_log_likelihood(counts, judge_probs, 0.0),
+        "judge": held_out_log_likelihood(counts, judge_probs, 1.0),
+        "fused": held_out_log_likelihood(counts, judge_probs, judge_weight),
+    }
 
 
 def _as_matrix(a, name: str) -> np.ndarray:

@@ -51,8 +51,13 @@ CONJUNCTIONS = {"and", "but", "so", "or", "because"}
 Segments = list[tuple[float, float]]
 
 
-def vad_segments(samples: np.ndarray, sample_rate: int, vad=None, threshold: float = 0.5,
-                 min_silence_s: float = 0.1) -> Segments:
+def vad_segments(
+    samples: np.ndarray,
+    sample_rate: int,
+    vad=None,
+    threshold: float = 0.5,
+    min_silence_s: float = 0.1,
+) -> Segments:
     """Silero VAD speech segments of a mono signal (resampled to 16 kHz when needed)."""
     x = np.asarray(samples, dtype=np.float32)
     if sample_rate != SAMPLE_RATE:
@@ -79,8 +84,13 @@ def exclude_span(segs: Sequence[tuple[float, float]], lo: float, hi: float) -> S
     return [(a, b) for a, b in segs if b < lo or a > hi]
 
 
-def _holds_floor(segs: Sequence[tuple[float, float]], a: float, b: float, before_s: float = 1.0,
-                 after_s: float = 1.0) -> bool:
+def _holds_floor(
+    segs: Sequence[tuple[float, float]],
+    a: float,
+    b: float,
+    before_s: float = 1.0,
+    after_s: float = 1.0,
+) -> bool:
     """The speaker of `segs` holds the floor around a token [a, b]: they spoke within `before_s`
     before its start (or are speaking at it) and go on within `after_s` after its end."""
     spoke = any(sb >= a - before_s and sa <= a for sa, sb in segs)
@@ -99,13 +109,20 @@ def count_syllables(word: str) -> int:
     return max(1, n)
 
 
-Piece = tuple[Sequence[tuple[float, float]], Sequence[tuple[float, float]], float,
-              "Sequence[tuple[str, float, float]] | None"]
+Piece = tuple[
+    Sequence[tuple[float, float]],
+    Sequence[tuple[float, float]],
+    float,
+    "Sequence[tuple[str, float, float]] | None",
+]
 
 
-def profile_from_tracks(focal: Sequence[tuple[float, float]], other: Sequence[tuple[float, float]],
-                        evidence_s: float, focal_words: Sequence[tuple[str, float, float]] | None = None
-                        ) -> SpeakerProfile:
+def profile_from_tracks(
+    focal: Sequence[tuple[float, float]],
+    other: Sequence[tuple[float, float]],
+    evidence_s: float,
+    focal_words: Sequence[tuple[str, float, float]] | None = None,
+) -> SpeakerProfile:
     """A `SpeakerProfile` of the focal speaker from one continuous stretch of recording (rules in
     the module docstring).
 
@@ -143,11 +160,18 @@ def profile_from_pieces(pieces: Sequence[Piece]) -> SpeakerProfile:
         o_speech += sum(b - a for a, b in O)
         _pair_events(F, O, ftos, pauses, silences)
         solicited += sum(1 for a, b in O if b - a <= TOKEN_MAX_S and _holds_floor(F, a, b))
-        produced += sum(1 for a, b in F if b - a <= TOKEN_MAX_S and _holds_floor(O, a, b, before_s=0.5))
+        produced += sum(
+            1 for a, b in F if b - a <= TOKEN_MAX_S and _holds_floor(O, a, b, before_s=0.5)
+        )
         if focal_words is not None:
             has_words = True
             n_syl, n_filled, n_trailing, t_words = _word_counts(F, focal_words)
-            syl, filled, trailing, word_time = syl + n_syl, filled + n_filled, trailing + n_trailing, word_time + t_words
+            syl, filled, trailing, word_time = (
+                syl + n_syl,
+                filled + n_filled,
+                trailing + n_trailing,
+                word_time + t_words,
+            )
     q = lambda xs, p: float(np.quantile(xs, p)) if xs else None  # noqa: E731
     rate = None
     devices: dict[str, float | None] = {d: None for d in ("filled_pause", "trailing_conjunction")}
@@ -157,8 +181,11 @@ def profile_from_pieces(pieces: Sequence[Piece]) -> SpeakerProfile:
         devices = {"filled_pause": filled / minutes, "trailing_conjunction": trailing / minutes}
     return SpeakerProfile(
         evidence_min=evidence_s / 60.0,
-        fto_median_s=q(ftos, 0.5), fto_p10_s=q(ftos, 0.1), fto_p90_s=q(ftos, 0.9),
-        pause_median_s=q(pauses, 0.5), pause_p90_s=q(pauses, 0.9),
+        fto_median_s=q(ftos, 0.5),
+        fto_p10_s=q(ftos, 0.1),
+        fto_p90_s=q(ftos, 0.9),
+        pause_median_s=q(pauses, 0.5),
+        pause_p90_s=q(pauses, 0.9),
         abstention_tolerance_s=q(silences, 0.9),
         backchannel_solicitation_per_min=solicited / (f_speech / 60.0) if f_speech > 0 else None,
         backchannel_production_per_min=produced / (o_speech / 60.0) if o_speech > 0 else None,
@@ -167,12 +194,16 @@ def profile_from_pieces(pieces: Sequence[Piece]) -> SpeakerProfile:
     )
 
 
-def _pair_events(F: Segments, O: Segments, ftos: list[float], pauses: list[float], silences: list[float]) -> None:
+def _pair_events(
+    F: Segments, O: Segments, ftos: list[float], pauses: list[float], silences: list[float]
+) -> None:
     """Append one piece's offsets, intra-turn pauses and sat-out silences (sorted segments)."""
     for i, (a, b) in enumerate(F):
         if b - a >= TURN_MIN_S:
             prev_f_end = F[i - 1][1] if i else -math.inf
-            before = [(oa, ob) for oa, ob in O if oa < a and ob - oa >= TURN_MIN_S and oa > prev_f_end]
+            before = [
+                (oa, ob) for oa, ob in O if oa < a and ob - oa >= TURN_MIN_S and oa > prev_f_end
+            ]
             if before:
                 ftos.append(a - before[-1][1])
         if i:
@@ -185,7 +216,9 @@ def _pair_events(F: Segments, O: Segments, ftos: list[float], pauses: list[float
                     silences.append(g)
 
 
-def _word_counts(F: Segments, focal_words: Sequence[tuple[str, float, float]]) -> tuple[int, int, int, float]:
+def _word_counts(
+    F: Segments, focal_words: Sequence[tuple[str, float, float]]
+) -> tuple[int, int, int, float]:
     """One piece's (syllables, filled pauses, trailing conjunctions, seconds of word time)."""
     norm = lambda t: re.sub(r"[^a-z]", "", t.lower())  # noqa: E731
     spoken = [w for w in sorted(focal_words, key=lambda w: w[1]) if norm(w[0])]
@@ -209,7 +242,7 @@ def snr_db(samples: np.ndarray, sample_rate: int, speech: Sequence[tuple[float, 
     x = np.asarray(samples, dtype=np.float64)
     mask = np.zeros(x.size, dtype=bool)
     for a, b in speech:
-        mask[int(a * sample_rate):int(math.ceil(b * sample_rate))] = True
+        mask[int(a * sample_rate) : int(math.ceil(b * sample_rate))] = True
     if not mask.any() or mask.all():
         return math.nan
     p_s, p_n = float(np.mean(x[mask] ** 2)), float(np.mean(x[~mask] ** 2))

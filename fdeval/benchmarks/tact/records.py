@@ -45,7 +45,12 @@ class TactCaseData:
     @classmethod
     def read(cls, ctx: Any, d: Mapping[str, Any], turns: tuple[Turn, ...]) -> "TactCaseData":
         value = d.get("decision_after_last_turn_s")
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+            or value < 0
+        ):
             ctx.fail("decision_after_last_turn_s", f"expected seconds >= 0, got {value!r}")
         return cls(float(value), len(turns))
 
@@ -57,8 +62,12 @@ class TactCaseData:
 
     @property
     def triggers(self) -> tuple[tuple[Mark, ...], ...]:
-        return tuple((Mark("decision point", self.decision_after_last_turn_s),) if i == self.n_turns - 1 else ()
-                     for i in range(self.n_turns))
+        return tuple(
+            (Mark("decision point", self.decision_after_last_turn_s),)
+            if i == self.n_turns - 1
+            else ()
+            for i in range(self.n_turns)
+        )
 
 
 def case_id(episode_id: str, repeat: int) -> str:
@@ -73,15 +82,30 @@ def split_case_id(cid: str) -> tuple[str, int]:
 def score_input_from_judged(d: dict) -> EpisodeScoreInput:
     """The scorer's `EpisodeScoreInput` from a judged file (episode id, not case id)."""
     nan = lambda x: math.nan if x is None else float(x)  # noqa: E731
-    return EpisodeScoreInput(d["episode_id"], d["category"], tuple(d["posterior"]), nan(d["onset_s"]),
-                             nan(d["duration_s"]), overlap_events(d["overlaps"], [o["psi"] for o in d["overlaps"]]),
-                             d["context_bucket"], dict(d["slices"]))
+    return EpisodeScoreInput(
+        d["episode_id"],
+        d["category"],
+        tuple(d["posterior"]),
+        nan(d["onset_s"]),
+        nan(d["duration_s"]),
+        overlap_events(d["overlaps"], [o["psi"] for o in d["overlaps"]]),
+        d["context_bucket"],
+        dict(d["slices"]),
+    )
 
 
 def provenance(bench: Any, model_id: str, seed: int, info: dict[str, Any]) -> dict[str, Any]:
-    return {"benchmark": bench.name, "benchmark_version": bench.version, "model_id": model_id,
-            "seed": seed, "metric_version": METRIC_VERSION, "fdeval_version": fdeval.__version__,
-            "data_id": bench.data_id(seed), **laws_provenance(bench), **info}
+    return {
+        "benchmark": bench.name,
+        "benchmark_version": bench.version,
+        "model_id": model_id,
+        "seed": seed,
+        "metric_version": METRIC_VERSION,
+        "fdeval_version": fdeval.__version__,
+        "data_id": bench.data_id(seed),
+        **laws_provenance(bench),
+        **info,
+    }
 
 
 def laws_provenance(bench: Any) -> dict[str, Any]:

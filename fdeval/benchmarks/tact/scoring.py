@@ -59,7 +59,12 @@ from .laws import (
     law_table,
 )
 
-CATEGORIES: tuple[str, ...] = ("pause_handling", "backchanneling", "smooth_turn_taking", "user_interruption")
+CATEGORIES: tuple[str, ...] = (
+    "pause_handling",
+    "backchanneling",
+    "smooth_turn_taking",
+    "user_interruption",
+)
 OVERLAP_SCALE_S = T_A_S  # penalty seconds that drive s_O to 0 (choice, see module docstring)
 _ONSET_TOL_S = 1e-9
 
@@ -105,11 +110,15 @@ class EpisodeScoreInput:
 
     def __post_init__(self):
         if self.category not in CATEGORIES:
-            raise ValueError(f"{self.episode_id}: unknown category {self.category!r}; valid: {CATEGORIES}")
+            raise ValueError(
+                f"{self.episode_id}: unknown category {self.category!r}; valid: {CATEGORIES}"
+            )
         if len(self.posterior) != N_INTENTS:
             raise ValueError(f"{self.episode_id}: posterior needs {N_INTENTS} entries ({INTENTS})")
         if self.onset_s < DOMAIN_S[0] - _ONSET_TOL_S:
-            raise ValueError(f"{self.episode_id}: onset_s {self.onset_s} is before -T_a = {DOMAIN_S[0]}")
+            raise ValueError(
+                f"{self.episode_id}: onset_s {self.onset_s} is before -T_a = {DOMAIN_S[0]}"
+            )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -120,7 +129,9 @@ def as_onsets(onsets_s) -> np.ndarray:
     """Float onsets with NaN for no response; onsets past T_h become NaN, before -T_a raise."""
     y = np.array(onsets_s, dtype=float, ndmin=1)
     if np.any(y < DOMAIN_S[0] - _ONSET_TOL_S):
-        raise ValueError(f"{int(np.sum(y < DOMAIN_S[0] - _ONSET_TOL_S))} onset(s) before -T_a = {DOMAIN_S[0]} s")
+        raise ValueError(
+            f"{int(np.sum(y < DOMAIN_S[0] - _ONSET_TOL_S))} onset(s) before -T_a = {DOMAIN_S[0]} s"
+        )
     y = np.where(y > T_H_S, np.nan, y)
     return np.clip(y, *DOMAIN_S)  # clip keeps NaN; only absorbs the tolerance above
 
@@ -129,7 +140,9 @@ def as_posteriors(posteriors, n: int | None = None) -> np.ndarray:
     """(n, 6) nonnegative rows summing to 1 (to 1e-6; renormalised exactly)."""
     q = np.array(posteriors, dtype=float, ndmin=2)
     if q.ndim != 2 or q.shape[1] != N_INTENTS or (n is not None and q.shape[0] != n):
-        raise ValueError(f"posteriors must have shape ({n if n is not None else 'n'}, {N_INTENTS}), got {q.shape}")
+        raise ValueError(
+            f"posteriors must have shape ({n if n is not None else 'n'}, {N_INTENTS}), got {q.shape}"
+        )
     s = q.sum(axis=1)
     if np.any(q < 0) or np.any(np.abs(s - 1.0) > 1e-6):
         raise ValueError("posterior rows must be nonnegative and sum to 1")
@@ -166,7 +179,9 @@ def _prior_over(groups: np.ndarray, n_groups: int, prior) -> np.ndarray:
 # Timing
 
 
-def reference_twcrps(onsets_s, posteriors, table: LawTable | None = None) -> tuple[np.ndarray, np.ndarray]:
+def reference_twcrps(
+    onsets_s, posteriors, table: LawTable | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """(twCRPS_{w_q}(P_q, y_e), W_q) per episode, from the precomputed `LawTable`.
 
     Expanding the square: integral of w_q P_q^2 over T (a cubic form in q) plus, for a finite y,
@@ -237,7 +252,9 @@ def timing_score_of_laws(cdfs, prior=None, table: LawTable | None = None) -> flo
     return float(1.0 - np.sum(p * d / tab.total_weight))
 
 
-def empirical_timing_divergence(onsets_s, intent: str | int, table: LawTable | None = None) -> float:
+def empirical_timing_divergence(
+    onsets_s, intent: str | int, table: LawTable | None = None
+) -> float:
     """d_z between the empirical law of `onsets_s` (NaN = no response) and h_z, in closed form.
 
     With P the empirical sub-CDF of n outcomes, integral w P^2 = n^-2 sum_{e,e'} B(max(y_e, y_e'))
@@ -253,10 +270,12 @@ def empirical_timing_divergence(onsets_s, intent: str | int, table: LawTable | N
     A = tails[N_INTENTS + N_INTENTS * z + z]
     B = tails[z]
     rank = np.arange(1, fin.size + 1)
-    return float(tab.cubic[z, z, z] - 2.0 * A.sum() / n + np.sum(B * (2 * rank - 1)) / n ** 2)
+    return float(tab.cubic[z, z, z] - 2.0 * A.sum() / n + np.sum(B * (2 * rank - 1)) / n**2)
 
 
-def population_timing_score(onsets_s, posteriors, prior=None, table: LawTable | None = None) -> float:
+def population_timing_score(
+    onsets_s, posteriors, prior=None, table: LawTable | None = None
+) -> float:
     """S_T of a system from its onsets, grouping episodes by posterior mode (Sec. IV).
 
     P_z is the empirical law of the onsets on episodes whose mode is z. `prior` defaults to the
@@ -308,7 +327,9 @@ class DurationReference:
     gram: np.ndarray  # (n_buckets, 6, 6): integral over [0, D] of G_z G_z'
 
     @classmethod
-    def from_samples(cls, samples: Mapping, max_duration_s: float | None = None) -> DurationReference:
+    def from_samples(
+        cls, samples: Mapping, max_duration_s: float | None = None
+    ) -> DurationReference:
         """Human durations keyed by (intent, bucket) or by intent alone (bucket "").
 
         The support is [0, D] with D the largest human duration unless `max_duration_s` is given
@@ -321,7 +342,9 @@ class DurationReference:
             intent_index(z)
             v = np.asarray(vals, dtype=float).ravel()
             if v.size == 0 or np.any(~np.isfinite(v)) or np.any(v < 0):
-                raise ValueError(f"durations for {key!r} must be a nonempty set of finite values >= 0")
+                raise ValueError(
+                    f"durations for {key!r} must be a nonempty set of finite values >= 0"
+                )
             cells[(z, b)] = np.concatenate([cells.get((z, b), np.empty(0)), v])
         if not cells:
             raise ValueError("no human durations given")
@@ -340,14 +363,21 @@ class DurationReference:
                     v = np.concatenate(by_intent) if by_intent else pooled
                 row.append(np.sort(np.clip(v, 0.0, top)))
             table.append(tuple(row))
-        gram = np.array([[[top - _sum_max(x, y) / (x.size * y.size) for y in row] for x in row] for row in table])
+        gram = np.array(
+            [
+                [[top - _sum_max(x, y) / (x.size * y.size) for y in row] for x in row]
+                for row in table
+            ]
+        )
         return cls(buckets, tuple(table), top, gram)
 
     def bucket_indices(self, buckets: Sequence[str]) -> np.ndarray:
         index = {b: i for i, b in enumerate(self.buckets)}
         missing = sorted({b for b in buckets if b not in index})
         if missing:
-            raise ValueError(f"no human duration law for context bucket(s) {missing}; known: {self.buckets}")
+            raise ValueError(
+                f"no human duration law for context bucket(s) {missing}; known: {self.buckets}"
+            )
         return np.array([index[b] for b in buckets], dtype=np.intp)
 
     def tail_at(self, bucket_idx: np.ndarray, durations_s: np.ndarray) -> np.ndarray:
@@ -363,7 +393,9 @@ class DurationReference:
         return out
 
 
-def length_scores(durations_s, posteriors, buckets: Sequence[str], reference: DurationReference) -> np.ndarray:
+def length_scores(
+    durations_s, posteriors, buckets: Sequence[str], reference: DurationReference
+) -> np.ndarray:
     """Per-episode s_L(e) = 1 - CRPS(sum_z q_z G_z, d_e) / D; NaN where there is no response."""
     d = np.array(durations_s, dtype=float, ndmin=1)
     q = as_posteriors(posteriors, d.size)
@@ -383,7 +415,9 @@ def length_scores(durations_s, posteriors, buckets: Sequence[str], reference: Du
     return out
 
 
-def length_divergence(durations_s, intent: str | int, bucket: str, reference: DurationReference) -> float:
+def length_divergence(
+    durations_s, intent: str | int, bucket: str, reference: DurationReference
+) -> float:
     """d^L = integral over [0, D] of (Q - G)^2 for the empirical law Q of `durations_s`."""
     z = intent_index(intent) if isinstance(intent, str) else int(intent)
     b = int(reference.bucket_indices([bucket])[0])
@@ -391,13 +425,14 @@ def length_divergence(durations_s, intent: str | int, bucket: str, reference: Du
     if x.size == 0:
         raise ValueError("no durations")
     top = reference.support_s
-    qq = top - _sum_max(x, x) / x.size ** 2
+    qq = top - _sum_max(x, x) / x.size**2
     qg = reference.tail_at(np.full(x.size, b), x)[:, z].mean()
     return float(qq - 2.0 * qg + reference.gram[b, z, z])
 
 
-def population_length_score(durations_s, posteriors, buckets: Sequence[str], reference: DurationReference,
-                            prior=None) -> float:
+def population_length_score(
+    durations_s, posteriors, buckets: Sequence[str], reference: DurationReference, prior=None
+) -> float:
     """S_L = 1 - sum_cells pi d^L(Q || G) / D over (mode intent, bucket) cells of responsive episodes.
 
     Q is the empirical law of the system's durations in the cell; pi the cell's share of the

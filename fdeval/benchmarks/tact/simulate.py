@@ -13,8 +13,12 @@ from .laws import INTENTS, N_INTENTS, PAPER_INTENT_PRIOR, reference_laws
 from .scoring import CATEGORIES, DurationReference, EpisodeScoreInput, OverlapEvent
 
 # Data section: episodes per category (2,720 + 2,432 + 2,592 + 1,984 = 9,728).
-PAPER_CATEGORY_SIZES = {"pause_handling": 2720, "backchanneling": 2432, "smooth_turn_taking": 2592,
-                        "user_interruption": 1984}
+PAPER_CATEGORY_SIZES = {
+    "pause_handling": 2720,
+    "backchanneling": 2432,
+    "smooth_turn_taking": 2592,
+    "user_interruption": 1984,
+}
 BUCKETS = ("short_context", "long_context")
 
 
@@ -27,15 +31,23 @@ def random_posteriors(rng: np.random.Generator, n: int, concentration: float = 6
     return g / g.sum(axis=1, keepdims=True)
 
 
-def human_durations(rng: np.random.Generator, n_per_cell: int = 200) -> dict[tuple[str, str], np.ndarray]:
+def human_durations(
+    rng: np.random.Generator, n_per_cell: int = 200
+) -> dict[tuple[str, str], np.ndarray]:
     """Log-normal human response durations per (intent, bucket): short for bck, longer elsewhere."""
     med = {"ans": 2.5, "ref": 4.0, "rhe": 2.0, "hold": 1.5, "bck": 1.1, "abn": 3.0}
-    return {(z, b): rng.lognormal(np.log(med[z] * (1.3 if b == "long_context" else 1.0)), 0.6, n_per_cell)
-            for z in INTENTS for b in BUCKETS}
+    return {
+        (z, b): rng.lognormal(
+            np.log(med[z] * (1.3 if b == "long_context" else 1.0)), 0.6, n_per_cell
+        )
+        for z in INTENTS
+        for b in BUCKETS
+    }
 
 
-def random_episodes(rng: np.random.Generator, sizes: dict[str, int] | None = None,
-                    system: str = "reference") -> list[EpisodeScoreInput]:
+def random_episodes(
+    rng: np.random.Generator, sizes: dict[str, int] | None = None, system: str = "reference"
+) -> list[EpisodeScoreInput]:
     """Episodes whose onsets are drawn from the posterior-mixed reference law ("reference"), or
     from a fast, always-answering policy ("eager"); a few competitive overlaps with random psi.
     """
@@ -58,11 +70,26 @@ def random_episodes(rng: np.random.Generator, sizes: dict[str, int] | None = Non
             onset, duration = float(onsets[i]), float(durations[i])
             overlaps = ()
             if onset < 0:
-                overlaps = (OverlapEvent(onset, min(-onset, duration), float(psi[i]),
-                                         backchannel=cat == "backchanneling"),)
-            out.append(EpisodeScoreInput(f"{cat}-{i:05d}", cat, tuple(q[i]), onset, duration, overlaps,
-                                         BUCKETS[i % 2], {"gender": ("f", "m")[i % 2],
-                                                          "snr": ("high", "mid", "low")[i % 3]}))
+                overlaps = (
+                    OverlapEvent(
+                        onset,
+                        min(-onset, duration),
+                        float(psi[i]),
+                        backchannel=cat == "backchanneling",
+                    ),
+                )
+            out.append(
+                EpisodeScoreInput(
+                    f"{cat}-{i:05d}",
+                    cat,
+                    tuple(q[i]),
+                    onset,
+                    duration,
+                    overlaps,
+                    BUCKETS[i % 2],
+                    {"gender": ("f", "m")[i % 2], "snr": ("high", "mid", "low")[i % 3]},
+                )
+            )
     return out
 
 

@@ -55,15 +55,25 @@ from fdeval.metrics.format import md_cell
 from .analysis import jsd2, onset_histogram, profile_swap_jsd
 from .episodes import SpeakerProfile, profile_features
 
-BEHAVIOUR_FEATURES = ("fto_median_s", "pause_median_s", "abstention_tolerance_s", "backchannel_solicitation_per_min",
-                      "backchannel_production_per_min", "articulation_rate_syl_s")
+BEHAVIOUR_FEATURES = (
+    "fto_median_s",
+    "pause_median_s",
+    "abstention_tolerance_s",
+    "backchannel_solicitation_per_min",
+    "backchannel_production_per_min",
+    "articulation_rate_syl_s",
+)
 TYPE_FEATURES = ("fto_median_s", "abstention_tolerance_s")
 TABLE = "profile_swap"
 
 
-def _zscores(profiles: Mapping[str, SpeakerProfile], names: Sequence[str]) -> tuple[list[str], np.ndarray]:
+def _zscores(
+    profiles: Mapping[str, SpeakerProfile], names: Sequence[str]
+) -> tuple[list[str], np.ndarray]:
     ids = sorted(profiles)
-    X = np.array([[profile_features(profiles[s])[f] for f in names] for s in ids], dtype=float).reshape(len(ids), -1)
+    X = np.array(
+        [[profile_features(profiles[s])[f] for f in names] for s in ids], dtype=float
+    ).reshape(len(ids), -1)
     with np.errstate(invalid="ignore"):
         mu = np.nanmean(X, axis=0) if len(ids) else np.zeros(len(names))
         sd = np.nanstd(X, axis=0) if len(ids) else np.ones(len(names))
@@ -77,7 +87,7 @@ def behaviour_types(profiles: Mapping[str, SpeakerProfile]) -> dict[str, str]:
     ids, Z = _zscores(profiles, TYPE_FEATURES)
     score = Z.sum(axis=1)
     order = sorted(range(len(ids)), key=lambda i: (score[i], ids[i]))
-    quick = {ids[i] for i in order[:len(ids) // 2]}
+    quick = {ids[i] for i in order[: len(ids) // 2]}
     return {s: "quick" if s in quick else "patient" for s in ids}
 
 
@@ -139,10 +149,14 @@ def run_composite(run_dir: Path) -> tuple[str, float]:
 def human_swap_jsd(run: Run) -> tuple[float, int]:
     """(JSD_2, episodes) of the human continuations answering each speaker vs their partner's."""
     eps = [e for e in run.benchmark.episodes(run.data_dir) if e.human is not None]
-    partners = swap_partners({e.speaker_id: e.profile for e in run.benchmark.episodes(run.data_dir)})
+    partners = swap_partners(
+        {e.speaker_id: e.profile for e in run.benchmark.episodes(run.data_dir)}
+    )
     by_speaker: dict[str, list[float]] = {}
     for e in eps:
-        by_speaker.setdefault(e.speaker_id, []).append(math.nan if e.human.onset_s is None else e.human.onset_s)
+        by_speaker.setdefault(e.speaker_id, []).append(
+            math.nan if e.human.onset_s is None else e.human.onset_s
+        )
     own, swapped = [], []
     for e in eps:
         p = partners.get(e.speaker_id)
@@ -159,46 +173,83 @@ def swap_rows(own_dir: str | Path, swapped_dir: str | Path) -> list[dict[str, An
     own_dir, swapped_dir = Path(own_dir).resolve(), Path(swapped_dir).resolve()
     own_run, swapped_run = open_run(own_dir), open_run(swapped_dir)
     if own_run.benchmark.profiles != "own" or swapped_run.benchmark.profiles != "swapped":
-        raise FdevalError(f"expected a run with benchmark.profiles=own and one with =swapped, got "
-                          f"{own_run.benchmark.profiles!r} and {swapped_run.benchmark.profiles!r}")
+        raise FdevalError(
+            f"expected a run with benchmark.profiles=own and one with =swapped, got "
+            f"{own_run.benchmark.profiles!r} and {swapped_run.benchmark.profiles!r}"
+        )
     a, b = run_onsets(own_dir), run_onsets(swapped_dir)
     common = sorted(set(a) & set(b))
     if not common:
         raise FdevalError("the two runs share no case")
     system, s_own = run_composite(own_dir)
     _, s_swapped = run_composite(swapped_dir)
-    prov = {"own_run": own_dir.name, "swapped_run": swapped_dir.name,
-            "data_id": own_run.benchmark.data_id(own_run.seed)}
-    rows = [{"system": system, "onsets": len(common),
-             "jsd2": round(profile_swap_jsd([a[c] for c in common], [b[c] for c in common]), 6),
-             "S_own": round(s_own, 6), "S_swapped": round(s_swapped, 6), "delta_S": round(s_swapped - s_own, 6),
-             **prov}]
+    prov = {
+        "own_run": own_dir.name,
+        "swapped_run": swapped_dir.name,
+        "data_id": own_run.benchmark.data_id(own_run.seed),
+    }
+    rows = [
+        {
+            "system": system,
+            "onsets": len(common),
+            "jsd2": round(profile_swap_jsd([a[c] for c in common], [b[c] for c in common]), 6),
+            "S_own": round(s_own, 6),
+            "S_swapped": round(s_swapped, 6),
+            "delta_S": round(s_swapped - s_own, 6),
+            **prov,
+        }
+    ]
     h, n = human_swap_jsd(own_run)
-    rows.append({"system": "human (continuations)", "onsets": n, "jsd2": None if math.isnan(h) else round(h, 6),
-                 "S_own": None, "S_swapped": None, "delta_S": None, **prov})
+    rows.append(
+        {
+            "system": "human (continuations)",
+            "onsets": n,
+            "jsd2": None if math.isnan(h) else round(h, 6),
+            "S_own": None,
+            "S_swapped": None,
+            "delta_S": None,
+            **prov,
+        }
+    )
     return rows
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
-    lines = ["# TACT profile swap", "",
-             f"- own profiles: {rows[0]['own_run']}", f"- swapped profiles: {rows[0]['swapped_run']}",
-             f"- data: {rows[0]['data_id']}",
-             "- JSD_2: onsets under own vs swapped profiles, 0.25 s bins over [-2, 5] s plus no response, in bits; "
-             "Delta S = S(swapped) - S(own)", "",
-             "| system | JSD_2 | Delta S | S (own) | S (swapped) | onsets |", "|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        "# TACT profile swap",
+        "",
+        f"- own profiles: {rows[0]['own_run']}",
+        f"- swapped profiles: {rows[0]['swapped_run']}",
+        f"- data: {rows[0]['data_id']}",
+        "- JSD_2: onsets under own vs swapped profiles, 0.25 s bins over [-2, 5] s plus no response, in bits; "
+        "Delta S = S(swapped) - S(own)",
+        "",
+        "| system | JSD_2 | Delta S | S (own) | S (swapped) | onsets |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
-        lines.append(f"| {r['system']} | {md_cell(r['jsd2'])} | {md_cell(r['delta_S'])} | {md_cell(r['S_own'])} | "
-                     f"{md_cell(r['S_swapped'])} | {r['onsets']} |")
+        lines.append(
+            f"| {r['system']} | {md_cell(r['jsd2'])} | {md_cell(r['delta_S'])} | {md_cell(r['S_own'])} | "
+            f"{md_cell(r['S_swapped'])} | {r['onsets']} |"
+        )
     return "\n".join(lines) + "\n"
 
 
-def write_table(own_dir: str | Path, swapped_dir: str | Path, out: str | Path | None = None) -> Path:
+def write_table(
+    own_dir: str | Path, swapped_dir: str | Path, out: str | Path | None = None
+) -> Path:
     """Write profile_swap.csv / .md for two runs; returns the folder."""
     rows = swap_rows(own_dir, swapped_dir)
     if out is None:
         own = Path(own_dir).resolve()
-        out = own.parents[2] / "tact" / "_profile_swap" / (
-            f"{own.parent.name}-{own.name.rsplit('-', 1)[-1]}-{Path(swapped_dir).resolve().name.rsplit('-', 1)[-1]}")
+        out = (
+            own.parents[2]
+            / "tact"
+            / "_profile_swap"
+            / (
+                f"{own.parent.name}-{own.name.rsplit('-', 1)[-1]}-{Path(swapped_dir).resolve().name.rsplit('-', 1)[-1]}"
+            )
+        )
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     write_csv(rows, out / f"{TABLE}.csv")
@@ -214,21 +265,35 @@ _RUN_FOLDER = re.compile(r"^fdeval: run folder (.+)$", re.M)
 
 def launch(overrides: Sequence[str], cwd: Path | None = None) -> Path:
     """`python -m fdeval.launch benchmark=tact <overrides>`; the run folder it used."""
-    proc = subprocess.run([sys.executable, "-m", "fdeval.launch", "benchmark=tact", *overrides], cwd=cwd,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "fdeval.launch", "benchmark=tact", *overrides],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+    )
     found = _RUN_FOLDER.findall(proc.stdout)
     if proc.returncode != 0 or not found:
         tail = (proc.stdout + proc.stderr).strip().splitlines()[-15:]
-        raise FdevalError(f"launch {' '.join(overrides) or '(defaults)'} exited {proc.returncode}:\n" + "\n".join(tail))
+        raise FdevalError(
+            f"launch {' '.join(overrides) or '(defaults)'} exited {proc.returncode}:\n"
+            + "\n".join(tail)
+        )
     return Path(found[-1].strip())
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m fdeval.benchmarks.tact.swap",
-                                 description="TACT profile swap (Sec. VI): JSD_2 of onsets under own vs swapped "
-                                             "profiles. Other arguments are overrides for both launches.")
-    ap.add_argument("--runs", nargs=2, metavar=("OWN", "SWAPPED"), type=Path,
-                    help="compare two finished runs instead of launching them")
+    ap = argparse.ArgumentParser(
+        prog="python -m fdeval.benchmarks.tact.swap",
+        description="TACT profile swap (Sec. VI): JSD_2 of onsets under own vs swapped "
+        "profiles. Other arguments are overrides for both launches.",
+    )
+    ap.add_argument(
+        "--runs",
+        nargs=2,
+        metavar=("OWN", "SWAPPED"),
+        type=Path,
+        help="compare two finished runs instead of launching them",
+    )
     ap.add_argument("--out", type=Path, help="folder for profile_swap.csv / .md")
     args, overrides = ap.parse_known_args(argv)
     try:
@@ -237,7 +302,11 @@ def main(argv: list[str] | None = None) -> int:
                 ap.error(f"--runs takes no launch overrides, got {overrides}")
             own, swapped = args.runs
         else:
-            bad = [o for o in overrides if o.lstrip("+~").startswith(("benchmark.profiles=", "benchmark="))]
+            bad = [
+                o
+                for o in overrides
+                if o.lstrip("+~").startswith(("benchmark.profiles=", "benchmark="))
+            ]
             if bad:
                 ap.error(f"{bad[0]}: the command sets benchmark and benchmark.profiles itself")
             own = launch(overrides)

@@ -109,53 +109,102 @@ LABEL_CONFUSION: dict[str, dict[str, float]] = {
 COMPLETE_AT_DECISION = {"ans", "ref", "rhe", "abn"}
 HUMAN_DURATION_MEDIAN_S = {"ans": 2.5, "ref": 3.5, "rhe": 2.0, "hold": 1.5, "bck": 1.1, "abn": 3.0}
 
-LEAD_INS = ("So, how was your weekend?", "What happened after that?", "How is the new job going?",
-            "Tell me about the trip.")
-REPLIES = ("Well, it was a pretty busy one.", "Honestly, it went better than I expected.",
-           "Oh, it was quite a day.", "So, a lot has happened since then.")
+LEAD_INS = (
+    "So, how was your weekend?",
+    "What happened after that?",
+    "How is the new job going?",
+    "Tell me about the trip.",
+)
+REPLIES = (
+    "Well, it was a pretty busy one.",
+    "Honestly, it went better than I expected.",
+    "Oh, it was quite a day.",
+    "So, a lot has happened since then.",
+)
 FEEDBACK_TOKEN = "yeah"
 PROBES: dict[tuple[str, str], tuple[str, ...]] = {
-    ("pause_handling", "hold/filled_pause"): ("So the first thing I did was, um", "And then what we decided was, uh",
-                                              "The reason I bring it up is, um"),
-    ("pause_handling", "hold/trailing_conjunction"): ("So I called the landlord again, and",
-                                                      "We tried the new place last week, but",
-                                                      "I had the whole thing planned out, so"),
-    ("pause_handling", "abn"): ("I was going to say that maybe the, well, never mind.", "It's just that, I don't know.",
-                                "And the other thing was, oh, forget it."),
-    ("pause_handling", "ref"): ("I wonder what you would have done in my place.",
-                                "Honestly, how would you even start with something like that?"),
-    ("backchanneling", "bck"): ("So we drove all the way up to the lake, you know,",
-                                "And the whole team was waiting outside, right,",
-                                "So I get to the counter, and she looks at me,"),
-    ("backchanneling", "hold/filled_pause"): ("We packed bread, cheese, some fruit, and, uh",
-                                              "First we went to the market, then to the, um"),
-    ("backchanneling", "hold/trailing_conjunction"): ("We packed bread, cheese, some fruit, and",
-                                                      "First we went to the market, and then"),
-    ("smooth_turn_taking", "ans"): ("What time does the pharmacy open tomorrow?", "Did you already send the invoice to them?",
-                                    "Which train should I take to get there?", "Are you free on Thursday afternoon?"),
-    ("smooth_turn_taking", "ref"): ("What would you say was the biggest lesson from all of that?",
-                                    "How do you think things will look ten years from now?",
-                                    "If you could change one thing about your job, what would it be?"),
-    ("smooth_turn_taking", "rhe"): ("I mean, who has time for that these days, right?", "But then again, what can you do?",
-                                    "Isn't it funny how these things work out?"),
-    ("user_interruption", "ans"): ("Wait, sorry, is that per month or per year?", "Hold on, which one do you mean?",
-                                   "Sorry, what was that last part?"),
-    ("user_interruption", "hold/filled_pause"): ("No, no, let me finish, because the thing is, um",
-                                                 "Hang on, I wasn't done, what I mean is, uh"),
-    ("user_interruption", "hold/trailing_conjunction"): ("No, no, let me finish, because",
-                                                         "Hang on, I wasn't done, and"),
-    ("user_interruption", "abn"): ("Oh, but I thought, never mind, go on.", "Sorry, I, no, carry on."),
+    ("pause_handling", "hold/filled_pause"): (
+        "So the first thing I did was, um",
+        "And then what we decided was, uh",
+        "The reason I bring it up is, um",
+    ),
+    ("pause_handling", "hold/trailing_conjunction"): (
+        "So I called the landlord again, and",
+        "We tried the new place last week, but",
+        "I had the whole thing planned out, so",
+    ),
+    ("pause_handling", "abn"): (
+        "I was going to say that maybe the, well, never mind.",
+        "It's just that, I don't know.",
+        "And the other thing was, oh, forget it.",
+    ),
+    ("pause_handling", "ref"): (
+        "I wonder what you would have done in my place.",
+        "Honestly, how would you even start with something like that?",
+    ),
+    ("backchanneling", "bck"): (
+        "So we drove all the way up to the lake, you know,",
+        "And the whole team was waiting outside, right,",
+        "So I get to the counter, and she looks at me,",
+    ),
+    ("backchanneling", "hold/filled_pause"): (
+        "We packed bread, cheese, some fruit, and, uh",
+        "First we went to the market, then to the, um",
+    ),
+    ("backchanneling", "hold/trailing_conjunction"): (
+        "We packed bread, cheese, some fruit, and",
+        "First we went to the market, and then",
+    ),
+    ("smooth_turn_taking", "ans"): (
+        "What time does the pharmacy open tomorrow?",
+        "Did you already send the invoice to them?",
+        "Which train should I take to get there?",
+        "Are you free on Thursday afternoon?",
+    ),
+    ("smooth_turn_taking", "ref"): (
+        "What would you say was the biggest lesson from all of that?",
+        "How do you think things will look ten years from now?",
+        "If you could change one thing about your job, what would it be?",
+    ),
+    ("smooth_turn_taking", "rhe"): (
+        "I mean, who has time for that these days, right?",
+        "But then again, what can you do?",
+        "Isn't it funny how these things work out?",
+    ),
+    ("user_interruption", "ans"): (
+        "Wait, sorry, is that per month or per year?",
+        "Hold on, which one do you mean?",
+        "Sorry, what was that last part?",
+    ),
+    ("user_interruption", "hold/filled_pause"): (
+        "No, no, let me finish, because the thing is, um",
+        "Hang on, I wasn't done, what I mean is, uh",
+    ),
+    ("user_interruption", "hold/trailing_conjunction"): (
+        "No, no, let me finish, because",
+        "Hang on, I wasn't done, and",
+    ),
+    ("user_interruption", "abn"): (
+        "Oh, but I thought, never mind, go on.",
+        "Sorry, I, no, carry on.",
+    ),
 }
 PROMPTS = (
-    ("Can you explain how compound interest works?",
-     "Sure. Compound interest means you earn interest on the interest you already have, so every year the "
-     "balance grows a little faster than the year before, and over a long time that adds up to a lot."),
-    ("How should I get started with running?",
-     "Good question. Start with short easy runs three times a week, mix in some walking, and add a few "
-     "minutes each week so your body has time to adapt before you push the distance."),
-    ("What's the best way to learn to cook?",
-     "I would pick five simple dishes you actually like, cook each of them a few times until you know them "
-     "by heart, and then start changing one ingredient at a time to see what happens."),
+    (
+        "Can you explain how compound interest works?",
+        "Sure. Compound interest means you earn interest on the interest you already have, so every year the "
+        "balance grows a little faster than the year before, and over a long time that adds up to a lot.",
+    ),
+    (
+        "How should I get started with running?",
+        "Good question. Start with short easy runs three times a week, mix in some walking, and add a few "
+        "minutes each week so your body has time to adapt before you push the distance.",
+    ),
+    (
+        "What's the best way to learn to cook?",
+        "I would pick five simple dishes you actually like, cook each of them a few times until you know them "
+        "by heart, and then start changing one ingredient at a time to see what happens.",
+    ),
 )
 
 
@@ -197,14 +246,28 @@ def synthetic_speakers(seed: int, n: int = N_SPEAKERS) -> list[SyntheticSpeaker]
         g, age, region, rate = speaker_design(j)
         fto = float(rng.uniform(0.05, 0.5))
         pause = float(rng.uniform(0.25, 0.9))
-        devices = {"filled_pause": float(rng.uniform(0.0, 4.0)), "trailing_conjunction": float(rng.uniform(0.0, 3.0))}
+        devices = {
+            "filled_pause": float(rng.uniform(0.0, 4.0)),
+            "trailing_conjunction": float(rng.uniform(0.0, 3.0)),
+        }
         profile = SpeakerProfile(
-            evidence_min=float(rng.uniform(8.0, 20.0)), fto_median_s=fto, fto_p10_s=fto - 0.3, fto_p90_s=fto + 0.5,
-            pause_median_s=pause, pause_p90_s=2.0 * pause, abstention_tolerance_s=float(rng.uniform(0.8, 2.5)),
+            evidence_min=float(rng.uniform(8.0, 20.0)),
+            fto_median_s=fto,
+            fto_p10_s=fto - 0.3,
+            fto_p90_s=fto + 0.5,
+            pause_median_s=pause,
+            pause_p90_s=2.0 * pause,
+            abstention_tolerance_s=float(rng.uniform(0.8, 2.5)),
             backchannel_solicitation_per_min=float(rng.uniform(1.0, 8.0)),
             backchannel_production_per_min=float(rng.uniform(1.0, 10.0)),
-            articulation_rate_syl_s=RATES_WPM[rate] * SYLLABLES_PER_WORD / 60.0, floor_holding_per_min=devices)
-        out.append(SyntheticSpeaker(f"synspk{j:02d}", g, age, region, rate, profile, max(devices, key=devices.get)))
+            articulation_rate_syl_s=RATES_WPM[rate] * SYLLABLES_PER_WORD / 60.0,
+            floor_holding_per_min=devices,
+        )
+        out.append(
+            SyntheticSpeaker(
+                f"synspk{j:02d}", g, age, region, rate, profile, max(devices, key=devices.get)
+            )
+        )
     return out
 
 
@@ -247,8 +310,17 @@ def plan_episode(seed: int, index: int, speakers: list[SyntheticSpeaker]) -> Epi
     key = (category, f"hold/{speaker.device}" if intent == "hold" else intent)
     probe = PROBES[key][int(rng.integers(len(PROBES[key])))]
     snr = _choice(rng, SNR_SHARES)
-    return EpisodePlan(index, f"tact-s{seed}-{index:04d}", category, intent, speaker, index % 2, snr,
-                       [seed, index, 7], probe)
+    return EpisodePlan(
+        index,
+        f"tact-s{seed}-{index:04d}",
+        category,
+        intent,
+        speaker,
+        index % 2,
+        snr,
+        [seed, index, 7],
+        probe,
+    )
 
 
 def _texts(plan: EpisodePlan) -> list[tuple[str, str, int, str]]:
@@ -257,10 +329,15 @@ def _texts(plan: EpisodePlan) -> list[tuple[str, str, int, str]]:
     other = OTHER_VOICES[sp.gender]
     if plan.category == "user_interruption":
         prompt, answer = PROMPTS[int(rng.integers(len(PROMPTS)))]
-        return [(sp.voice, prompt, sp.rate_wpm, "focal"), (other, answer, 165, "other"),
-                (sp.voice, plan.probe, sp.rate_wpm, "focal")]
-    out = [(other, LEAD_INS[int(rng.integers(len(LEAD_INS)))], 165, "other"),
-           (sp.voice, REPLIES[int(rng.integers(len(REPLIES)))], sp.rate_wpm, "focal")]
+        return [
+            (sp.voice, prompt, sp.rate_wpm, "focal"),
+            (other, answer, 165, "other"),
+            (sp.voice, plan.probe, sp.rate_wpm, "focal"),
+        ]
+    out = [
+        (other, LEAD_INS[int(rng.integers(len(LEAD_INS)))], 165, "other"),
+        (sp.voice, REPLIES[int(rng.integers(len(REPLIES)))], sp.rate_wpm, "focal"),
+    ]
     if sp.profile.backchannel_solicitation_per_min >= 4.0:
         out.append((other, FEEDBACK_TOKEN, 165, "other"))
     out.append((sp.voice, plan.probe, sp.rate_wpm, "focal"))
@@ -278,11 +355,18 @@ class _Synth:
 
         def one(k):
             voice, rate, text = k
-            return k, EspeakTTS(voice=voice, rate_wpm=rate, sample_rate=self.sample_rate).synthesize(text)
+            return k, EspeakTTS(
+                voice=voice, rate_wpm=rate, sample_rate=self.sample_rate
+            ).synthesize(text)
 
         with ThreadPoolExecutor(max(1, workers)) as pool:
-            for k, syn in tqdm(pool.map(one, todo), total=len(todo), desc="tts", disable=not progress or len(todo) < 2,
-                               leave=False):
+            for k, syn in tqdm(
+                pool.map(one, todo),
+                total=len(todo),
+                desc="tts",
+                disable=not progress or len(todo) < 2,
+                leave=False,
+            ):
                 self.cache[k] = syn
 
     def __getitem__(self, k):
@@ -292,10 +376,12 @@ class _Synth:
 def _place(x: np.ndarray, at_n: int, total: np.ndarray) -> None:
     n = min(len(x), len(total) - at_n)
     if n > 0:
-        total[at_n:at_n + n] += x[:n]
+        total[at_n : at_n + n] += x[:n]
 
 
-def _annotations(rng: np.random.Generator, intent: str, context_s: float, complete_points: list[float]) -> Annotations:
+def _annotations(
+    rng: np.random.Generator, intent: str, context_s: float, complete_points: list[float]
+) -> Annotations:
     """K synthetic annotators' labels, ratings, windows and marks (rules in the module docstring)."""
     k = int(rng.choice(K_CHOICES))
     labels = tuple(_choice(rng, LABEL_CONFUSION[intent]) for _ in range(k))
@@ -308,8 +394,11 @@ def _annotations(rng: np.random.Generator, intent: str, context_s: float, comple
         lo = float(np.clip(q10 + rng.normal(0, 0.1), *DOMAIN_S))
         hi = float(np.clip(q90 + rng.normal(0, 0.1), *DOMAIN_S))
         windows.append(((round(lo, 4), round(hi, 4)),) if hi > lo + 0.01 else ())
-        m = sorted(round(float(np.clip(t + rng.normal(0, 0.05), -context_s, 0.0)), 4)
-                   for t in complete_points if rng.random() < 0.85)
+        m = sorted(
+            round(float(np.clip(t + rng.normal(0, 0.05), -context_s, 0.0)), 4)
+            for t in complete_points
+            if rng.random() < 0.85
+        )
         marks.append(tuple(m))
     return Annotations(labels, tuple(silence), tuple(windows), tuple(marks))
 
@@ -319,7 +408,9 @@ class _Layout:
     """Where an episode's lines go on the context clock (seconds from the context start)."""
 
     placed: tuple[tuple[str, int, float], ...]  # (speaker, index into _texts(plan), start)
-    replay_spans: tuple[tuple[str, float, float, float | None], ...]  # kind, start, end, barge-in delay
+    replay_spans: tuple[
+        tuple[str, float, float, float | None], ...
+    ]  # kind, start, end, barge-in delay
     complete: tuple[float, ...]  # completion points
     decision_s: float
     meta: dict[str, Any]
@@ -343,8 +434,10 @@ def _layout(plan: EpisodePlan, lengths_s: list[float], rng: np.random.Generator)
         cut_start = ans_start + after
         placed.append(("focal", 2, cut_start))
         decision = cut_start + cut
-        replay_spans = [("take-turn", 0.0, min(prompt_end + 0.05, cut_start), None),
-                        ("barge-in", cut_start, decision, after)]
+        replay_spans = [
+            ("take-turn", 0.0, min(prompt_end + 0.05, cut_start), None),
+            ("barge-in", cut_start, decision, after),
+        ]
     else:
         t = LEAD_S
         placed.append(("other", 0, t))
@@ -366,17 +459,35 @@ def _layout(plan: EpisodePlan, lengths_s: list[float], rng: np.random.Generator)
     return _Layout(tuple(placed), tuple(replay_spans), tuple(complete), decision, meta)
 
 
-def planned_replay(plan: EpisodePlan, estimate_s: Callable[[str, int, str], float]) -> tuple[tuple[ReplayTurn, str], ...]:
+def planned_replay(
+    plan: EpisodePlan, estimate_s: Callable[[str, int, str], float]
+) -> tuple[tuple[ReplayTurn, str], ...]:
     """The episode's replay pieces without audio (`stage=plan`), each line as long as
     `estimate_s(voice, rate_wpm, text)` says, with the focal text each piece carries; the
     timing draws are `render_episode`'s."""
     texts = _texts(plan)
-    lay = _layout(plan, [estimate_s(v, r, t) for v, t, r, _ in texts], np.random.default_rng(plan.rng_seed + [1]))
+    lay = _layout(
+        plan,
+        [estimate_s(v, r, t) for v, t, r, _ in texts],
+        np.random.default_rng(plan.rng_seed + [1]),
+    )
     out = []
     for k, (kind, a, b, after) in enumerate(lay.replay_spans):
-        said = " ".join(texts[i][1] for who, i, start in lay.placed if who == "focal" and a <= start < b)
-        out.append((ReplayTurn(kind, f"audio/{plan.episode_id}.turn{k}.wav", round(a - lay.decision_s, 6),
-                               round(b - lay.decision_s, 6), None if after is None else round(after, 4)), said))
+        said = " ".join(
+            texts[i][1] for who, i, start in lay.placed if who == "focal" and a <= start < b
+        )
+        out.append(
+            (
+                ReplayTurn(
+                    kind,
+                    f"audio/{plan.episode_id}.turn{k}.wav",
+                    round(a - lay.decision_s, 6),
+                    round(b - lay.decision_s, 6),
+                    None if after is None else round(after, 4),
+                ),
+                said,
+            )
+        )
     return tuple(out)
 
 
@@ -398,7 +509,11 @@ def render_episode(plan: EpisodePlan, synth: _Synth, root: Path, vad=None) -> Ep
     focal_clean = chans["focal"].copy()
     snr_db = SNR_DB[plan.snr]
     if snr_db is not None:
-        rms = float(np.sqrt(np.mean(np.concatenate([s.samples for who, s, _ in placed if who == "focal"]) ** 2)))
+        rms = float(
+            np.sqrt(
+                np.mean(np.concatenate([s.samples for who, s, _ in placed if who == "focal"]) ** 2)
+            )
+        )
         noise = np.random.default_rng(plan.rng_seed + [2]).normal(0.0, rms / 10 ** (snr_db / 20), n)
         chans["focal"] = (chans["focal"] + noise).astype(np.float32)
     stereo = np.zeros((n, 2), np.float32)
@@ -412,9 +527,20 @@ def render_episode(plan: EpisodePlan, synth: _Synth, root: Path, vad=None) -> Ep
         i0, i1 = int(round(a * sr)), int(round(b * sr))
         path = f"audio/{eid}.turn{k}.wav"
         write_wav(root / path, chans["focal"][i0:i1], sr)
-        replay.append(ReplayTurn(kind, path, round(i0 / sr - decision, 6), round(i1 / sr - decision, 6),
-                                 None if after is None else round(after, 4)))
-    focal_speech = tuple((rel(a), rel(min(b, decision))) for a, b in vad_segments(focal_clean, sr, vad) if a < decision)
+        replay.append(
+            ReplayTurn(
+                kind,
+                path,
+                round(i0 / sr - decision, 6),
+                round(i1 / sr - decision, 6),
+                None if after is None else round(after, 4),
+            )
+        )
+    focal_speech = tuple(
+        (rel(a), rel(min(b, decision)))
+        for a, b in vad_segments(focal_clean, sr, vad)
+        if a < decision
+    )
     focal_speech = tuple((a, b) for a, b in focal_speech if b > a)
     history = []
     for who, s, start in sorted(placed, key=lambda p: p[2]):
@@ -422,7 +548,11 @@ def render_episode(plan: EpisodePlan, synth: _Synth, root: Path, vad=None) -> Ep
         if not words:
             continue
         end = min(start + words[-1].end_s, decision)
-        history.append(HistoryLine(who, " ".join(w.text for w in words), rel(start + words[0].start_s), rel(end)))
+        history.append(
+            HistoryLine(
+                who, " ".join(w.text for w in words), rel(start + words[0].start_s), rel(end)
+            )
+        )
     context_s = decision
     ann = _annotations(rng, plan.intent, context_s, [rel(t) for t in complete])
     law = reference_law(plan.intent)
@@ -432,19 +562,55 @@ def render_episode(plan: EpisodePlan, synth: _Synth, root: Path, vad=None) -> Ep
         dur = float(rng.lognormal(math.log(HUMAN_DURATION_MEDIAN_S[plan.intent]), 0.5))
         human = HumanContinuation(round(onset, 4), round(min(dur, LENGTH_HORIZON_S - onset), 4))
     spk = plan.speaker
-    slices = {"gender": spk.gender, "age_band": spk.age_band, "l1_region": spk.l1_region, "snr": plan.snr,
-              "rate_tercile": spk.rate}
-    meta = {"generator": f"tact-synthetic-{GENERATOR_VERSION}", "true_intent": plan.intent, "probe": plan.probe,
-            "snr_db": snr_db, "voice": spk.voice, "rate_wpm": spk.rate_wpm, **plan.meta}
-    ep = Episode(eid, "synthetic", plan.category, f"audio/{eid}.wav", plan.focal_channel, sr, round(context_s, 6),
-                 tuple(replay), focal_speech, tuple(history), spk.speaker_id, spk.profile, ann, slices,
-                 plan.category, "test", None, human, meta)
+    slices = {
+        "gender": spk.gender,
+        "age_band": spk.age_band,
+        "l1_region": spk.l1_region,
+        "snr": plan.snr,
+        "rate_tercile": spk.rate,
+    }
+    meta = {
+        "generator": f"tact-synthetic-{GENERATOR_VERSION}",
+        "true_intent": plan.intent,
+        "probe": plan.probe,
+        "snr_db": snr_db,
+        "voice": spk.voice,
+        "rate_wpm": spk.rate_wpm,
+        **plan.meta,
+    }
+    ep = Episode(
+        eid,
+        "synthetic",
+        plan.category,
+        f"audio/{eid}.wav",
+        plan.focal_channel,
+        sr,
+        round(context_s, 6),
+        tuple(replay),
+        focal_speech,
+        tuple(history),
+        spk.speaker_id,
+        spk.profile,
+        ann,
+        slices,
+        plan.category,
+        "test",
+        None,
+        human,
+        meta,
+    )
     write_episode(ep, root)
     return ep
 
 
-def generate_synthetic(root: str | Path, n_episodes: int, seed: int, sample_rate: int = 16000, workers: int = 2,
-                       progress: bool = False) -> int:
+def generate_synthetic(
+    root: str | Path,
+    n_episodes: int,
+    seed: int,
+    sample_rate: int = 16000,
+    workers: int = 2,
+    progress: bool = False,
+) -> int:
     """Write `n_episodes` synthetic episodes under `root`; episodes already written are kept.
 
     Returns how many were written now.
@@ -464,5 +630,14 @@ def generate_synthetic(root: str | Path, n_episodes: int, seed: int, sample_rate
     return len(plans)
 
 
-__all__ = ["CATEGORY_INTENTS", "GENERATOR_VERSION", "LABEL_CONFUSION", "PROBES", "generate_synthetic",
-           "plan_episode", "planned_replay", "speaker_design", "synthetic_speakers"]
+__all__ = [
+    "CATEGORY_INTENTS",
+    "GENERATOR_VERSION",
+    "LABEL_CONFUSION",
+    "PROBES",
+    "generate_synthetic",
+    "plan_episode",
+    "planned_replay",
+    "speaker_design",
+    "synthetic_speakers",
+]

@@ -66,7 +66,9 @@ class Reference:
 Fit = Callable[[Sequence[EpisodeScoreInput]], Reference]
 
 
-def human_durations(humans: Sequence[EpisodeScoreInput], buckets: Sequence[str] = ()) -> dict[tuple[str, str], list]:
+def human_durations(
+    humans: Sequence[EpisodeScoreInput], buckets: Sequence[str] = ()
+) -> dict[tuple[str, str], list]:
     """Durations of the responding continuations per (posterior-mode intent, context bucket).
 
     A bucket in `buckets` (or among the humans) with no response at all borrows each intent's
@@ -76,7 +78,9 @@ def human_durations(humans: Sequence[EpisodeScoreInput], buckets: Sequence[str] 
     cells: dict[tuple[str, str], list[float]] = defaultdict(list)
     for h in humans:
         if math.isfinite(h.onset_s) and math.isfinite(h.duration_s):
-            cells[(INTENTS[int(np.argmax(h.posterior))], h.context_bucket)].append(float(h.duration_s))
+            cells[(INTENTS[int(np.argmax(h.posterior))], h.context_bucket)].append(
+                float(h.duration_s)
+            )
     if not cells:
         return {}
     have = {b for _, b in cells}
@@ -88,16 +92,24 @@ def human_durations(humans: Sequence[EpisodeScoreInput], buckets: Sequence[str] 
     return dict(cells)
 
 
-def fit_episode_reference(humans: Sequence[EpisodeScoreInput], buckets: Sequence[str] = (),
-                          max_duration_s: float = LENGTH_HORIZON_S) -> Reference:
+def fit_episode_reference(
+    humans: Sequence[EpisodeScoreInput],
+    buckets: Sequence[str] = (),
+    max_duration_s: float = LENGTH_HORIZON_S,
+) -> Reference:
     """The reference the score step fits from episodes today: empirical duration laws on the
     support [0, `max_duration_s`], the paper's onset laws. Durations None without any response."""
     cells = human_durations(humans, buckets)
-    return Reference(DurationReference.from_samples(cells, max_duration_s=max_duration_s) if cells else None)
+    return Reference(
+        DurationReference.from_samples(cells, max_duration_s=max_duration_s) if cells else None
+    )
 
 
-def fit_laws_reference(humans: Sequence[EpisodeScoreInput], buckets: Sequence[str] = (),
-                       max_duration_s: float = LENGTH_HORIZON_S) -> Reference:
+def fit_laws_reference(
+    humans: Sequence[EpisodeScoreInput],
+    buckets: Sequence[str] = (),
+    max_duration_s: float = LENGTH_HORIZON_S,
+) -> Reference:
     """`fit_episode_reference`'s duration laws plus onset laws h_z fitted on the continuations'
     onsets and posteriors (EM over the intent, the paper's families)."""
     ref = fit_episode_reference(humans, buckets, max_duration_s)
@@ -133,8 +145,14 @@ class CrossFit:
     references: tuple[Reference, ...]
 
 
-def cross_fit(humans: Sequence[EpisodeScoreInput], fit: Callable[..., Reference] = fit_episode_reference, *,
-              k: int = 5, seed: int = 0, groups: Sequence[str] | None = None) -> CrossFit:
+def cross_fit(
+    humans: Sequence[EpisodeScoreInput],
+    fit: Callable[..., Reference] = fit_episode_reference,
+    *,
+    k: int = 5,
+    seed: int = 0,
+    groups: Sequence[str] | None = None,
+) -> CrossFit:
     """Score each fold's continuations against `fit(other folds' continuations)`.
 
     `fit` is called as fit(train) or, when it accepts them, fit(train, buckets=...) with every
@@ -155,20 +173,35 @@ def cross_fit(humans: Sequence[EpisodeScoreInput], fit: Callable[..., Reference]
         ref = fit(train, buckets=buckets) if takes_buckets else fit(train)
         refs.append(ref)
         sc = episode_scores([humans[i] for i in test], ref.durations, ref.table)
-        timing[test], length[test], overlap[test], category[test] = sc.timing, sc.length, sc.overlap, sc.category
+        timing[test], length[test], overlap[test], category[test] = (
+            sc.timing,
+            sc.length,
+            sc.overlap,
+            sc.category,
+        )
     scores = EpisodeScores(tuple(h.episode_id for h in humans), category, timing, length, overlap)
     return CrossFit(scores, folds, tuple(refs))
 
 
-def held_out_topline(humans: Sequence[EpisodeScoreInput], fit: Callable[..., Reference] = fit_episode_reference, *,
-                     k: int = 5, n_resamples: int = N_RESAMPLES, confidence: float = 0.95, seed: int = 0,
-                     groups: Sequence[str] | None = None, prior: Mapping[str, float] | None = None) -> TactResult:
+def held_out_topline(
+    humans: Sequence[EpisodeScoreInput],
+    fit: Callable[..., Reference] = fit_episode_reference,
+    *,
+    k: int = 5,
+    n_resamples: int = N_RESAMPLES,
+    confidence: float = 0.95,
+    seed: int = 0,
+    groups: Sequence[str] | None = None,
+    prior: Mapping[str, float] | None = None,
+) -> TactResult:
     """The human topline with every continuation scored against a reference fitted without it
     (k-fold cross-fitting; the fold split is seeded by `seed`)."""
     humans = list(humans)
     cf = cross_fit(humans, fit, k=k, seed=seed, groups=groups)
     X = features(cf.scores)
-    cis = bootstrap_sums(X, composite_statistic, n_resamples=n_resamples, confidence=confidence, seed=seed)
+    cis = bootstrap_sums(
+        X, composite_statistic, n_resamples=n_resamples, confidence=confidence, seed=seed
+    )
     q = np.array([h.posterior for h in humans], dtype=float)
     onsets = as_onsets([h.onset_s for h in humans])
     dur = np.where(np.isnan(cf.scores.length), np.nan, [h.duration_s for h in humans])
@@ -180,18 +213,35 @@ def held_out_topline(humans: Sequence[EpisodeScoreInput], fit: Callable[..., Ref
         weights.append(m.sum())
         s_t.append(population_timing_score(onsets[m], q[m], prior, ref.table))
         ok = m & np.isfinite(dur)
-        s_l.append(population_length_score(dur[m], q[m], [b for b, mm in zip(buckets, m) if mm], ref.durations, prior)
-                   if ref.durations is not None and ok.any() else math.nan)
+        s_l.append(
+            population_length_score(
+                dur[m], q[m], [b for b, mm in zip(buckets, m) if mm], ref.durations, prior
+            )
+            if ref.durations is not None and ok.any()
+            else math.nan
+        )
     w = np.array(weights, dtype=float)
     if len(tables) == 1:
         timing_pop = population_timing_score(onsets, q, prior, cf.references[0].table)
     else:
         timing_pop = float(np.sum(w * np.array(s_t)) / w.sum())
     sl = np.array(s_l)
-    length_pop = float(np.sum(w[np.isfinite(sl)] * sl[np.isfinite(sl)]) / w[np.isfinite(sl)].sum()) \
-        if np.isfinite(sl).any() else math.nan
+    length_pop = (
+        float(np.sum(w[np.isfinite(sl)] * sl[np.isfinite(sl)]) / w[np.isfinite(sl)].sum())
+        if np.isfinite(sl).any()
+        else math.nan
+    )
     return summarise(cis, X, timing_pop, length_pop, cf.scores, seed)
 
 
-__all__ = ["CrossFit", "Fit", "Reference", "cross_fit", "fit_episode_reference", "fit_laws_reference", "fold_ids",
-           "held_out_topline", "human_durations"]
+__all__ = [
+    "CrossFit",
+    "Fit",
+    "Reference",
+    "cross_fit",
+    "fit_episode_reference",
+    "fit_laws_reference",
+    "fold_ids",
+    "held_out_topline",
+    "human_durations",
+]

@@ -17,9 +17,12 @@ function el(tag, attrs, ...kids) {
   for (const k of kids) e.append(k instanceof Node ? k : document.createTextNode(String(k)));
   return e;
 }
+// this launch's token (the server puts it in the page); a POST without it is refused
+const TOKEN = (document.querySelector('meta[name="fdeval-token"]') || {}).content || "";
 async function api(method, path, body) {
   const sep = path.includes("?") ? "&" : "?";
-  const r = await fetch(`${path}${sep}study=${STUDY}`, { method, headers: { "Content-Type": "application/json" },
+  const r = await fetch(`${path}${sep}study=${STUDY}`, { method, headers: { "Content-Type": "application/json",
+                                                                            "X-Fdeval-Token": TOKEN },
                                                           body: body === undefined ? undefined : JSON.stringify(body) });
   const data = await r.json();
   if (!r.ok) throw new Error(data.error || r.statusText);
@@ -166,7 +169,13 @@ async function tablesPage() {
 }
 
 async function route() {
-  try { state.info = state.info || await api("GET", "/api/study/info"); } catch (e) { show(); fail(e); return; }
+  try {
+    if (!state.info) {
+      state.info = await api("GET", "/api/study/info");
+      // the review app (verdicts) is linked only when this server is not in participant mode
+      if (state.info.review_app) document.querySelector("header nav").append(" · ", el("a", { href: "/" }, "Review app"));
+    }
+  } catch (e) { show(); fail(e); return; }
   if (location.hash === "#/tables") tablesPage(); else registerPage();
 }
 window.addEventListener("hashchange", route);

@@ -42,7 +42,12 @@ from typing import Any
 from helpers.labelled import load_unique
 from omegaconf import OmegaConf
 
-from fdeval.benchmarks.echochain.classifier import Classifier, ClassifierVerdict, Exchange, make_classifier
+from fdeval.benchmarks.echochain.classifier import (
+    Classifier,
+    ClassifierVerdict,
+    Exchange,
+    make_classifier,
+)
 from fdeval.benchmarks.echochain.rubrics import Grader, OfflineDrafter, OfflineGrader, Rubric
 from fdeval.benchmarks.echochain.seeds import Criterion, Seed, SeedFileError, load_seeds
 from fdeval.benchmarks.echochain.steps import propose_taxonomy
@@ -56,12 +61,34 @@ PASS = "pass"
 GROUPS = (PASS, *TAXONOMY)  # file stems, in table order
 GRADE_VALUES = {"pass": True, "fail": False}
 FILE_KEYS = {"group": True, "description": True, "items": True}  # key -> required
-ITEM_KEYS = {"id": True, "seed": True, "failure": True, "category": True, "grades": True, "why": True,
-             "tags": True, "exchanges": True, "extra_criteria": False, "written_after_rules": False,
-             "held_out": False}
-EXCHANGE_KEYS = {"index": True, "message": True, "answer_before": True, "barge_in": True, "barge_in_label": True,
-                 "continuation": True}
-CRITERION_KEYS = {"criterion_id": True, "text": True, "require_any": False, "forbid": False, "scope": False}
+ITEM_KEYS = {
+    "id": True,
+    "seed": True,
+    "failure": True,
+    "category": True,
+    "grades": True,
+    "why": True,
+    "tags": True,
+    "exchanges": True,
+    "extra_criteria": False,
+    "written_after_rules": False,
+    "held_out": False,
+}
+EXCHANGE_KEYS = {
+    "index": True,
+    "message": True,
+    "answer_before": True,
+    "barge_in": True,
+    "barge_in_label": True,
+    "continuation": True,
+}
+CRITERION_KEYS = {
+    "criterion_id": True,
+    "text": True,
+    "require_any": False,
+    "forbid": False,
+    "scope": False,
+}
 
 
 class LabelledSetError(FileFieldError):
@@ -98,7 +125,9 @@ class LabelledItem:
         return Rubric(r.case_id, r.exchange, r.criteria + self.extra_criteria, r.source)
 
 
-def _check_keys(fail: Callable[[str, str], LabelledSetError], d: Any, spec: dict[str, bool], where: str) -> None:
+def _check_keys(
+    fail: Callable[[str, str], LabelledSetError], d: Any, spec: dict[str, bool], where: str
+) -> None:
     if not isinstance(d, dict):
         raise fail(where.rstrip(".") or "item", f"expected an object, got {type(d).__name__}")
     unknown = sorted(set(d) - set(spec))
@@ -122,18 +151,26 @@ def _criterion(fail, d: Any, where: str) -> Criterion:
     for key in ("criterion_id", "text"):
         if not isinstance(d[key], str) or not d[key].strip():
             raise fail(f"{where}{key}", "expected a non-empty string")
-    require_any, forbid = _words(fail, d.get("require_any"), f"{where}require_any"), _words(fail, d.get("forbid"),
-                                                                                             f"{where}forbid")
+    require_any, forbid = (
+        _words(fail, d.get("require_any"), f"{where}require_any"),
+        _words(fail, d.get("forbid"), f"{where}forbid"),
+    )
     if not require_any and not forbid:
-        raise fail(where.rstrip("."), "a criterion needs require_any or forbid words (its offline check)")
+        raise fail(
+            where.rstrip("."), "a criterion needs require_any or forbid words (its offline check)"
+        )
     scope = d.get("scope", "continuation")
     if scope not in ("continuation", "answer"):
         raise fail(f"{where}scope", f"{scope!r} is not continuation or answer")
     return Criterion(d["criterion_id"], d["text"].strip(), require_any, forbid, scope)
 
 
-def _validate_item(path: Path, group: str, pos: int, d: Any, seeds: dict[str, Seed]) -> LabelledItem:
-    item_id = d.get("id") if isinstance(d, dict) and isinstance(d.get("id"), str) else f"items[{pos}]"
+def _validate_item(
+    path: Path, group: str, pos: int, d: Any, seeds: dict[str, Seed]
+) -> LabelledItem:
+    item_id = (
+        d.get("id") if isinstance(d, dict) and isinstance(d.get("id"), str) else f"items[{pos}]"
+    )
 
     def fail(field: str, msg: str) -> LabelledSetError:
         return LabelledSetError(str(path), item_id, field, msg)
@@ -161,40 +198,64 @@ def _validate_item(path: Path, group: str, pos: int, d: Any, seeds: dict[str, Se
     if not isinstance(raw, list) or not raw:
         raise fail("exchanges", "expected a non-empty list")
     if len(raw) > len(seed.exchanges):
-        raise fail("exchanges", f"{len(raw)} exchanges; seed {seed.seed_id} scripts {len(seed.exchanges)}")
+        raise fail(
+            "exchanges", f"{len(raw)} exchanges; seed {seed.seed_id} scripts {len(seed.exchanges)}"
+        )
     exchanges = []
     for i, e in enumerate(raw):
         where = f"exchanges[{i}]."
         _check_keys(fail, e, EXCHANGE_KEYS, where)
         if e["index"] != i + 1:
-            raise fail(f"{where}index", f"expected {i + 1} (numbered from one, in order), got {e['index']!r}")
+            raise fail(
+                f"{where}index",
+                f"expected {i + 1} (numbered from one, in order), got {e['index']!r}",
+            )
         script = seed.exchanges[i]
-        for key, want in (("message", script.message), ("barge_in", script.barge_in),
-                          ("barge_in_label", script.barge_in_label)):
+        for key, want in (
+            ("message", script.message),
+            ("barge_in", script.barge_in),
+            ("barge_in_label", script.barge_in_label),
+        ):
             if e[key] != want:
                 raise fail(f"{where}{key}", f"must be the seed script's ({want!r}), got {e[key]!r}")
         for key in ("answer_before", "continuation"):
             if not isinstance(e[key], str):
                 raise fail(f"{where}{key}", "expected a string")
         if e["barge_in"] is None and e["answer_before"]:
-            raise fail(f"{where}answer_before", "an exchange without a barge-in has only its continuation")
+            raise fail(
+                f"{where}answer_before", "an exchange without a barge-in has only its continuation"
+            )
         if not e["continuation"].strip():
             raise fail(f"{where}continuation", "empty")
-        exchanges.append(Exchange(item_id, i + 1, e["message"], e["answer_before"], e["barge_in"],
-                                  e["barge_in_label"], e["continuation"]))
+        exchanges.append(
+            Exchange(
+                item_id,
+                i + 1,
+                e["message"],
+                e["answer_before"],
+                e["barge_in"],
+                e["barge_in_label"],
+                e["continuation"],
+            )
+        )
 
     extra = d.get("extra_criteria") or []
     if not isinstance(extra, list):
         raise fail("extra_criteria", "expected a list of criteria")
-    extra_criteria = tuple(_criterion(fail, c, f"extra_criteria[{j}].") for j, c in enumerate(extra))
+    extra_criteria = tuple(
+        _criterion(fail, c, f"extra_criteria[{j}].") for j, c in enumerate(extra)
+    )
     ids = [c.criterion_id for c in seed.exchanges[len(exchanges) - 1].criteria + extra_criteria]
     if len(set(ids)) != len(ids):
         raise fail("extra_criteria", "a criterion id is used twice in the rubric")
     grades = d["grades"]
     if not isinstance(grades, dict) or set(grades) != set(ids):
         got = set(grades) if isinstance(grades, dict) else set()
-        raise fail("grades", f"expected one grade per criterion of the rubric {ids}; missing "
-                             f"{sorted(set(ids) - got)}, unknown {sorted(got - set(ids))}")
+        raise fail(
+            "grades",
+            f"expected one grade per criterion of the rubric {ids}; missing "
+            f"{sorted(set(ids) - got)}, unknown {sorted(got - set(ids))}",
+        )
     for cid, v in grades.items():
         if v not in GRADE_VALUES:
             raise fail(f"grades.{cid}", f"{v!r} is not pass or fail")
@@ -208,10 +269,21 @@ def _validate_item(path: Path, group: str, pos: int, d: Any, seeds: dict[str, Se
         raise fail("category", "a passing reply has no category (null)")
     if (category or PASS) != group:
         raise fail("category", f"{category!r} in the file of group {group!r}")
-    return LabelledItem(d["id"], group, seed, d["failure"], category,
-                        tuple((cid, GRADE_VALUES[grades[cid]]) for cid in ids), d["why"].strip(),
-                        tuple(d["tags"]), tuple(exchanges), extra_criteria, d.get("written_after_rules", False),
-                        d.get("held_out", False), path)
+    return LabelledItem(
+        d["id"],
+        group,
+        seed,
+        d["failure"],
+        category,
+        tuple((cid, GRADE_VALUES[grades[cid]]) for cid in ids),
+        d["why"].strip(),
+        tuple(d["tags"]),
+        tuple(exchanges),
+        extra_criteria,
+        d.get("written_after_rules", False),
+        d.get("held_out", False),
+        path,
+    )
 
 
 def load_file(path: Path, seeds: dict[str, Seed]) -> list[LabelledItem]:
@@ -219,14 +291,18 @@ def load_file(path: Path, seeds: dict[str, Seed]) -> list[LabelledItem]:
     try:
         doc = json.loads(path.read_text())
     except json.JSONDecodeError as e:
-        raise LabelledSetError(str(path), None, f"line {e.lineno}", f"not valid JSON: {e.msg}") from None
+        raise LabelledSetError(
+            str(path), None, f"line {e.lineno}", f"not valid JSON: {e.msg}"
+        ) from None
 
     def fail(field: str, msg: str) -> LabelledSetError:
         return LabelledSetError(str(path), None, field, msg)
 
     _check_keys(fail, doc, FILE_KEYS, "")
     if doc["group"] not in GROUPS or doc["group"] != path.stem:
-        raise fail("group", f"{doc['group']!r} must be one of {', '.join(GROUPS)} and name the file")
+        raise fail(
+            "group", f"{doc['group']!r} must be one of {', '.join(GROUPS)} and name the file"
+        )
     if not isinstance(doc["items"], list):
         raise fail("items", "expected a list")
     return [_validate_item(path, doc["group"], i, d, seeds) for i, d in enumerate(doc["items"])]
@@ -241,7 +317,9 @@ def load(directory: Path = LABELLED_DIR) -> list[LabelledItem]:
         try:
             for s in load_seeds(own):
                 if s.seed_id in seeds:
-                    raise LabelledSetError(str(own), None, "seed_id", f"{s.seed_id!r} is a shipped seed's id")
+                    raise LabelledSetError(
+                        str(own), None, "seed_id", f"{s.seed_id!r} is a shipped seed's id"
+                    )
                 seeds[s.seed_id] = s
         except SeedFileError as e:
             raise LabelledSetError(str(own), None, f"seed {e.seed}: {e.field}", e.why) from None
@@ -251,6 +329,7 @@ def load(directory: Path = LABELLED_DIR) -> list[LabelledItem]:
 
 # ------------------------------------------------------------------------------------------------
 # Agreement
+
 
 @dataclass(frozen=True)
 class Row:
@@ -283,8 +362,9 @@ def default_classifier() -> Classifier:
     return make_classifier(OmegaConf.to_container(node, resolve=True), Path("unused"))
 
 
-def run(items: list[LabelledItem], classifier: Classifier | None = None,
-        grader: Grader | None = None) -> list[Row]:
+def run(
+    items: list[LabelledItem], classifier: Classifier | None = None, grader: Grader | None = None
+) -> list[Row]:
     """The offline pipeline (or the given roles) on every item: no model sessions, no network."""
     classifier = classifier or default_classifier()
     grader = grader or OfflineGrader()
@@ -292,8 +372,14 @@ def run(items: list[LabelledItem], classifier: Classifier | None = None,
     for it in items:
         verdict = classifier.classify(it.seed, it.history, it.evaluated, it.id)
         grades = grader.grade(it.rubric(), it.history, it.evaluated)
-        rows.append(Row(it, verdict, pipeline_category(verdict, all(g.passed for g in grades)),
-                        tuple((g.criterion_id, g.passed) for g in grades)))
+        rows.append(
+            Row(
+                it,
+                verdict,
+                pipeline_category(verdict, all(g.passed for g in grades)),
+                tuple((g.criterion_id, g.passed) for g in grades),
+            )
+        )
     return rows
 
 
@@ -305,9 +391,14 @@ class Agreement:
 
     def _stats(self, rows: list[Row]) -> dict[str, int]:
         both = [r for r in rows if r.item.failure and r.flagged]
-        return {"n": len(rows), "detect": sum(r.flagged == r.item.failure for r in rows),
-                "both": len(both), "taxonomy": sum(r.category == r.item.category for r in both),
-                "criteria": sum(len(r.grades) for r in rows), "criteria_agree": sum(r.criteria_agree for r in rows)}
+        return {
+            "n": len(rows),
+            "detect": sum(r.flagged == r.item.failure for r in rows),
+            "both": len(both),
+            "taxonomy": sum(r.category == r.item.category for r in both),
+            "criteria": sum(len(r.grades) for r in rows),
+            "criteria_agree": sum(r.criteria_agree for r in rows),
+        }
 
     def by_group(self) -> dict[str, dict[str, int]]:
         out = {g: self._stats([r for r in self.rows if r.item.group == g]) for g in GROUPS}
@@ -319,15 +410,20 @@ class Agreement:
 
     def table(self) -> str:
         """Markdown: failure detection, taxonomy among conversations both sides flag, criteria."""
+
         def pct(k: int, n: int) -> str:
             return f"{k}/{n} ({100 * k / n:.1f}%)" if n else "-"
 
-        lines = ["| expected | n | failure detection | taxonomy (both flag) | criterion pass |",
-                 "|---|---:|---:|---:|---:|"]
+        lines = [
+            "| expected | n | failure detection | taxonomy (both flag) | criterion pass |",
+            "|---|---:|---:|---:|---:|",
+        ]
         for g, s in [*self.by_group().items(), ("all", self.overall)]:
             name = f"**{g}**" if g == "all" else g
-            lines.append(f"| {name} | {s['n']} | {pct(s['detect'], s['n'])} | {pct(s['taxonomy'], s['both'])} | "
-                         f"{pct(s['criteria_agree'], s['criteria'])} |")
+            lines.append(
+                f"| {name} | {s['n']} | {pct(s['detect'], s['n'])} | {pct(s['taxonomy'], s['both'])} | "
+                f"{pct(s['criteria_agree'], s['criteria'])} |"
+            )
         return "\n".join(lines)
 
     def disagreements(self) -> list[str]:
@@ -339,13 +435,17 @@ class Agreement:
             if it.failure and r.flagged and r.category != it.category:
                 bad.append(f"taxonomy {r.category} (label {it.category})")
             want = dict(it.grades)
-            bad += [f"{cid} {'pass' if p else 'fail'} (label {'pass' if want[cid] else 'fail'})"
-                    for cid, p in r.grades if p != want[cid]]
+            bad += [
+                f"{cid} {'pass' if p else 'fail'} (label {'pass' if want[cid] else 'fail'})"
+                for cid, p in r.grades
+                if p != want[cid]
+            ]
             if bad:
                 out.append(f"{it.id} [{it.group}]: " + "; ".join(bad))
         return out
 
 
-def agreement(items: list[LabelledItem], classifier: Classifier | None = None,
-              grader: Grader | None = None) -> Agreement:
+def agreement(
+    items: list[LabelledItem], classifier: Classifier | None = None, grader: Grader | None = None
+) -> Agreement:
     return Agreement(tuple(run(items, classifier, grader)))

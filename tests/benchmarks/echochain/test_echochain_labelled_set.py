@@ -46,19 +46,30 @@ def test_set_meets_the_counts(items):
         assert groups[c] >= MIN_PER_CATEGORY, f"{c}: {groups[c]} items"
     assert groups[L.PASS] >= MIN_PASSES
     tags = Counter(t for it in items for t in it.tags)
-    assert tags["pass:paraphrase"] >= MIN_PARAPHRASES and tags["pass:names-replaced"] >= MIN_NAMES_REPLACED
+    assert (
+        tags["pass:paraphrase"] >= MIN_PARAPHRASES
+        and tags["pass:names-replaced"] >= MIN_NAMES_REPLACED
+    )
     # the cases the issue names, each present
-    assert tags["ia:two-later"] >= 1 and tags["ia:one-later"] >= 3  # constraint dropped one or two exchanges on
+    assert (
+        tags["ia:two-later"] >= 1 and tags["ia:one-later"] >= 3
+    )  # constraint dropped one or two exchanges on
     assert tags["hard-negative:objective_displacement"] >= 2 and tags["other:factual"] >= 1
     assert tags["ci:contradictory"] >= 2 and tags["ci:wrong-change"] >= 2
-    assert all(it.evaluated.index > 2 for it in items if "ia:one-later" in it.tags or "ia:two-later" in it.tags)
+    assert all(
+        it.evaluated.index > 2
+        for it in items
+        if "ia:one-later" in it.tags or "ia:two-later" in it.tags
+    )
 
 
 def test_every_item_is_a_scripted_conversation_the_offline_roles_read(items):
     for it in items:
         assert it.evaluated.interrupted and all(e.case_id == it.id for e in it.exchanges)
         script = it.seed.exchanges[it.evaluated.index - 1]
-        assert [e.message for e in it.exchanges] == [s.message for s in it.seed.exchanges[:len(it.exchanges)]]
+        assert [e.message for e in it.exchanges] == [
+            s.message for s in it.seed.exchanges[: len(it.exchanges)]
+        ]
         assert it.evaluated.barge_in == script.barge_in
         assert [cid for cid, _ in it.grades] == [c.criterion_id for c in it.rubric().criteria]
         # a paraphrase shares no word with the script's evidence or the rubric's required words
@@ -79,23 +90,33 @@ def test_unflagged_conversations_get_no_category_even_when_a_criterion_fails(res
     for r in result.rows:
         if not r.flagged:
             assert r.category is None, r.item.id
-    assert any(not r.flagged and not all(p for _, p in r.grades) for r in result.rows)  # the case exists
+    assert any(
+        not r.flagged and not all(p for _, p in r.grades) for r in result.rows
+    )  # the case exists
 
 
 # ------------------------------------------------------------------------------------------------
 # The mapping from A.4 fields to the paper's categories (taxonomy.category), and propose_taxonomy
 
 
-@pytest.mark.parametrize("memory, integration, code, want", [
-    (True, "NONE", "dsr_f1_ignores", "contextual_inertia"),      # acknowledged, content unchanged
-    (True, "NONE", "dsr_f3_contradictory", "contextual_inertia"),  # old and new side by side
-    (True, "PARTIAL", "dsr_f4_double_count", "contextual_inertia"),
-    (False, "GOOD", "dsr_f2_stale_later", "interruption_amnesia"),  # an earlier constraint dropped
-    (True, "PARTIAL", "dsr_f2_stale_later", "interruption_amnesia"),
-    (False, "GOOD", "dsr_f1_ignores", "objective_displacement"),    # only the barge-in answered
-    (False, "PARTIAL", None, "objective_displacement"),
-    (False, "NONE", "dsr_f1_ignores", "other"),                   # neither the task nor the update
-])
+@pytest.mark.parametrize(
+    "memory, integration, code, want",
+    [
+        (True, "NONE", "dsr_f1_ignores", "contextual_inertia"),  # acknowledged, content unchanged
+        (True, "NONE", "dsr_f3_contradictory", "contextual_inertia"),  # old and new side by side
+        (True, "PARTIAL", "dsr_f4_double_count", "contextual_inertia"),
+        (
+            False,
+            "GOOD",
+            "dsr_f2_stale_later",
+            "interruption_amnesia",
+        ),  # an earlier constraint dropped
+        (True, "PARTIAL", "dsr_f2_stale_later", "interruption_amnesia"),
+        (False, "GOOD", "dsr_f1_ignores", "objective_displacement"),  # only the barge-in answered
+        (False, "PARTIAL", None, "objective_displacement"),
+        (False, "NONE", "dsr_f1_ignores", "other"),  # neither the task nor the update
+    ],
+)
 def test_category_of_a4_fields(memory, integration, code, want):
     assert category(memory, integration, code) == want
 
@@ -108,22 +129,40 @@ def test_category_rejects_unknown_values():
 
 
 def _sample(memory: bool, integration: str, code: str | None) -> ClassifierOutput:
-    return ClassifierOutput(code is not None, 2 if code else None, code, "e", "b", "a", memory, integration, "r", "LOW")
+    return ClassifierOutput(
+        code is not None, 2 if code else None, code, "e", "b", "a", memory, integration, "r", "LOW"
+    )
 
 
 def test_propose_taxonomy_labels_flagged_verdicts_only():
     ok = _sample(True, "GOOD", None)
-    assert propose_taxonomy(vote("c", 2, [ok, ok, ok], rule="paper", k=3, errors=(), classifier={})) is None
+    assert (
+        propose_taxonomy(vote("c", 2, [ok, ok, ok], rule="paper", k=3, errors=(), classifier={}))
+        is None
+    )
     # a rubric failure the classifier did not flag has no automatic category (paper section 5)
-    rubric_only = vote("c", 2, [_sample(True, "PARTIAL", "dsr_f3_contradictory")], rule="paper", k=1, errors=(),
-                       classifier={})
+    rubric_only = vote(
+        "c",
+        2,
+        [_sample(True, "PARTIAL", "dsr_f3_contradictory")],
+        rule="paper",
+        k=1,
+        errors=(),
+        classifier={},
+    )
     assert rubric_only.flagged is False and propose_taxonomy(rubric_only) is None
-    assert propose_taxonomy(vote("c", 2, [], rule="paper", k=1, errors=("x",), classifier={})) is None  # error
+    assert (
+        propose_taxonomy(vote("c", 2, [], rule="paper", k=1, errors=("x",), classifier={})) is None
+    )  # error
     od, ci = _sample(False, "GOOD", "dsr_f1_ignores"), _sample(True, "NONE", "dsr_f1_ignores")
-    assert propose_taxonomy(vote("c", 2, [od, ci, od], rule="paper", k=3, errors=(), classifier={})) == \
-        "objective_displacement"  # the most common category among the flagging samples
-    assert propose_taxonomy(vote("c", 2, [od, ci], rule="paper", k=2, errors=(), classifier={})) == \
-        "contextual_inertia"  # a tie: TAXONOMY order
+    assert (
+        propose_taxonomy(vote("c", 2, [od, ci, od], rule="paper", k=3, errors=(), classifier={}))
+        == "objective_displacement"
+    )  # the most common category among the flagging samples
+    assert (
+        propose_taxonomy(vote("c", 2, [od, ci], rule="paper", k=2, errors=(), classifier={}))
+        == "contextual_inertia"
+    )  # a tie: TAXONOMY order
 
 
 # ------------------------------------------------------------------------------------------------
@@ -149,27 +188,32 @@ def _doc(**over) -> tuple[dict, dict]:
     return {"group": "pass", "description": "x", "items": [good, bad]}, good
 
 
-@pytest.mark.parametrize("over, field", [
-    ({"failure": "no"}, "failure"),
-    ({"colour": "red"}, "colour"),
-    ({"why": "Fine. Really fine."}, "why"),
-    ({"seed": "no-such-seed"}, "seed"),
-    ({"grades/ex2.c1": "ok"}, "grades.ex2.c1"),
-    ({"grades/ex2.c2": KeyError}, "grades"),
-    ({"category": "contextual_inertia"}, "category"),  # a passing reply has none
-    ({"exchanges/1/message": "Something the seed never scripted?"}, "exchanges[1].message"),
-    ({"exchanges/1/index": 3}, "exchanges[1].index"),
-    ({"exchanges/0/answer_before": "cut in"}, "exchanges[0].answer_before"),
-    ({"exchanges/1/continuation": KeyError}, "exchanges[1].continuation"),
-    ({"extra_criteria": [{"criterion_id": "r.c1", "text": "t"}]}, "extra_criteria[0]"),
-])
+@pytest.mark.parametrize(
+    "over, field",
+    [
+        ({"failure": "no"}, "failure"),
+        ({"colour": "red"}, "colour"),
+        ({"why": "Fine. Really fine."}, "why"),
+        ({"seed": "no-such-seed"}, "seed"),
+        ({"grades/ex2.c1": "ok"}, "grades.ex2.c1"),
+        ({"grades/ex2.c2": KeyError}, "grades"),
+        ({"category": "contextual_inertia"}, "category"),  # a passing reply has none
+        ({"exchanges/1/message": "Something the seed never scripted?"}, "exchanges[1].message"),
+        ({"exchanges/1/index": 3}, "exchanges[1].index"),
+        ({"exchanges/0/answer_before": "cut in"}, "exchanges[0].answer_before"),
+        ({"exchanges/1/continuation": KeyError}, "exchanges[1].continuation"),
+        ({"extra_criteria": [{"criterion_id": "r.c1", "text": "t"}]}, "extra_criteria[0]"),
+    ],
+)
 def test_a_bad_item_is_named_by_file_item_and_field(tmp_path, over, field):
     doc, _ = _doc(**over)
     path = tmp_path / "pass.json"
     path.write_text(json.dumps(doc))
     with pytest.raises(L.LabelledSetError) as e:
         L.load(tmp_path)
-    assert str(path) in str(e.value) and "'bad_item'" in str(e.value) and e.value.field == field, str(e.value)
+    assert str(path) in str(e.value) and "'bad_item'" in str(e.value) and e.value.field == field, (
+        str(e.value)
+    )
 
 
 def test_a_failing_reply_needs_its_category_and_the_right_file(tmp_path):
@@ -187,6 +231,8 @@ def test_duplicate_ids_across_files_are_refused(tmp_path):
     doc, good = _doc()
     (tmp_path / "pass.json").write_text(json.dumps({**doc, "items": [good]}))
     other = copy.deepcopy(good) | {"failure": True, "category": "other"}
-    (tmp_path / "other.json").write_text(json.dumps({"group": "other", "description": "x", "items": [other]}))
+    (tmp_path / "other.json").write_text(
+        json.dumps({"group": "other", "description": "x", "items": [other]})
+    )
     with pytest.raises(L.LabelledSetError, match="already used in other.json"):
         L.load(tmp_path)

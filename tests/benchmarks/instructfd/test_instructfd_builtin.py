@@ -2,7 +2,13 @@ from __future__ import annotations
 
 import pytest
 
-from fdeval.benchmarks.instructfd.builtin import BUILTIN_CONVERSATIONS, Conversation, M, U, validate_conversation
+from fdeval.benchmarks.instructfd.builtin import (
+    BUILTIN_CONVERSATIONS,
+    Conversation,
+    M,
+    U,
+    validate_conversation,
+)
 from fdeval.benchmarks.instructfd.generate import build_reference, plan_conversation
 from fdeval.benchmarks.instructfd.instructions import SCENARIOS
 from fdeval.benchmarks.instructfd.records import POLICIES, ReferenceLine
@@ -83,15 +89,43 @@ def test_turn_plan_labels_and_barge_ins() -> None:
     [
         (Conversation("x", "Nope", "p", (U("hi"),)), "unknown scenario"),
         (Conversation("x", "Cognitive Pause", "p", (M("hi"),)), "start with a user line"),
-        (Conversation("x", "Cognitive Pause", "p {name}", (U("hi <pause: 1> there"),)), "lacks slots"),
-        (Conversation("x", "Cognitive Pause", "p", (U("I have 3 cats <pause: 1> yes"),)), "numbers as words"),
+        (
+            Conversation("x", "Cognitive Pause", "p {name}", (U("hi <pause: 1> there"),)),
+            "lacks slots",
+        ),
+        (
+            Conversation("x", "Cognitive Pause", "p", (U("I have 3 cats <pause: 1> yes"),)),
+            "numbers as words",
+        ),
         (Conversation("x", "Cognitive Pause", "p", (U("hi there"),)), "needs a <pause:>"),
-        (Conversation("x", "Cognitive Pause", "p", (U("hi <backchannel: yeah> <pause: 1> there"),)), "exactly when"),
-        (Conversation("x", "User Filler Pause", "p", (U("hi um <pause: 1> there"),)), "exactly when"),
-        (Conversation("x", "User Continuer", "p", (U("hi"), M("well <interrupt: stop>"))), "expected exactly one"),
-        (Conversation("x", "Add Constraint", "p", (U("hi"), M("well <interrupt: stop> and more"))), "own line"),
-        (Conversation("x", "Add Constraint", "p", (U("hi"), M("<interrupt: stop> well"))), "model speech before"),
-        (Conversation("x", "Add Constraint", "p", (U("hi"), M("well <pause: 1> so"))), "only user barge-in"),
+        (
+            Conversation(
+                "x", "Cognitive Pause", "p", (U("hi <backchannel: yeah> <pause: 1> there"),)
+            ),
+            "exactly when",
+        ),
+        (
+            Conversation("x", "User Filler Pause", "p", (U("hi um <pause: 1> there"),)),
+            "exactly when",
+        ),
+        (
+            Conversation("x", "User Continuer", "p", (U("hi"), M("well <interrupt: stop>"))),
+            "expected exactly one",
+        ),
+        (
+            Conversation(
+                "x", "Add Constraint", "p", (U("hi"), M("well <interrupt: stop> and more"))
+            ),
+            "own line",
+        ),
+        (
+            Conversation("x", "Add Constraint", "p", (U("hi"), M("<interrupt: stop> well"))),
+            "model speech before",
+        ),
+        (
+            Conversation("x", "Add Constraint", "p", (U("hi"), M("well <pause: 1> so"))),
+            "only user barge-in",
+        ),
     ],
 )
 def test_validate_conversation_rejects(conv: Conversation, fragment: str) -> None:

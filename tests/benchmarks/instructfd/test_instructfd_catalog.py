@@ -24,7 +24,13 @@ def test_five_instructions_with_one_trigger_slot() -> None:
 def test_scenario_counts_per_instruction() -> None:
     assert len(SCENARIOS) == 29
     counts = Counter(primary_policy(name) for name in SCENARIOS)
-    assert counts == {"backchannel": 5, "listen": 4, "interrupt": 5, "continue": 5, "acknowledge": 10}
+    assert counts == {
+        "backchannel": 5,
+        "listen": 4,
+        "interrupt": 5,
+        "continue": 5,
+        "acknowledge": 10,
+    }
     groups = Counter(s.group for s in SCENARIOS.values())
     assert groups == {PROACTIVE: 14, RESPONSIVE: 15}
 
@@ -33,7 +39,9 @@ def test_listen_assignment_rule() -> None:
     for name, s in SCENARIOS.items():
         first = s.policies[0]
         if first == "backchannel":
-            expected = ("backchannel",) if name == "User Attention Check" else ("backchannel", "listen")
+            expected = (
+                ("backchannel",) if name == "User Attention Check" else ("backchannel", "listen")
+            )
         elif first == "interrupt":
             expected = ("interrupt", "listen")
         else:

@@ -29,7 +29,11 @@ def generated(espeak, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, l
 
 
 def _mtimes(root: Path) -> dict[str, int]:
-    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): p.stat().st_mtime_ns
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_cases_cover_all_policies_and_baselines(generated) -> None:
@@ -50,7 +54,11 @@ def test_cases_cover_all_policies_and_baselines(generated) -> None:
         for p in conv.policies:
             c = group[p]
             assert c.case_id == f"{conv.conversation_id}__{p}" and c.data.judge_policies == (p,)
-            assert c.system_instruction == render_instruction(p, conv.scenario) == base.data.judge_instructions[p]
+            assert (
+                c.system_instruction
+                == render_instruction(p, conv.scenario)
+                == base.data.judge_instructions[p]
+            )
             # same conversation, different instruction: identical turns and reference
             assert [t.audio_path for t in c.turns] == [t.audio_path for t in base.turns]
             assert c.data.reference == base.data.reference
@@ -76,7 +84,10 @@ def test_turn_fields_and_audio(generated) -> None:
             assert turn.audio_path == f"audio/{case.conversation_id}/{turn.label}.wav"
             if turn.turn_type == "barge-in":
                 assert turn.barge_in_after_s == 2.5
-                assert turn.barge_in_handling == {"backchannel": "hold", "interrupt": "yield"}[turn.subtype]
+                assert (
+                    turn.barge_in_handling
+                    == {"backchannel": "hold", "interrupt": "yield"}[turn.subtype]
+                )
                 assert turn.label.endswith(turn.subtype)
             if turn.audio_path in seen:
                 continue
@@ -103,7 +114,9 @@ def test_trigger_times_fall_between_neighbouring_words(generated) -> None:
                 before, after = turn.words[trig.word_index - 1], turn.words[trig.word_index]
                 assert before.end_s <= trig.at_s <= after.start_s, (case.case_id, trig)
                 # the marker sits in the reference between the user speech before and after it
-                ref = [r for r in case.data.reference if r.tag == trig.kind and r.speaker == "model"]
+                ref = [
+                    r for r in case.data.reference if r.tag == trig.kind and r.speaker == "model"
+                ]
                 assert any(r.text == trig.phrase for r in ref)
     assert n["backchannel"] >= 3 and n["interrupt"] >= 2
 
@@ -116,7 +129,9 @@ def test_pause_is_audible_as_silence(generated) -> None:
     assert max(gaps) >= 2.0  # the scripted two-second thinking pause
     samples, sr = read_wav(out / turn.audio_path)
     i = int(np.argmax(gaps))
-    quiet = samples[int((turn.words[i].end_s + 0.1) * sr) : int((turn.words[i + 1].start_s - 0.1) * sr)]
+    quiet = samples[
+        int((turn.words[i].end_s + 0.1) * sr) : int((turn.words[i + 1].start_s - 0.1) * sr)
+    ]
     assert quiet.size > sr and np.abs(quiet).max() < 0.01
 
 
@@ -167,9 +182,16 @@ def test_changed_parameters_rewrite_cases(generated, espeak, tmp_path: Path) -> 
     out = tmp_path / "copy"
     shutil.copytree(src, out)
     one = [c for c in BUILTIN_CONVERSATIONS if c.conversation_id == "balcony_tomatoes"]
-    cases = generate_builtin(out, espeak, seed=SEED, timeout_s=9.0, barge_in_after_s=2.5, conversations=one)
+    cases = generate_builtin(
+        out, espeak, seed=SEED, timeout_s=9.0, barge_in_after_s=2.5, conversations=one
+    )
     assert {t.timeout_s for c in cases for t in c.turns} == {9.0}
-    assert {t.timeout_s for c in load_cases(out / "cases", out, InstructFDCase) if c.conversation_id == "balcony_tomatoes" for t in c.turns} == {9.0}
+    assert {
+        t.timeout_s
+        for c in load_cases(out / "cases", out, InstructFDCase)
+        if c.conversation_id == "balcony_tomatoes"
+        for t in c.turns
+    } == {9.0}
 
 
 def test_seed_changes_wording(espeak, tmp_path: Path) -> None:

@@ -49,7 +49,9 @@ class FakeResponse:
 class ScriptedClient:
     """FAKE LLM client (see the module docstring). `broken` answers are returned first, in order."""
 
-    def __init__(self, seed: int = 0, broken: list[str] | None = None, error: Exception | None = None):
+    def __init__(
+        self, seed: int = 0, broken: list[str] | None = None, error: Exception | None = None
+    ):
         self.seed, self.broken, self.error = seed, list(broken or []), error
         self.calls: list[tuple[str, str, int]] = []
 
@@ -67,23 +69,34 @@ class ScriptedClient:
             return {"grounding": f"{name} calls in about the scenario."}
         if "[TURN TO ANNOTATE]" in prompt:
             raw = prompt.split("[TURN TO ANNOTATE]\n", 1)[1].split("\n\n[OUTPUT]", 1)[0]
-            kind = "backchannel" if "<backchannel:" in prompt.split("[MARKERS]", 1)[1].split("[PLACEMENT]")[0] \
+            kind = (
+                "backchannel"
+                if "<backchannel:" in prompt.split("[MARKERS]", 1)[1].split("[PLACEMENT]")[0]
                 else "interrupt"
+            )
             words = raw.split()
             cut = next((i for i, w in enumerate(words) if w.startswith("<pause:")), len(words) // 2)
-            cut = max(cut, 6) if "You are the USER" in prompt and kind == "interrupt" else max(cut, 1)
+            cut = (
+                max(cut, 6) if "You are the USER" in prompt and kind == "interrupt" else max(cut, 1)
+            )
             marker = f"<{kind}: {'mm-hmm' if kind == 'backchannel' else 'wait, hold on a second'}>"
             out = " ".join(words[:cut] + [marker] + words[cut:])
             if "<take-turn: REPLY>" in prompt:
                 out += " <take-turn: That makes sense, tell me more.>"
             return {"content": out}
         if "<pause: SECONDS>" in prompt and "Use at least one" in prompt:
-            return {"content": "So the first thing I did was call the office, um <pause: 1.2> and then I "
-                               "waited for them to call me back about the whole thing."}
+            return {
+                "content": "So the first thing I did was call the office, um <pause: 1.2> and then I "
+                "waited for them to call me back about the whole thing."
+            }
         if "You are the ASSISTANT" in prompt:
-            return {"content": "Sure, the first step is to get everything you need in one place. After that, take it "
-                               "one small piece at a time so nothing gets missed."}
-        return {"content": "Hi, I'd like some help with something I've been putting off for a while."}
+            return {
+                "content": "Sure, the first step is to get everything you need in one place. After that, take it "
+                "one small piece at a time so nothing gets missed."
+            }
+        return {
+            "content": "Hi, I'd like some help with something I've been putting off for a while."
+        }
 
 
 def make_backend(client_kwargs=None, **kw) -> tuple[LLMTextBackend, list[ScriptedClient]]:
@@ -94,12 +107,23 @@ def make_backend(client_kwargs=None, **kw) -> tuple[LLMTextBackend, list[Scripte
         made.append(c)
         return c
 
-    backend = LLMTextBackend(factory, {"model": "fake-model", "temperature": 0.8, "max_tokens": 512, "seed": 7}, **kw)
+    backend = LLMTextBackend(
+        factory, {"model": "fake-model", "temperature": 0.8, "max_tokens": 512, "seed": 7}, **kw
+    )
     return backend, made
 
 
-@pytest.mark.parametrize("scenario", ["User Attention Check", "Safety Correction", "Cognitive Pause",
-                                      "User Continuer", "Add Constraint", "Short Stop Repair"])
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        "User Attention Check",
+        "Safety Correction",
+        "Cognitive Pause",
+        "User Continuer",
+        "Add Constraint",
+        "Short Stop Repair",
+    ],
+)
 def test_turn_agent_writes_a_valid_conversation(scenario: str) -> None:
     backend, clients = make_backend()
     persona = load_personas()[4]
@@ -199,10 +223,14 @@ def test_parse_answer_and_prompts_are_self_contained() -> None:
     assert parse_answer("{broken", "content")[0] is None
     spec = SPECS["Word Retrieval Assist"]
     p = load_personas()[3]
-    assert spec.description in condense_prompt(spec, p) and '{"grounding":' in condense_prompt(spec, p)
+    assert spec.description in condense_prompt(spec, p) and '{"grounding":' in condense_prompt(
+        spec, p
+    )
     sp = speak_prompt(spec, "G.", spec.turns[2], 3, ["USER: hi", "ASSISTANT: hello"])
     assert "<pause: SECONDS>" in sp and "USER: hi\nASSISTANT: hello" in sp and "[TURN 3]" in sp
-    ap = annotate_prompt(spec, "G.", spec.turns[2], "so I need the, um <pause: 1.0> thing", [], by="model")
+    ap = annotate_prompt(
+        spec, "G.", spec.turns[2], "so I need the, um <pause: 1.0> thing", [], by="model"
+    )
     assert "<interrupt: WHAT YOU SAY>" in ap and "so I need the, um <pause: 1.0> thing" in ap
     assert spec.cut_in_hint in ap
     # the prompt examples are valid marker syntax
@@ -210,7 +238,11 @@ def test_parse_answer_and_prompts_are_self_contained() -> None:
         for t in spec_.turns:
             if t.cut_in:
                 for by in ("model", "user"):
-                    example = annotate_prompt(spec_, "G.", t, "x", [], by).split("[EXAMPLE]", 1)[1].split("[RULES]")[0]
+                    example = (
+                        annotate_prompt(spec_, "G.", t, "x", [], by)
+                        .split("[EXAMPLE]", 1)[1]
+                        .split("[RULES]")[0]
+                    )
                     for m in re.findall(r'"content": "([^"]+)"', example):
                         assert parse_markers(m).markers, (name, by)
 
@@ -219,28 +251,60 @@ def test_make_llm_backend_builds_the_project_client(tmp_path) -> None:
     from fdeval.benchmarks.instructfd.llm_backend import make_llm_backend
     from fdeval.llm.client import LLMClient
 
-    backend = make_llm_backend({"model": "claude-sonnet-4-6", "temperature": 0.8, "max_tokens": 1024, "seed": 0,
-                                "max_attempts": 2, "concurrency": 2}, tmp_path / "cache")
+    backend = make_llm_backend(
+        {
+            "model": "claude-sonnet-4-6",
+            "temperature": 0.8,
+            "max_tokens": 1024,
+            "seed": 0,
+            "max_attempts": 2,
+            "concurrency": 2,
+        },
+        tmp_path / "cache",
+    )
     client = backend._factory(123)
     assert isinstance(client, LLMClient)
-    assert (client.model, client.temperature, client.max_tokens, client.seed) == ("claude-sonnet-4-6", 0.8, 1024, 123)
+    assert (client.model, client.temperature, client.max_tokens, client.seed) == (
+        "claude-sonnet-4-6",
+        0.8,
+        1024,
+        123,
+    )
     assert client.cache_dir == tmp_path / "cache"
     assert backend.max_attempts == 2 and backend.concurrency == 2
 
 
 def test_turn_agent_on_an_openai_compatible_server(fake_openai, tmp_path) -> None:
     # ScriptedClient's answers, sent by the stand-in server; the real LLMClient in between
-    fake_openai.responder = lambda body: oai.text(json.dumps(ScriptedClient()._answer(body["messages"][-1]["content"])))
-    settings = {"backend": "vllm", "model": "served-model", "temperature": 0.8, "top_p": 0.95, "max_tokens": 512,
-                "seed": 7, "base_url": fake_openai.base_url}
+    fake_openai.responder = lambda body: oai.text(
+        json.dumps(ScriptedClient()._answer(body["messages"][-1]["content"]))
+    )
+    settings = {
+        "backend": "vllm",
+        "model": "served-model",
+        "temperature": 0.8,
+        "top_p": 0.95,
+        "max_tokens": 512,
+        "seed": 7,
+        "base_url": fake_openai.base_url,
+    }
     spec, persona = SPECS["User Attention Check"], load_personas()[4]
     d = make_llm_backend(settings, tmp_path / "cache").draft(spec, 2, 0, persona)
     check_against_spec(d.lines, spec)
     sent = [r.body for r in fake_openai.chat_requests]
-    assert sent and {(b["model"], b["temperature"], b["top_p"], b["max_tokens"]) for b in sent} == \
-        {("served-model", 0.8, 0.95, 512)}
-    assert len({b["seed"] for b in sent}) == 1  # one client seed per candidate conversation, sent with each request
+    assert sent and {(b["model"], b["temperature"], b["top_p"], b["max_tokens"]) for b in sent} == {
+        ("served-model", 0.8, 0.95, 512)
+    }
+    assert (
+        len({b["seed"] for b in sent}) == 1
+    )  # one client seed per candidate conversation, sent with each request
     again = make_llm_backend(settings, tmp_path / "cache")
-    assert again.draft(spec, 2, 0, persona) == d and len(fake_openai.chat_requests) == len(sent)  # from the cache
+    assert again.draft(spec, 2, 0, persona) == d and len(fake_openai.chat_requests) == len(
+        sent
+    )  # from the cache
     ident = again.identity()
-    assert (ident["backend"], ident["base_url"], ident["top_p"]) == ("vllm", fake_openai.base_url, 0.95)
+    assert (ident["backend"], ident["base_url"], ident["top_p"]) == (
+        "vllm",
+        fake_openai.base_url,
+        0.95,
+    )

@@ -13,7 +13,9 @@ def test_plain_text() -> None:
 
 
 def test_markers_and_pauses_positions() -> None:
-    p = parse_markers("so it is four one five, <pause: 1.2> <backchannel: mm-hmm> then eight <pause:0.5s> two")
+    p = parse_markers(
+        "so it is four one five, <pause: 1.2> <backchannel: mm-hmm> then eight <pause:0.5s> two"
+    )
     assert p.words == ("so", "it", "is", "four", "one", "five,", "then", "eight", "two")
     assert p.segments == (
         Speech("so it is four one five,", 0),
@@ -28,9 +30,14 @@ def test_markers_and_pauses_positions() -> None:
 
 
 def test_interrupt_splits_speech_and_take_turn_at_end() -> None:
-    p = parse_markers("I will mix bleach <interrupt: no,   don't do that> and ammonia. <take-turn: okay then>")
+    p = parse_markers(
+        "I will mix bleach <interrupt: no,   don't do that> and ammonia. <take-turn: okay then>"
+    )
     assert [s.text for s in p.segments] == ["I will mix bleach", "and ammonia."]
-    assert p.markers == (Marker("interrupt", "no, don't do that", 4, 1), Marker("take-turn", "okay then", 6, 2))
+    assert p.markers == (
+        Marker("interrupt", "no, don't do that", 4, 1),
+        Marker("take-turn", "okay then", 6, 2),
+    )
 
 
 def test_marker_kind_is_case_insensitive() -> None:

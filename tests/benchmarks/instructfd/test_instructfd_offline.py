@@ -37,16 +37,32 @@ from fdeval.benchmarks.instructfd.records import POLICIES
 
 TABLE_2 = {
     "scenarios": {"backchannel": 5, "listen": 4, "interrupt": 5, "continue": 5, "acknowledge": 10},
-    "conversations": {"backchannel": 120, "listen": 96, "interrupt": 120, "continue": 120, "acknowledge": 240},
-    "instructed": {"backchannel": 120, "listen": 312, "interrupt": 120, "continue": 120, "acknowledge": 240},
+    "conversations": {
+        "backchannel": 120,
+        "listen": 96,
+        "interrupt": 120,
+        "continue": 120,
+        "acknowledge": 240,
+    },
+    "instructed": {
+        "backchannel": 120,
+        "listen": 312,
+        "interrupt": 120,
+        "continue": 120,
+        "acknowledge": 240,
+    },
 }
 
 
 @pytest.fixture(scope="module")
 def full_plans():
     personas = load_personas()
-    return {seed: plan_dataset(GenerationConfig(per_scenario=24, seed=seed), OfflineTextBackend(), personas)
-            for seed in (0, 1)}
+    return {
+        seed: plan_dataset(
+            GenerationConfig(per_scenario=24, seed=seed), OfflineTextBackend(), personas
+        )
+        for seed in (0, 1)
+    }
 
 
 def test_expected_counts_are_table_2() -> None:
@@ -69,13 +85,19 @@ def test_planned_cases_match_table_2_before_any_synthesis(full_plans) -> None:
     assert by_policy["none"] == 696
     for name, cs in cases.items():
         assert len({c.conversation_id for c in cs}) == 24
-        assert Counter(c.data.policy_name for c in cs) == Counter({**{p: 24 for p in SCENARIOS[name].policies}, "none": 24})
+        assert Counter(c.data.policy_name for c in cs) == Counter(
+            {**{p: 24 for p in SCENARIOS[name].policies}, "none": 24}
+        )
         by_conv: dict[str, list] = {}
         for c in cs:
             by_conv.setdefault(c.conversation_id, []).append(c)
-        for group in by_conv.values():  # same conversation, different instruction: same turns and reference
+        for (
+            group
+        ) in by_conv.values():  # same conversation, different instruction: same turns and reference
             assert len({(c.data.reference, tuple(t.text for t in c.turns)) for c in group}) == 1
-    assert all(sp.discards == Counter() for sp in plan.scenarios.values())  # the grammars never fail
+    assert all(
+        sp.discards == Counter() for sp in plan.scenarios.values()
+    )  # the grammars never fail
 
 
 def test_every_conversation_parses_and_validates(full_plans) -> None:
@@ -133,7 +155,7 @@ def test_balanced_order_lists_each_topic_before_repeats(full_plans) -> None:
     pool = sorted(sp.order, key=lambda d: d.index)
     order = balanced_order(pool, 0, sp.spec)
     assert order == sp.order  # the plan uses this order
-    assert [len(set(d.topic for d in order[k:k + 8])) for k in (0, 8, 16)] == [8, 8, 8]
+    assert [len(set(d.topic for d in order[k : k + 8])) for k in (0, 8, 16)] == [8, 8, 8]
     assert balanced_order(pool, 1, sp.spec) != order  # seeded
 
 
@@ -141,36 +163,59 @@ def test_grounding_sentence_names_the_persona_and_one_attribute(full_plans) -> N
     for sp in full_plans[0].scenarios.values():
         for d in sp.order[:5]:
             assert d.grounding.startswith(d.persona.first_name)
-            assert d.grounding.endswith(".") and len(re.findall(r"[.!?](\s|$)", d.grounding)) == 1, d.grounding
-            value = getattr(d.persona, d.attribute) if d.attribute != "name" else d.persona.first_name
+            assert (
+                d.grounding.endswith(".") and len(re.findall(r"[.!?](\s|$)", d.grounding)) == 1
+            ), d.grounding
+            value = (
+                getattr(d.persona, d.attribute) if d.attribute != "name" else d.persona.first_name
+            )
             assert value and value in d.grounding
-            others = [a for a in ("occupation", "city", "hobby") if a != d.attribute and getattr(d.persona, a)]
+            others = [
+                a
+                for a in ("occupation", "city", "hobby")
+                if a != d.attribute and getattr(d.persona, a)
+            ]
             assert not any(getattr(d.persona, a) in d.grounding for a in others)
 
 
 def test_grammar_helpers() -> None:
     import random
 
-    assert number_words(0) == "zero" and number_words(42) == "forty two" and number_words(1250) == \
-        "one thousand two hundred fifty"
+    assert (
+        number_words(0) == "zero"
+        and number_words(42) == "forty two"
+        and number_words(1250) == "one thousand two hundred fifty"
+    )
     assert spell_digits("4150") == "four one five zero"
     rng = random.Random(1)
-    outs = {expand("[so|okay], [um |]{x} <pause: 1.0> [yes|no].", rng, x="[a|b]") for _ in range(40)}
+    outs = {
+        expand("[so|okay], [um |]{x} <pause: 1.0> [yes|no].", rng, x="[a|b]") for _ in range(40)
+    }
     assert len(outs) > 4 and all(o[0].isupper() and "<pause: 1.0>" in o for o in outs)
     assert tidy("hi , there .  ok ,, yes") == "Hi, there. Ok, yes"
-    assert second_person("I'm sure my sister and I was late") == "you're sure your sister and you were late"
+    assert (
+        second_person("I'm sure my sister and I was late")
+        == "you're sure your sister and you were late"
+    )
 
 
 def test_offline_version_and_dealt_options() -> None:
     import random
 
-    assert OFFLINE_VERSION == "2.0" and OfflineBackend().identity() == {"backend": "offline", "version": "2.0"}
+    assert OFFLINE_VERSION == "2.0" and OfflineBackend().identity() == {
+        "backend": "offline",
+        "version": "2.0",
+    }
     persona = load_personas()[0]
     options = [f"option {w}" for w in "abcdefghjk"]
 
     def dealt(seed: int, scenario: str = "s") -> list[str]:
-        return [Ctx(random.Random(i), persona, "name", None, scenario=scenario, index=i, seed=seed).deal(options)
-                for i in range(len(options))]
+        return [
+            Ctx(
+                random.Random(i), persona, "name", None, scenario=scenario, index=i, seed=seed
+            ).deal(options)
+            for i in range(len(options))
+        ]
 
     # the first len(options) conversations of a scenario get every option once, in a seeded order
     assert sorted(dealt(0)) == sorted(o.capitalize() for o in options)

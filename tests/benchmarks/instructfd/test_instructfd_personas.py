@@ -32,7 +32,9 @@ def test_shipped_pool() -> None:
         assert p.pronoun in ("she", "he", "they")
         assert p.occupation and p.city and p.age_band and p.hobby and p.situation
         assert not any(ch.isdigit() for k, v in p.to_dict().items() if k != "pid" for ch in str(v))
-        assert situation_first_person(p), p.situation  # every situation can be said in the first person
+        assert situation_first_person(p), (
+            p.situation
+        )  # every situation can be said in the first person
     assert load_personas(POOL_PATH) == pool
 
 
@@ -42,15 +44,38 @@ def _write_jsonl(path: Path, rows: list) -> Path:
 
 
 def test_nemotron_like_jsonl(tmp_path: Path) -> None:
-    f = _write_jsonl(tmp_path / "personas.jsonl", [
-        {"uuid": "a1", "persona": "Mary Alberti is a front line food service specialist who loves routine.",
-         "sex": "Female", "age": 42, "occupation": "food_service_specialist", "city": "Madison", "state": "WI",
-         "hobbies_and_interests_list": "['Running', 'Indie folk music']"},
-        {"uuid": "b2", "first_name": "Tom", "last_name": "Reyes", "sex": "Male", "age": "67", "city": "El Paso"},
-        {"uuid": "c3", "name": "Jo Park", "pronoun": "they", "occupation": "R2 unit tester"},
-    ])
+    f = _write_jsonl(
+        tmp_path / "personas.jsonl",
+        [
+            {
+                "uuid": "a1",
+                "persona": "Mary Alberti is a front line food service specialist who loves routine.",
+                "sex": "Female",
+                "age": 42,
+                "occupation": "food_service_specialist",
+                "city": "Madison",
+                "state": "WI",
+                "hobbies_and_interests_list": "['Running', 'Indie folk music']",
+            },
+            {
+                "uuid": "b2",
+                "first_name": "Tom",
+                "last_name": "Reyes",
+                "sex": "Male",
+                "age": "67",
+                "city": "El Paso",
+            },
+            {"uuid": "c3", "name": "Jo Park", "pronoun": "they", "occupation": "R2 unit tester"},
+        ],
+    )
     a, b, c = load_personas(f)
-    assert (a.pid, a.name, a.pronoun, a.age_band, a.city) == ("a1", "Mary Alberti", "she", "forties", "Madison")
+    assert (a.pid, a.name, a.pronoun, a.age_band, a.city) == (
+        "a1",
+        "Mary Alberti",
+        "she",
+        "forties",
+        "Madison",
+    )
     assert a.occupation == "food service specialist" and a.hobby == "running"
     assert a.profile.startswith("Mary Alberti is")  # the free text goes to the LLM condenser as is
     assert (b.name, b.pronoun, b.age_band, b.occupation) == ("Tom Reyes", "he", "sixties", None)
@@ -59,23 +84,34 @@ def test_nemotron_like_jsonl(tmp_path: Path) -> None:
 
 def test_csv(tmp_path: Path) -> None:
     f = tmp_path / "people.csv"
-    f.write_text("id,name,sex,age,occupation,city,hobby\n"
-                 "x1,Ana Souza,female,29,nurse,Fresno,salsa dancing\n"
-                 "x2,Ben Ode,,55,,Reno,\n")
+    f.write_text(
+        "id,name,sex,age,occupation,city,hobby\n"
+        "x1,Ana Souza,female,29,nurse,Fresno,salsa dancing\n"
+        "x2,Ben Ode,,55,,Reno,\n"
+    )
     a, b = load_personas(f)
-    assert (a.pid, a.name, a.pronoun, a.age_band, a.hobby) == ("x1", "Ana Souza", "she", "twenties", "salsa dancing")
+    assert (a.pid, a.name, a.pronoun, a.age_band, a.hobby) == (
+        "x1",
+        "Ana Souza",
+        "she",
+        "twenties",
+        "salsa dancing",
+    )
     assert (b.pronoun, b.occupation, b.hobby, b.age_band) == ("they", None, None, "fifties")
 
 
-@pytest.mark.parametrize("row,line,field", [
-    ('{"name": "Al", "age": "abc"}', 2, "age"),
-    ('{"name": "Al", "age": 7}', 2, "age"),
-    ('{"occupation": "welder"}', 2, "name"),
-    ('{"name": "Al", "pronoun": "xe"}', 2, "pronoun"),
-    ('{"name": "Al", "city": 12}', 2, "city"),
-    ('{"name": "Al",', 2, "<row>"),
-    ('["Al"]', 2, "<row>"),
-])
+@pytest.mark.parametrize(
+    "row,line,field",
+    [
+        ('{"name": "Al", "age": "abc"}', 2, "age"),
+        ('{"name": "Al", "age": 7}', 2, "age"),
+        ('{"occupation": "welder"}', 2, "name"),
+        ('{"name": "Al", "pronoun": "xe"}', 2, "pronoun"),
+        ('{"name": "Al", "city": 12}', 2, "city"),
+        ('{"name": "Al",', 2, "<row>"),
+        ('["Al"]', 2, "<row>"),
+    ],
+)
 def test_bad_row_names_file_line_and_field(tmp_path: Path, row: str, line: int, field: str) -> None:
     f = _write_jsonl(tmp_path / "p.jsonl", ['{"name": "Good Row"}', row])
     with pytest.raises(PersonaFileError) as ei:
@@ -93,8 +129,12 @@ def test_bad_csv_row_and_missing_file(tmp_path: Path) -> None:
         load_personas(f)
     with pytest.raises(PersonaFileError, match="no such file"):
         load_personas(tmp_path / "nope.jsonl")
-    dup = _write_jsonl(tmp_path / "d.jsonl", ['{"id": "1", "name": "A B"}', '{"id": "1", "name": "C D"}'])
-    with pytest.raises(PersonaFileError, match=r"line 2: field 'id': duplicate id '1' \(first on line 1\)"):
+    dup = _write_jsonl(
+        tmp_path / "d.jsonl", ['{"id": "1", "name": "A B"}', '{"id": "1", "name": "C D"}']
+    )
+    with pytest.raises(
+        PersonaFileError, match=r"line 2: field 'id': duplicate id '1' \(first on line 1\)"
+    ):
         load_personas(dup)
 
 
@@ -108,16 +148,31 @@ def test_benchmark_reports_a_bad_persona_file_as_one_config_line(tmp_path: Path)
 
 
 def test_condenser_uses_one_attribute() -> None:
-    p = Persona("p1", "Rosa Delgado", "she", "forties", "school librarian", "Tucson", "restoring old bicycles",
-                "just adopted a retired greyhound")
-    s = condense(p, "occupation", "reads out {topic} to the assistant".replace("{topic}", "a phone number"))
+    p = Persona(
+        "p1",
+        "Rosa Delgado",
+        "she",
+        "forties",
+        "school librarian",
+        "Tucson",
+        "restoring old bicycles",
+        "just adopted a retired greyhound",
+    )
+    s = condense(
+        p, "occupation", "reads out {topic} to the assistant".replace("{topic}", "a phone number")
+    )
     assert s == "Rosa, a school librarian, reads out a phone number to the assistant."
     assert "Tucson" not in s and "forties" not in s
-    assert condense(p, "city", "asks {self} a question about {their} plan") == \
-        "Rosa, who lives in Tucson, asks herself a question about her plan."
+    assert (
+        condense(p, "city", "asks {self} a question about {their} plan")
+        == "Rosa, who lives in Tucson, asks herself a question about her plan."
+    )
     assert condense(p, "name", "tells a story") == "Rosa tells a story."
     rng = random.Random(0)
-    assert {choose_attribute(p, ("situation", "occupation", "city"), rng) for _ in range(50)} == {"situation", "occupation"}
+    assert {choose_attribute(p, ("situation", "occupation", "city"), rng) for _ in range(50)} == {
+        "situation",
+        "occupation",
+    }
     bare = Persona("p2", "Al Bo")
     assert choose_attribute(bare, ("occupation", "city"), rng) == "name"
     assert situation_first_person(p) == "I just adopted a retired greyhound"
@@ -125,22 +180,41 @@ def test_condenser_uses_one_attribute() -> None:
 
 def test_topic_tags_come_from_whole_words_and_stems() -> None:
     assert tags_of("baking pierogi") == {"food"} and "music" in tags_of("songwriting")
-    assert tags_of("is caring for his elderly mother") & {"car", "kids"} == set()  # no "car" in "caring", "son" in "song"
+    assert (
+        tags_of("is caring for his elderly mother") & {"car", "kids"} == set()
+    )  # no "car" in "caring", "son" in "song"
     assert "car" in tags_of("squeaky car brakes") and "pets" in tags_of("just adopted a rescue cat")
     assert tags_of("") == frozenset()
 
 
 def test_choose_attribute_with_topic_tags_keeps_only_details_that_fit() -> None:
-    p = Persona("p1", "Rosa Delgado", "she", "forties", "bakery owner", "Tucson", "opera", "is learning to budget")
+    p = Persona(
+        "p1",
+        "Rosa Delgado",
+        "she",
+        "forties",
+        "bakery owner",
+        "Tucson",
+        "opera",
+        "is learning to budget",
+    )
     assert attribute_tags(p, "hobby") == {"music"} and attribute_tags(p, "city") == {"place"}
     assert attribute_tags(p, "age_band") == {"age"} and attribute_tags(p, "name") == frozenset()
     rng = random.Random(0)
     cookies = {"food", "kids"}
     # opera never grounds a conversation about cookies; the bakery does
-    assert {choose_attribute(p, ("hobby", "occupation"), rng, cookies) for _ in range(40)} == {"occupation"}
+    assert {choose_attribute(p, ("hobby", "occupation"), rng, cookies) for _ in range(40)} == {
+        "occupation"
+    }
     # the preferred city first, then the persona's other fitting details in order (the bakery owner's job)
-    assert {choose_attribute(p, ("hobby", "city"), rng, {"money", "place"}) for _ in range(40)} == {"city", "occupation"}
-    assert choose_attribute(p, ("hobby",), rng, {"money"}, exclude=("situation", "occupation")) == "name"
+    assert {choose_attribute(p, ("hobby", "city"), rng, {"money", "place"}) for _ in range(40)} == {
+        "city",
+        "occupation",
+    }
+    assert (
+        choose_attribute(p, ("hobby",), rng, {"money"}, exclude=("situation", "occupation"))
+        == "name"
+    )
     assert choose_attribute(p, ("hobby",), rng, {"birds"}) == "name"  # nothing fits: the name only
     assert fits(p, "name", set()) and not fits(p, "hobby", cookies)
     # occupation, hobby and situation never carry the age/place tags a topic uses for age band and city

@@ -71,7 +71,13 @@ def _doubled(text: str) -> list[str]:
     out = []
     for a, b in zip(tokens, tokens[1:]):
         wa, wb = _words(a), _words(b)
-        if wa and wb and wa[-1] == wb[0].split("'")[0] and a[-1].isalpha() and wa[-1] not in REPEATABLE:
+        if (
+            wa
+            and wb
+            and wa[-1] == wb[0].split("'")[0]
+            and a[-1].isalpha()
+            and wa[-1] not in REPEATABLE
+        ):
             out.append(f"{wa[-1]} {wb[0]}")
     return out
 
@@ -80,8 +86,25 @@ def _doubled(text: str) -> list[str]:
 # User Filler Pause: the reply reflects the user's two reasons as complete clauses
 
 
-_FIRST_PERSON = {"i", "i'm", "i've", "i'd", "i'll", "me", "my", "mine", "myself", "we", "we're", "we've", "we'd",
-                 "we'll", "our", "ours", "us"}
+_FIRST_PERSON = {
+    "i",
+    "i'm",
+    "i've",
+    "i'd",
+    "i'll",
+    "me",
+    "my",
+    "mine",
+    "myself",
+    "we",
+    "we're",
+    "we've",
+    "we'd",
+    "we'll",
+    "our",
+    "ours",
+    "us",
+}
 
 
 def _reflection_problems(reply: str, reason: str) -> list[str]:
@@ -93,8 +116,10 @@ def _reflection_problems(reply: str, reason: str) -> list[str]:
         return [f"reason {said!r} not reflected"]
     out = []
     before = _words(reply[:i])[-1:] or [""]
-    after = reply[i + len(said):]
-    if before[0] not in ("that", "because", "since", "how", "and") and not reply[:i].rstrip().endswith((":", ",")):
+    after = reply[i + len(said) :]
+    if before[0] not in ("that", "because", "since", "how", "and") and not reply[
+        :i
+    ].rstrip().endswith((":", ",")):
         out.append(f"{said!r} is not introduced as a clause (after {before[0]!r})")
     if not after.startswith(_CLAUSE_END) and after.strip():
         out.append(f"{said!r} is followed by {after.split('.')[0]!r}: a clause used as a noun")
@@ -109,7 +134,10 @@ def test_filler_pause_reference_replies_are_grammatical(drafts) -> None:
         item = next(x for x in P.DECISIONS if x.key == d.topic)
         reply = d.lines[3][1]
         for reason in (item.why_a, item.why_b):
-            bad += [f"{d.conversation_id}: {p} in {reply!r}" for p in _reflection_problems(reply, reason)]
+            bad += [
+                f"{d.conversation_id}: {p} in {reply!r}"
+                for p in _reflection_problems(reply, reason)
+            ]
     assert not bad, f"{len(bad)} ungrammatical reflections, e.g.\n" + "\n".join(bad[:6])
 
 
@@ -133,14 +161,23 @@ def test_no_doubled_words_in_any_proactive_conversation(drafts) -> None:
 # Hesitation Prompt: the nudge refers only to what was said, and comes at the start of the stall
 
 
-_NUDGE_FREE = set("""
+_NUDGE_FREE = set(
+    """
 a an the and or but so to of in on at for with from about up out over back then now just that this it its
 what how which who where when why you your you're you've yourself were was are is be been being do did
 go going get got keep carry pick start started starting try next bit part again say said saying tell telling
 talking talk mention mentioned oh right okay yeah yes well um uh hmm sure go ahead there way so far
 take time breath deep fine all good doing great what's comes else
-""".split())
-_FROM_YOU = {"you": "i", "your": "my", "you're": "i'm", "you've": "i've", "yourself": "myself", "you'd": "i'd"}
+""".split()
+)
+_FROM_YOU = {
+    "you": "i",
+    "your": "my",
+    "you're": "i'm",
+    "you've": "i've",
+    "yourself": "myself",
+    "you'd": "i'd",
+}
 
 
 def _stem(w: str) -> str:
@@ -158,7 +195,9 @@ def nudge_problems(setup: str, trigger: str) -> list[str]:
     out = []
     for m in parsed.markers:
         spoken_now = spoken | {_stem(w) for w in _words(parsed.text_before(m))}
-        unsaid = [w for w in _words(m.content) if w not in _NUDGE_FREE and _stem(w) not in spoken_now]
+        unsaid = [
+            w for w in _words(m.content) if w not in _NUDGE_FREE and _stem(w) not in spoken_now
+        ]
         if unsaid:
             out.append(f"nudge {m.content!r} names {unsaid}, not said yet")
     return out
@@ -168,7 +207,7 @@ def stall_problems(trigger: str) -> list[str]:
     """The interrupt trigger must sit where the stall starts: after a filler, before its pauses."""
     parsed = parse_markers(trigger)
     (m,) = [m for m in parsed.markers if m.kind == "interrupt"]
-    before, after = parsed.segments[: m.segment_index], parsed.segments[m.segment_index:]
+    before, after = parsed.segments[: m.segment_index], parsed.segments[m.segment_index :]
     last_word = _words(parsed.text_before(m))[-1]
     out = []
     if any(isinstance(s, Pause) for s in before):
@@ -181,15 +220,23 @@ def stall_problems(trigger: str) -> list[str]:
 
 
 def test_hesitation_nudges_refer_only_to_words_already_spoken(drafts) -> None:
-    bad = [f"{d.conversation_id}: {p}" for d in drafts["Hesitation Prompt"]
-           for p in nudge_problems(d.lines[0][1], d.lines[2][1])]
+    bad = [
+        f"{d.conversation_id}: {p}"
+        for d in drafts["Hesitation Prompt"]
+        for p in nudge_problems(d.lines[0][1], d.lines[2][1])
+    ]
     assert not bad, f"{len(bad)} nudges point ahead, e.g.\n" + "\n".join(bad[:6])
 
 
 def test_hesitation_trigger_sits_at_the_start_of_the_stall(drafts) -> None:
-    bad = [f"{d.conversation_id}: {p}: {d.lines[2][1]!r}" for d in drafts["Hesitation Prompt"]
-           for p in stall_problems(d.lines[2][1])]
-    assert not bad, f"{len(bad)} hesitation triggers off the stall's start, e.g.\n" + "\n".join(bad[:4])
+    bad = [
+        f"{d.conversation_id}: {p}: {d.lines[2][1]!r}"
+        for d in drafts["Hesitation Prompt"]
+        for p in stall_problems(d.lines[2][1])
+    ]
+    assert not bad, f"{len(bad)} hesitation triggers off the stall's start, e.g.\n" + "\n".join(
+        bad[:4]
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -198,9 +245,11 @@ def test_hesitation_trigger_sits_at_the_start_of_the_stall(drafts) -> None:
 
 def words_after_problems(trigger: str) -> list[str]:
     parsed = parse_markers(trigger)
-    return [f"{len(parsed.words) - m.word_index} words after the trigger: {parsed.text_after(m)!r}"
-            for m in parsed.markers if m.kind == "interrupt"
-            and len(parsed.words) - m.word_index < MIN_WORDS_AFTER_INTERRUPT]
+    return [
+        f"{len(parsed.words) - m.word_index} words after the trigger: {parsed.text_after(m)!r}"
+        for m in parsed.markers
+        if m.kind == "interrupt" and len(parsed.words) - m.word_index < MIN_WORDS_AFTER_INTERRUPT
+    ]
 
 
 def test_at_least_ten_user_words_after_every_interrupt_trigger(drafts) -> None:
@@ -214,8 +263,10 @@ def test_at_least_ten_user_words_after_every_interrupt_trigger(drafts) -> None:
             short[name] += bool(found)
             examples += [f"{d.conversation_id}: {p}" for p in found]
     short = +short
-    assert not short, f"interrupt triggers with < {MIN_WORDS_AFTER_INTERRUPT} words left: {dict(short)}; " \
-                      f"e.g. {examples[:4]}"
+    assert not short, (
+        f"interrupt triggers with < {MIN_WORDS_AFTER_INTERRUPT} words left: {dict(short)}; "
+        f"e.g. {examples[:4]}"
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -238,8 +289,11 @@ def boundary_problems(trigger: str) -> list[str]:
 
 
 def test_clause_boundary_tracking_marks_every_boundary(drafts) -> None:
-    bad = [f"{d.conversation_id}: {p}: {d.lines[2][1]!r}" for d in drafts["Clause Boundary Tracking"]
-           for p in boundary_problems(d.lines[2][1])]
+    bad = [
+        f"{d.conversation_id}: {p}: {d.lines[2][1]!r}"
+        for d in drafts["Clause Boundary Tracking"]
+        for p in boundary_problems(d.lines[2][1])
+    ]
     assert not bad, f"{len(bad)} turns with unmarked boundaries, e.g.\n" + "\n".join(bad[:4])
 
 
@@ -265,7 +319,7 @@ def test_no_template_frame_in_more_than_five_percent_of_the_set(monkeypatch) -> 
             grams = set()
             for t in _all_texts(d):
                 w = _words(t)
-                grams |= {tuple(w[k:k + FRAME_N]) for k in range(len(w) - FRAME_N + 1)}
+                grams |= {tuple(w[k : k + FRAME_N]) for k in range(len(w) - FRAME_N + 1)}
             per_conv.update(grams)
     frequent = [(" ".join(g), n) for g, n in per_conv.most_common(20) if n > FRAME_LIMIT]
     assert not frequent, f"frames in more than {FRAME_LIMIT} conversations: {frequent}"
@@ -325,7 +379,7 @@ class EveryChoice:
 
     def advance(self) -> bool:
         """Move to the next path; False when every path has been walked."""
-        del self.path[self.k:], self.arity[self.k:]
+        del self.path[self.k :], self.arity[self.k :]
         self.k = 0
         while self.path:
             self.path[-1] += 1
@@ -335,11 +389,14 @@ class EveryChoice:
             self.arity.pop()
         return False
 
+
 def test_every_choice_walks_each_combination_once() -> None:
     rng, seen = EveryChoice(), []
     while True:
         a = rng.choice("xy")
-        seen.append(a + (rng.choice("123") if a == "y" else "") + ("!" if rng.random() < 0.5 else ""))
+        seen.append(
+            a + (rng.choice("123") if a == "y" else "") + ("!" if rng.random() < 0.5 else "")
+        )
         if not rng.advance():
             break
     assert sorted(seen) == sorted(["x!", "x", "y1!", "y1", "y2!", "y2", "y3!", "y3"])
@@ -353,7 +410,9 @@ def _generic_problems(text: str) -> list[str]:
         low = t.lower()
         if re.search(r"\b(a|an|the) (a|an|the)\b", low):
             out.append("two articles in a row")
-        if re.search(r"\ba [aeiou]", t) and not re.search(r"\ba (one|u[nst]|eu)", t):  # "A as in apple" is fine
+        if re.search(r"\ba [aeiou]", t) and not re.search(
+            r"\ba (one|u[nst]|eu)", t
+        ):  # "A as in apple" is fine
             out.append("'a' before a vowel")
         if re.search(r"[,;]\s*[,;.?!]|\s[,.?!;]|^[,.;]", t):
             out.append("stray punctuation")
@@ -365,15 +424,19 @@ def _filler_reply_problems(item, text: str) -> list[str]:
 
 
 # (scenario, role) -> checks of one written line given its bank item, beyond the generic ones
-LINE_CHECKS = {("User Filler Pause", "response"): _filler_reply_problems,
-               ("Clause Boundary Tracking", "trigger"): lambda item, text: boundary_problems(text),
-               ("Hesitation Prompt", "trigger"): lambda item, text: nudge_problems(item.mine, text)
-               + stall_problems(text)}
+LINE_CHECKS = {
+    ("User Filler Pause", "response"): _filler_reply_problems,
+    ("Clause Boundary Tracking", "trigger"): lambda item, text: boundary_problems(text),
+    ("Hesitation Prompt", "trigger"): lambda item, text: (
+        nudge_problems(item.mine, text) + stall_problems(text)
+    ),
+}
 for _name, _spec in SPECS.items():
     if _name in P.BUILDERS and _spec.cut_in == "interrupt":
         _prev = LINE_CHECKS.get((_name, "trigger"), lambda item, text: [])
-        LINE_CHECKS[(_name, "trigger")] = (lambda prev: lambda item, text: prev(item, text)
-                                           + words_after_problems(text))(_prev)
+        LINE_CHECKS[(_name, "trigger")] = (
+            lambda prev: lambda item, text: prev(item, text) + words_after_problems(text)
+        )(_prev)
 
 
 LINE_LIMIT = 250  # paths per (line, item) walked whole; larger lines get the diagonal cover
@@ -400,11 +463,15 @@ def test_every_line_template_with_every_item_is_grammatical(scenario: str, monke
         for role, write in zip(("setup", "reply", "trigger", "response"), writers):
             rng = EveryChoice()
             texts = [_walk(write, item, persona, rng)]
-            paths_at_least = math.prod(rng.arity)  # exact when every path has the same choice points
+            paths_at_least = math.prod(
+                rng.arity
+            )  # exact when every path has the same choice points
             while paths_at_least <= LINE_LIMIT and len(texts) <= LINE_LIMIT and rng.advance():
                 texts.append(_walk(write, item, persona, rng))
             if paths_at_least > LINE_LIMIT or len(texts) > LINE_LIMIT:
-                texts = [_walk(write, item, persona, EveryChoice(diagonal=r)) for r in range(rng.widest)]
+                texts = [
+                    _walk(write, item, persona, EveryChoice(diagonal=r)) for r in range(rng.widest)
+                ]
             check = LINE_CHECKS.get((scenario, role), lambda i, t: [])
             for text in texts:
                 probs = _generic_problems(text) + check(item, text)

@@ -22,7 +22,11 @@ from fdeval.benchmarks.instructfd.instructions import SCENARIOS
 from fdeval.benchmarks.instructfd.markers import parse_markers
 from fdeval.benchmarks.instructfd.offline import BUILDERS, OfflineBackend, topic_tags
 from fdeval.benchmarks.instructfd.offline.common import Ctx
-from fdeval.benchmarks.instructfd.offline.grammar import count_expansions, expansions, grammar_problems
+from fdeval.benchmarks.instructfd.offline.grammar import (
+    count_expansions,
+    expansions,
+    grammar_problems,
+)
 from fdeval.benchmarks.instructfd.offline.topics import TOPICS
 from fdeval.benchmarks.instructfd.personas import (
     Persona,
@@ -39,15 +43,26 @@ PER_SCENARIO = 24
 FULL = PER_SCENARIO * len(SPECS)  # 696 conversations
 FRAME_LIMIT = round(0.05 * FULL)  # a frame in at most ~5% of the set's conversations (35)
 MIN_PHRASES = 12
-SHORT_SIGNAL = ("User Acknowledgment", "User Alignment", "User Amusement", "User Understanding", "User Continuer",
-                "Short Stop Repair", "Short Repeat Request", "Short Confusion Signal", "Hearing Check",
-                "Summary Request")
+SHORT_SIGNAL = (
+    "User Acknowledgment",
+    "User Alignment",
+    "User Amusement",
+    "User Understanding",
+    "User Continuer",
+    "Short Stop Repair",
+    "Short Repeat Request",
+    "Short Confusion Signal",
+    "Hearing Check",
+    "Summary Request",
+)
 PROACTIVE_FILE = "fdeval/benchmarks/instructfd/offline/proactive.py (H2's file)"
 
 
 @pytest.fixture(scope="module")
 def full_set():
-    plan = plan_dataset(GenerationConfig(per_scenario=PER_SCENARIO, seed=0), OfflineTextBackend(), load_personas())
+    plan = plan_dataset(
+        GenerationConfig(per_scenario=PER_SCENARIO, seed=0), OfflineTextBackend(), load_personas()
+    )
     selected = {name: plan.selected(name) for name in SPECS}
     reserves = {name: plan.scenarios[name].order[PER_SCENARIO:] for name in SPECS}
     return selected, reserves
@@ -80,9 +95,23 @@ def _words(text: str) -> list[str]:
 # ------------------------------------------------------------------------------------------------
 # Stock frames
 
-FRAMES = ("I work as", "by the way", "for context", "a bit of background", "I'm a big fan of", "I'm really into",
-          "in my spare time", "I should say", "quick question", "I've got a question", "can I ask you something",
-          "one more thing", "if that matters", "which is why I'm asking", "I should mention")
+FRAMES = (
+    "I work as",
+    "by the way",
+    "for context",
+    "a bit of background",
+    "I'm a big fan of",
+    "I'm really into",
+    "in my spare time",
+    "I should say",
+    "quick question",
+    "I've got a question",
+    "can I ask you something",
+    "one more thing",
+    "if that matters",
+    "which is why I'm asking",
+    "I should mention",
+)
 
 
 def frame_counts(drafts) -> Counter:
@@ -106,21 +135,25 @@ def test_no_four_word_run_in_more_than_five_percent_of_the_set(full_set) -> None
         for _, text in pieces(d):
             w = _words(text)
             for i in range(len(w) - 3):
-                convs[tuple(w[i:i + 4])].add(d.scenario)
+                convs[tuple(w[i : i + 4])].add(d.scenario)
     counts: Counter = Counter()
     for d in _all(full_set[0]):
         grams = set()
         for _, text in pieces(d):
             w = _words(text)
-            grams |= {tuple(w[i:i + 4]) for i in range(len(w) - 3)}
+            grams |= {tuple(w[i : i + 4]) for i in range(len(w) - 3)}
         counts.update(grams)
     over = {g: n for g, n in counts.items() if n > FRAME_LIMIT}
-    proactive_only = {g: n for g, n in over.items() if all(SPECS[s].group == "proactive" for s in convs[g])}
+    proactive_only = {
+        g: n for g, n in over.items() if all(SPECS[s].group == "proactive" for s in convs[g])
+    }
     mine = {" ".join(g): n for g, n in over.items() if g not in proactive_only}
     assert not mine, f"4-word runs in more than {FRAME_LIMIT} of {FULL} conversations: {mine}"
     if proactive_only:
-        pytest.xfail(f"only in proactive scenarios, written by {PROACTIVE_FILE}: "
-                     f"{ {' '.join(g): n for g, n in proactive_only.items()} }")
+        pytest.xfail(
+            f"only in proactive scenarios, written by {PROACTIVE_FILE}: "
+            f"{ {' '.join(g): n for g, n in proactive_only.items()} }"
+        )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -153,12 +186,18 @@ def test_short_signal_scenarios_are_the_ten_named() -> None:
 # Skip Basics: the user knows the basics; nothing they say claims otherwise
 
 # Claims of being new to the topic (against the premise "already knows the basics").
-NOVICE = re.compile(r"\b(never|first|beginner|from scratch|new to|just starting|start(?:ing|ed)?|begin(?:ning)?|"
-                    r"get(?:ting)? (?:into|started|going)|learn(?:ing)?(?: to)?|no idea|don't know how|"
-                    r"haven't (?:ever|tried))\b", re.I)
+NOVICE = re.compile(
+    r"\b(never|first|beginner|from scratch|new to|just starting|start(?:ing|ed)?|begin(?:ning)?|"
+    r"get(?:ting)? (?:into|started|going)|learn(?:ing)?(?: to)?|no idea|don't know how|"
+    r"haven't (?:ever|tried))\b",
+    re.I,
+)
 # Claims of experience (what the premise needs the user to say).
-EXPERIENCED = re.compile(r"\b(already|for years|before|plenty|used to|all the time|a lot|every week|basics?|"
-                         r"know this part|off and on|for a long time|a few lengths|most of)\b", re.I)
+EXPERIENCED = re.compile(
+    r"\b(already|for years|before|plenty|used to|all the time|a lot|every week|basics?|"
+    r"know this part|off and on|for a long time|a few lengths|most of)\b",
+    re.I,
+)
 
 
 def premise_problems(draft) -> list[str]:
@@ -167,7 +206,9 @@ def premise_problems(draft) -> list[str]:
         if speaker == "user":
             for m in NOVICE.finditer(text):
                 out.append(f"{m.group(0)!r} in {text!r}")
-    cut = [m.content for _, t in draft.lines for m in parse_markers(t).markers if m.kind == "interrupt"]
+    cut = [
+        m.content for _, t in draft.lines for m in parse_markers(t).markers if m.kind == "interrupt"
+    ]
     if not cut or not EXPERIENCED.search(cut[0]):
         out.append(f"no claim of experience in the cut-in {cut!r}")
     return out
@@ -175,15 +216,25 @@ def premise_problems(draft) -> list[str]:
 
 def test_skip_basics_never_contradicts_its_premise(full_set) -> None:
     selected, reserves = full_set
-    bad = {d.conversation_id: p for d in selected["Skip Basics"] + reserves["Skip Basics"]
-           for p in [premise_problems(d)] if p}
+    bad = {
+        d.conversation_id: p
+        for d in selected["Skip Basics"] + reserves["Skip Basics"]
+        for p in [premise_problems(d)]
+        if p
+    }
     assert not bad, f"{len(bad)} Skip Basics conversations contradict the premise: {bad}"
 
 
 def test_premise_scan_catches_a_contradiction() -> None:
     class D:
-        lines = (("user", "How should I train for my first five k?"),
-                 ("model", "Sure, build up slowly. <interrupt: wait, I know the basics, I used to run in college>"))
+        lines = (
+            ("user", "How should I train for my first five k?"),
+            (
+                "model",
+                "Sure, build up slowly. <interrupt: wait, I know the basics, I used to run in college>",
+            ),
+        )
+
     assert any("first" in p for p in premise_problems(D()))
 
 
@@ -217,32 +268,56 @@ def fit_problems(draft) -> list[str]:
     out = []
     if not fits(draft.persona, draft.attribute, tags):
         out.append(f"grounded in {draft.attribute} {getattr(draft.persona, draft.attribute)!r}")
-    content = mentioned(draft.persona, _item_text(draft.scenario, draft.topic))  # "soccer" in a decision about soccer
+    content = mentioned(
+        draft.persona, _item_text(draft.scenario, draft.topic)
+    )  # "soccer" in a decision about soccer
     for a in mentioned(draft.persona, user_speech(draft)):
         if a in content:
             continue
         if not fits(draft.persona, a, tags):
-            out.append(f"says {a} {getattr(draft.persona, a)!r} ({sorted(attribute_tags(draft.persona, a))}) "
-                       f"about {draft.topic!r} ({sorted(tags)})")
+            out.append(
+                f"says {a} {getattr(draft.persona, a)!r} ({sorted(attribute_tags(draft.persona, a))}) "
+                f"about {draft.topic!r} ({sorted(tags)})"
+            )
     return out
 
 
 @pytest.mark.parametrize("scenario", list(SPECS))
 def test_persona_details_said_only_where_they_fit_the_topic(full_set, scenario) -> None:
     selected, reserves = full_set
-    bad = {d.conversation_id: p for d in selected[scenario] + reserves[scenario] for p in [fit_problems(d)] if p}
+    bad = {
+        d.conversation_id: p
+        for d in selected[scenario] + reserves[scenario]
+        for p in [fit_problems(d)]
+        if p
+    }
     assert not bad, f"{len(bad)} conversations: {bad}"
 
 
 def test_topic_fit_is_decided_by_shared_tags() -> None:
-    fan = Persona("x", "Rosa Delgado", "she", "forties", "bakery owner", "Tucson", "opera", "is saving up for a house")
+    fan = Persona(
+        "x",
+        "Rosa Delgado",
+        "she",
+        "forties",
+        "bakery owner",
+        "Tucson",
+        "opera",
+        "is saving up for a house",
+    )
     cookies = topic_tags("User Alignment", "cookies")
     assert "food" in cookies
-    assert not fits(fan, "hobby", cookies) and fits(fan, "occupation", cookies) and fits(fan, "name", cookies)
+    assert (
+        not fits(fan, "hobby", cookies)
+        and fits(fan, "occupation", cookies)
+        and fits(fan, "name", cookies)
+    )
     assert not fits(fan, "city", cookies) and not fits(fan, "age_band", cookies)
     assert fits(fan, "situation", topic_tags("User Alignment", "budget"))
     assert tags_of("caring for his mother") & {"car"} == set()  # "car" is not a prefix match
-    assert mentioned(fan, "Hi, I'm Rosa. I'm a big fan of opera. How do I make cookies?") == ["hobby"]
+    assert mentioned(fan, "Hi, I'm Rosa. I'm a big fan of opera. How do I make cookies?") == [
+        "hobby"
+    ]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -259,8 +334,13 @@ def _report(scenario: str, bad: list[str], what: str) -> None:
 @pytest.mark.parametrize("scenario", list(SPECS))
 def test_no_doubled_words(full_set, scenario) -> None:
     selected, reserves = full_set
-    bad = [f"{d.conversation_id}: {p}" for d in selected[scenario] + reserves[scenario]
-           for _, text in d.lines for p in grammar_problems(text) if p.startswith("doubled word")]
+    bad = [
+        f"{d.conversation_id}: {p}"
+        for d in selected[scenario] + reserves[scenario]
+        for _, text in d.lines
+        for p in grammar_problems(text)
+        if p.startswith("doubled word")
+    ]
     _report(scenario, bad, "doubled words")
 
 
@@ -268,15 +348,25 @@ def test_no_doubled_words(full_set, scenario) -> None:
 def test_every_written_turn_is_grammatical(full_set, scenario) -> None:
     """Every line and the grounding sentence (which the LLM backend's prompts carry)."""
     selected, reserves = full_set
-    bad = [f"{d.conversation_id}: {p}" for d in selected[scenario] + reserves[scenario]
-           for text in (d.grounding, *(t for _, t in d.lines)) for p in grammar_problems(text)]
+    bad = [
+        f"{d.conversation_id}: {p}"
+        for d in selected[scenario] + reserves[scenario]
+        for text in (d.grounding, *(t for _, t in d.lines))
+        for p in grammar_problems(text)
+    ]
     _report(scenario, bad, "grammar problems")
 
 
 def test_every_topic_text_is_grammatical() -> None:
     """The responsive bank's texts, some of which the grammars join without a template."""
-    bad = [f"{t.key}.{field}: {p}" for t in TOPICS for field, value in t._asdict().items() if field != "key"
-           for text in ([value] if isinstance(value, str) else value) for p in grammar_problems(text)]
+    bad = [
+        f"{t.key}.{field}: {p}"
+        for t in TOPICS
+        for field, value in t._asdict().items()
+        if field != "key"
+        for text in ([value] if isinstance(value, str) else value)
+        for p in grammar_problems(text)
+    ]
     bad += [f"{t.key}.expert_ask: {p}" for t in TOPICS for p in grammar_problems(t.expert_ask)]
     assert not bad, bad
 
@@ -288,21 +378,31 @@ class RecordingCtx(Ctx):
     log: list = []
 
     def x(self, template: str, **slots: object) -> str:
-        RecordingCtx.log.append((self.scenario, template, tuple(sorted({**self.slots, **slots}.items()))))
+        RecordingCtx.log.append(
+            (self.scenario, template, tuple(sorted({**self.slots, **slots}.items())))
+        )
         return super().x(template, **slots)
 
     def deal(self, options, key: str = "") -> str:
-        RecordingCtx.log += [(self.scenario, str(o), tuple(sorted(self.slots.items()))) for o in options]
+        RecordingCtx.log += [
+            (self.scenario, str(o), tuple(sorted(self.slots.items()))) for o in options
+        ]
         return super().deal(options, key)
 
     def pick(self, options):
-        options = list(options)  # spoken options picked whole (a template among them is logged when expanded)
-        RecordingCtx.log += [(self.scenario, o, ()) for o in options if isinstance(o, str) and "{" not in o]
+        options = list(
+            options
+        )  # spoken options picked whole (a template among them is logged when expanded)
+        RecordingCtx.log += [
+            (self.scenario, o, ()) for o in options if isinstance(o, str) and "{" not in o
+        ]
         return super().pick(options)
 
 
 _PAUSE = re.compile(r"<pause: [0-9.]+>")
-MAX_EXPANSIONS = 50000  # per (template, slot values); above it the template is sampled (none is, today)
+MAX_EXPANSIONS = (
+    50000  # per (template, slot values); above it the template is sampled (none is, today)
+)
 
 
 def collect_templates(seeds=range(1)) -> dict[tuple[str, tuple], set[str]]:
@@ -364,14 +464,27 @@ def test_every_template_alternative_with_every_slot_value_is_grammatical(templat
 
     assert not bad, f"{len(bad)} templates with problems: {show(bad)}"
     if bad_proactive:
-        pytest.xfail(f"templates of proactive scenarios only, written by {PROACTIVE_FILE}: {show(bad_proactive)}")
+        pytest.xfail(
+            f"templates of proactive scenarios only, written by {PROACTIVE_FILE}: {show(bad_proactive)}"
+        )
 
 
 def test_grammar_scan_catches_the_known_faults() -> None:
-    for text in ("And so so my pasta is ready.", "I'm hearing that the the pay matters.", "I need a umbrella.",
-                 "Hi , there.", "okay. so then", "They is late.", "I need {slot}.", "Pick [a|b]."):
+    for text in (
+        "And so so my pasta is ready.",
+        "I'm hearing that the the pay matters.",
+        "I need a umbrella.",
+        "Hi , there.",
+        "okay. so then",
+        "They is late.",
+        "I need {slot}.",
+        "Pick [a|b].",
+    ):
         assert grammar_problems(text), text
-    assert not grammar_problems("Five five five, two one. <interrupt: wait, wait, hold on> Okay, and? An hour. "
-                                "A as in apple, a user, the job you apply to.")
+    assert not grammar_problems(
+        "Five five five, two one. <interrupt: wait, wait, hold on> Okay, and? An hour. "
+        "A as in apple, a user, the job you apply to."
+    )
     assert sorted(expansions("[a|b [c|d]|] x {s}.", s="[y|z]")) == sorted(
-        ["A x y.", "A x z.", "B c x y.", "B c x z.", "B d x y.", "B d x z.", "X y.", "X z."])
+        ["A x y.", "A x z.", "B c x y.", "B c x z.", "B d x y.", "B d x z.", "X y.", "X z."]
+    )

@@ -35,7 +35,9 @@ def test_seeded_and_reproducible():
 def test_sums_and_indices_paths_agree_on_the_same_stream():
     x = np.random.default_rng(1).gamma(2.0, size=150)
     fast = bootstrap_sums(_rows(x), _mean_of_sums, n_resamples=3000, seed=3)[0]
-    generic = bootstrap_indices(x.size, lambda idx: x[idx].mean(axis=1)[:, None], n_resamples=3000, seed=3)[0]
+    generic = bootstrap_indices(
+        x.size, lambda idx: x[idx].mean(axis=1)[:, None], n_resamples=3000, seed=3
+    )[0]
     assert fast.estimate == pytest.approx(generic.estimate, abs=1e-12)
     assert fast.low == pytest.approx(generic.low, abs=1e-12)
     assert fast.high == pytest.approx(generic.high, abs=1e-12)
@@ -48,7 +50,9 @@ def test_bca_leans_with_the_skew_of_the_data():
     # Close to the exact interval for an exponential mean (chi-square pivot).
     n = x.size
     exact = (2 * x.sum() / stats.chi2.ppf(0.975, 2 * n), 2 * x.sum() / stats.chi2.ppf(0.025, 2 * n))
-    assert ci.low == pytest.approx(exact[0], rel=0.05) and ci.high == pytest.approx(exact[1], rel=0.05)
+    assert ci.low == pytest.approx(exact[0], rel=0.05) and ci.high == pytest.approx(
+        exact[1], rel=0.05
+    )
 
 
 def test_coverage_is_near_nominal():

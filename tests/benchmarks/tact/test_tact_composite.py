@@ -21,7 +21,12 @@ from fdeval.benchmarks.tact.composite import (
 )
 from fdeval.benchmarks.tact.scoring import CATEGORIES, EpisodeScoreInput
 
-SIZES = {"pause_handling": 120, "backchanneling": 100, "smooth_turn_taking": 110, "user_interruption": 80}
+SIZES = {
+    "pause_handling": 120,
+    "backchanneling": 100,
+    "smooth_turn_taking": 110,
+    "user_interruption": 80,
+}
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +41,9 @@ def test_category_weights_are_convex_and_follow_the_papers_emphasis():
         assert min(w) >= 0 and sum(w) == pytest.approx(1.0)
     for c in ("pause_handling", "smooth_turn_taking"):
         assert CATEGORY_WEIGHTS[c][0] == max(CATEGORY_WEIGHTS[c]) and CATEGORY_WEIGHTS[c][0] > 0.5
-    assert CATEGORY_WEIGHTS["user_interruption"][2] == max(CATEGORY_WEIGHTS["user_interruption"]) > 0.5
+    assert (
+        CATEGORY_WEIGHTS["user_interruption"][2] == max(CATEGORY_WEIGHTS["user_interruption"]) > 0.5
+    )
     bc = CATEGORY_WEIGHTS["backchanneling"]
     assert bc[0] == bc[1] and bc[0] + bc[1] == pytest.approx(1.0)
 
@@ -47,7 +54,11 @@ def test_composite_is_the_mean_of_convex_category_scores(setup):
     cats = []
     for ci, c in enumerate(CATEGORIES):
         m = r.episodes.category == ci
-        comp = [r.episodes.timing[m].mean(), np.nanmean(r.episodes.length[m]), r.episodes.overlap[m].mean()]
+        comp = [
+            r.episodes.timing[m].mean(),
+            np.nanmean(r.episodes.length[m]),
+            r.episodes.overlap[m].mean(),
+        ]
         expected = float(np.dot(CATEGORY_WEIGHTS[c], comp))
         assert r.categories[c].estimate == pytest.approx(expected, abs=1e-12)
         assert r.components[c]["timing"] == pytest.approx(comp[0])
@@ -66,7 +77,9 @@ def test_components_without_values_drop_out_and_weights_renormalise(setup):
     for ci, c in enumerate(CATEGORIES):
         m = r.episodes.category == ci
         wt, _, wo = CATEGORY_WEIGHTS[c]
-        expected = (wt * r.episodes.timing[m].mean() + wo * r.episodes.overlap[m].mean()) / (wt + wo)
+        expected = (wt * r.episodes.timing[m].mean() + wo * r.episodes.overlap[m].mean()) / (
+            wt + wo
+        )
         assert r.categories[c].estimate == pytest.approx(expected)
         assert math.isnan(r.components[c]["length"])
     # A category that is absent leaves the composite as the mean of the others.
@@ -79,7 +92,10 @@ def test_components_without_values_drop_out_and_weights_renormalise(setup):
 def test_reference_behaviour_beats_an_eager_policy(setup):
     eps, ref, _ = setup
     eager = simulate.random_episodes(np.random.default_rng(9), SIZES, system="eager")
-    good, bad = score_episodes(eps, ref, n_resamples=1000), score_episodes(eager, ref, n_resamples=1000)
+    good, bad = (
+        score_episodes(eps, ref, n_resamples=1000),
+        score_episodes(eager, ref, n_resamples=1000),
+    )
     assert good.composite.low > bad.composite.high
     assert good.timing_population > bad.timing_population
 
@@ -87,10 +103,18 @@ def test_reference_behaviour_beats_an_eager_policy(setup):
 def test_median_run_is_kept(setup):
     eps, ref, _ = setup
     base = eps[:30]
-    silent = [EpisodeScoreInput(e.episode_id, e.category, e.posterior, math.nan, context_bucket=e.context_bucket)
-              for e in base]
-    eager = [EpisodeScoreInput(e.episode_id, e.category, e.posterior, 0.1, 2.0, context_bucket=e.context_bucket)
-             for e in base]
+    silent = [
+        EpisodeScoreInput(
+            e.episode_id, e.category, e.posterior, math.nan, context_bucket=e.context_bucket
+        )
+        for e in base
+    ]
+    eager = [
+        EpisodeScoreInput(
+            e.episode_id, e.category, e.posterior, 0.1, 2.0, context_bucket=e.context_bucket
+        )
+        for e in base
+    ]
     runs = [base, silent, eager]
     kept = median_runs(runs, ref)
     comp = np.stack([episode_scores(run, ref).composite for run in runs])
@@ -110,7 +134,11 @@ def test_jsd2_and_profile_swap():
     h = onset_histogram(np.r_[y, [np.nan] * 1000])
     assert h.size == 29 and h[-1] == pytest.approx(0.2) and h.sum() == pytest.approx(1.0)
     assert tact.profile_swap_jsd(y, y) == 0.0
-    assert tact.profile_swap_jsd(y, y + 1.0) > 0.3 > tact.profile_swap_jsd(y, rng.normal(0.3, 0.3, 4000))
+    assert (
+        tact.profile_swap_jsd(y, y + 1.0)
+        > 0.3
+        > tact.profile_swap_jsd(y, rng.normal(0.3, 0.3, 4000))
+    )
 
 
 def test_spearman_with_interval():
@@ -127,15 +155,24 @@ def test_spearman_with_interval():
 def test_slice_table_and_human_topline(setup):
     eps, ref, _ = setup
     rows = slice_table(eps, ["gender", "snr"], ref, n_resamples=500)
-    assert [(r.key, r.value) for r in rows] == [("gender", "f"), ("gender", "m"), ("snr", "high"), ("snr", "low"),
-                                               ("snr", "mid")]
+    assert [(r.key, r.value) for r in rows] == [
+        ("gender", "f"),
+        ("gender", "m"),
+        ("snr", "high"),
+        ("snr", "low"),
+        ("snr", "mid"),
+    ]
     assert sum(r.n_episodes for r in rows if r.key == "gender") == len(eps)
     female = [e for e in eps if e.slices["gender"] == "f"]
-    assert rows[0].composite.estimate == pytest.approx(score_episodes(female, ref, n_resamples=10).composite.estimate)
+    assert rows[0].composite.estimate == pytest.approx(
+        score_episodes(female, ref, n_resamples=10).composite.estimate
+    )
     gaps = slice_gaps(rows)
     assert set(gaps) == {"gender", "snr"} and all(g >= 0 for g in gaps.values())
     top = tact.human_topline(eps, ref, n_resamples=500)
-    assert top.composite.estimate == pytest.approx(score_episodes(eps, ref, n_resamples=10).composite.estimate)
+    assert top.composite.estimate == pytest.approx(
+        score_episodes(eps, ref, n_resamples=10).composite.estimate
+    )
 
 
 def test_public_api():

@@ -66,7 +66,9 @@ def _block(kind: str, f: int, s: float, rng: random.Random):
         segs[o] += [(s, s + L0)]
         segs[f] += [(s + c, s + c + L2)]
         exp += [(f, s + c + L2, INTERRUPTION)]
-    elif kind == "focal_token":  # the focal speaker's "yeah" inside the other's turn: nobody's point
+    elif (
+        kind == "focal_token"
+    ):  # the focal speaker's "yeah" inside the other's turn: nobody's point
         segs[o] += [(s, s + 3.5)]
         segs[f] += [(s + 1.0, s + 1.4)]
     elif kind == "answer_short":  # a one-word answer is a turn, not a listener token
@@ -79,8 +81,18 @@ def _block(kind: str, f: int, s: float, rng: random.Random):
     return segs, exp, end
 
 
-KINDS = ("pause", "short_pause", "long_pause", "bck_overlap", "bck_gap", "smooth", "overlap_competitive",
-         "interrupt", "focal_token", "answer_short")
+KINDS = (
+    "pause",
+    "short_pause",
+    "long_pause",
+    "bck_overlap",
+    "bck_gap",
+    "smooth",
+    "overlap_competitive",
+    "interrupt",
+    "focal_token",
+    "answer_short",
+)
 
 
 def _conversation(seed: int, n_blocks: int = 24):
@@ -107,7 +119,9 @@ def _found(points) -> list[tuple[int, float, str]]:
 def test_blocks_every_planted_point_and_no_other(seed):
     segs, expected, duration = _conversation(seed)
     found = _found(find_decision_points("conv", segs, duration))
-    assert [(c, round(t, 9), k) for c, t, k in found] == [(c, round(t, 9), k) for c, t, k in expected]
+    assert [(c, round(t, 9), k) for c, t, k in found] == [
+        (c, round(t, 9), k) for c, t, k in expected
+    ]
     assert {k for _, _, k in expected} == {PAUSE, BACKCHANNEL, SMOOTH, INTERRUPTION}
 
 
@@ -116,8 +130,13 @@ def test_points_carry_ids_context_and_interruption_timing():
     points = find_decision_points("conv", segs, duration)
     assert len({p.point_id for p in points}) == len(points)
     for p in points:
-        assert p.point_id == point_id("conv", p.focal_channel, p.decision_s) and p.conversation_id == "conv"
-        assert p.decision_s - p.context_s >= 0 and p.context_s >= 8.0 and p.turn_start_s < p.decision_s
+        assert (
+            p.point_id == point_id("conv", p.focal_channel, p.decision_s)
+            and p.conversation_id == "conv"
+        )
+        assert (
+            p.decision_s - p.context_s >= 0 and p.context_s >= 8.0 and p.turn_start_s < p.decision_s
+        )
         if p.category == INTERRUPTION:
             # the replay's take-turn ends with the focal speaker's prompt, inside the context, before the cut-in
             assert -p.context_s < p.prompt_end_s <= p.cut_in_start_s < 0
@@ -133,13 +152,17 @@ def _one(F, O, duration=40.0, **kw):
 HIST = [(0.5, 2.5)]  # the other's earlier turn (history); focal turns start from 14 s on
 
 
-@pytest.mark.parametrize("pause, found", [(0.6, True), (0.5999, False), (5.0, True), (5.0001, False)])
+@pytest.mark.parametrize(
+    "pause, found", [(0.6, True), (0.5999, False), (5.0, True), (5.0001, False)]
+)
 def test_pause_edges(pause, found):
     pts = _one([(14.0, 16.0), (16.0 + pause, 18.0 + pause)], HIST)
     assert pts == ([(0, 16.0, PAUSE)] if found else [])
 
 
-@pytest.mark.parametrize("onset, found", [(-0.5, True), (-0.5001, False), (5.0, True), (5.0001, False)])
+@pytest.mark.parametrize(
+    "onset, found", [(-0.5, True), (-0.5001, False), (5.0, True), (5.0001, False)]
+)
 def test_smooth_overlap_and_horizon_edges(onset, found):
     pts = [p for p in _one([(14.0, 16.0)], HIST + [(16.0 + onset, 18.5 + onset)]) if p[0] == 0]
     assert pts == ([(0, 16.0, SMOOTH)] if found else [])
@@ -147,12 +170,16 @@ def test_smooth_overlap_and_horizon_edges(onset, found):
 
 @pytest.mark.parametrize("end, found", [(8.0, True), (7.999, False)])
 def test_context_must_lie_inside_the_recording(end, found):
-    assert _one([(end - 1.5, end)], [(0.2, end - 1.7), (end + 0.3, end + 2.0)]) == ([(0, end, SMOOTH)] if found else [])
+    assert _one([(end - 1.5, end)], [(0.2, end - 1.7), (end + 0.3, end + 2.0)]) == (
+        [(0, end, SMOOTH)] if found else []
+    )
 
 
 @pytest.mark.parametrize("duration, found", [(21.0, True), (20.999, False)])
 def test_horizon_must_lie_inside_the_recording(duration, found):
-    assert _one([(14.0, 16.0)], HIST + [(16.3, 18.0)], duration=duration) == ([(0, 16.0, SMOOTH)] if found else [])
+    assert _one([(14.0, 16.0)], HIST + [(16.3, 18.0)], duration=duration) == (
+        [(0, 16.0, SMOOTH)] if found else []
+    )
 
 
 def test_no_point_before_the_other_has_taken_a_turn():
@@ -172,15 +199,19 @@ def test_an_interruption_needs_a_prompt_to_replay():
     # with an earlier focal turn the context widens to hold it
     pts = find_decision_points("c", [[(1.0, 2.0), (15.0, 17.0)], [(3.0, 18.0)]], 40.0)
     (p,) = [p for p in pts if p.focal_channel == 0]
-    assert p.category == INTERRUPTION and p.context_s == pytest.approx(16.0) and p.prompt_end_s == pytest.approx(-15.0)
+    assert (
+        p.category == INTERRUPTION
+        and p.context_s == pytest.approx(16.0)
+        and p.prompt_end_s == pytest.approx(-15.0)
+    )
 
 
 def test_third_party_speech_drops_the_points_it_touches():
     F, O = [(14.0, 16.0)], HIST + [(16.3, 18.0)]
     assert _one(F, O, others_s=[(21.5, 22.0)]) == [(0, 16.0, SMOOTH)]  # after the horizon (16 + 5)
-    assert _one(F, O, others_s=[(20.5, 21.5)]) == []                    # inside it
-    assert _one(F, O, others_s=[(13.0, 14.5)]) == []                    # during the focal turn
-    assert _one(F, O, others_s=[(10.0, 13.9)]) == [(0, 16.0, SMOOTH)]   # before it
+    assert _one(F, O, others_s=[(20.5, 21.5)]) == []  # inside it
+    assert _one(F, O, others_s=[(13.0, 14.5)]) == []  # during the focal turn
+    assert _one(F, O, others_s=[(10.0, 13.9)]) == [(0, 16.0, SMOOTH)]  # before it
 
 
 def test_words_join_into_units_across_short_gaps():
@@ -190,12 +221,15 @@ def test_words_join_into_units_across_short_gaps():
     assert _one(F, HIST, settings=FinderSettings(join_gap_s=0.1)) == [(0, 16.0, PAUSE)]
 
 
-@pytest.mark.parametrize("kw, message", [
-    ({"context_s": 1.0}, "must be at least the pre-horizon"),
-    ({"horizon_s": 0}, "horizon_s must be a number > 0"),
-    ({"pause_min_s": float("nan")}, "pause_min_s must be a number > 0"),
-    ({"smooth_max_overlap_s": -1}, "smooth_max_overlap_s must be a number >= 0"),
-])
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        ({"context_s": 1.0}, "must be at least the pre-horizon"),
+        ({"horizon_s": 0}, "horizon_s must be a number > 0"),
+        ({"pause_min_s": float("nan")}, "pause_min_s must be a number > 0"),
+        ({"smooth_max_overlap_s": -1}, "smooth_max_overlap_s must be a number >= 0"),
+    ],
+)
 def test_bad_settings_are_one_line(kw, message):
     with pytest.raises(ConfigError, match=message):
         FinderSettings(**kw)
@@ -205,4 +239,6 @@ def test_espeak_conversation_word_times_give_exactly_the_plan():
     p = planned_conversation()
     speech = [[(a, b) for _, a, b in p.words(ch)] for ch in (0, 1)]
     found = _found(find_decision_points("call", speech, p.duration_s))
-    assert [(c, round(t, 4), k) for c, t, k in found] == [(c, round(t, 4), k) for c, t, k in p.points()]
+    assert [(c, round(t, 4), k) for c, t, k in found] == [
+        (c, round(t, 4), k) for c, t, k in p.points()
+    ]

@@ -29,8 +29,12 @@ def run(tmp_path_factory):
     out = tmp_path_factory.mktemp("out")
     write_audio(corpus / "talks" / "call1_A.wav", p.channel(0), 16000)
     write_audio(corpus / "talks" / "call1_B.wav", p.channel(1, 24000), 24000)
-    write_textgrid(corpus / "talks" / "call1.TextGrid", {"Ann": p.words(0), "Bea": p.words(1)}, p.duration_s)
-    assert main(["folder", str(corpus), str(out)]) == 0  # first pass: points only, for the annotators
+    write_textgrid(
+        corpus / "talks" / "call1.TextGrid", {"Ann": p.words(0), "Bea": p.words(1)}, p.duration_s
+    )
+    assert (
+        main(["folder", str(corpus), str(out)]) == 0
+    )  # first pass: points only, for the annotators
     points = _rows(out / "decision_points.jsonl")
     labels = out.parent / "labels.jsonl"
     labels.write_text("".join(json.dumps(r) + "\n" for r in labels_for(points, skip=1)))
@@ -44,7 +48,9 @@ def test_points_found_are_the_planted_ones(run):
     got = [(r["focal_channel"], r["decision_s"], r["category"]) for r in points]
     assert got == [(c, round(t, 4), k) for c, t, k in p.points()]
     inter = next(r for r in points if r["category"] == "user_interruption")
-    assert inter["context_s"] > 8.0 and -inter["context_s"] < inter["interruption"]["prompt_end_s"] < 0
+    assert (
+        inter["context_s"] > 8.0 and -inter["context_s"] < inter["interruption"]["prompt_end_s"] < 0
+    )
     assert all(r["id"].startswith("call1.c") and r["audio"] == "audio/call1.wav" for r in points)
 
 
@@ -66,7 +72,9 @@ def test_episodes_round_trip_and_unlabelled_left_out(run):
     first = points[0]["id"]
     assert sorted(eps) == sorted(r["id"] for r in points[1:])  # the first point had no labels
     assert (out / "unlabelled.txt").read_text() == f"{first}\n"
-    assert [r["episode_id"] for r in _rows(out / "annotations.jsonl")] == [r["id"] for r in points[1:]]
+    assert [r["episode_id"] for r in _rows(out / "annotations.jsonl")] == [
+        r["id"] for r in points[1:]
+    ]
     for r in points[1:]:
         e = eps[r["id"]]
         assert e.category == r["category"] and e.focal_channel == r["focal_channel"]
@@ -77,7 +85,9 @@ def test_episodes_round_trip_and_unlabelled_left_out(run):
     inter = next(e for e in eps.values() if e.category == "user_interruption")
     assert [t.kind for t in inter.replay] == ["take-turn", "barge-in"]
     bck = next(e for e in eps.values() if e.category == "backchanneling")
-    assert bck.human.onset_s == pytest.approx(-0.3, abs=0.1)  # the planted "Wow." 0.3 s before the point
+    assert bck.human.onset_s == pytest.approx(
+        -0.3, abs=0.1
+    )  # the planted "Wow." 0.3 s before the point
 
 
 def test_the_benchmark_loads_the_rows(run, tmp_path):
@@ -90,12 +100,23 @@ def test_the_imported_corpus_runs_and_scores(run, tmp_path):
     """The annotation file the command wrote, launched as TACT's import source: every labelled point
     is a session of the reference model, measured, and in the composite table."""
     p, corpus, out, points, labels, root = run
-    proc = run_launch([f"out_root={tmp_path / 'outputs'}", "progress=false", "benchmark=tact",
-                       "benchmark.source=import", f"benchmark.corpus={out / 'annotations.jsonl'}",
-                       "benchmark.repeats=1", "benchmark.n_resamples=200"], cwd=tmp_path)
+    proc = run_launch(
+        [
+            f"out_root={tmp_path / 'outputs'}",
+            "progress=false",
+            "benchmark=tact",
+            "benchmark.source=import",
+            f"benchmark.corpus={out / 'annotations.jsonl'}",
+            "benchmark.repeats=1",
+            "benchmark.n_resamples=200",
+        ],
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     (run_dir,) = (tmp_path / "outputs" / "tact" / "reference").iterdir()
-    assert sorted(f.stem for f in (run_dir / "sessions").glob("*.h5")) == sorted(f"{r['id']}__r0" for r in points[1:])
+    assert sorted(f.stem for f in (run_dir / "sessions").glob("*.h5")) == sorted(
+        f"{r['id']}__r0" for r in points[1:]
+    )
     (episodes_csv,) = (run_dir / "scores").rglob("tact_episodes.csv")
     with episodes_csv.open() as f:
         rows = list(csv.DictReader(f))
@@ -120,11 +141,17 @@ def test_a_bad_labels_file_is_one_line_and_exit_2(run, tmp_path, capsys):
     bad.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert main(["folder", str(corpus), str(out), "--labels", str(bad)]) == 2
     err = capsys.readouterr().err.strip()
-    assert "\n" not in err and f"{bad}:3: field 'id': no decision point has id 'call1.c0.99999999'" in err
+    assert (
+        "\n" not in err
+        and f"{bad}:3: field 'id': no decision point has id 'call1.c0.99999999'" in err
+    )
 
 
 def test_command_errors_are_one_line(tmp_path, capsys):
     assert main(["nosuch", str(tmp_path), str(tmp_path / "o")]) == 2
-    assert "unknown corpus recipe 'nosuch'; valid: ami, candor, folder, otospeech, seamless, sssd" in capsys.readouterr().err
+    assert (
+        "unknown corpus recipe 'nosuch'; valid: ami, candor, folder, otospeech, seamless, sssd"
+        in capsys.readouterr().err
+    )
     assert main(["folder", str(tmp_path), str(tmp_path / "o")]) == 2
     assert "no conversation in the folder layout here" in capsys.readouterr().err

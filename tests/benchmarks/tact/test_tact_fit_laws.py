@@ -106,10 +106,14 @@ def test_refit_recovers_known_laws():
     print(f"{'intent':6} {'parameter':17} {'truth':>8} {'fit':>8} {'|error|':>8} {'tol':>6}")
     failures = []
     for law, true, start in zip(fit.laws, TRUTH, paper):
-        assert law.family == true.family and (law.family != LN or law.params[0] == -2.0)  # shift stays -T_a
+        assert law.family == true.family and (
+            law.family != LN or law.params[0] == -2.0
+        )  # shift stays -T_a
         got, want, was = _named(law), _named(true), _named(start)
         for k, tol in TOLERANCE[law.intent].items():
-            assert abs(want[k] - was[k]) > tol, f"{law.intent}.{k}: the truth must differ from the start by > tol"
+            assert abs(want[k] - was[k]) > tol, (
+                f"{law.intent}.{k}: the truth must differ from the start by > tol"
+            )
             err = abs(got[k] - want[k])
             print(f"{law.intent:6} {k:17} {want[k]:8.4f} {got[k]:8.4f} {err:8.4f} {tol:6.3f}")
             if err > tol:
@@ -147,7 +151,9 @@ def test_beta_from_annotator_acceptability_is_held():
     acc = [[0.0, 0.1, 0.9], [0.8, 1.0, 0.9]]
     beta, count = beta_from_acceptability(labels, acc)
     assert beta[INTENTS.index("ans")] == pytest.approx(0.05) and count[INTENTS.index("hold")] == 4
-    assert beta[INTENTS.index("hold")] == pytest.approx(0.9) and np.isnan(beta[INTENTS.index("rhe")])
+    assert beta[INTENTS.index("hold")] == pytest.approx(0.9) and np.isnan(
+        beta[INTENTS.index("rhe")]
+    )
     y, q, _ = sample_corpus(np.random.default_rng(2), 600)
     fixed = [0.2, 0.3, 0.4, 0.5, 0.6, 0.7]
     fit = fit_reference_laws(y, q, fixed_beta=fixed)
@@ -182,7 +188,11 @@ def test_the_default_is_the_papers_laws_bit_for_bit():
             assert law.params[:2] == (-2.0, math.log(LOGNORMAL_MEDIAN_S[z] + 2.0))
     # the paper's laws written as a law file read back to the very same laws and table
     from_file = parse_law_file(paper_law_file_bytes(), "paper.json")
-    assert from_file.laws == paper.laws and from_file.sha256 == paper.sha256 and from_file.judge_weight == 0.3
+    assert (
+        from_file.laws == paper.laws
+        and from_file.sha256 == paper.sha256
+        and from_file.judge_weight == 0.3
+    )
     assert law_table(laws=from_file) is law_table()
     rng = np.random.default_rng(0)
     y = np.where(rng.random(500) < 0.3, np.nan, rng.uniform(-2, 5, 500))
@@ -213,25 +223,60 @@ def _paper_dict() -> dict:
     return json.loads(paper_law_file_bytes())
 
 
-@pytest.mark.parametrize("edit, field, message", [
-    (lambda d: d.update(format_version=2), "format_version", "unsupported version 2; this fdeval reads version 1"),
-    (lambda d: d.update(format_version=True), "format_version", "expected an integer"),
-    (lambda d: d.update(format="other"), "format", "expected 'tact-laws'"),
-    (lambda d: d.update(domain_s=[-2.0, 6.0]), "domain_s", "cannot score TACT's domain"),
-    (lambda d: d.update(judge_weight=1.5), "judge_weight", "expected a number in [0, 1]"),
-    (lambda d: d.update(extra=1), "extra", "unknown key"),
-    (lambda d: d.pop("laws"), "laws", "missing required field"),
-    (lambda d: d["laws"].pop("rhe"), "laws.rhe", "missing (every intent needs a law)"),
-    (lambda d: d["laws"].update(maybe={}), "laws.maybe", "unknown intent"),
-    (lambda d: d["laws"]["bck"].update(sigma_s=-0.1), "laws.bck.sigma_s", "must be > 0, got -0.1"),
-    (lambda d: d["laws"]["bck"].update(tau_s="0.2"), "laws.bck.tau_s", "expected a finite number"),
-    (lambda d: d["laws"]["ans"].update(no_response_mass=1.2), "laws.ans.no_response_mass", "must be in [0, 1]"),
-    (lambda d: d["laws"]["ans"].update(family="gamma"), "laws.ans.family", "invalid value 'gamma'"),
-    (lambda d: d["laws"]["ans"].update(median_s=1.0), "laws.ans.median_s", "unknown key for family exgauss"),
-    (lambda d: d["laws"]["ref"].pop("log_sigma"), "laws.ref.log_sigma", "missing required field"),
-    (lambda d: d["laws"]["ref"].update(median_s=-3.0), "laws.ref.median_s", "must be above shift_s"),
-    (lambda d: d["laws"]["abn"].update(mu_s=60.0), "laws.abn", "of its mass on [-2, 5]"),
-])
+@pytest.mark.parametrize(
+    "edit, field, message",
+    [
+        (
+            lambda d: d.update(format_version=2),
+            "format_version",
+            "unsupported version 2; this fdeval reads version 1",
+        ),
+        (lambda d: d.update(format_version=True), "format_version", "expected an integer"),
+        (lambda d: d.update(format="other"), "format", "expected 'tact-laws'"),
+        (lambda d: d.update(domain_s=[-2.0, 6.0]), "domain_s", "cannot score TACT's domain"),
+        (lambda d: d.update(judge_weight=1.5), "judge_weight", "expected a number in [0, 1]"),
+        (lambda d: d.update(extra=1), "extra", "unknown key"),
+        (lambda d: d.pop("laws"), "laws", "missing required field"),
+        (lambda d: d["laws"].pop("rhe"), "laws.rhe", "missing (every intent needs a law)"),
+        (lambda d: d["laws"].update(maybe={}), "laws.maybe", "unknown intent"),
+        (
+            lambda d: d["laws"]["bck"].update(sigma_s=-0.1),
+            "laws.bck.sigma_s",
+            "must be > 0, got -0.1",
+        ),
+        (
+            lambda d: d["laws"]["bck"].update(tau_s="0.2"),
+            "laws.bck.tau_s",
+            "expected a finite number",
+        ),
+        (
+            lambda d: d["laws"]["ans"].update(no_response_mass=1.2),
+            "laws.ans.no_response_mass",
+            "must be in [0, 1]",
+        ),
+        (
+            lambda d: d["laws"]["ans"].update(family="gamma"),
+            "laws.ans.family",
+            "invalid value 'gamma'",
+        ),
+        (
+            lambda d: d["laws"]["ans"].update(median_s=1.0),
+            "laws.ans.median_s",
+            "unknown key for family exgauss",
+        ),
+        (
+            lambda d: d["laws"]["ref"].pop("log_sigma"),
+            "laws.ref.log_sigma",
+            "missing required field",
+        ),
+        (
+            lambda d: d["laws"]["ref"].update(median_s=-3.0),
+            "laws.ref.median_s",
+            "must be above shift_s",
+        ),
+        (lambda d: d["laws"]["abn"].update(mu_s=60.0), "laws.abn", "of its mass on [-2, 5]"),
+    ],
+)
 def test_law_file_errors_name_the_file_and_field(tmp_path, edit, field, message):
     d = _paper_dict()
     edit(d)
@@ -244,13 +289,19 @@ def test_law_file_errors_name_the_file_and_field(tmp_path, edit, field, message)
 
 
 def test_unreadable_law_files(tmp_path):
-    for content, field in ((b"{not json", "<json>"), (b"[]", "<file>"), (b'{"judge_weight": NaN}', "<json>")):
+    for content, field in (
+        (b"{not json", "<json>"),
+        (b"[]", "<file>"),
+        (b'{"judge_weight": NaN}', "<json>"),
+    ):
         (tmp_path / "l.json").write_bytes(content)
         with pytest.raises(LawFileError, match=f"field '{field}'"):
             read_law_file(tmp_path / "l.json")
     with pytest.raises(LawFileError, match="cannot read"):
         read_law_file(tmp_path / "missing.json")
-    with pytest.raises(ConfigError, match=r"^benchmark\.laws: .*missing\.json: field '<file>': cannot read"):
+    with pytest.raises(
+        ConfigError, match=r"^benchmark\.laws: .*missing\.json: field '<file>': cannot read"
+    ):
         Tact(laws=str(tmp_path / "missing.json"))
 
 
@@ -265,17 +316,33 @@ def _corpus_rows(rng: np.random.Generator, per_intent: int) -> list[dict]:
         for j, y in enumerate(onsets):
             logits = rng.normal(0, 1, 6)
             logits[z_i] += 2.5
-            rows.append({
-                "episode_id": f"{z}-{j:03d}", "audio": "call.wav", "focal_channel": 0, "decision_s": 8.0,
-                "context_s": 2.0, "category": "smooth_turn_taking",
-                "speaker": {"id": "A", "gender": "m", "age_band": "30-49", "l1_region": "north_america"},
-                "labels": [z, z, INTENTS[(z_i + 1) % 6] if j % 4 == 0 else z],
-                "silence_acceptability": [NO_RESPONSE_MASS[z]] * 3,
-                "onset_windows": [[], [], []], "completion_marks": [[], [], []],
-                "judge_logits": [round(float(v), 4) for v in logits], "split": "dev" if j % 5 == 0 else "test",
-                "human_continuation": ({"onset_s": None, "duration_s": None} if np.isnan(y)
-                                       else {"onset_s": round(float(y), 4), "duration_s": 1.0}),
-            })
+            rows.append(
+                {
+                    "episode_id": f"{z}-{j:03d}",
+                    "audio": "call.wav",
+                    "focal_channel": 0,
+                    "decision_s": 8.0,
+                    "context_s": 2.0,
+                    "category": "smooth_turn_taking",
+                    "speaker": {
+                        "id": "A",
+                        "gender": "m",
+                        "age_band": "30-49",
+                        "l1_region": "north_america",
+                    },
+                    "labels": [z, z, INTENTS[(z_i + 1) % 6] if j % 4 == 0 else z],
+                    "silence_acceptability": [NO_RESPONSE_MASS[z]] * 3,
+                    "onset_windows": [[], [], []],
+                    "completion_marks": [[], [], []],
+                    "judge_logits": [round(float(v), 4) for v in logits],
+                    "split": "dev" if j % 5 == 0 else "test",
+                    "human_continuation": (
+                        {"onset_s": None, "duration_s": None}
+                        if np.isnan(y)
+                        else {"onset_s": round(float(y), 4), "duration_s": 1.0}
+                    ),
+                }
+            )
     return rows
 
 
@@ -290,14 +357,18 @@ def test_cli_writes_a_law_file_the_benchmark_scores_with(fitted_corpus, capsys, 
     root, ann, out = fitted_corpus
     assert main([str(root), str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "no_response_mass" in printed and "judge_weight (lambda)" in printed and "fitted" in printed
+    assert (
+        "no_response_mass" in printed and "judge_weight (lambda)" in printed and "fitted" in printed
+    )
     law_set = read_law_file(out)
     prov = json.loads(out.read_text())["provenance"]
     assert prov["n_used"] == 240 and prov["judge_weight_from"].startswith("fitted")
     assert 0.0 <= law_set.judge_weight <= 1.0 and law_set.laws != reference_laws()
     # rhe and hold (beta .85, .9) have a handful of onsets: they keep the paper's density, not ans
     kept = set(prov["density_kept"])
-    assert {"rhe", "hold"} <= kept and "ans" not in kept and "its density stays the paper's" in printed
+    assert (
+        {"rhe", "hold"} <= kept and "ans" not in kept and "its density stays the paper's" in printed
+    )
     for z in kept:
         assert law_set.law(z).params == paper_laws().law(z).params
     assert law_set.law("ans").params != paper_laws().law("ans").params
@@ -306,7 +377,9 @@ def test_cli_writes_a_law_file_the_benchmark_scores_with(fitted_corpus, capsys, 
     assert bench.law_set.sha256 == law_set.sha256 and bench.judge_weight == law_set.judge_weight
     assert Tact(laws=str(out), judge_weight=0.5).judge_weight == 0.5  # an explicit lambda wins
     composite = tact_steps.Composite(bench)
-    assert "benchmark.laws" in owned_paths(bench)  # rescoring with other laws records no session again
+    assert "benchmark.laws" in owned_paths(
+        bench
+    )  # rescoring with other laws records no session again
     assert composite.identity()["laws_sha256"] == law_set.sha256
     assert tact_steps.Composite(Tact()).identity()["laws_sha256"] == paper_laws().sha256
 
@@ -318,32 +391,62 @@ def test_cli_writes_a_law_file_the_benchmark_scores_with(fitted_corpus, capsys, 
         for c in cases:
             e = eps[c.conversation_id]
             y = 0.3 if int(c.case_id[-1]) == 0 else 1.5
-            done.append((SimpleNamespace(case_id=c.case_id), {
-                "case_id": c.case_id, "episode_id": e.episode_id, "repeat": int(c.case_id[-1]),
-                "category": e.category, "context_bucket": e.context_bucket, "posterior": list(q[e.episode_id]),
-                "onset_s": y, "duration_s": 1.0, "overlaps": [], "slices": dict(e.slices)}))
-        monkeypatch.setattr(tact_steps, "read_outputs", lambda run, step: (done, {"failed": [], "invalid": []}))
-        run = SimpleNamespace(cfg=OmegaConf.create({"model": {"name": "fake"}}), seed=0, model_id="fake:abc",
-                              run_id="r0", data_dir=root)
+            done.append(
+                (
+                    SimpleNamespace(case_id=c.case_id),
+                    {
+                        "case_id": c.case_id,
+                        "episode_id": e.episode_id,
+                        "repeat": int(c.case_id[-1]),
+                        "category": e.category,
+                        "context_bucket": e.context_bucket,
+                        "posterior": list(q[e.episode_id]),
+                        "onset_s": y,
+                        "duration_s": 1.0,
+                        "overlaps": [],
+                        "slices": dict(e.slices),
+                    },
+                )
+            )
+        monkeypatch.setattr(
+            tact_steps, "read_outputs", lambda run, step: (done, {"failed": [], "invalid": []})
+        )
+        run = SimpleNamespace(
+            cfg=OmegaConf.create({"model": {"name": "fake"}}),
+            seed=0,
+            model_id="fake:abc",
+            run_id="r0",
+            data_dir=root,
+        )
         md = tact_steps.Composite(b).compute(run, folder)
         return md, list(csv.DictReader((folder / "tact_composite.csv").open()))
 
     md, rows = score_with(bench, out.parent / "scores_fit")
     assert active_laws() is paper_laws()
-    assert rows and all(r["laws"] == f"fitted.json@{law_set.sha256[:12]}" and r["laws_sha256"] == law_set.sha256
-                        for r in rows)
+    assert rows and all(
+        r["laws"] == f"fitted.json@{law_set.sha256[:12]}" and r["laws_sha256"] == law_set.sha256
+        for r in rows
+    )
     assert f"laws: fitted.json@{law_set.sha256[:12]}" in md
-    md_p, rows_p = score_with(Tact(source="import", corpus=str(ann), n_resamples=200), out.parent / "scores_paper")
+    md_p, rows_p = score_with(
+        Tact(source="import", corpus=str(ann), n_resamples=200), out.parent / "scores_paper"
+    )
     assert all(r["laws"] == "paper" for r in rows_p)
-    s_t = {r["system"] + r["score"]: r["estimate"] for r in rows if r["score"] == "S_T (population)"}
-    s_t_p = {r["system"] + r["score"]: r["estimate"] for r in rows_p if r["score"] == "S_T (population)"}
+    s_t = {
+        r["system"] + r["score"]: r["estimate"] for r in rows if r["score"] == "S_T (population)"
+    }
+    s_t_p = {
+        r["system"] + r["score"]: r["estimate"] for r in rows_p if r["score"] == "S_T (population)"
+    }
     assert s_t != s_t_p  # the laws were used
 
 
 def test_cli_paper_and_errors(tmp_path, capsys):
     out = tmp_path / "paper.json"
     assert main(["--paper", str(out)]) == 0
-    assert out.read_bytes() == paper_law_file_bytes() and read_law_file(out).laws == reference_laws()
+    assert (
+        out.read_bytes() == paper_law_file_bytes() and read_law_file(out).laws == reference_laws()
+    )
     assert main([str(tmp_path / "nothing"), str(tmp_path / "x.json")]) == 2
     assert "episodes folder not found" in capsys.readouterr().err
     assert not (tmp_path / "x.json").exists()
@@ -351,5 +454,7 @@ def test_cli_paper_and_errors(tmp_path, capsys):
 
 def test_parameter_table_lists_every_parameter():
     text = parameter_table(TRUTH, reference_laws())
-    assert len(text.splitlines()) == 1 + 3 * 4 + 3 * 4  # header, 3 ex-Gaussian x 4, 3 log-normal x 4
+    assert (
+        len(text.splitlines()) == 1 + 3 * 4 + 3 * 4
+    )  # header, 3 ex-Gaussian x 4, 3 log-normal x 4
     assert DOMAIN_S == (-2.0, 5.0)

@@ -27,12 +27,23 @@ def test_writes_the_composite_table_with_intervals(tiny_run):
     tmp, d, proc = tiny_run
     rows = list(csv.DictReader((step_dir(d, "score") / "tact_composite.csv").open()))
     ref = {r["score"]: r for r in rows if r["system"] == "reference"}
-    assert set(ref) >= {"S", "pause_handling", "backchanneling", "smooth_turn_taking", "user_interruption",
-                        "S_T (population)", "S_L (population)"}
+    assert set(ref) >= {
+        "S",
+        "pause_handling",
+        "backchanneling",
+        "smooth_turn_taking",
+        "user_interruption",
+        "S_T (population)",
+        "S_L (population)",
+    }
     for name in ("S", "pause_handling", "smooth_turn_taking"):
         r = ref[name]
         assert 0.0 <= float(r["ci_low"]) <= float(r["estimate"]) <= float(r["ci_high"]) <= 1.0
-        assert r["n_resamples"] == "2000" and r["model_id"].startswith("reference:") and r["seed"] == "0"
+        assert (
+            r["n_resamples"] == "2000"
+            and r["model_id"].startswith("reference:")
+            and r["seed"] == "0"
+        )
     assert "# TACT composite" in proc.stdout and "| reference | S |" in proc.stdout
     assert "session-seconds per wall-second (lockstep)" in proc.stdout
     episodes = list(csv.DictReader((step_dir(d, "score") / "tact_episodes.csv").open()))

@@ -60,7 +60,9 @@ def test_onset_density_integrates_to_one_on_the_domain(intent):
     law = reference_law(intent)
     total, _ = integrate.quad(law.pdf, -2.0, 5.0, points=[law.mode_s], limit=200)
     assert total == pytest.approx(1.0, abs=1e-8)
-    assert float(law.onset_cdf(-2.0)) == 0.0 and float(law.onset_cdf(5.0)) == pytest.approx(1.0, abs=1e-12)
+    assert float(law.onset_cdf(-2.0)) == 0.0 and float(law.onset_cdf(5.0)) == pytest.approx(
+        1.0, abs=1e-12
+    )
 
 
 @pytest.mark.parametrize("intent", INTENTS)
@@ -109,7 +111,9 @@ def test_table_tail_integrals_match_adaptive_quadrature():
     for y in (-1.7, -0.19, 0.2771, 1.3, 4.2):
         got = tab.tail_at(np.array([y]))[:, 0]
         want_w = integrate.quad(lambda t: bck.weight(t), y, 5.0, limit=400, epsabs=1e-13)[0]
-        want_wh = integrate.quad(lambda t: ans.weight(t) * bck.cdf(t), y, 5.0, limit=400, epsabs=1e-13)[0]
+        want_wh = integrate.quad(
+            lambda t: ans.weight(t) * bck.cdf(t), y, 5.0, limit=400, epsabs=1e-13
+        )[0]
         assert got[4] == pytest.approx(want_w, abs=1e-9)
         assert got[6 + 6 * 0 + 4] == pytest.approx(want_wh, abs=1e-9)
 

@@ -21,15 +21,23 @@ from fdeval.benchmarks.tact.scoring import (
 @pytest.fixture(scope="module")
 def human():
     rng = np.random.default_rng(0)
-    return {("bck", "a"): rng.lognormal(np.log(1.1), 0.5, 300), ("ans", "a"): rng.lognormal(np.log(3.0), 0.6, 300),
-            ("bck", "b"): rng.lognormal(np.log(1.4), 0.5, 200), "ref": rng.lognormal(np.log(4.0), 0.6, 100)}
+    return {
+        ("bck", "a"): rng.lognormal(np.log(1.1), 0.5, 300),
+        ("ans", "a"): rng.lognormal(np.log(3.0), 0.6, 300),
+        ("bck", "b"): rng.lognormal(np.log(1.4), 0.5, 200),
+        "ref": rng.lognormal(np.log(4.0), 0.6, 100),
+    }
 
 
 def _crps_by_grid(reference, bucket, q, d):
     u = np.linspace(0, reference.support_s, 400001)
     b = reference.buckets.index(bucket)
-    G = sum(q[z] * np.searchsorted(reference.samples[b][z], u, side="right") / reference.samples[b][z].size
-            for z in range(6))
+    G = sum(
+        q[z]
+        * np.searchsorted(reference.samples[b][z], u, side="right")
+        / reference.samples[b][z].size
+        for z in range(6)
+    )
     return np.trapezoid((G - (min(d, reference.support_s) <= u)) ** 2, u)
 
 
@@ -50,7 +58,9 @@ def test_episode_length_score_matches_direct_integration(human):
     d = np.array([0.3, 1.2, 7.0, 1e3])
     s = length_scores(d, q, ["a", "b", "a", "b"], ref)
     for i, bucket in enumerate(["a", "b", "a", "b"]):
-        assert s[i] == pytest.approx(1 - _crps_by_grid(ref, bucket, q[i], d[i]) / ref.support_s, abs=1e-5)
+        assert s[i] == pytest.approx(
+            1 - _crps_by_grid(ref, bucket, q[i], d[i]) / ref.support_s, abs=1e-5
+        )
     assert np.all((s >= 0) & (s <= 1))
     assert np.isnan(length_scores([np.nan], q[:1], ["a"], ref)[0])
     with pytest.raises(ValueError):
@@ -67,8 +77,9 @@ def test_population_length_score_is_one_only_at_the_human_law(human):
     for factor in (0.8, 1.2, 8.4 / 1.1):
         s = population_length_score(bck * factor, q, buckets, ref)
         assert 0.0 <= s < 1.0
-    assert population_length_score(bck * 8.4 / 1.1, q, buckets, ref) < population_length_score(bck * 1.2, q,
-                                                                                                 buckets, ref)
+    assert population_length_score(bck * 8.4 / 1.1, q, buckets, ref) < population_length_score(
+        bck * 1.2, q, buckets, ref
+    )
     assert np.isnan(population_length_score([np.nan], q[:1], ["a"], ref))
 
 
@@ -78,14 +89,18 @@ def test_length_divergence_closed_form(human):
     u = np.linspace(0, ref.support_s, 400001)
     Q = np.searchsorted(np.sort(np.minimum(x, ref.support_s)), u, side="right") / x.size
     G = np.searchsorted(ref.samples[1][4], u, side="right") / ref.samples[1][4].size
-    assert length_divergence(x, "bck", "a", ref) == pytest.approx(np.trapezoid((Q - G) ** 2, u), abs=1e-5)
+    assert length_divergence(x, "bck", "a", ref) == pytest.approx(
+        np.trapezoid((Q - G) ** 2, u), abs=1e-5
+    )
 
 
 def test_overlap_penalty_properties():
     mid = OverlapEvent(onset_s=-0.8, duration_s=0.5, psi=0.0)
     assert overlap_penalty_s([]) == 0.0 and overlap_score(0.0) == 1.0
     # Backchannels are exempt.
-    assert overlap_penalty_s([mid, OverlapEvent(-0.3, 1.0, 0.0, backchannel=True)]) == overlap_penalty_s([mid])
+    assert overlap_penalty_s(
+        [mid, OverlapEvent(-0.3, 1.0, 0.0, backchannel=True)]
+    ) == overlap_penalty_s([mid])
     # Proportional to duration at a fixed completion probability.
     long = OverlapEvent(-0.8, 1.0, 0.0)
     assert overlap_penalty_s([long]) == pytest.approx(2 * overlap_penalty_s([mid]))

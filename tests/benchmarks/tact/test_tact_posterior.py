@@ -49,7 +49,11 @@ def test_fusion_is_the_stated_convex_blend():
     assert np.allclose(fuse_posterior(counts), empirical_posterior(counts))  # annotator-only mode
     assert np.allclose(fuse_posterior(counts, logits, judge_weight=1.0), softmax(logits, axis=1))
     # Temperature: T > 1 flattens the judge, T < 1 sharpens it.
-    assert scaled_judge(logits, 4.0).max() < scaled_judge(logits, 1.0).max() < scaled_judge(logits, 0.5).max()
+    assert (
+        scaled_judge(logits, 4.0).max()
+        < scaled_judge(logits, 1.0).max()
+        < scaled_judge(logits, 0.5).max()
+    )
 
 
 def test_temperature_fit_undoes_overconfidence_and_cuts_calibration_error():
@@ -81,7 +85,7 @@ def test_completion_features_are_causal_and_bounded():
     f = va_history_features(va, hz, at)
     assert f.shape == (3, 6) and np.all(f[:, :4] >= 0) and np.all(f[:, :4] <= 1)
     future_changed = va.copy()
-    future_changed[int(5.0 * hz) + 1:] = ~future_changed[int(5.0 * hz) + 1:]
+    future_changed[int(5.0 * hz) + 1 :] = ~future_changed[int(5.0 * hz) + 1 :]
     assert np.array_equal(va_history_features(future_changed, hz, at[:2]), f[:2])
     # Speech run vs pause run: exactly one of the two is nonzero.
     va2 = np.r_[np.ones(100, bool), np.zeros(30, bool)]

@@ -32,7 +32,9 @@ def two_runs(tmp_path_factory):
 
 
 def files(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
 
 
 def test_same_seed_same_bytes(two_runs):
@@ -51,8 +53,9 @@ def test_rerun_writes_nothing_and_sizes_are_prefixes(two_runs, tmp_path):
     small = [plan_episode(3, i, speakers) for i in range(2)]
     assert [p.episode_id for p in small] == sorted(e.episode_id for e in load_episodes(a))[:2]
     other = [plan_episode(4, i, synthetic_speakers(4)) for i in range(N)]
-    assert [(p.intent, p.probe) for p in other] != [(p.intent, p.probe) for p in
-                                                    (plan_episode(3, i, speakers) for i in range(N))]
+    assert [(p.intent, p.probe) for p in other] != [
+        (p.intent, p.probe) for p in (plan_episode(3, i, speakers) for i in range(N))
+    ]
 
 
 def test_episodes_are_valid_and_controlled(two_runs):
@@ -74,7 +77,7 @@ def test_episodes_are_valid_and_controlled(two_runs):
         for piece in e.replay:
             mono, _ = read_wav(root / piece.audio_path)
             i0 = round((piece.start_s + e.context_s) * sr)
-            np.testing.assert_array_equal(mono, stereo[i0:i0 + mono.size, e.focal_channel])
+            np.testing.assert_array_equal(mono, stereo[i0 : i0 + mono.size, e.focal_channel])
         # the other channel carries the other speaker
         assert np.abs(stereo[:, 1 - e.focal_channel]).max() > 0.05
         if e.category == "user_interruption":
@@ -82,8 +85,16 @@ def test_episodes_are_valid_and_controlled(two_runs):
             assert 1.2 <= e.replay[1].barge_in_after_s <= 2.2
         else:
             assert [p.kind for p in e.replay] == ["take-turn"]
-        assert e.human is not None and set(e.slices) == {"gender", "age_band", "l1_region", "snr", "rate_tercile"}
-        assert e.profile.articulation_rate_syl_s > 0 and e.meta["voice"].startswith(("en-us", "en+", "en-029"))
+        assert e.human is not None and set(e.slices) == {
+            "gender",
+            "age_band",
+            "l1_region",
+            "snr",
+            "rate_tercile",
+        }
+        assert e.profile.articulation_rate_syl_s > 0 and e.meta["voice"].startswith(
+            ("en-us", "en+", "en-029")
+        )
 
 
 def test_label_distributions_are_documented_distributions():
@@ -104,10 +115,14 @@ def test_slices_vary_independently():
     of slice keys is now crossed over the speaker pool, and no key relabels another in a data set."""
     keys = ("gender", "age_band", "l1_region", "rate_tercile")
     pool = synthetic_speakers(0)
-    attrs = {"gender": [s.gender for s in pool], "age_band": [s.age_band for s in pool],
-             "l1_region": [s.l1_region for s in pool], "rate_tercile": [s.rate for s in pool]}
+    attrs = {
+        "gender": [s.gender for s in pool],
+        "age_band": [s.age_band for s in pool],
+        "l1_region": [s.l1_region for s in pool],
+        "rate_tercile": [s.rate for s in pool],
+    }
     for i, a in enumerate(keys):
-        for b in keys[i + 1:]:
+        for b in keys[i + 1 :]:
             pairs = set(zip(attrs[a], attrs[b]))
             assert len(pairs) == len(set(attrs[a])) * len(set(attrs[b])), (a, b)  # fully crossed
             assert not _same_partition(attrs[a], attrs[b]), (a, b)
@@ -119,11 +134,15 @@ def test_slices_vary_independently():
     assert any(len(r) > 1 for r in rates.values())  # the rate is no function of age and region
     assert {s.profile.articulation_rate_syl_s for s in pool if s.rate == "fast"} == {195 * 1.4 / 60}
     plans = [plan_episode(0, i, pool) for i in range(48)]  # the default data set, without audio
-    ep = {"gender": [p.speaker.gender for p in plans], "age_band": [p.speaker.age_band for p in plans],
-          "l1_region": [p.speaker.l1_region for p in plans], "rate_tercile": [p.speaker.rate for p in plans],
-          "snr": [p.snr for p in plans]}
+    ep = {
+        "gender": [p.speaker.gender for p in plans],
+        "age_band": [p.speaker.age_band for p in plans],
+        "l1_region": [p.speaker.l1_region for p in plans],
+        "rate_tercile": [p.speaker.rate for p in plans],
+        "snr": [p.snr for p in plans],
+    }
     names = list(ep)
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             assert not _same_partition(ep[a], ep[b]), (a, b)
     assert len(set(zip(ep["gender"], ep["rate_tercile"]))) == 6  # every gender at every rate

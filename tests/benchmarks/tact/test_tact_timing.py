@@ -60,8 +60,10 @@ def _expected_score(tab, z, cdf):
     y = np.linspace(-2, 5, 14001)
     dens = (1 - law.no_response_mass) * law.pdf(y)
     scores = twcrps_on_grid(cdf, y, tab.weight[z], tab.grid_s)
-    return np.trapezoid(dens * scores, y) + law.no_response_mass * twcrps_on_grid(cdf, [np.nan], tab.weight[z],
-                                                                                   tab.grid_s)[0]
+    return (
+        np.trapezoid(dens * scores, y)
+        + law.no_response_mass * twcrps_on_grid(cdf, [np.nan], tab.weight[z], tab.grid_s)[0]
+    )
 
 
 @pytest.mark.parametrize("z", range(6))
@@ -95,7 +97,22 @@ def test_episode_scores_stay_in_the_unit_interval():
     q = rng.dirichlet(np.full(6, 0.3), size=n)
     q[:6] = np.eye(6)  # one-hot posteriors
     y = rng.uniform(-2, 5, n)
-    y[6:20] = [-2.0, 5.0, np.nan, 7.5, -1.99999, 4.99999, 0.0, np.nan, -2.0, 5.0, 0.3, 2.0, np.nan, 6.0]
+    y[6:20] = [
+        -2.0,
+        5.0,
+        np.nan,
+        7.5,
+        -1.99999,
+        4.99999,
+        0.0,
+        np.nan,
+        -2.0,
+        5.0,
+        0.3,
+        2.0,
+        np.nan,
+        6.0,
+    ]
     s = score_onsets(y, q)
     assert s.shape == (n,) and np.all((s >= 0) & (s <= 1)) and np.all(np.isfinite(s))
     crps, w = reference_twcrps(y, q)

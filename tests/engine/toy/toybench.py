@@ -21,7 +21,7 @@ from fdeval.engine.benchmark import Benchmark
 from fdeval.engine.executor import results
 from fdeval.engine.steps import CaseStep, Metric, Result
 from fdeval.orchestrator.policy import UserPolicy, UserTurn
-from fdeval.orchestrator.recorder import read_session_log
+from fdeval.recording import read_session
 from fdeval.types import TestCase, Turn, WordTiming
 
 QUESTIONS = ("what time is it", "tell me a story", "how far is the moon", "name a colour")
@@ -41,13 +41,23 @@ class Speech(CaseStep):
         return {"min_segment_s": self.min_segment_s}
 
     def make(self, run, unit):
-        if unit.case_id in os.environ.get("TOY_FAIL_CASES", "").split(","):  # a fault injected by the tests
+        if unit.case_id in os.environ.get("TOY_FAIL_CASES", "").split(
+            ","
+        ):  # a fault injected by the tests
             self.attempts[unit.case_id] = self.attempts.get(unit.case_id, 0) + 1
-            raise ConnectionError(f"injected fault #{self.attempts[unit.case_id]} for {unit.case_id}")
-        log = read_session_log(run.folder.session_paths(unit.case_id)[0])
-        segs = [(s["start_s"], s["end_s"]) for s in log["vad_segments"] if s["end_s"] - s["start_s"] >= self.min_segment_s]
+            raise ConnectionError(
+                f"injected fault #{self.attempts[unit.case_id]} for {unit.case_id}"
+            )
+        log = read_session(run.folder.session_paths(unit.case_id)[0], tables=("vad_segments",))
+        segs = [
+            (s.start_s, s.end_s)
+            for s in log.vad_segments
+            if s.end_s - s.start_s >= self.min_segment_s
+        ]
         spoke_s = round(sum(b - a for a, b in segs), 6)
-        return Result(unit.case_id, "", spoke_s, f"{len(segs)} segment(s) of model speech").to_dict()
+        return Result(
+            unit.case_id, "", spoke_s, f"{len(segs)} segment(s) of model speech"
+        ).to_dict()
 
 
 class SpeechMetric(Metric):
@@ -59,8 +69,12 @@ class SpeechMetric(Metric):
         res = results(run, "speech")
         ok = [r for r in res if r.status == "ok"]
         mean = sum(r.value for r in ok) / len(ok) if ok else float("nan")
-        row = {"n": len(ok), "n_spoke": sum(r.value > 0 for r in ok), "mean_speech_s": round(mean, 6),
-               "run_id": run.run_id}
+        row = {
+            "n": len(ok),
+            "n_spoke": sum(r.value > 0 for r in ok),
+            "mean_speech_s": round(mean, 6),
+            "run_id": run.run_id,
+        }
         scores_dir.mkdir(parents=True, exist_ok=True)
         with (scores_dir / "toy_speech.csv").open("w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(row))
@@ -86,8 +100,17 @@ class EchoUser(UserPolicy):
         self.echoed = True
         syn = await asyncio.to_thread(self.tts.synthesize, text)
         words = tuple(WordTiming(w.text, w.start_s, w.end_s) for w in syn.words)
-        turn = Turn(self.case.case_id, conversation.next_index, "echo", "take-turn", "", syn.text, words,
-                    syn.duration_s, 5.0)
+        turn = Turn(
+            self.case.case_id,
+            conversation.next_index,
+            "echo",
+            "take-turn",
+            "",
+            syn.text,
+            words,
+            syn.duration_s,
+            5.0,
+        )
         return (UserTurn(turn, syn.samples),)
 
 
@@ -95,8 +118,15 @@ class Toy(Benchmark):
     name = "toy"
     version = "1"
 
-    def __init__(self, name: str = "toy", n_cases: int = 2, min_segment_s: float = 0.2, echo: bool = False):
-        self.name, self.n_cases, self.min_segment_s, self.echo = name, int(n_cases), float(min_segment_s), bool(echo)
+    def __init__(
+        self, name: str = "toy", n_cases: int = 2, min_segment_s: float = 0.2, echo: bool = False
+    ):
+        self.name, self.n_cases, self.min_segment_s, self.echo = (
+            name,
+            int(n_cases),
+            float(min_segment_s),
+            bool(echo),
+        )
 
     def user_policy(self, case, audio, run):
         return EchoUser(case, audio, run.component("tts")) if self.echo else None
@@ -112,8 +142,15 @@ class Toy(Benchmark):
                 continue
             syn = tts.synthesize(QUESTIONS[k % len(QUESTIONS)])
             write_wav(wav, syn.samples, syn.sample_rate)
-            meta.write_text(json.dumps({"text": syn.text, "duration_s": syn.duration_s,
-                                        "words": [[w.text, w.start_s, w.end_s] for w in syn.words]}))
+            meta.write_text(
+                json.dumps(
+                    {
+                        "text": syn.text,
+                        "duration_s": syn.duration_s,
+                        "words": [[w.text, w.start_s, w.end_s] for w in syn.words],
+                    }
+                )
+            )
 
     def load(self, data_dir: Path) -> list[TestCase]:
         cases = []
@@ -121,7 +158,17 @@ class Toy(Benchmark):
             meta = json.loads((data_dir / "audio" / f"q{k}.json").read_text())
             cid = f"toy{k}"
             words = tuple(WordTiming(*w) for w in meta["words"])
-            turn = Turn(cid, 0, "question", "take-turn", f"audio/q{k}.wav", meta["text"], words, meta["duration_s"], 10.0)
+            turn = Turn(
+                cid,
+                0,
+                "question",
+                "take-turn",
+                f"audio/q{k}.wav",
+                meta["text"],
+                words,
+                meta["duration_s"],
+                10.0,
+            )
             cases.append(TestCase(cid, cid, "toy", "question", None, (turn,)))
         return cases
 

@@ -31,13 +31,18 @@ ADAPTERS = sorted(p.stem for p in CONF.glob("*.yaml"))
 
 
 def missing_message(name: str) -> str:
-    return (f"model={name} (fdeval/conf/model/{name}.yaml) has no stand-in: add tests/models/standins/{name}.py "
-            "defining standin(tts, tmp, request), a context manager that yields a contract_checks.Target "
-            "(tests/models/standins/__init__.py says what it holds; docs/adding-a-model.md, step 3)")
+    return (
+        f"model={name} (fdeval/conf/model/{name}.yaml) has no stand-in: add tests/models/standins/{name}.py "
+        "defining standin(tts, tmp, request), a context manager that yields a contract_checks.Target "
+        "(tests/models/standins/__init__.py says what it holds; docs/adding-a-model.md, step 3)"
+    )
 
 
 def discover(names: list[str] = ADAPTERS) -> tuple[dict[str, ModuleType], list[str]]:
     """The stand-in module of each model in `names` that has one, and the names without one."""
-    found = {n: importlib.import_module(f"{__name__}.{n}") for n in names
-             if not n.startswith("_") and (FOLDER / f"{n}.py").is_file()}
+    found = {
+        n: importlib.import_module(f"{__name__}.{n}")
+        for n in names
+        if not n.startswith("_") and (FOLDER / f"{n}.py").is_file()
+    }
     return found, [n for n in names if n not in found]

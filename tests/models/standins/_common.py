@@ -28,7 +28,9 @@ def user_audio(tts, rate: int) -> np.ndarray:
     """A question, then 3 s of silence, at `rate`."""
     q = tts.synthesize(QUESTION)
     x = resample(q.samples, q.sample_rate, rate).astype(np.float32)
-    return np.concatenate([np.zeros(int(0.2 * rate), np.float32), x, np.zeros(3 * rate, np.float32)])
+    return np.concatenate(
+        [np.zeros(int(0.2 * rate), np.float32), x, np.zeros(3 * rate, np.float32)]
+    )
 
 
 def reply_due(reply: Reply) -> Callable[[list[str]], list[float]]:
@@ -56,12 +58,19 @@ def pool_held(model: NetworkModel) -> Callable[[], int]:
 
 def pooled(command: list[str], tmp: Path, **kw) -> dict:
     """A `server:` block that starts `command` (with {python}, {host}, {port}) as one CPU instance."""
-    return {"python": sys.executable, "command": command, "log_dir": str(tmp / "servers"), "startup_timeout_s": 60,
-            "instances_per_gpu": 1, **kw}
+    return {
+        "python": sys.executable,
+        "command": command,
+        "log_dir": str(tmp / "servers"),
+        "startup_timeout_s": 60,
+        "instances_per_gpu": 1,
+        **kw,
+    }
 
 
 def heard_rows(record: Path, key: str | None = None) -> Callable[[], list]:
     """The sessions a stand-in process recorded (health checks, which hear nothing, left out)."""
+
     def rows() -> list:
         out = [r[key] if key else r for r in read_records(record)]
         return [r for r in out if r["samples"] > 0]
@@ -94,9 +103,27 @@ def standin_process(name: str, tmp: Path, **overrides) -> tuple[NetworkModel, Pa
     """model=<name> on `standin_server.py <name>` (a process its pool starts), and where that
     server records what it heard."""
     record = tmp / f"{name}.jsonl"
-    m = started(model_from_yaml(name, port=None, server=pooled(
-        ["{python}", str(MODELS / "standin_server.py"), name, "--host", "{host}", "--port", "{port}",
-         "--record", str(record)], tmp), **overrides))
+    m = started(
+        model_from_yaml(
+            name,
+            port=None,
+            server=pooled(
+                [
+                    "{python}",
+                    str(MODELS / "standin_server.py"),
+                    name,
+                    "--host",
+                    "{host}",
+                    "--port",
+                    "{port}",
+                    "--record",
+                    str(record),
+                ],
+                tmp,
+            ),
+            **overrides,
+        )
+    )
     return m, record
 
 
@@ -108,7 +135,9 @@ class ThreadServer:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
-        self.runner = asyncio.run_coroutine_threadsafe(start_app(app, port, ssl_context), self.loop).result(30)
+        self.runner = asyncio.run_coroutine_threadsafe(
+            start_app(app, port, ssl_context), self.loop
+        ).result(30)
 
     def close(self) -> None:
         asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(30)

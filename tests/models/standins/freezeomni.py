@@ -14,4 +14,10 @@ from standins._common import heard_rows, pool_held, standin_process, user_audio
 @contextlib.contextmanager
 def standin(tts, tmp: Path, request) -> Iterator[Target]:
     m, record = standin_process("freezeomni", tmp)
-    yield Target(m, user_audio(tts, m.sample_rate), has_text=False, heard=heard_rows(record), held=pool_held(m))
+    yield Target(
+        m,
+        user_audio(tts, m.sample_rate),
+        has_text=False,
+        heard=heard_rows(record),
+        held=pool_held(m),
+    )

@@ -16,5 +16,12 @@ def standin(tts, tmp: Path, request) -> Iterator[Target]:
     # start_settle_s=0: the adapter's only wall-clock rule (hold the audio after START) off, so
     # that what it sends depends on the audio alone
     m, record = standin_process("funaudiochat", tmp, pause_after_silence_s=0.6, start_settle_s=0.0)
-    yield Target(m, user_audio(tts, m.sample_rate), has_text=True, due=reply_due(make_reply(REPLY)),
-                 heard=heard_rows(record), held=pool_held(m), quiet_s=0.8)
+    yield Target(
+        m,
+        user_audio(tts, m.sample_rate),
+        has_text=True,
+        due=reply_due(make_reply(REPLY)),
+        heard=heard_rows(record),
+        held=pool_held(m),
+        quiet_s=0.8,
+    )

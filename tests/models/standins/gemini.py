@@ -25,10 +25,19 @@ def standin(tts, tmp: Path, request) -> Iterator[Target]:
     fake, port = FakeGeminiLive([make_reply(REPLY)]), free_port()
     server = ThreadServer(fake.app(), port, server_ssl(cert, key))
     try:
-        m = model_from_yaml("gemini", http_options={
-            "base_url": f"https://127.0.0.1:{port}",
-            "async_client_args": {"ssl": ssl.create_default_context(cafile=str(cert))}})
-        yield Target(m, user_audio(tts, m.sample_rate), has_text=True, due=reply_due(make_reply(REPLY)),
-                     heard=lambda: [h for h in fake.heard if h["samples"] > 0])
+        m = model_from_yaml(
+            "gemini",
+            http_options={
+                "base_url": f"https://127.0.0.1:{port}",
+                "async_client_args": {"ssl": ssl.create_default_context(cafile=str(cert))},
+            },
+        )
+        yield Target(
+            m,
+            user_audio(tts, m.sample_rate),
+            has_text=True,
+            due=reply_due(make_reply(REPLY)),
+            heard=lambda: [h for h in fake.heard if h["samples"] > 0],
+        )
     finally:
         server.close()

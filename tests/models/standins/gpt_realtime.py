@@ -13,7 +13,10 @@ from fake_servers_common import free_port, make_reply, model_from_yaml
 from fake_servers_openai_realtime import FakeRealtime
 from standins._common import REPLY, ThreadServer, reply_due, user_audio
 
-KEYS = {"openai": ("OPENAI_API_KEY", "sk-test-contract-0123456789"), "xai": ("XAI_API_KEY", "xai-test-contract-0123")}
+KEYS = {
+    "openai": ("OPENAI_API_KEY", "sk-test-contract-0123456789"),
+    "xai": ("XAI_API_KEY", "xai-test-contract-0123"),
+}
 
 
 @contextlib.contextmanager
@@ -26,8 +29,13 @@ def realtime_standin(name: str, dialect: str, request) -> Iterator[Target]:
     server = ThreadServer(fake.app(), port)
     try:
         m = model_from_yaml(name, base_url=f"ws://127.0.0.1:{port}/v1")
-        yield Target(m, user_audio(tts, m.sample_rate), has_text=True, due=reply_due(make_reply(REPLY)),
-                     heard=lambda: [s.heard for s in fake.sessions if s.heard["samples"] > 0])
+        yield Target(
+            m,
+            user_audio(tts, m.sample_rate),
+            has_text=True,
+            due=reply_due(make_reply(REPLY)),
+            heard=lambda: [s.heard for s in fake.sessions if s.heard["samples"] > 0],
+        )
         assert fake.invalid == [], fake.invalid
     finally:
         server.close()

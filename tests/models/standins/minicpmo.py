@@ -14,5 +14,11 @@ from standins._common import REPLY, heard_rows, pool_held, reply_due, standin_pr
 @contextlib.contextmanager
 def standin(tts, tmp: Path, request) -> Iterator[Target]:
     m, record = standin_process("minicpmo", tmp)
-    yield Target(m, user_audio(tts, m.sample_rate), has_text=True, due=reply_due(make_reply(REPLY)),
-                 heard=heard_rows(record), held=pool_held(m))
+    yield Target(
+        m,
+        user_audio(tts, m.sample_rate),
+        has_text=True,
+        due=reply_due(make_reply(REPLY)),
+        heard=heard_rows(record),
+        held=pool_held(m),
+    )

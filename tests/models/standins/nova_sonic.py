@@ -12,7 +12,9 @@ from typing import Iterator
 
 import pytest
 
-SKIP_311 = "model=nova_sonic: its SDK (aws-sdk-bedrock-runtime) needs Python 3.12; this is Python {v}"
+SKIP_311 = (
+    "model=nova_sonic: its SDK (aws-sdk-bedrock-runtime) needs Python 3.12; this is Python {v}"
+)
 
 
 def python_312() -> None:
@@ -50,6 +52,14 @@ def standin(tts, tmp: Path, request) -> Iterator:
     from fake_servers_common import make_reply
     from standins._common import REPLY, reply_due, user_audio
 
-    with nova_model(tmp, request.getfixturevalue("monkeypatch_module"), [make_reply(REPLY)]) as (m, server):
-        yield Target(m, user_audio(tts, m.sample_rate), has_text=True, due=reply_due(make_reply(REPLY)),
-                     heard=lambda: [s["heard"] for s in server.sessions if s["heard"]["samples"] > 0])
+    with nova_model(tmp, request.getfixturevalue("monkeypatch_module"), [make_reply(REPLY)]) as (
+        m,
+        server,
+    ):
+        yield Target(
+            m,
+            user_audio(tts, m.sample_rate),
+            has_text=True,
+            due=reply_due(make_reply(REPLY)),
+            heard=lambda: [s["heard"] for s in server.sessions if s["heard"]["samples"] > 0],
+        )

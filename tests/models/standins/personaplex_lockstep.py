@@ -7,9 +7,14 @@ from standins.moshi_lockstep import tiny_settings
 
 from fdeval.models.personaplex_lockstep import PersonaPlexLockstep
 
-CHECKPOINT = "tiny_personaplex"  # the fixture that builds it (tests/helpers/personaplex_fixtures.py)
+CHECKPOINT = (
+    "tiny_personaplex"  # the fixture that builds it (tests/helpers/personaplex_fixtures.py)
+)
 
 
 def build(tiny: dict) -> PersonaPlexLockstep:
-    return PersonaPlexLockstep(voice_prompt=tiny["voice_wav"], voice_prompt_dir=tiny["voice_prompt_dir"],
-                               **tiny_settings(tiny))
+    return PersonaPlexLockstep(
+        voice_prompt=tiny["voice_wav"],
+        voice_prompt_dir=tiny["voice_prompt_dir"],
+        **tiny_settings(tiny),
+    )

@@ -18,14 +18,22 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
 
-from fdeval.cases.jsonfile import read_json_file
 from fdeval.errors import FileFieldError
-from fdeval.files import write_json_atomic
+from fdeval.files import read_json_file, write_json_atomic
 from fdeval.benchmarks.instructfd.records import Verdict
 from fdeval.types import TestCase, Transcript
 
 VERDICT_LABELS = ("adhere", "not_adhere", "error")
-VERDICT_KEYS = ("case_id", "policy", "verdict", "reasoning", "judge", "judge_version", "prompt_hash", "checks")
+VERDICT_KEYS = (
+    "case_id",
+    "policy",
+    "verdict",
+    "reasoning",
+    "judge",
+    "judge_version",
+    "prompt_hash",
+    "checks",
+)
 
 
 class VerdictError(FileFieldError):
@@ -58,13 +66,27 @@ class Judge(ABC):
         """The judge columns every score row carries."""
         return {"judge": self.id, "judge_version": self.version, "prompt_hash": self.prompt_hash}
 
-    def verdict(self, case_id: str, policy: str, label: str, reasoning: str,
-                checks: dict[str, bool] | None = None) -> Verdict:
+    def verdict(
+        self,
+        case_id: str,
+        policy: str,
+        label: str,
+        reasoning: str,
+        checks: dict[str, bool] | None = None,
+    ) -> Verdict:
         """A :class:`Verdict` stamped with this judge's id, version and prompt hash."""
         if label not in VERDICT_LABELS:
             raise ValueError(f"verdict label must be one of {VERDICT_LABELS}, got {label!r}")
-        return Verdict(case_id, policy, label, reasoning, self.id, self.version, self.prompt_hash,  # type: ignore[arg-type]
-                       dict(checks or {}))
+        return Verdict(
+            case_id,
+            policy,
+            label,
+            reasoning,
+            self.id,
+            self.version,
+            self.prompt_hash,  # type: ignore[arg-type]
+            dict(checks or {}),
+        )
 
 
 def judge_case(judge: Judge, case: TestCase, transcript: Transcript) -> list[Verdict]:
@@ -79,8 +101,13 @@ def judge_case(judge: Judge, case: TestCase, transcript: Transcript) -> list[Ver
 def verdict_to_dict(v: Verdict) -> dict[str, Any]:
     """The JSON object for `v` (key order fixed)."""
     return {
-        "case_id": v.case_id, "policy": v.policy, "verdict": v.verdict, "reasoning": v.reasoning,
-        "judge": v.judge, "judge_version": v.judge_version, "prompt_hash": v.prompt_hash,
+        "case_id": v.case_id,
+        "policy": v.policy,
+        "verdict": v.verdict,
+        "reasoning": v.reasoning,
+        "judge": v.judge,
+        "judge_version": v.judge_version,
+        "prompt_hash": v.prompt_hash,
         "checks": {str(k): bool(b) for k, b in v.checks.items()},
     }
 
@@ -91,7 +118,9 @@ def verdict_from_dict(d: Any, path: str | Path = "<verdict>") -> Verdict:
     Keys beyond the verdict's own (a runner may add provenance such as ``model_id``) are ignored.
     Raises :class:`VerdictError` naming the file, case and field.
     """
-    case_id = d.get("case_id") if isinstance(d, dict) and isinstance(d.get("case_id"), str) else None
+    case_id = (
+        d.get("case_id") if isinstance(d, dict) and isinstance(d.get("case_id"), str) else None
+    )
 
     def fail(field: str, message: str) -> VerdictError:
         return VerdictError(str(path), case_id, field, message)
@@ -107,15 +136,26 @@ def verdict_from_dict(d: Any, path: str | Path = "<verdict>") -> Verdict:
         if key != "reasoning" and not d[key].strip():
             raise fail(key, "must not be empty")
     if d["verdict"] not in VERDICT_LABELS:
-        raise fail("verdict", f"invalid value {d['verdict']!r}; expected one of {', '.join(map(repr, VERDICT_LABELS))}")
+        raise fail(
+            "verdict",
+            f"invalid value {d['verdict']!r}; expected one of {', '.join(map(repr, VERDICT_LABELS))}",
+        )
     checks = d["checks"]
     if not isinstance(checks, dict):
         raise fail("checks", f"expected an object of name -> true/false, got {checks!r}")
     for name, value in checks.items():
         if not isinstance(value, bool):
             raise fail(f"checks.{name}", f"expected true or false, got {value!r}")
-    return Verdict(d["case_id"], d["policy"], d["verdict"], d["reasoning"], d["judge"], d["judge_version"],
-                   d["prompt_hash"], dict(checks))
+    return Verdict(
+        d["case_id"],
+        d["policy"],
+        d["verdict"],
+        d["reasoning"],
+        d["judge"],
+        d["judge_version"],
+        d["prompt_hash"],
+        dict(checks),
+    )
 
 
 def write_verdict(v: Verdict, path: str | Path) -> None:
@@ -123,7 +163,9 @@ def write_verdict(v: Verdict, path: str | Path) -> None:
     write_json_atomic(path, verdict_to_dict(v))
 
 
-def load_verdict(path: str | Path, case_id: str | None = None, policy: str | None = None) -> Verdict:
+def load_verdict(
+    path: str | Path, case_id: str | None = None, policy: str | None = None
+) -> Verdict:
     """Read and validate a verdict JSON file; raises :class:`VerdictError` on anything wrong.
 
     `case_id` / `policy`, when given, are what the file must hold (the pair its name stands for).
@@ -131,5 +173,7 @@ def load_verdict(path: str | Path, case_id: str | None = None, policy: str | Non
     v = verdict_from_dict(read_json_file(path, VerdictError), path)
     for field, want, got in (("case_id", case_id, v.case_id), ("policy", policy, v.policy)):
         if want is not None and got != want:
-            raise VerdictError(str(path), v.case_id, field, f"{got!r} but this file is for {want!r}")
+            raise VerdictError(
+                str(path), v.case_id, field, f"{got!r} but this file is for {want!r}"
+            )
     return v

@@ -44,7 +44,9 @@ def _member(spec: Any, i: int) -> Judge:
         if isinstance(judge, Judge):
             return judge
         raise ConfigError(f"judge.judges[{i}]: {spec['_target_']} is not a Judge")
-    raise ConfigError(f"judge.judges[{i}]: expected a judge or a config with _target_, got {type(spec).__name__}")
+    raise ConfigError(
+        f"judge.judges[{i}]: expected a judge or a config with _target_, got {type(spec).__name__}"
+    )
 
 
 class EnsembleJudge(Judge):
@@ -62,26 +64,41 @@ class EnsembleJudge(Judge):
         self.tie_breaker: int | None = None
         if tie_breaker is not None:
             if isinstance(tie_breaker, bool):
-                raise ConfigError(f"judge.tie_breaker: expected a member index or id, got {tie_breaker!r}")
+                raise ConfigError(
+                    f"judge.tie_breaker: expected a member index or id, got {tie_breaker!r}"
+                )
             if isinstance(tie_breaker, int):
                 if not 0 <= tie_breaker < len(self.members):
-                    raise ConfigError(f"judge.tie_breaker: index {tie_breaker} is out of range 0..{len(self.members) - 1}")
+                    raise ConfigError(
+                        f"judge.tie_breaker: index {tie_breaker} is out of range 0..{len(self.members) - 1}"
+                    )
                 self.tie_breaker = tie_breaker
             elif str(tie_breaker) in ids:
                 self.tie_breaker = ids.index(str(tie_breaker))
             else:
-                raise ConfigError(f"judge.tie_breaker: {tie_breaker!r} is not a member id; valid: {ids}")
+                raise ConfigError(
+                    f"judge.tie_breaker: {tie_breaker!r} is not a member id; valid: {ids}"
+                )
         self.id = f"ensemble[{'+'.join(ids)}]"
 
     @property
     def prompt_hash(self) -> str:
-        blob = json.dumps({"version": self.version, "tie_breaker": self.tie_breaker,
-                           "members": [[m.id, m.version, m.prompt_hash] for m in self.members]}, sort_keys=True)
+        blob = json.dumps(
+            {
+                "version": self.version,
+                "tie_breaker": self.tie_breaker,
+                "members": [[m.id, m.version, m.prompt_hash] for m in self.members],
+            },
+            sort_keys=True,
+        )
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
     def identity(self) -> dict[str, Any]:
         """The ensemble's provenance, tie-breaker and each member's identity (or provenance)."""
-        members = [m.identity() if callable(getattr(m, "identity", None)) else m.provenance() for m in self.members]
+        members = [
+            m.identity() if callable(getattr(m, "identity", None)) else m.provenance()
+            for m in self.members
+        ]
         return {**self.provenance(), "tie_breaker": self.tie_breaker, "members": members}
 
     def check_ready(self) -> None:
@@ -105,12 +122,26 @@ class EnsembleJudge(Judge):
             label = votes[self.tie_breaker].verdict
             why = f"tie ({tally}), broken by {self.members[self.tie_breaker].id}: {label}"
         else:
-            extra = "" if self.tie_breaker is None else f"; tie-breaker {self.members[self.tie_breaker].id} answered error"
+            extra = (
+                ""
+                if self.tie_breaker is None
+                else f"; tie-breaker {self.members[self.tie_breaker].id} answered error"
+            )
             label, why = "error", f"the member judges disagree: tie ({tally}){extra}"
-        lines = [f"Ensemble {self.id} (v{self.version}, prompt {self.prompt_hash}): {why}.",
-                 "Member verdicts: " + ", ".join(f"{m.id}={v.verdict}" for m, v in zip(self.members, votes)) + "."]
+        lines = [
+            f"Ensemble {self.id} (v{self.version}, prompt {self.prompt_hash}): {why}.",
+            "Member verdicts: "
+            + ", ".join(f"{m.id}={v.verdict}" for m, v in zip(self.members, votes))
+            + ".",
+        ]
         for m, v in zip(self.members, votes):
-            lines.append(f"--- {m.id} ({v.verdict}, v{v.judge_version}, prompt {v.prompt_hash}) ---")
+            lines.append(
+                f"--- {m.id} ({v.verdict}, v{v.judge_version}, prompt {v.prompt_hash}) ---"
+            )
             lines.append(v.reasoning.strip())
-        checks = {f"{m.id} adheres": v.verdict == "adhere" for m, v in zip(self.members, votes) if v.verdict != "error"}
+        checks = {
+            f"{m.id} adheres": v.verdict == "adhere"
+            for m, v in zip(self.members, votes)
+            if v.verdict != "error"
+        }
         return self.verdict(case.case_id, policy, label, "\n".join(lines), checks)

@@ -26,10 +26,10 @@ Decisions:
 * An endpoint that cannot be reached raises :class:`JudgeUnavailable` (one line naming the
   endpoint, the last error and the pair it was judging): after ``max_unreachable`` (default 3)
   consecutive attempts with no HTTP answer (refused, reset, unknown host, timeout; a closed port
-  is found in about 1.5-3 s with the default backoff) or ``max_failed_requests`` (default 3) consecutive requests that failed
-  after their retries (429, 5xx, non-API bodies). The pair being judged gets no verdict; verdicts
-  already written stay. Retries of one request end ``max_retry_s`` (default 60 s) after its first
-  failure (:mod:`fdeval.llm.client`).
+  is found in about 1.5-3 s with the default backoff) or ``max_failed_requests`` (default 3)
+  consecutive requests that failed after their retries (429, 5xx, non-API bodies). The pair
+  being judged gets no verdict; verdicts already written stay. Retries of one request end
+  ``max_retry_s`` (default 60 s) after its first failure (:mod:`fdeval.llm.client`).
 * Pairs that cannot be judged at all (a transcript of another case, a policy the case is not
   judged against, no instruction text) are ``error`` verdicts without a request.
 
@@ -259,20 +259,35 @@ def parse_answer(text: str) -> tuple[str, str]:
                 last_problem = str(e)
                 continue
             reasoning = obj.get("reasoning", "")
-            return (reasoning if isinstance(reasoning, str) else json.dumps(reasoning, ensure_ascii=False)), label
+            return (
+                reasoning
+                if isinstance(reasoning, str)
+                else json.dumps(reasoning, ensure_ascii=False)
+            ), label
     if len(found) == 1:
         r = _REASONING.search(text)
         return (r.group(1).strip() if r else ""), found.pop()
     raise UnreadableAnswer(last_problem)
 
 
-def prompt_hash_of(model: str, temperature: float | None, endpoint: str, protocol: str = "anthropic",
-                   top_p: float | None = None) -> str:
+def prompt_hash_of(
+    model: str,
+    temperature: float | None,
+    endpoint: str,
+    protocol: str = "anthropic",
+    top_p: float | None = None,
+) -> str:
     """The hash of the judge's prompt templates, model, temperature, endpoint and version (plus the
     protocol and top_p where they are not the Anthropic default / null)."""
-    fields: dict[str, Any] = {"version": LLM_JUDGE_VERSION, "model": model, "endpoint": endpoint,
-                              "temperature": None if temperature is None else float(temperature),
-                              "system": SYSTEM_PROMPT, "user": USER_TEMPLATE, "retry": RETRY_REMINDER}
+    fields: dict[str, Any] = {
+        "version": LLM_JUDGE_VERSION,
+        "model": model,
+        "endpoint": endpoint,
+        "temperature": None if temperature is None else float(temperature),
+        "system": SYSTEM_PROMPT,
+        "user": USER_TEMPLATE,
+        "retry": RETRY_REMINDER,
+    }
     if protocol != "anthropic":
         fields["protocol"] = protocol
     if top_p is not None:
@@ -292,8 +307,11 @@ def instruction_text(case: TestCase, policy: str) -> str | None:
 
 def build_prompt(instruction: str, transcript_text: str, reference_text: str) -> str:
     """The user message: the three inputs in the template."""
-    return USER_TEMPLATE.format(instruction=instruction, transcript=transcript_text.strip() or EMPTY_TRANSCRIPT,
-                                reference=reference_text.strip() or EMPTY_REFERENCE)
+    return USER_TEMPLATE.format(
+        instruction=instruction,
+        transcript=transcript_text.strip() or EMPTY_TRANSCRIPT,
+        reference=reference_text.strip() or EMPTY_REFERENCE,
+    )
 
 
 class LLMJudge(Judge):
@@ -301,21 +319,49 @@ class LLMJudge(Judge):
 
     version = LLM_JUDGE_VERSION
 
-    def __init__(self, model: str = DEFAULT_MODEL, temperature: float | None = 0.0, max_tokens: int = 4096,
-                 cache_dir: str | os.PathLike = DEFAULT_CACHE_DIR, base_url: str | None = None,
-                 max_parse_retries: int = 2, max_retries: int = 5, timeout_s: float = 120.0,
-                 seed: int | None = None, backoff_s: float = 1.0, max_backoff_s: float = 30.0,
-                 max_retry_s: float = 60.0, max_unreachable: int = 3, max_failed_requests: int = 3,
-                 backend: str = "anthropic", top_p: float | None = None):
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        temperature: float | None = 0.0,
+        max_tokens: int = 4096,
+        cache_dir: str | os.PathLike = DEFAULT_CACHE_DIR,
+        base_url: str | None = None,
+        max_parse_retries: int = 2,
+        max_retries: int = 5,
+        timeout_s: float = 120.0,
+        seed: int | None = None,
+        backoff_s: float = 1.0,
+        max_backoff_s: float = 30.0,
+        max_retry_s: float = 60.0,
+        max_unreachable: int = 3,
+        max_failed_requests: int = 3,
+        backend: str = "anthropic",
+        top_p: float | None = None,
+    ):
         # Checks every setting (as judge.<field>) and does no I/O, so a run can build the judge first.
         n = max_parse_retries
         if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 20:
-            raise LLMConfigError(f"judge.max_parse_retries: must be an integer in [0, 20], got {max_parse_retries!r}")
-        self.client = LLMClient(model, temperature, max_tokens, cache_dir, seed=seed, base_url=base_url,
-                                max_retries=max_retries, timeout_s=timeout_s, backoff_s=backoff_s,
-                                max_backoff_s=max_backoff_s, max_retry_s=max_retry_s,
-                                max_unreachable=max_unreachable, max_failed_requests=max_failed_requests,
-                                name="judge", backend=backend, top_p=top_p)
+            raise LLMConfigError(
+                f"judge.max_parse_retries: must be an integer in [0, 20], got {max_parse_retries!r}"
+            )
+        self.client = LLMClient(
+            model,
+            temperature,
+            max_tokens,
+            cache_dir,
+            seed=seed,
+            base_url=base_url,
+            max_retries=max_retries,
+            timeout_s=timeout_s,
+            backoff_s=backoff_s,
+            max_backoff_s=max_backoff_s,
+            max_retry_s=max_retry_s,
+            max_unreachable=max_unreachable,
+            max_failed_requests=max_failed_requests,
+            name="judge",
+            backend=backend,
+            top_p=top_p,
+        )
         self.model = model
         self.temperature = self.client.temperature
         self.max_parse_retries = max_parse_retries
@@ -336,10 +382,19 @@ class LLMJudge(Judge):
         """Everything that can change a verdict, JSON-ready, for the run identity. Leaves out what
         only changes whether a request succeeds (timeouts, retries, cache folder)."""
         c = self.client
-        return {"judge": self.id, "judge_version": self.version, "prompt_hash": self.prompt_hash,
-                "backend": c.protocol, "model": c.model, "temperature": c.temperature, "top_p": c.top_p,
-                "max_tokens": c.max_tokens, "seed": c.seed, "endpoint": c.endpoint,
-                "max_parse_retries": self.max_parse_retries}
+        return {
+            "judge": self.id,
+            "judge_version": self.version,
+            "prompt_hash": self.prompt_hash,
+            "backend": c.protocol,
+            "model": c.model,
+            "temperature": c.temperature,
+            "top_p": c.top_p,
+            "max_tokens": c.max_tokens,
+            "seed": c.seed,
+            "endpoint": c.endpoint,
+            "max_parse_retries": self.max_parse_retries,
+        }
 
     def check_ready(self) -> None:
         """Raise :class:`LLMConfigError` if an uncached request could not go out (no key in the
@@ -352,16 +407,27 @@ class LLMJudge(Judge):
         instruction = instruction_text(case, policy)
         if instruction is None:
             raise ValueError(f"case {case.case_id!r} has no instruction text for {policy!r}")
-        return SYSTEM_PROMPT, build_prompt(instruction, render(transcript), render_reference(case, policy))
+        return SYSTEM_PROMPT, build_prompt(
+            instruction, render(transcript), render_reference(case, policy)
+        )
 
     def judge(self, case: TestCase, policy: str, transcript: Transcript) -> Verdict:
         cid = case.case_id
         if transcript.case_id != cid:
-            return self.verdict(cid, policy, "error", f"Not judged: the transcript belongs to case "
-                                f"{transcript.case_id!r}, not {cid!r}")
+            return self.verdict(
+                cid,
+                policy,
+                "error",
+                f"Not judged: the transcript belongs to case {transcript.case_id!r}, not {cid!r}",
+            )
         if policy not in case.data.judge_policies:
-            return self.verdict(cid, policy, "error", f"Not judged: case {cid!r} is not judged against {policy!r} "
-                                f"(its judge policies: {', '.join(case.data.judge_policies) or 'none'})")
+            return self.verdict(
+                cid,
+                policy,
+                "error",
+                f"Not judged: case {cid!r} is not judged against {policy!r} "
+                f"(its judge policies: {', '.join(case.data.judge_policies) or 'none'})",
+            )
         try:
             system, prompt = self.prompt_for(case, policy, transcript)
         except ValueError as e:
@@ -375,11 +441,15 @@ class LLMJudge(Judge):
             try:
                 resp = self.client.complete(system, ask, attempt=attempt)
             except LLMUnavailable as e:
-                raise JudgeUnavailable(f"judge {self.id}", e.endpoint, e.reason, f"judging {cid}@{policy}") from None
+                raise JudgeUnavailable(
+                    f"judge {self.id}", e.endpoint, e.reason, f"judging {cid}@{policy}"
+                ) from None
             except LLMConfigError:
                 raise
             except LLMError as e:
-                return self.verdict(cid, policy, "error", f"Not judged: {head}: the request failed: {e}")
+                return self.verdict(
+                    cid, policy, "error", f"Not judged: {head}: the request failed: {e}"
+                )
             try:
                 reasoning, label = parse_answer(resp.text)
             except UnreadableAnswer as e:
@@ -388,11 +458,19 @@ class LLMJudge(Judge):
                 answers.append(resp.prompt_hash[:16])
                 continue
             verdict = "adhere" if label == "yes" else "not_adhere"
-            return self.verdict(cid, policy, verdict,
-                                f"{head}, answer {resp.prompt_hash[:16]}: adherence {label}.\n{reasoning.strip()}")
+            return self.verdict(
+                cid,
+                policy,
+                verdict,
+                f"{head}, answer {resp.prompt_hash[:16]}: adherence {label}.\n{reasoning.strip()}",
+            )
         start = (resp.text if resp else "").strip().replace("\n", " ")[:160]
-        return self.verdict(cid, policy, "error",
-                            f"Not judged: {head}: no readable answer after {self.max_parse_retries + 1} attempt(s): "
-                            f"{'; '.join(problems)}. Last answer began: {start!r}. The answers are cached "
-                            f"({', '.join(answers)}): a relaunch reads them again; delete those files under "
-                            f"judge.cache_dir to ask anew")
+        return self.verdict(
+            cid,
+            policy,
+            "error",
+            f"Not judged: {head}: no readable answer after {self.max_parse_retries + 1} attempt(s): "
+            f"{'; '.join(problems)}. Last answer began: {start!r}. The answers are cached "
+            f"({', '.join(answers)}): a relaunch reads them again; delete those files under "
+            f"judge.cache_dir to ask anew",
+        )

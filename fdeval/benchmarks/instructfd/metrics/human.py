@@ -70,21 +70,47 @@ from fdeval.types import TestCase, Turn
 PROACTIVE = ("listen", "backchannel", "interrupt")
 RESPONSIVE = ("continue", "acknowledge")
 ACTIONS = (*PROACTIVE, *RESPONSIVE)  # the columns of Tables 9-11
-STEP_S = 2.0        # §5: a decision about every 2 s of the decision turn
-SNAP_S = 0.5        # a point moves at most this far to land on a word end
+STEP_S = 2.0  # §5: a decision about every 2 s of the decision turn
+SNAP_S = 0.5  # a point moves at most this far to land on a word end
 END_MARGIN_S = 0.3  # no point this close to the end of the turn
-OVERLAP_S = 2.0     # §5: responsive items play at most 2 s of the interjection
-TOLERANCE_S = 2.0   # A.13: +-2 s around a cue
+OVERLAP_S = 2.0  # §5: responsive items play at most 2 s of the interjection
+TOLERANCE_S = 2.0  # A.13: +-2 s around a cue
 CONDITIONS = ("with", "without")
 
 CASE_COLUMNS = ("scenario", "action", "condition", "n", "n_correct", "n_incomplete", "accuracy")
 SUMMARY_COLUMNS = ("group", "condition", "n", "n_correct", "n_incomplete", "accuracy")
-FRAME_COLUMNS = ("action", "condition", "n_items", "n_points", "n_cues", "n_cues_hit", "detection_rate",
-                 "n_quiet_points", "n_false_alarms", "false_alarm_rate", "n_frames", "n_frames_correct",
-                 "frame_accuracy")
-DELTA_COLUMNS = ("action", "n_pairs", "accuracy_with", "accuracy_without", "delta", "b", "c", "mcnemar_p",
-                 "holm_p", "alpha", "significant", "n_with", "n_without", "accuracy_with_all",
-                 "accuracy_without_all")
+FRAME_COLUMNS = (
+    "action",
+    "condition",
+    "n_items",
+    "n_points",
+    "n_cues",
+    "n_cues_hit",
+    "detection_rate",
+    "n_quiet_points",
+    "n_false_alarms",
+    "false_alarm_rate",
+    "n_frames",
+    "n_frames_correct",
+    "frame_accuracy",
+)
+DELTA_COLUMNS = (
+    "action",
+    "n_pairs",
+    "accuracy_with",
+    "accuracy_without",
+    "delta",
+    "b",
+    "c",
+    "mcnemar_p",
+    "holm_p",
+    "alpha",
+    "significant",
+    "n_with",
+    "n_without",
+    "accuracy_with_all",
+    "accuracy_without_all",
+)
 
 
 class StudyError(FdevalError):
@@ -99,12 +125,12 @@ class StudyItem:
     case_id: str
     conversation_id: str
     scenario: str
-    condition: str                 # "with" (instruction shown) or "without"
-    instruction: str | None        # the text shown ("with" only)
-    judged: tuple[str, ...]        # the instructions its answers are scored against
-    kind: str                      # "proactive" | "responsive"
-    turn: int                      # the decision turn's index
-    points: tuple[float, ...]      # decision times, seconds into the decision turn's audio
+    condition: str  # "with" (instruction shown) or "without"
+    instruction: str | None  # the text shown ("with" only)
+    judged: tuple[str, ...]  # the instructions its answers are scored against
+    kind: str  # "proactive" | "responsive"
+    turn: int  # the decision turn's index
+    points: tuple[float, ...]  # decision times, seconds into the decision turn's audio
     cues: Mapping[str, tuple[float, ...]] = field(default_factory=dict)  # trigger kind -> cue times
 
     @property
@@ -112,16 +138,36 @@ class StudyItem:
         return PROACTIVE if self.kind == "proactive" else RESPONSIVE
 
     def to_dict(self) -> dict[str, Any]:
-        return {"item_id": self.item_id, "case_id": self.case_id, "conversation_id": self.conversation_id,
-                "scenario": self.scenario, "condition": self.condition, "instruction": self.instruction,
-                "judged": list(self.judged), "kind": self.kind, "turn": self.turn, "points": list(self.points),
-                "cues": {k: list(v) for k, v in self.cues.items()}, "choices": list(self.choices)}
+        return {
+            "item_id": self.item_id,
+            "case_id": self.case_id,
+            "conversation_id": self.conversation_id,
+            "scenario": self.scenario,
+            "condition": self.condition,
+            "instruction": self.instruction,
+            "judged": list(self.judged),
+            "kind": self.kind,
+            "turn": self.turn,
+            "points": list(self.points),
+            "cues": {k: list(v) for k, v in self.cues.items()},
+            "choices": list(self.choices),
+        }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "StudyItem":
-        return cls(d["item_id"], d["case_id"], d["conversation_id"], d["scenario"], d["condition"], d["instruction"],
-                   tuple(d["judged"]), d["kind"], int(d["turn"]), tuple(float(t) for t in d["points"]),
-                   {k: tuple(float(t) for t in v) for k, v in d["cues"].items()})
+        return cls(
+            d["item_id"],
+            d["case_id"],
+            d["conversation_id"],
+            d["scenario"],
+            d["condition"],
+            d["instruction"],
+            tuple(d["judged"]),
+            d["kind"],
+            int(d["turn"]),
+            tuple(float(t) for t in d["points"]),
+            {k: tuple(float(t) for t in v) for k, v in d["cues"].items()},
+        )
 
 
 @dataclass(frozen=True)
@@ -135,17 +181,18 @@ class Answer:
 
 @dataclass(frozen=True)
 class Outcome:
-    correct: bool | None           # None: incomplete
+    correct: bool | None  # None: incomplete
     n_points: int = 0
     cues: int = 0
     cues_hit: int = 0
-    quiet: int = 0                 # points outside every cue window
-    false_alarms: int = 0          # quiet points answered with anything but Listen
+    quiet: int = 0  # points outside every cue window
+    false_alarms: int = 0  # quiet points answered with anything but Listen
     frames: int = 0
     frames_correct: int = 0
 
 
 # -- planning ----------------------------------------------------------------------------------
+
 
 def _decision_turn(case: TestCase, kind: str) -> Turn:
     turns = case.turns
@@ -153,7 +200,9 @@ def _decision_turn(case: TestCase, kind: str) -> Turn:
         for t in turns:
             if t.turn_type == "barge-in":
                 return t
-        raise StudyError(f"case {case.case_id}: a responsive instruction but no barge-in (interjection) turn")
+        raise StudyError(
+            f"case {case.case_id}: a responsive instruction but no barge-in (interjection) turn"
+        )
     data: InstructFDCase = case.data
     takes = [t for t in turns if t.turn_type == "take-turn"]
     for t in takes:
@@ -182,21 +231,37 @@ def proactive_points(turn: Turn, step_s: float = STEP_S) -> tuple[float, ...]:
     return tuple(out)
 
 
-def plan_item(case: TestCase, condition: str, item_id: str | None = None, judged: Sequence[str] | None = None,
-              step_s: float = STEP_S) -> StudyItem:
+def plan_item(
+    case: TestCase,
+    condition: str,
+    item_id: str | None = None,
+    judged: Sequence[str] | None = None,
+    step_s: float = STEP_S,
+) -> StudyItem:
     """The study item of one Instruct-FD case, shown with or without its instruction (module doc)."""
     data = case.data
     if not isinstance(data, InstructFDCase):
-        raise StudyError(f"case {case.case_id}: not an Instruct-FD case (benchmark {case.benchmark})")
+        raise StudyError(
+            f"case {case.case_id}: not an Instruct-FD case (benchmark {case.benchmark})"
+        )
     if condition not in CONDITIONS:
-        raise StudyError(f"case {case.case_id}: condition must be one of {CONDITIONS}, got {condition!r}")
+        raise StudyError(
+            f"case {case.case_id}: condition must be one of {CONDITIONS}, got {condition!r}"
+        )
     if condition == "with" and data.policy_name == NO_POLICY:
-        raise StudyError(f"case {case.case_id}: the un-instructed baseline has no instruction to show")
-    judged = tuple(judged) if judged else ((data.policy_name,) if data.policy_name != NO_POLICY
-                                            else tuple(data.judge_policies))
+        raise StudyError(
+            f"case {case.case_id}: the un-instructed baseline has no instruction to show"
+        )
+    judged = (
+        tuple(judged)
+        if judged
+        else ((data.policy_name,) if data.policy_name != NO_POLICY else tuple(data.judge_policies))
+    )
     kinds = {"responsive" if p in RESPONSIVE else "proactive" for p in judged}
     if len(kinds) != 1:
-        raise StudyError(f"case {case.case_id}: judged against both proactive and responsive instructions {judged}")
+        raise StudyError(
+            f"case {case.case_id}: judged against both proactive and responsive instructions {judged}"
+        )
     kind = kinds.pop()
     turn = _decision_turn(case, kind)
     if kind == "responsive":
@@ -210,9 +275,22 @@ def plan_item(case: TestCase, condition: str, item_id: str | None = None, judged
             cues[trig.kind] += (float(trig.at_s),)
         for p in judged:
             if p in ("backchannel", "interrupt") and not cues.get(p):
-                raise StudyError(f"case {case.case_id}: judged for {p} but turn {turn.index} has no {p} trigger")
-    return StudyItem(item_id or case.case_id, case.case_id, case.conversation_id, case.scenario, condition,
-                     case.system_instruction if condition == "with" else None, judged, kind, turn.index, points, cues)
+                raise StudyError(
+                    f"case {case.case_id}: judged for {p} but turn {turn.index} has no {p} trigger"
+                )
+    return StudyItem(
+        item_id or case.case_id,
+        case.case_id,
+        case.conversation_id,
+        case.scenario,
+        condition,
+        case.system_instruction if condition == "with" else None,
+        judged,
+        kind,
+        turn.index,
+        points,
+        cues,
+    )
 
 
 def plan_study(cases: Iterable[TestCase], step_s: float = STEP_S) -> list[StudyItem]:
@@ -233,6 +311,7 @@ def plan_study(cases: Iterable[TestCase], step_s: float = STEP_S) -> list[StudyI
 
 # -- scoring -----------------------------------------------------------------------------------
 
+
 def asked_points(item: StudyItem, actions: Sequence[str]) -> int:
     """How many points an answer had to cover: all, or up to and including its first Interrupt."""
     for i, a in enumerate(actions):
@@ -244,19 +323,27 @@ def asked_points(item: StudyItem, actions: Sequence[str]) -> int:
 def check_answer(item: StudyItem, actions: Sequence[str]) -> None:
     """Raise StudyError when an answer does not fit its item (unknown action, too many points)."""
     if len(actions) > len(item.points):
-        raise StudyError(f"item {item.item_id}: {len(actions)} answers for {len(item.points)} decision points")
+        raise StudyError(
+            f"item {item.item_id}: {len(actions)} answers for {len(item.points)} decision points"
+        )
     for i, a in enumerate(actions):
         if a not in item.choices:
-            raise StudyError(f"item {item.item_id}: answer {i} is {a!r}, expected one of {list(item.choices)}")
+            raise StudyError(
+                f"item {item.item_id}: answer {i} is {a!r}, expected one of {list(item.choices)}"
+            )
         if a == "interrupt" and i + 1 < len(actions):
             raise StudyError(f"item {item.item_id}: answers go on after an interrupt at point {i}")
 
 
-def score(item: StudyItem, actions: Sequence[str], policy: str, tolerance_s: float = TOLERANCE_S) -> Outcome:
+def score(
+    item: StudyItem, actions: Sequence[str], policy: str, tolerance_s: float = TOLERANCE_S
+) -> Outcome:
     """Score one answer against one instruction (module doc)."""
     check_answer(item, actions)
     if policy not in item.judged:
-        raise StudyError(f"item {item.item_id}: not judged for {policy!r} (judged: {list(item.judged)})")
+        raise StudyError(
+            f"item {item.item_id}: not judged for {policy!r} (judged: {list(item.judged)})"
+        )
     if len(actions) < asked_points(item, actions):
         return Outcome(None)
     n = len(actions)
@@ -281,11 +368,20 @@ def score(item: StudyItem, actions: Sequence[str], policy: str, tolerance_s: flo
         elif a == other:
             wrong += 1
     ok = all(hit) and false_alarms == 0 and wrong == 0
-    return Outcome(ok, n, len(cues), sum(hit), quiet, false_alarms, len(cues) + quiet,
-                   sum(hit) + quiet - false_alarms)
+    return Outcome(
+        ok,
+        n,
+        len(cues),
+        sum(hit),
+        quiet,
+        false_alarms,
+        len(cues) + quiet,
+        sum(hit) + quiet - false_alarms,
+    )
 
 
 # -- tables ------------------------------------------------------------------------------------
+
 
 def _index(items: Iterable[StudyItem]) -> dict[str, StudyItem]:
     out: dict[str, StudyItem] = {}
@@ -296,8 +392,9 @@ def _index(items: Iterable[StudyItem]) -> dict[str, StudyItem]:
     return out
 
 
-def outcomes(items: Iterable[StudyItem], answers: Iterable[Answer],
-             tolerance_s: float = TOLERANCE_S) -> list[tuple[StudyItem, Answer, str, Outcome]]:
+def outcomes(
+    items: Iterable[StudyItem], answers: Iterable[Answer], tolerance_s: float = TOLERANCE_S
+) -> list[tuple[StudyItem, Answer, str, Outcome]]:
     """(item, answer, action, outcome) for every answer and every instruction its item is judged
     for, answers in (participant, item) order; an answer to an unknown item is an error."""
     by_id = _index(items)
@@ -314,16 +411,24 @@ def outcomes(items: Iterable[StudyItem], answers: Iterable[Answer],
 def _acc(outs: Sequence[Outcome]) -> dict[str, Any]:
     done = [o for o in outs if o.correct is not None]
     k = sum(bool(o.correct) for o in done)
-    return {"n": len(done), "n_correct": k, "n_incomplete": len(outs) - len(done),
-            "accuracy": k / len(done) if done else None}
+    return {
+        "n": len(done),
+        "n_correct": k,
+        "n_incomplete": len(outs) - len(done),
+        "accuracy": k / len(done) if done else None,
+    }
 
 
 def _ratio(a: int, b: int) -> float | None:
     return a / b if b else None
 
 
-def case_rows(items: Iterable[StudyItem], answers: Iterable[Answer], condition: str = "with",
-              tolerance_s: float = TOLERANCE_S) -> list[dict[str, Any]]:
+def case_rows(
+    items: Iterable[StudyItem],
+    answers: Iterable[Answer],
+    condition: str = "with",
+    tolerance_s: float = TOLERANCE_S,
+) -> list[dict[str, Any]]:
     """Case accuracy per (scenario, action), then ``average`` and ``pooled`` rows per action."""
     items = list(items)
     order = list(dict.fromkeys(it.scenario for it in items))
@@ -335,34 +440,55 @@ def case_rows(items: Iterable[StudyItem], answers: Iterable[Answer], condition: 
     for p in ACTIONS:
         for s in order:
             if (s, p) in cell:
-                rows.append({"scenario": s, "action": p, "condition": condition, **_acc(cell[(s, p)])})
+                rows.append(
+                    {"scenario": s, "action": p, "condition": condition, **_acc(cell[(s, p)])}
+                )
     for p in ACTIONS:
         mine = [r for r in rows if r["action"] == p]
         if not mine:
             continue
         accs = [r["accuracy"] for r in mine if r["accuracy"] is not None]
         pooled = _acc([o for s in order for o in cell.get((s, p), [])])
-        rows.append({"scenario": "average", "action": p, "condition": condition, "n": pooled["n"],
-                     "n_correct": pooled["n_correct"], "n_incomplete": pooled["n_incomplete"],
-                     "accuracy": sum(accs) / len(accs) if accs else None})
+        rows.append(
+            {
+                "scenario": "average",
+                "action": p,
+                "condition": condition,
+                "n": pooled["n"],
+                "n_correct": pooled["n_correct"],
+                "n_incomplete": pooled["n_incomplete"],
+                "accuracy": sum(accs) / len(accs) if accs else None,
+            }
+        )
         rows.append({"scenario": "pooled", "action": p, "condition": condition, **pooled})
     return [{k: r[k] for k in CASE_COLUMNS} for r in rows]
 
 
-def summary_rows(items: Iterable[StudyItem], answers: Iterable[Answer],
-                 tolerance_s: float = TOLERANCE_S) -> list[dict[str, Any]]:
+def summary_rows(
+    items: Iterable[StudyItem], answers: Iterable[Answer], tolerance_s: float = TOLERANCE_S
+) -> list[dict[str, Any]]:
     """Pooled case accuracy overall, proactive and responsive, with and without the instruction."""
     outs = outcomes(items, answers, tolerance_s)
     rows = []
     for cond in CONDITIONS:
-        for group, acts in (("overall", ACTIONS), ("proactive", PROACTIVE), ("responsive", RESPONSIVE)):
-            rows.append({"group": group, "condition": cond,
-                         **_acc([o for it, _, p, o in outs if it.condition == cond and p in acts])})
+        for group, acts in (
+            ("overall", ACTIONS),
+            ("proactive", PROACTIVE),
+            ("responsive", RESPONSIVE),
+        ):
+            rows.append(
+                {
+                    "group": group,
+                    "condition": cond,
+                    **_acc([o for it, _, p, o in outs if it.condition == cond and p in acts]),
+                }
+            )
     return rows
 
 
-def frame_rows(items: Iterable[StudyItem], answers: Iterable[Answer],
-               tolerance_s: float = TOLERANCE_S) -> list[dict[str, Any]]:
+def frame_rows(
+    items: Iterable[StudyItem], answers: Iterable[Answer], tolerance_s: float = TOLERANCE_S
+) -> list[dict[str, Any]]:
     """Per action and condition: points, cue detection, false alarms and frame accuracy."""
     cell: dict[tuple[str, str], list[Outcome]] = defaultdict(list)
     for it, _, p, o in outcomes(items, answers, tolerance_s):
@@ -374,22 +500,48 @@ def frame_rows(items: Iterable[StudyItem], answers: Iterable[Answer],
             os_ = cell.get((p, cond))
             if not os_:
                 continue
-            s = {f: sum(getattr(o, f) for o in os_) for f in ("n_points", "cues", "cues_hit", "quiet",
-                                                             "false_alarms", "frames", "frames_correct")}
-            rows.append({"action": p, "condition": cond, "n_items": len(os_), "n_points": s["n_points"],
-                         "n_cues": s["cues"], "n_cues_hit": s["cues_hit"],
-                         "detection_rate": _ratio(s["cues_hit"], s["cues"]),
-                         "n_quiet_points": s["quiet"], "n_false_alarms": s["false_alarms"],
-                         "false_alarm_rate": _ratio(s["false_alarms"], s["quiet"]),
-                         "n_frames": s["frames"], "n_frames_correct": s["frames_correct"],
-                         "frame_accuracy": _ratio(s["frames_correct"], s["frames"])})
+            s = {
+                f: sum(getattr(o, f) for o in os_)
+                for f in (
+                    "n_points",
+                    "cues",
+                    "cues_hit",
+                    "quiet",
+                    "false_alarms",
+                    "frames",
+                    "frames_correct",
+                )
+            }
+            rows.append(
+                {
+                    "action": p,
+                    "condition": cond,
+                    "n_items": len(os_),
+                    "n_points": s["n_points"],
+                    "n_cues": s["cues"],
+                    "n_cues_hit": s["cues_hit"],
+                    "detection_rate": _ratio(s["cues_hit"], s["cues"]),
+                    "n_quiet_points": s["quiet"],
+                    "n_false_alarms": s["false_alarms"],
+                    "false_alarm_rate": _ratio(s["false_alarms"], s["quiet"]),
+                    "n_frames": s["frames"],
+                    "n_frames_correct": s["frames_correct"],
+                    "frame_accuracy": _ratio(s["frames_correct"], s["frames"]),
+                }
+            )
     return rows
 
 
-def delta_rows(items: Iterable[StudyItem], answers: Iterable[Answer], alpha: float = 0.05,
-               tolerance_s: float = TOLERANCE_S) -> list[dict[str, Any]]:
+def delta_rows(
+    items: Iterable[StudyItem],
+    answers: Iterable[Answer],
+    alpha: float = 0.05,
+    tolerance_s: float = TOLERANCE_S,
+) -> list[dict[str, Any]]:
     """Change in case accuracy with the instruction vs without, per action (Table 11 shape)."""
-    sides: dict[tuple[str, str], dict[str, list[tuple[str, bool]]]] = defaultdict(lambda: {"with": [], "without": []})
+    sides: dict[tuple[str, str], dict[str, list[tuple[str, bool]]]] = defaultdict(
+        lambda: {"with": [], "without": []}
+    )
     for it, a, p, o in outcomes(items, answers, tolerance_s):
         if o.correct is not None:
             sides[(it.conversation_id, p)][it.condition].append((a.participant, bool(o.correct)))
@@ -411,27 +563,64 @@ def delta_rows(items: Iterable[StudyItem], answers: Iterable[Answer], alpha: flo
         n = len(pairs)
         acc_w = _ratio(sum(x for x, _ in pairs), n)
         acc_wo = _ratio(sum(y for _, y in pairs), n)
-        rows.append({"action": p, "n_pairs": n, "accuracy_with": acc_w, "accuracy_without": acc_wo,
-                     "delta": None if acc_w is None or acc_wo is None else acc_w - acc_wo, "b": b, "c": c,
-                     "mcnemar_p": mcnemar_exact(b, c) if n else None, "n_with": len(w_all),
-                     "n_without": len(wo_all), "accuracy_with_all": _ratio(sum(w_all), len(w_all)),
-                     "accuracy_without_all": _ratio(sum(wo_all), len(wo_all))})
+        rows.append(
+            {
+                "action": p,
+                "n_pairs": n,
+                "accuracy_with": acc_w,
+                "accuracy_without": acc_wo,
+                "delta": None if acc_w is None or acc_wo is None else acc_w - acc_wo,
+                "b": b,
+                "c": c,
+                "mcnemar_p": mcnemar_exact(b, c) if n else None,
+                "n_with": len(w_all),
+                "n_without": len(wo_all),
+                "accuracy_with_all": _ratio(sum(w_all), len(w_all)),
+                "accuracy_without_all": _ratio(sum(wo_all), len(wo_all)),
+            }
+        )
     for r, h in zip(rows, holm([r["mcnemar_p"] for r in rows])):
-        r.update({"holm_p": h, "alpha": alpha, "significant": None if h is None else bool(h < alpha)})
+        r.update(
+            {"holm_p": h, "alpha": alpha, "significant": None if h is None else bool(h < alpha)}
+        )
     return [{k: r[k] for k in DELTA_COLUMNS} for r in rows]
 
 
-def tables(items: Iterable[StudyItem], answers: Iterable[Answer], alpha: float = 0.05,
-           tolerance_s: float = TOLERANCE_S) -> dict[str, list[dict[str, Any]]]:
+def tables(
+    items: Iterable[StudyItem],
+    answers: Iterable[Answer],
+    alpha: float = 0.05,
+    tolerance_s: float = TOLERANCE_S,
+) -> dict[str, list[dict[str, Any]]]:
     """All the human-study tables at once, keyed by name."""
     items, answers = list(items), list(answers)
-    return {"summary": summary_rows(items, answers, tolerance_s),
-            "cases_with": case_rows(items, answers, "with", tolerance_s),
-            "cases_without": case_rows(items, answers, "without", tolerance_s),
-            "frames": frame_rows(items, answers, tolerance_s),
-            "delta": delta_rows(items, answers, alpha, tolerance_s)}
+    return {
+        "summary": summary_rows(items, answers, tolerance_s),
+        "cases_with": case_rows(items, answers, "with", tolerance_s),
+        "cases_without": case_rows(items, answers, "without", tolerance_s),
+        "frames": frame_rows(items, answers, tolerance_s),
+        "delta": delta_rows(items, answers, alpha, tolerance_s),
+    }
 
 
-__all__ = ["ACTIONS", "PROACTIVE", "RESPONSIVE", "POLICIES", "StudyItem", "Answer", "Outcome", "StudyError",
-           "plan_item", "plan_study", "proactive_points", "score", "check_answer", "outcomes", "case_rows",
-           "summary_rows", "frame_rows", "delta_rows", "tables"]
+__all__ = [
+    "ACTIONS",
+    "PROACTIVE",
+    "RESPONSIVE",
+    "POLICIES",
+    "StudyItem",
+    "Answer",
+    "Outcome",
+    "StudyError",
+    "plan_item",
+    "plan_study",
+    "proactive_points",
+    "score",
+    "check_answer",
+    "outcomes",
+    "case_rows",
+    "summary_rows",
+    "frame_rows",
+    "delta_rows",
+    "tables",
+]

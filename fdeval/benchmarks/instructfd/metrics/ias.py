@@ -33,7 +33,16 @@ from fdeval.types import TestCase
 
 METRIC_VERSION = "1"
 OVERALL = "overall"
-METRIC_COLUMNS = ("instruction", "n", "n_pass", "n_error", "ias", "n_pairs", "baseline_ias", "delta_ias")
+METRIC_COLUMNS = (
+    "instruction",
+    "n",
+    "n_pass",
+    "n_error",
+    "ias",
+    "n_pairs",
+    "baseline_ias",
+    "delta_ias",
+)
 
 
 def _rate(passes: Iterable[bool]) -> float | None:
@@ -41,7 +50,9 @@ def _rate(passes: Iterable[bool]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
 
-def _row(instruction: str, instructed: list[Verdict], pairs: list[tuple[bool, bool]]) -> dict[str, Any]:
+def _row(
+    instruction: str, instructed: list[Verdict], pairs: list[tuple[bool, bool]]
+) -> dict[str, Any]:
     judged = [v for v in instructed if v.verdict != "error"]
     ias_pairs, base = _rate(p for p, _ in pairs), _rate(b for _, b in pairs)
     return {
@@ -82,19 +93,25 @@ def join_verdicts(verdicts: list[Verdict], cases: Mapping[str, TestCase]) -> Joi
     for v in verdicts:
         case = cases.get(v.case_id)
         if case is None:
-            raise FdevalError(f"score: verdict for unknown case {v.case_id!r} (policy {v.policy!r})")
+            raise FdevalError(
+                f"score: verdict for unknown case {v.case_id!r} (policy {v.policy!r})"
+            )
         if (v.case_id, v.policy) in seen:
             raise FdevalError(f"score: two verdicts for case {v.case_id!r} under {v.policy!r}")
         seen.add((v.case_id, v.policy))
         if case.data.policy_name == NO_POLICY:
             key = (case.conversation_id, case.seed, v.policy)
             if key in baselines:
-                raise FdevalError(f"score: baselines {baselines[key].case_id!r} and {v.case_id!r} both pair with "
-                                  f"conversation {case.conversation_id!r} (seed {case.seed}) under {v.policy!r}")
+                raise FdevalError(
+                    f"score: baselines {baselines[key].case_id!r} and {v.case_id!r} both pair with "
+                    f"conversation {case.conversation_id!r} (seed {case.seed}) under {v.policy!r}"
+                )
             baselines[key] = v
         elif v.policy != case.data.policy_name:
-            raise FdevalError(f"score: instructed case {v.case_id!r} ({case.data.policy_name}) was judged against "
-                              f"{v.policy!r}; instructed cases are judged only against their own instruction")
+            raise FdevalError(
+                f"score: instructed case {v.case_id!r} ({case.data.policy_name}) was judged against "
+                f"{v.policy!r}; instructed cases are judged only against their own instruction"
+            )
         else:
             instructed.setdefault(v.policy, []).append(v)
 
@@ -108,13 +125,21 @@ def join_verdicts(verdicts: list[Verdict], cases: Mapping[str, TestCase]) -> Joi
         return out
 
     policies = [p for p in POLICIES if p in instructed or any(k[2] == p for k in baselines)]
-    policies += sorted({k[2] for k in baselines} - set(POLICIES)) + sorted(set(instructed) - set(POLICIES))
-    return Joined({p: instructed.get(p, []) for p in policies},
-                  {p: pairs_of(instructed.get(p, [])) for p in policies}, policies)
+    policies += sorted({k[2] for k in baselines} - set(POLICIES)) + sorted(
+        set(instructed) - set(POLICIES)
+    )
+    return Joined(
+        {p: instructed.get(p, []) for p in policies},
+        {p: pairs_of(instructed.get(p, [])) for p in policies},
+        policies,
+    )
 
 
-def ias_rows(verdicts: list[Verdict], cases: Mapping[str, TestCase],
-             provenance: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+def ias_rows(
+    verdicts: list[Verdict],
+    cases: Mapping[str, TestCase],
+    provenance: Mapping[str, Any] | None = None,
+) -> list[dict[str, Any]]:
     """IAS, baseline IAS and delta-IAS per instruction, plus an ``overall`` row.
 
     `cases` maps case id to its :class:`TestCase` (every verdict's case must be there). An
@@ -144,15 +169,23 @@ def with_provenance(provenance: Mapping[str, Any] | None, columns: Iterable[str]
 # Writers
 
 
-def write_markdown(rows: list[Mapping[str, Any]], path: str | Path, notes: Iterable[str] = ()) -> None:
+def write_markdown(
+    rows: list[Mapping[str, Any]], path: str | Path, notes: Iterable[str] = ()
+) -> None:
     """`rows` as a Markdown table, atomically, with `notes` (what the counts mean, the judge's limits) under it.
 
     Columns other than the metric columns that hold one value in every row (the provenance) are
     listed once above the table instead of repeating in each row.
     """
     cols = columns(rows)
-    shared = [c for c in cols if c not in METRIC_COLUMNS and rows
-              and all(c in r for r in rows) and len({repr(r[c]) for r in rows}) == 1]
+    shared = [
+        c
+        for c in cols
+        if c not in METRIC_COLUMNS
+        and rows
+        and all(c in r for r in rows)
+        and len({repr(r[c]) for r in rows}) == 1
+    ]
     table = [c for c in cols if c not in shared]
     lines = ["# Instruction adherence (IAS)", ""]
     lines += [f"- {c}: {md_cell(rows[0][c])}" for c in shared]

@@ -7,7 +7,8 @@ The human-labels file is a CSV with a header row:
 | ``case_id`` | yes | the case that was judged (instructed case or un-instructed baseline) |
 | ``policy`` | yes | the instruction it was judged against (backchannel, listen, interrupt, continue, acknowledge) |
 | ``label`` | yes | the human decision: ``adhere`` or ``not_adhere`` |
-| ``model`` | no | which model's session: its model id (``reference:e5be08e6f82f``), the name before the colon (``reference``) or the report's column name; empty = any |
+| ``model`` | no | which model's session: its model id (``reference:e5be08e6f82f``), the name before
+  the colon (``reference``) or the report's column name; empty = any |
 | ``annotator`` | no | who labelled it; several annotators may label one pair, one row each |
 | ``notes`` | no | free text, ignored |
 
@@ -41,8 +42,21 @@ from fdeval.metrics.csvio import CsvError, read_csv_rows
 LABEL_COLUMNS = ("case_id", "policy", "label")
 LABEL_OPTIONAL = ("model", "annotator", "notes")
 HUMAN_LABELS = ("adhere", "not_adhere")
-VALIDATION_COLUMNS = ("group", "key", "n_labels", "n_judge_error", "n_compared", "accuracy", "macro_f1",
-                      "macro_precision", "macro_recall", "tp", "fn", "fp", "tn")
+VALIDATION_COLUMNS = (
+    "group",
+    "key",
+    "n_labels",
+    "n_judge_error",
+    "n_compared",
+    "accuracy",
+    "macro_f1",
+    "macro_precision",
+    "macro_recall",
+    "tp",
+    "fn",
+    "fp",
+    "tn",
+)
 
 
 @dataclass(frozen=True)
@@ -78,14 +92,36 @@ def load_labels(path: str | Path) -> list[HumanLabel]:
                 raise CsvError(path, line, name, "empty cell")
         label = row["label"].lower()
         if label not in HUMAN_LABELS:
-            raise CsvError(path, line, "label", f"invalid value {row['label']!r}; expected adhere or not_adhere")
+            raise CsvError(
+                path,
+                line,
+                "label",
+                f"invalid value {row['label']!r}; expected adhere or not_adhere",
+            )
         if row["policy"] not in POLICIES:
-            raise CsvError(path, line, "policy", f"unknown instruction {row['policy']!r}; valid: {', '.join(POLICIES)}")
-        h = HumanLabel(row["case_id"], row["policy"], label, row["model"] or None, row["annotator"] or None,
-                       str(path), line)
+            raise CsvError(
+                path,
+                line,
+                "policy",
+                f"unknown instruction {row['policy']!r}; valid: {', '.join(POLICIES)}",
+            )
+        h = HumanLabel(
+            row["case_id"],
+            row["policy"],
+            label,
+            row["model"] or None,
+            row["annotator"] or None,
+            str(path),
+            line,
+        )
         key = (h.case_id, h.policy, h.model, h.annotator)
         if key in first:
-            raise CsvError(path, line, "case_id", f"repeats line {first[key]} (same case, policy, model and annotator)")
+            raise CsvError(
+                path,
+                line,
+                "case_id",
+                f"repeats line {first[key]} (same case, policy, model and annotator)",
+            )
         first[key] = line
         out.append(h)
     return out
@@ -107,8 +143,12 @@ def binary_scores(tp: int, fn: int, fp: int, tn: int) -> dict[str, float | None]
     rec = [ratio(t, t + m) for t, _, m in present]
     f1 = [ratio(2 * t, 2 * t + p + m) for t, p, m in present]
     k = len(present)
-    return {"accuracy": (tp + tn) / n, "macro_f1": sum(f1) / k, "macro_precision": sum(prec) / k,
-            "macro_recall": sum(rec) / k}
+    return {
+        "accuracy": (tp + tn) / n,
+        "macro_f1": sum(f1) / k,
+        "macro_precision": sum(prec) / k,
+        "macro_recall": sum(rec) / k,
+    }
 
 
 @dataclass(frozen=True)
@@ -118,8 +158,11 @@ class Validation:
     n_unmatched: int  # labels with no verdict
 
 
-def validate_judge(labels: list[HumanLabel], verdicts: list[ModelVerdict],
-                   provenance: Mapping[str, Any] | None = None) -> Validation:
+def validate_judge(
+    labels: list[HumanLabel],
+    verdicts: list[ModelVerdict],
+    provenance: Mapping[str, Any] | None = None,
+) -> Validation:
     """Rows ``overall`` / per instruction (taxonomy order) / per model (first-seen order)."""
     prov = with_provenance(provenance, VALIDATION_COLUMNS)
     index: dict[tuple[str, str], list[ModelVerdict]] = {}
@@ -128,16 +171,27 @@ def validate_judge(labels: list[HumanLabel], verdicts: list[ModelVerdict],
     matched: list[tuple[HumanLabel, ModelVerdict]] = []
     unmatched = 0
     for h in labels:
-        hits = [mv for mv in index.get((h.case_id, h.policy), []) if h.model is None or mv.answers_to(h.model)]
+        hits = [
+            mv
+            for mv in index.get((h.case_id, h.policy), [])
+            if h.model is None or mv.answers_to(h.model)
+        ]
         if len({mv.model_id for mv in hits}) > 1 or len(hits) > 1:
             names = ", ".join(sorted({mv.model for mv in hits}))
-            raise CsvError(h.path, h.line, "model", f"({h.case_id}, {h.policy}) matches verdicts of several runs "
-                                                    f"({names}); give the model")
+            raise CsvError(
+                h.path,
+                h.line,
+                "model",
+                f"({h.case_id}, {h.policy}) matches verdicts of several runs "
+                f"({names}); give the model",
+            )
         if hits:
             matched.append((h, hits[0]))
         else:
             unmatched += 1
-    groups: list[tuple[str, str, list[tuple[HumanLabel, ModelVerdict]]]] = [("overall", "all", matched)]
+    groups: list[tuple[str, str, list[tuple[HumanLabel, ModelVerdict]]]] = [
+        ("overall", "all", matched)
+    ]
     for p in POLICIES:
         mine = [m for m in matched if m[0].policy == p]
         if mine:
@@ -147,8 +201,22 @@ def validate_judge(labels: list[HumanLabel], verdicts: list[ModelVerdict],
     rows = []
     for group, key, items in groups:
         judged = [(h.label, mv.verdict.verdict) for h, mv in items if mv.verdict.verdict != "error"]
-        cells = {"tp": judged.count(("adhere", "adhere")), "fn": judged.count(("adhere", "not_adhere")),
-                 "fp": judged.count(("not_adhere", "adhere")), "tn": judged.count(("not_adhere", "not_adhere"))}
-        rows.append({"group": group, "key": key, "n_labels": len(items), "n_judge_error": len(items) - len(judged),
-                     "n_compared": len(judged), **binary_scores(**cells), **cells, **prov})
+        cells = {
+            "tp": judged.count(("adhere", "adhere")),
+            "fn": judged.count(("adhere", "not_adhere")),
+            "fp": judged.count(("not_adhere", "adhere")),
+            "tn": judged.count(("not_adhere", "not_adhere")),
+        }
+        rows.append(
+            {
+                "group": group,
+                "key": key,
+                "n_labels": len(items),
+                "n_judge_error": len(items) - len(judged),
+                "n_compared": len(judged),
+                **binary_scores(**cells),
+                **cells,
+                **prov,
+            }
+        )
     return Validation(rows, len(labels), unmatched)

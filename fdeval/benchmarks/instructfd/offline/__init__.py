@@ -33,7 +33,9 @@ BUILDERS = {**_PROACTIVE, **_RESPONSIVE}
 
 # Scenarios whose user already knows the topic: no persona detail that says they are new to it.
 EXPERT_PREMISE = frozenset({"Skip Basics"})
-NOVICE_CLAIM = re.compile(r"\b(never|first|beginner|new to|start(ing)?|learn(ing)?|begin(ning)?)\b", re.I)
+NOVICE_CLAIM = re.compile(
+    r"\b(never|first|beginner|new to|start(ing)?|learn(ing)?|begin(ning)?)\b", re.I
+)
 
 
 def _item_key(item: object) -> str:
@@ -75,11 +77,25 @@ class OfflineBackend:
         item = self.item_for(spec, index, seed)
         rng = random.Random(f"fdeval-offline:{seed}:{spec.slug}:{index}")
         # only a detail that fits the topic; none that would contradict the scenario's premise
-        exclude = ("situation",) if spec.name in EXPERT_PREMISE and NOVICE_CLAIM.search(
-            situation_first_person(persona) or "") else ()
-        attribute = choose_attribute(persona, spec.persona_attributes, rng, item_tags(item, topic_of(item)), exclude)
+        exclude = (
+            ("situation",)
+            if spec.name in EXPERT_PREMISE
+            and NOVICE_CLAIM.search(situation_first_person(persona) or "")
+            else ()
+        )
+        attribute = choose_attribute(
+            persona, spec.persona_attributes, rng, item_tags(item, topic_of(item)), exclude
+        )
         grounding = condense(persona, attribute, spec.gist.replace("{topic}", topic_of(item)))
-        ctx = Ctx(rng=rng, persona=persona, attribute=attribute, item=item, scenario=spec.slug, index=index, seed=seed)
+        ctx = Ctx(
+            rng=rng,
+            persona=persona,
+            attribute=attribute,
+            item=item,
+            scenario=spec.slug,
+            index=index,
+            seed=seed,
+        )
         lines = build(ctx)
         return tuple(lines), grounding, attribute, _item_key(item)
 

@@ -58,33 +58,65 @@ class Ctx:
 def greeting(ctx: Ctx, force_name: bool = False) -> str:
     """'Hi, I'm Rosa.' (or a bare greeting, or nothing, unless the name is the grounding attribute)."""
     if force_name or ctx.attribute == "name" or ctx.chance(0.5):
-        return ctx.x("[Hi|Hey|Hello|Hi there|Morning|Hey there|Good morning|Afternoon], [I'm|it's|this is|my "
-                     "name's] {n}.", n=ctx.persona.first_name)
+        return ctx.x(
+            "[Hi|Hey|Hello|Hi there|Morning|Hey there|Good morning|Afternoon], [I'm|it's|this is|my "
+            "name's] {n}.",
+            n=ctx.persona.first_name,
+        )
     return ctx.x("[Hi.|Hey.|Hey there.|Hello.|Morning.|Hi there.||||]")
 
 
 # The grounding detail is said as context for the question (the backend only grounds a
 # conversation in a detail that fits its topic): many frames, so none recurs across the set.
 _INTRO = {
-    "occupation": ("I'm {o}, so this comes up for me.", "I'm {o}, and it ties into this.",
-                   "My job's relevant here: I'm {o}.", "Being {o}, I run into this a lot.",
-                   "I'm {o}, which is part of why I ask.", "As {o}, I think about this a fair bit.",
-                   "I work as {o}, so it's on my mind.", "Some context: I'm {o}.",
-                   "I'm {o}, so it matters for me.", "Since I'm {o}, this keeps coming up."),
-    "hobby": ("I'm really into {h}, so this is close to my heart.", "My big hobby is {h}, and this ties in.",
-              "I spend a lot of my free time on {h}, so this matters to me.", "My hobby is {h}, so it's related.",
-              "I've gotten into {h}, so it's on my mind.", "What I do for fun is {h}, and this connects to it.",
-              "I'm big on {h}, so I'm curious.", "Outside work it's mostly {h} for me, hence the question."),
-    "city": ("I'm in {c}, in case that changes anything.", "I live in {c}, if that makes a difference.",
-             "I'm based in {c}, so local conditions matter.", "For what it's worth, I'm in {c}.",
-             "I'm over in {c}, which might matter here.", "Where I live is {c}, if that's useful.",
-             "I'm calling from {c}, and the local side of it matters."),
-    "age_band": ("I'm in my {b}, in case it changes the answer.", "Worth saying, I'm in my {b}.",
-                 "I'm in my {b} now, so keep that in mind.", "I'm in my {b}, if that matters.",
-                 "Since it might matter, I'm in my {b}.", "I'm in my {b}, so I want to do this sensibly."),
-    "situation": ("{s}, so this is on my mind.", "{s}, and that's why it matters right now.",
-                  "Some background: {s}.", "Worth knowing, {s}.", "{s}, so it's relevant.",
-                  "{s}, which is what got me thinking about it.", "Here's my situation: {s}."),
+    "occupation": (
+        "I'm {o}, so this comes up for me.",
+        "I'm {o}, and it ties into this.",
+        "My job's relevant here: I'm {o}.",
+        "Being {o}, I run into this a lot.",
+        "I'm {o}, which is part of why I ask.",
+        "As {o}, I think about this a fair bit.",
+        "I work as {o}, so it's on my mind.",
+        "Some context: I'm {o}.",
+        "I'm {o}, so it matters for me.",
+        "Since I'm {o}, this keeps coming up.",
+    ),
+    "hobby": (
+        "I'm really into {h}, so this is close to my heart.",
+        "My big hobby is {h}, and this ties in.",
+        "I spend a lot of my free time on {h}, so this matters to me.",
+        "My hobby is {h}, so it's related.",
+        "I've gotten into {h}, so it's on my mind.",
+        "What I do for fun is {h}, and this connects to it.",
+        "I'm big on {h}, so I'm curious.",
+        "Outside work it's mostly {h} for me, hence the question.",
+    ),
+    "city": (
+        "I'm in {c}, in case that changes anything.",
+        "I live in {c}, if that makes a difference.",
+        "I'm based in {c}, so local conditions matter.",
+        "For what it's worth, I'm in {c}.",
+        "I'm over in {c}, which might matter here.",
+        "Where I live is {c}, if that's useful.",
+        "I'm calling from {c}, and the local side of it matters.",
+    ),
+    "age_band": (
+        "I'm in my {b}, in case it changes the answer.",
+        "Worth saying, I'm in my {b}.",
+        "I'm in my {b} now, so keep that in mind.",
+        "I'm in my {b}, if that matters.",
+        "Since it might matter, I'm in my {b}.",
+        "I'm in my {b}, so I want to do this sensibly.",
+    ),
+    "situation": (
+        "{s}, so this is on my mind.",
+        "{s}, and that's why it matters right now.",
+        "Some background: {s}.",
+        "Worth knowing, {s}.",
+        "{s}, so it's relevant.",
+        "{s}, which is what got me thinking about it.",
+        "Here's my situation: {s}.",
+    ),
 }
 
 
@@ -95,9 +127,13 @@ def self_intro(ctx: Ctx) -> str:
     frames = _INTRO.get(a, ())
     if a == "occupation" and p.occupation.startswith("retired "):
         frames = tuple(f for f in frames if not f.startswith("I work as"))
-    values = {"occupation": lambda: {"o": article(p.occupation)}, "city": lambda: {"c": p.city},
-              "age_band": lambda: {"b": p.age_band}, "hobby": lambda: {"h": p.hobby},
-              "situation": lambda: {"s": situation_first_person(p)}}
+    values = {
+        "occupation": lambda: {"o": article(p.occupation)},
+        "city": lambda: {"c": p.city},
+        "age_band": lambda: {"b": p.age_band},
+        "hobby": lambda: {"h": p.hobby},
+        "situation": lambda: {"s": situation_first_person(p)},
+    }
     if not frames or not all(values[a]().values()):
         return ""
     return ctx.x("[" + "|".join(frames) + "]", **values[a]())

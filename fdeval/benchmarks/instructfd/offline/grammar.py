@@ -20,8 +20,10 @@ _SLOT = re.compile(r"\{(\w+)\}")
 _ALT = re.compile(r"\[([^\[\]]*)\]")
 _MARKER = re.compile(r"(<[^<>]*>)")
 
-_ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-         "sixteen seventeen eighteen nineteen").split()
+_ONES = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "sixteen seventeen eighteen nineteen"
+).split()
 _TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
 
 
@@ -75,13 +77,22 @@ def choose(template: str, rng: random.Random) -> str:
             return template
         # resolve the first innermost group
         option = rng.choice(m.group(1).split("|"))
-        template = template[: m.start()] + option + template[m.end():]
+        template = template[: m.start()] + option + template[m.end() :]
 
 
 # tidy()'s rewrites, in order (compiled once: the grammar scans tidy tens of thousands of texts)
-_TIDY_PART = tuple((re.compile(a), b) for a, b in (
-    (r"\s+", " "), (r"\s+([,.?!;])", r"\1"), (r",(\s*,)+", ","), (r"([.?!]),", r"\1"), (r",([.?!])", r"\1"),
-    (r"([?!])\.", r"\1"), (r"\.\.+", ".")))
+_TIDY_PART = tuple(
+    (re.compile(a), b)
+    for a, b in (
+        (r"\s+", " "),
+        (r"\s+([,.?!;])", r"\1"),
+        (r",(\s*,)+", ","),
+        (r"([.?!]),", r"\1"),
+        (r",([.?!])", r"\1"),
+        (r"([?!])\.", r"\1"),
+        (r"\.\.+", "."),
+    )
+)
 _SPACE_PUNCT = re.compile(r"\s+([,.?!;])")
 _START = re.compile(r"^(\s*)([a-z])")
 _AFTER_STOP = re.compile(r"([.?!]\s+)([a-z])")
@@ -131,9 +142,22 @@ def expand(template: str, rng: random.Random, **slots: object) -> str:
 
 
 _YOU = {
-    "i": "you", "i'm": "you're", "i've": "you've", "i'd": "you'd", "i'll": "you'll", "me": "you", "my": "your",
-    "mine": "yours", "myself": "yourself", "am": "are", "we": "you", "we're": "you're", "we've": "you've",
-    "our": "your", "us": "you", "ourselves": "yourselves",
+    "i": "you",
+    "i'm": "you're",
+    "i've": "you've",
+    "i'd": "you'd",
+    "i'll": "you'll",
+    "me": "you",
+    "my": "your",
+    "mine": "yours",
+    "myself": "yourself",
+    "am": "are",
+    "we": "you",
+    "we're": "you're",
+    "we've": "you've",
+    "our": "your",
+    "us": "you",
+    "ourselves": "yourselves",
 }
 
 
@@ -196,9 +220,9 @@ def _alternatives(template: str):
             break
     else:
         raise ValueError(f"unbalanced [ in template {template!r}")
-    head, rest = template[:i], template[j + 1:]
+    head, rest = template[:i], template[j + 1 :]
     tails = list(_alternatives(rest))
-    for option in _split_top(template[i + 1: j]):
+    for option in _split_top(template[i + 1 : j]):
         for mid in _alternatives(option):
             for tail in tails:
                 yield head + mid + tail
@@ -206,6 +230,7 @@ def _alternatives(template: str):
 
 def count_expansions(template: str, **slots: object) -> int:
     """How many texts :func:`expansions` would give (without building them)."""
+
     def count(t: str) -> int:
         i = t.find("[")
         if i < 0:
@@ -215,7 +240,7 @@ def count_expansions(template: str, **slots: object) -> int:
             depth += {"[": 1, "]": -1}.get(t[j], 0)
             if depth == 0:
                 break
-        return sum(count(o) for o in _split_top(t[i + 1: j])) * count(t[j + 1:])
+        return sum(count(o) for o in _split_top(t[i + 1 : j])) * count(t[j + 1 :])
 
     return count(fill(template, {k: str(v) for k, v in slots.items()}))
 
@@ -239,24 +264,40 @@ _CHECKS: tuple[tuple[re.Pattern, str], ...] = (
     (re.compile(r"  "), "double space"),
     (re.compile(r"[.?!]\s+[a-z]"), "sentence starts in lower case"),
     # (a stranded preposition, "the job you apply to.", is fine English; an article or conjunction is not)
-    (re.compile(r"\b(?:the|a|an|my|your|their|and|or|but)[.!]", re.I), "sentence ends on an article or conjunction"),
-    (re.compile(r"\bI (?:is|are|has)\b|(?i:\b(?:you|we|they) (?:is|was|has|am)\b|\b(?:he|she|it) (?:are|am)\b)"),
-     "pronoun and verb disagree"),
+    (
+        re.compile(r"\b(?:the|a|an|my|your|their|and|or|but)[.!]", re.I),
+        "sentence ends on an article or conjunction",
+    ),
+    (
+        re.compile(
+            r"\bI (?:is|are|has)\b|(?i:\b(?:you|we|they) (?:is|was|has|am)\b|\b(?:he|she|it) (?:are|am)\b)"
+        ),
+        "pronoun and verb disagree",
+    ),
 )
 
 
 # ("A as in apple" spells the letter; "a one", "a user" begin with a consonant sound)
-_A_VOWEL = re.compile(r"\b[Aa]\s+(?!(?i:as in\b|one|once|u[bcfgknrst][aeiou]|ur[aeiou]|use|usu|uni|eu|ewe))"
-                      r"[AEIOUaeiou]")
-_AN_CONSONANT = re.compile(r"\b[Aa]n\s+(?!(?i:hour|honest|honou?r|heir|herb))[B-DF-HJ-NP-TV-Zb-df-hj-np-tv-z]")
+_A_VOWEL = re.compile(
+    r"\b[Aa]\s+(?!(?i:as in\b|one|once|u[bcfgknrst][aeiou]|ur[aeiou]|use|usu|uni|eu|ewe))"
+    r"[AEIOUaeiou]"
+)
+_AN_CONSONANT = re.compile(
+    r"\b[Aa]n\s+(?!(?i:hour|honest|honou?r|heir|herb))[B-DF-HJ-NP-TV-Zb-df-hj-np-tv-z]"
+)
 _TRIM = ",.?!;:"
 
 
 def _doubled(piece: str) -> list[str]:
     words = piece.split()
-    return [f"{a} {b}" for a, b in zip(words, words[1:])
-            if a[-1:] not in _TRIM and a.lower() == b.lower().rstrip(_TRIM) and a.lower() not in _NUMBER_WORDS
-            and any(ch.isalpha() for ch in a)]
+    return [
+        f"{a} {b}"
+        for a, b in zip(words, words[1:])
+        if a[-1:] not in _TRIM
+        and a.lower() == b.lower().rstrip(_TRIM)
+        and a.lower() not in _NUMBER_WORDS
+        and any(ch.isalpha() for ch in a)
+    ]
 
 
 def grammar_problems(text: str) -> list[str]:
@@ -274,11 +315,14 @@ def grammar_problems(text: str) -> list[str]:
                 continue
             piece = content.strip()
         out += [f"doubled word {d!r} in {piece!r}" for d in _doubled(piece)]
-        for rx, what in ((_A_VOWEL, "'a' before a vowel"), (_AN_CONSONANT, "'an' before a consonant")):
+        for rx, what in (
+            (_A_VOWEL, "'a' before a vowel"),
+            (_AN_CONSONANT, "'an' before a consonant"),
+        ):
             for m in rx.finditer(piece):
-                out.append(f"{what}: {piece[m.start(): m.end() + 12]!r} in {piece!r}")
+                out.append(f"{what}: {piece[m.start() : m.end() + 12]!r} in {piece!r}")
         for rx, what in _CHECKS:
             m = rx.search(piece)
             if m:
-                out.append(f"{what}: {piece[max(0, m.start() - 20): m.end() + 20]!r}")
+                out.append(f"{what}: {piece[max(0, m.start() - 20) : m.end() + 20]!r}")
     return out

@@ -17,6 +17,20 @@ from .finder import DecisionPoint, FinderSettings, find_decision_points
 from .records import ChannelSource, Conversation, CorpusFileError, Speaker, Transcript, Turn, Word
 from .transcripts import read_ctm, read_json_words, read_rttm, read_textgrid, read_transcript
 
-__all__ = ["ChannelSource", "Conversation", "CorpusFileError", "DecisionPoint", "FinderSettings", "Speaker",
-           "Transcript", "Turn", "Word", "find_decision_points", "read_ctm", "read_json_words", "read_rttm",
-           "read_textgrid", "read_transcript"]
+__all__ = [
+    "ChannelSource",
+    "Conversation",
+    "CorpusFileError",
+    "DecisionPoint",
+    "FinderSettings",
+    "Speaker",
+    "Transcript",
+    "Turn",
+    "Word",
+    "find_decision_points",
+    "read_ctm",
+    "read_json_words",
+    "read_rttm",
+    "read_textgrid",
+    "read_transcript",
+]

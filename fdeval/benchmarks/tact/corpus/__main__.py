@@ -33,14 +33,28 @@ def _list() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog=PROG, description="Find a corpus's TACT decision points and import the labelled "
-                                                        "ones as episodes (docs/tact-corpora.md).")
+    ap = argparse.ArgumentParser(
+        prog=PROG,
+        description="Find a corpus's TACT decision points and import the labelled "
+        "ones as episodes (docs/tact-corpora.md).",
+    )
     ap.add_argument("recipe", nargs="?", help="corpus layout: " + ", ".join(all_recipes()))
     ap.add_argument("corpus_dir", nargs="?", type=Path, help="the corpus's local copy")
-    ap.add_argument("out_dir", nargs="?", type=Path, help="where to write conversations, points, rows and episodes")
-    ap.add_argument("--labels", type=Path, help="the annotators' labels (JSONL keyed by decision point id)")
-    ap.add_argument("--context-s", type=float, default=FinderSettings().context_s,
-                    help="seconds of history kept before each point (default %(default)s)")
+    ap.add_argument(
+        "out_dir",
+        nargs="?",
+        type=Path,
+        help="where to write conversations, points, rows and episodes",
+    )
+    ap.add_argument(
+        "--labels", type=Path, help="the annotators' labels (JSONL keyed by decision point id)"
+    )
+    ap.add_argument(
+        "--context-s",
+        type=float,
+        default=FinderSettings().context_s,
+        help="seconds of history kept before each point (default %(default)s)",
+    )
     ap.add_argument("--limit", type=int, help="read at most this many conversations")
     ap.add_argument("--list", action="store_true", help="list the recipes and their layouts")
     ap.add_argument("--progress", action="store_true", help="show progress bars")
@@ -56,23 +70,33 @@ def main(argv: list[str] | None = None) -> int:
         settings = FinderSettings(context_s=args.context_s)
         if args.limit is not None and args.limit < 1:
             raise FdevalError(f"--limit must be >= 1, got {args.limit}")
-        prep = prepare(recipe.conversations(args.corpus_dir), args.out_dir, settings, args.limit, args.progress)
+        prep = prepare(
+            recipe.conversations(args.corpus_dir), args.out_dir, settings, args.limit, args.progress
+        )
         cats = ", ".join(f"{n} {c}" for c, n in prep.by_category().items()) or "none"
-        print(f"{prep.n_conversations} conversation(s), {len(prep.points)} decision point(s) ({cats}): "
-              f"{args.out_dir / POINTS}")
+        print(
+            f"{prep.n_conversations} conversation(s), {len(prep.points)} decision point(s) ({cats}): "
+            f"{args.out_dir / POINTS}"
+        )
         if args.labels is None:
-            print(f"no --labels: label the points in {POINTS} (docs/tact-corpora.md, 'Labels') and run again "
-                  "with --labels FILE")
+            print(
+                f"no --labels: label the points in {POINTS} (docs/tact-corpora.md, 'Labels') and run again "
+                "with --labels FILE"
+            )
             return 0
         imp = import_labelled(args.out_dir, args.labels, settings.context_s, args.progress)
     except FdevalError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
-    print(f"{imp.n_rows} labelled point(s) -> {imp.annotations}; {len(imp.unlabelled)} without labels, left out "
-          f"({args.out_dir / UNLABELLED})")
+    print(
+        f"{imp.n_rows} labelled point(s) -> {imp.annotations}; {len(imp.unlabelled)} without labels, left out "
+        f"({args.out_dir / UNLABELLED})"
+    )
     print(f"{imp.n_written} episode(s) imported now: {imp.root}")
-    print(f"run them: python -m fdeval.launch benchmark=tact benchmark.source=import "
-          f"benchmark.corpus={args.out_dir / ANNOTATIONS}")
+    print(
+        f"run them: python -m fdeval.launch benchmark=tact benchmark.source=import "
+        f"benchmark.corpus={args.out_dir / ANNOTATIONS}"
+    )
     return 0
 
 

@@ -5,9 +5,9 @@ FLAC, CANDOR's MP3) or as one file per speaker (Seamless Interaction's `..._P<pa
 AMI's `Headset-<k>.wav`). `stereo_channels` and `pair_mono` turn either into the two
 `ChannelSource`s of a `Conversation`; `load_two_channel` decodes them (anything libsndfile reads:
 WAV, FLAC, MP3, ...), resamples each channel to the 16 kHz the importer and the models work at
-with `fdeval.audio.resample` (its streaming form, block by block), and keeps every source's own rate so what is written can
-say what the audio was. Two mono files of slightly different lengths are padded with silence to
-the longer one.
+with `fdeval.audio.resample` (its streaming form, block by block), and keeps every source's own
+rate so what is written can say what the audio was. Two mono files of slightly different lengths
+are padded with silence to the longer one.
 """
 
 from __future__ import annotations
@@ -68,29 +68,40 @@ def audio_info(path: str | Path) -> AudioInfo:
         raise CorpusFileError(path, None, f"not readable audio: {why}") from None
     if info.samplerate <= 0 or info.frames <= 0:
         raise CorpusFileError(path, None, "has no audio (0 frames)")
-    return AudioInfo(str(path), int(info.samplerate), int(info.channels), info.frames / info.samplerate)
+    return AudioInfo(
+        str(path), int(info.samplerate), int(info.channels), info.frames / info.samplerate
+    )
 
 
 def stereo_channels(conversation_id: str, path: str | Path) -> tuple[ChannelSource, ChannelSource]:
     """Channel 0 and 1 of one file that holds a speaker per channel."""
     info = audio_info(path)
     if info.channels != 2:
-        raise CorpusFileError(path, None, f"has {info.channels} channel(s); a conversation file needs 2 "
-                                          "(one speaker per channel)")
-    return (ChannelSource(conversation_id, str(path), 0, info.sample_rate_hz),
-            ChannelSource(conversation_id, str(path), 1, info.sample_rate_hz))
+        raise CorpusFileError(
+            path,
+            None,
+            f"has {info.channels} channel(s); a conversation file needs 2 "
+            "(one speaker per channel)",
+        )
+    return (
+        ChannelSource(conversation_id, str(path), 0, info.sample_rate_hz),
+        ChannelSource(conversation_id, str(path), 1, info.sample_rate_hz),
+    )
 
 
 def mono_channel(conversation_id: str, path: str | Path) -> ChannelSource:
     """One speaker's own mono file as a conversation channel."""
     info = audio_info(path)
     if info.channels != 1:
-        raise CorpusFileError(path, None, f"has {info.channels} channels; a speaker's own file must be mono")
+        raise CorpusFileError(
+            path, None, f"has {info.channels} channels; a speaker's own file must be mono"
+        )
     return ChannelSource(conversation_id, str(path), 0, info.sample_rate_hz)
 
 
-def pair_mono(paths: Iterable[Path], key: Callable[[Path], tuple[str, str] | None]
-              ) -> dict[str, tuple[tuple[str, Path], ...]]:
+def pair_mono(
+    paths: Iterable[Path], key: Callable[[Path], tuple[str, str] | None]
+) -> dict[str, tuple[tuple[str, Path], ...]]:
     """Group one-speaker files into conversations by name.
 
     `key(path)` gives (conversation id, side) or None for a file that is not a side of one; each
@@ -105,7 +116,9 @@ def pair_mono(paths: Iterable[Path], key: Callable[[Path], tuple[str, str] | Non
     return {conv: tuple(sorted(sides)) for conv, sides in sorted(groups.items())}
 
 
-def suffix_key(pattern: str = r"(?P<conv>.+)[_-](?P<side>[AB])") -> Callable[[Path], tuple[str, str] | None]:
+def suffix_key(
+    pattern: str = r"(?P<conv>.+)[_-](?P<side>[AB])",
+) -> Callable[[Path], tuple[str, str] | None]:
     """A `pair_mono` key from a regular expression on the file's stem with groups `conv` and
     `side` (the default pairs `<conv>_A.wav` with `<conv>_B.wav`)."""
     rx = re.compile(pattern)
@@ -124,7 +137,9 @@ def _decode(path: str, channels: set[int]) -> dict[int, np.ndarray]:
     try:
         with sf.SoundFile(path) as f:
             if max(channels) >= f.channels:
-                raise CorpusFileError(path, None, f"has no channel {max(channels)} ({f.channels} channel(s))")
+                raise CorpusFileError(
+                    path, None, f"has no channel {max(channels)} ({f.channels} channel(s))"
+                )
             rs = {c: StreamResampler(int(f.samplerate), TARGET_RATE_HZ) for c in channels}
             parts: dict[int, list[np.ndarray]] = {c: [] for c in channels}
             for block in f.blocks(blocksize=_BLOCK, dtype="float32", always_2d=True):
@@ -137,7 +152,9 @@ def _decode(path: str, channels: set[int]) -> dict[int, np.ndarray]:
     return {c: np.concatenate(v).astype(np.float32, copy=False) for c, v in parts.items()}
 
 
-def load_two_channel(conversation_id: str, sources: tuple[ChannelSource, ChannelSource]) -> TwoChannelAudio:
+def load_two_channel(
+    conversation_id: str, sources: tuple[ChannelSource, ChannelSource]
+) -> TwoChannelAudio:
     """Both channels at `TARGET_RATE_HZ`, shaped (n, 2) (the shorter padded with silence); a file
     is decoded once for all its wanted channels."""
     wanted: dict[str, set[int]] = {}
@@ -157,5 +174,16 @@ def duration_s(sources: tuple[ChannelSource, ChannelSource]) -> float:
     return max(audio_info(s.path).duration_s for s in sources)
 
 
-__all__ = ["AUDIO_SUFFIXES", "AudioInfo", "TARGET_RATE_HZ", "TwoChannelAudio", "audio_info", "duration_s",
-           "load_two_channel", "mono_channel", "pair_mono", "stereo_channels", "suffix_key"]
+__all__ = [
+    "AUDIO_SUFFIXES",
+    "AudioInfo",
+    "TARGET_RATE_HZ",
+    "TwoChannelAudio",
+    "audio_info",
+    "duration_s",
+    "load_two_channel",
+    "mono_channel",
+    "pair_mono",
+    "stereo_channels",
+    "suffix_key",
+]

@@ -64,7 +64,9 @@ from ..scoring import CATEGORIES
 
 PAUSE_HANDLING_MIN_S = 0.6  # paper: pause-handling points are intra-turn silences of >= 600 ms
 SMOOTH_MAX_OVERLAP_S = 0.5  # choice (module docstring): the longest overlap of a smooth transfer
-CONTEXT_S: float = inspect.signature(import_corpus).parameters["context_s"].default  # the importer's default
+CONTEXT_S: float = (
+    inspect.signature(import_corpus).parameters["context_s"].default
+)  # the importer's default
 PAUSE, BACKCHANNEL, SMOOTH, INTERRUPTION = CATEGORIES  # the scorer's four categories, in its order
 Segments = list[tuple[float, float]]
 
@@ -84,15 +86,27 @@ class FinderSettings:
     def __post_init__(self):
         for name in ("context_s", "pre_horizon_s", "horizon_s", "pause_min_s", "token_max_s"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, (int, float))
+                or not math.isfinite(v)
+                or v <= 0
+            ):
                 raise ConfigError(f"finder setting {name} must be a number > 0, got {v!r}")
         for name in ("join_gap_s", "smooth_max_overlap_s"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            if (
+                isinstance(v, bool)
+                or not isinstance(v, (int, float))
+                or not math.isfinite(v)
+                or v < 0
+            ):
                 raise ConfigError(f"finder setting {name} must be a number >= 0, got {v!r}")
         if self.context_s < self.pre_horizon_s:
-            raise ConfigError(f"context_s ({self.context_s:g}) must be at least the pre-horizon "
-                              f"({self.pre_horizon_s:g} s): anticipatory onsets are observed inside the context")
+            raise ConfigError(
+                f"context_s ({self.context_s:g}) must be at least the pre-horizon "
+                f"({self.pre_horizon_s:g} s): anticipatory onsets are observed inside the context"
+            )
 
 
 @dataclass(frozen=True)
@@ -116,7 +130,9 @@ class DecisionPoint:
     cut_in_start_s: float | None = None
 
 
-def speech_units(segments: Iterable[tuple[float, float]], join_gap_s: float = PAUSE_MIN_S) -> Segments:
+def speech_units(
+    segments: Iterable[tuple[float, float]], join_gap_s: float = PAUSE_MIN_S
+) -> Segments:
     """Inter-pausal units: segments of positive length, sorted, joined across gaps < `join_gap_s`."""
     return merge_segments([(float(a), float(b)) for a, b in segments if b > a], join_gap_s)
 
@@ -126,12 +142,16 @@ def point_id(conversation_id: str, focal_channel: int, decision_s: float) -> str
     return f"{conversation_id}.c{focal_channel}.{int(round(decision_s * 1000)):08d}"
 
 
-def _is_token(seg: tuple[float, float], floor: Sequence[tuple[float, float]], token_max_s: float) -> bool:
+def _is_token(
+    seg: tuple[float, float], floor: Sequence[tuple[float, float]], token_max_s: float
+) -> bool:
     a, b = seg
     return b - a <= token_max_s and _holds_floor(floor, a, b)
 
 
-def _token_owner(start: float, F: Segments, starts: list[float], pre_horizon_s: float) -> int | None:
+def _token_owner(
+    start: float, F: Segments, starts: list[float], pre_horizon_s: float
+) -> int | None:
     """The focal IPU end a listener token starting at `start` belongs to: the IPU it starts in
     (if that IPU ends within the pre-horizon), or the one whose following silence it starts in."""
     j = bisect.bisect_right(starts, start) - 1
@@ -142,9 +162,13 @@ def _token_owner(start: float, F: Segments, starts: list[float], pre_horizon_s: 
     return j
 
 
-def find_decision_points(conversation_id: str, speech: Sequence[Iterable[tuple[float, float]]], duration_s: float,
-                         settings: FinderSettings = FinderSettings(),
-                         others_s: Iterable[tuple[float, float]] = ()) -> list[DecisionPoint]:
+def find_decision_points(
+    conversation_id: str,
+    speech: Sequence[Iterable[tuple[float, float]]],
+    duration_s: float,
+    settings: FinderSettings = FinderSettings(),
+    others_s: Iterable[tuple[float, float]] = (),
+) -> list[DecisionPoint]:
     """Every decision point of a two-channel conversation (rules in the module docstring).
 
     `speech[ch]` is channel ch's speech (any segments; joined into IPUs here), `duration_s` the
@@ -183,12 +207,25 @@ def find_decision_points(conversation_id: str, speech: Sequence[Iterable[tuple[f
     return sorted(points, key=lambda p: (p.decision_s, p.focal_channel))
 
 
-def _classify(conv: str, ch: int, i: int, F: Segments, O: Segments, turns: Segments,
-              tokens: Segments, nxt: float, s: FinderSettings) -> DecisionPoint | None:
+def _classify(
+    conv: str,
+    ch: int,
+    i: int,
+    F: Segments,
+    O: Segments,
+    turns: Segments,
+    tokens: Segments,
+    nxt: float,
+    s: FinderSettings,
+) -> DecisionPoint | None:
     a, t = F[i]
 
-    def point(category: str, rule: str, context_s: float = s.context_s, **interruption: float) -> DecisionPoint:
-        return DecisionPoint(point_id(conv, ch, t), conv, ch, t, category, a, context_s, rule, **interruption)
+    def point(
+        category: str, rule: str, context_s: float = s.context_s, **interruption: float
+    ) -> DecisionPoint:
+        return DecisionPoint(
+            point_id(conv, ch, t), conv, ch, t, category, a, context_s, rule, **interruption
+        )
 
     held = [o for o in turns if o[0] < a < o[1]]
     if held:
@@ -198,15 +235,23 @@ def _classify(conv: str, ch: int, i: int, F: Segments, O: Segments, turns: Segme
         ctx = max(s.context_s, t - prompt_a)
         if t - ctx < 0:
             return None
-        return point(INTERRUPTION, f"cuts in {a - held[0][0]:.2f} s into the other's turn",
-                     context_s=ctx, prompt_end_s=prompt_b - t, cut_in_start_s=a - t)
+        return point(
+            INTERRUPTION,
+            f"cuts in {a - held[0][0]:.2f} s into the other's turn",
+            context_s=ctx,
+            prompt_end_s=prompt_b - t,
+            cut_in_start_s=a - t,
+        )
     gap = nxt - t
     other_in_gap = any(oa < nxt and ob > t for oa, ob in O)
     if gap >= s.pause_min_s and nxt <= t + s.horizon_s and not other_in_gap:
         return point(PAUSE, f"silence of {gap:.2f} s, then the focal speaker goes on")
     if tokens and nxt <= t + s.horizon_s and not any(oa < nxt and ob > t for oa, ob in turns):
-        return point(BACKCHANNEL, f"listener token at {tokens[0][0] - t:+.2f} s; the focal speaker goes on "
-                                  f"{gap:.2f} s after the point")
+        return point(
+            BACKCHANNEL,
+            f"listener token at {tokens[0][0] - t:+.2f} s; the focal speaker goes on "
+            f"{gap:.2f} s after the point",
+        )
     later = [o for o in turns if o[1] > t and o[0] >= a]
     if later:
         o = min(later)
@@ -215,6 +260,17 @@ def _classify(conv: str, ch: int, i: int, F: Segments, O: Segments, turns: Segme
     return None
 
 
-__all__ = ["BACKCHANNEL", "CONTEXT_S", "DecisionPoint", "FinderSettings", "INTERRUPTION", "PAUSE",
-           "PAUSE_HANDLING_MIN_S", "SMOOTH", "SMOOTH_MAX_OVERLAP_S", "find_decision_points", "point_id",
-           "speech_units"]
+__all__ = [
+    "BACKCHANNEL",
+    "CONTEXT_S",
+    "DecisionPoint",
+    "FinderSettings",
+    "INTERRUPTION",
+    "PAUSE",
+    "PAUSE_HANDLING_MIN_S",
+    "SMOOTH",
+    "SMOOTH_MAX_OVERLAP_S",
+    "find_decision_points",
+    "point_id",
+    "speech_units",
+]

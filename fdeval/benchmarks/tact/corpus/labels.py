@@ -29,8 +29,14 @@ from ..laws import INTENTS, N_INTENTS
 from .records import CorpusFileError
 
 LABEL_KEYS: dict[str, bool] = {  # key -> required
-    "id": True, "labels": True, "silence_acceptability": True, "onset_windows": True, "completion_marks": True,
-    "judge_logits": False, "split": False, "context_bucket": False,
+    "id": True,
+    "labels": True,
+    "silence_acceptability": True,
+    "onset_windows": True,
+    "completion_marks": True,
+    "judge_logits": False,
+    "split": False,
+    "context_bucket": False,
 }
 ANNOTATION_KEYS = ("labels", "silence_acceptability", "onset_windows", "completion_marks")
 
@@ -52,7 +58,9 @@ def read_labels(path: str | Path, context_s: Mapping[str, float]) -> dict[str, d
     try:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:
-        raise CorpusFileError(p, None, f"cannot read: {getattr(e, 'strerror', None) or e}") from None
+        raise CorpusFileError(
+            p, None, f"cannot read: {getattr(e, 'strerror', None) or e}"
+        ) from None
     out: dict[str, dict[str, Any]] = {}
     lines: dict[str, int] = {}
     for n, raw in enumerate(text.splitlines(), start=1):
@@ -64,7 +72,10 @@ def read_labels(path: str | Path, context_s: Mapping[str, float]) -> dict[str, d
         except json.JSONDecodeError as e:
             raise CorpusFileError(p, n, f"invalid JSON at column {e.colno}: {e.msg}") from None
         if not isinstance(d, dict):
-            raise c.fail("", f"expected an object with {', '.join(k for k, req in LABEL_KEYS.items() if req)}")
+            raise c.fail(
+                "",
+                f"expected an object with {', '.join(k for k, req in LABEL_KEYS.items() if req)}",
+            )
         for k in d:
             if k not in LABEL_KEYS:
                 raise c.fail(k, f"unknown key {k!r}; valid keys: {', '.join(LABEL_KEYS)}")
@@ -73,7 +84,9 @@ def read_labels(path: str | Path, context_s: Mapping[str, float]) -> dict[str, d
                 raise c.fail(k, "missing required field")
         pid = d["id"]
         if not isinstance(pid, str) or pid not in context_s:
-            raise c.fail("id", f"no decision point has id {pid!r} (the ids are in decision_points.jsonl)")
+            raise c.fail(
+                "id", f"no decision point has id {pid!r} (the ids are in decision_points.jsonl)"
+            )
         if pid in lines:
             raise c.fail("id", f"{pid!r} is labelled twice (also line {lines[pid]})")
         lines[pid] = n
@@ -81,13 +94,19 @@ def read_labels(path: str | Path, context_s: Mapping[str, float]) -> dict[str, d
         if d.get("judge_logits") is not None:
             jl = d["judge_logits"]
             if not isinstance(jl, list) or len(jl) != N_INTENTS:
-                raise c.fail("judge_logits", f"needs {N_INTENTS} numbers in the order {', '.join(INTENTS)}")
+                raise c.fail(
+                    "judge_logits", f"needs {N_INTENTS} numbers in the order {', '.join(INTENTS)}"
+                )
             for i, x in enumerate(jl):
                 if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
                     raise c.fail(f"judge_logits[{i}]", f"expected a finite number, got {x!r}")
         if d.get("split", "test") not in SPLITS:
-            raise c.fail("split", f"invalid value {d['split']!r}; expected one of {', '.join(SPLITS)}")
-        if "context_bucket" in d and (not isinstance(d["context_bucket"], str) or not d["context_bucket"].strip()):
+            raise c.fail(
+                "split", f"invalid value {d['split']!r}; expected one of {', '.join(SPLITS)}"
+            )
+        if "context_bucket" in d and (
+            not isinstance(d["context_bucket"], str) or not d["context_bucket"].strip()
+        ):
             raise c.fail("context_bucket", "expected a non-empty string")
         out[pid] = {k: v for k, v in d.items() if k != "id"}
     return out

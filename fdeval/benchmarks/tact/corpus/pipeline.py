@@ -42,8 +42,12 @@ from .labels import read_labels
 from .records import Conversation, CorpusFileError
 
 AUDIO_DIR, WORDS_DIR, DATA_DIR = "audio", "words", "data"
-CONVERSATIONS, POINTS, ANNOTATIONS, UNLABELLED = ("conversations.jsonl", "decision_points.jsonl", "annotations.jsonl",
-                                                  "unlabelled.txt")
+CONVERSATIONS, POINTS, ANNOTATIONS, UNLABELLED = (
+    "conversations.jsonl",
+    "decision_points.jsonl",
+    "annotations.jsonl",
+    "unlabelled.txt",
+)
 ROUND = 4  # decimals of the times written (0.1 ms)
 
 
@@ -76,7 +80,12 @@ def _jsonl(path: Path, rows: Iterable[dict[str, Any]]) -> None:
 
 def _speaker(conv: Conversation, ch: int) -> dict[str, str]:
     s = conv.speakers[ch]
-    return {"id": s.speaker_id, "gender": s.gender, "age_band": s.age_band, "l1_region": s.l1_region}
+    return {
+        "id": s.speaker_id,
+        "gender": s.gender,
+        "age_band": s.age_band,
+        "l1_region": s.l1_region,
+    }
 
 
 def _channel_speech(conv: Conversation) -> list[list[tuple[float, float]]]:
@@ -101,30 +110,47 @@ def _word_file(conv: Conversation) -> list[dict[str, Any]]:
     for it in items:
         ch = conv.channel_of(it.speaker)
         if ch is not None and it.text.strip():
-            out.append({"channel": ch, "text": it.text, "start_s": round(it.start_s, ROUND),
-                        "end_s": round(it.end_s, ROUND)})
+            out.append(
+                {
+                    "channel": ch,
+                    "text": it.text,
+                    "start_s": round(it.start_s, ROUND),
+                    "end_s": round(it.end_s, ROUND),
+                }
+            )
     return out
 
 
-def prepare(conversations: Iterable[Conversation], out_dir: str | Path, settings: FinderSettings = FinderSettings(),
-            limit: int | None = None, progress: bool = False) -> Prepared:
+def prepare(
+    conversations: Iterable[Conversation],
+    out_dir: str | Path,
+    settings: FinderSettings = FinderSettings(),
+    limit: int | None = None,
+    progress: bool = False,
+) -> Prepared:
     """Find every conversation's decision points and write what the importer needs (module docstring)."""
     out = Path(out_dir)
     vad: SileroVAD | None = None
     manifest, point_rows, points = [], [], []
     seen: set[str] = set()
     n = 0
-    for conv in tqdm(islice(conversations, limit), desc="conversations", disable=not progress, leave=False):
+    for conv in tqdm(
+        islice(conversations, limit), desc="conversations", disable=not progress, leave=False
+    ):
         cid = conv.conversation_id
         if cid in seen:
-            raise CorpusFileError(conv.channels[0].path, None, f"a second conversation with id {cid!r}")
+            raise CorpusFileError(
+                conv.channels[0].path, None, f"a second conversation with id {cid!r}"
+            )
         seen.add(cid)
         n += 1
         audio = None
         if conv.speech_source == "vad":
             audio = load_two_channel(cid, conv.channels)
             vad = vad or SileroVAD()
-            speech = [vad_segments(audio.samples[:, ch], audio.sample_rate_hz, vad) for ch in (0, 1)]
+            speech = [
+                vad_segments(audio.samples[:, ch], audio.sample_rate_hz, vad) for ch in (0, 1)
+            ]
             length = audio.duration_s
         else:
             speech = _channel_speech(conv)
@@ -139,22 +165,50 @@ def prepare(conversations: Iterable[Conversation], out_dir: str | Path, settings
             if entries:
                 words_rel = f"{WORDS_DIR}/{cid}.json"
                 write_json_atomic(out / words_rel, entries)
-        manifest.append({
-            "conversation_id": cid, "audio": audio_rel, "words": words_rel,
-            "sample_rate_hz": audio.sample_rate_hz if audio is not None else None, "duration_s": round(length, ROUND),
-            "channels": [{"path": src.path, "channel": src.channel, "sample_rate_hz": src.sample_rate_hz,
-                          "speaker": _speaker(conv, k)} for k, src in enumerate(conv.channels)],
-            "transcript": conv.transcript.path if conv.transcript is not None else None,
-            "speech": conv.speech_source, "third_party_segments": len(conv.others_s), "points": len(found)})
+        manifest.append(
+            {
+                "conversation_id": cid,
+                "audio": audio_rel,
+                "words": words_rel,
+                "sample_rate_hz": audio.sample_rate_hz if audio is not None else None,
+                "duration_s": round(length, ROUND),
+                "channels": [
+                    {
+                        "path": src.path,
+                        "channel": src.channel,
+                        "sample_rate_hz": src.sample_rate_hz,
+                        "speaker": _speaker(conv, k),
+                    }
+                    for k, src in enumerate(conv.channels)
+                ],
+                "transcript": conv.transcript.path if conv.transcript is not None else None,
+                "speech": conv.speech_source,
+                "third_party_segments": len(conv.others_s),
+                "points": len(found),
+            }
+        )
         for p in found:
-            point_rows.append({
-                "id": p.point_id, "conversation_id": cid, "audio": audio_rel, "words": words_rel,
-                "focal_channel": p.focal_channel, "speaker": _speaker(conv, p.focal_channel),
-                "decision_s": round(p.decision_s, ROUND), "category": p.category, "context_s": round(p.context_s, ROUND),
-                "turn_start_s": round(p.turn_start_s, ROUND),
-                "interruption": None if p.prompt_end_s is None else {
-                    "prompt_end_s": round(p.prompt_end_s, ROUND), "cut_in_start_s": round(p.cut_in_start_s, ROUND)},
-                "rule": p.rule})
+            point_rows.append(
+                {
+                    "id": p.point_id,
+                    "conversation_id": cid,
+                    "audio": audio_rel,
+                    "words": words_rel,
+                    "focal_channel": p.focal_channel,
+                    "speaker": _speaker(conv, p.focal_channel),
+                    "decision_s": round(p.decision_s, ROUND),
+                    "category": p.category,
+                    "context_s": round(p.context_s, ROUND),
+                    "turn_start_s": round(p.turn_start_s, ROUND),
+                    "interruption": None
+                    if p.prompt_end_s is None
+                    else {
+                        "prompt_end_s": round(p.prompt_end_s, ROUND),
+                        "cut_in_start_s": round(p.cut_in_start_s, ROUND),
+                    },
+                    "rule": p.rule,
+                }
+            )
         points += found
     out.mkdir(parents=True, exist_ok=True)
     _jsonl(out / CONVERSATIONS, manifest)
@@ -166,16 +220,29 @@ def read_points(out_dir: str | Path) -> list[dict[str, Any]]:
     """The rows of `decision_points.jsonl` as `prepare` wrote them."""
     path = Path(out_dir) / POINTS
     try:
-        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return [
+            json.loads(line)
+            for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip()
+        ]
     except (OSError, json.JSONDecodeError) as e:
-        raise CorpusFileError(path, None, f"cannot read the decision points ({e}); run the recipe first") from None
+        raise CorpusFileError(
+            path, None, f"cannot read the decision points ({e}); run the recipe first"
+        ) from None
 
 
 def annotation_row(point: dict[str, Any], labels: dict[str, Any]) -> dict[str, Any]:
     """The importer's row for one labelled decision point."""
-    row = {"episode_id": point["id"], "audio": point["audio"], "focal_channel": point["focal_channel"],
-           "decision_s": point["decision_s"], "category": point["category"], "speaker": point["speaker"],
-           "context_s": point["context_s"], **labels}
+    row = {
+        "episode_id": point["id"],
+        "audio": point["audio"],
+        "focal_channel": point["focal_channel"],
+        "decision_s": point["decision_s"],
+        "category": point["category"],
+        "speaker": point["speaker"],
+        "context_s": point["context_s"],
+        **labels,
+    }
     if point.get("words"):
         row["words"] = point["words"]
     if point.get("interruption"):
@@ -183,8 +250,12 @@ def annotation_row(point: dict[str, Any], labels: dict[str, Any]) -> dict[str, A
     return row
 
 
-def import_labelled(out_dir: str | Path, labels_path: str | Path, context_s: float = FinderSettings().context_s,
-                    progress: bool = False) -> Imported:
+def import_labelled(
+    out_dir: str | Path,
+    labels_path: str | Path,
+    context_s: float = FinderSettings().context_s,
+    progress: bool = False,
+) -> Imported:
     """Write the labelled points' rows, list the unlabelled ones, import the rows (module docstring)."""
     out = Path(out_dir)
     points = read_points(out)
@@ -193,7 +264,9 @@ def import_labelled(out_dir: str | Path, labels_path: str | Path, context_s: flo
     unlabelled = tuple(p["id"] for p in points if p["id"] not in labels)
     write_text_atomic(out / UNLABELLED, "".join(f"{pid}\n" for pid in unlabelled))
     if not rows:
-        raise CorpusFileError(labels_path, None, f"labels none of the {len(points)} decision points in {out / POINTS}")
+        raise CorpusFileError(
+            labels_path, None, f"labels none of the {len(points)} decision points in {out / POINTS}"
+        )
     _jsonl(out / ANNOTATIONS, rows)
     h = hashlib.sha256((out / ANNOTATIONS).read_bytes())
     h.update(f"|{context_s}|{IMPORTER_VERSION}".encode())
@@ -202,5 +275,15 @@ def import_labelled(out_dir: str | Path, labels_path: str | Path, context_s: flo
     return Imported(out / ANNOTATIONS, root, len(rows), n, unlabelled)
 
 
-__all__ = ["ANNOTATIONS", "CONVERSATIONS", "Imported", "POINTS", "Prepared", "UNLABELLED", "annotation_row",
-           "import_labelled", "prepare", "read_points"]
+__all__ = [
+    "ANNOTATIONS",
+    "CONVERSATIONS",
+    "Imported",
+    "POINTS",
+    "Prepared",
+    "UNLABELLED",
+    "annotation_row",
+    "import_labelled",
+    "prepare",
+    "read_points",
+]

@@ -82,9 +82,16 @@ class Transcript:
     def relabel(self, mapping: Mapping[str, str]) -> Transcript:
         """A copy whose speaker labels are replaced by `mapping` (labels not in it are dropped)."""
         return Transcript(
-            self.conversation_id, self.path, tuple(mapping[s] for s in self.speakers if s in mapping),
-            tuple(replace(w, speaker=mapping[w.speaker]) for w in self.words if w.speaker in mapping),
-            tuple(replace(t, speaker=mapping[t.speaker]) for t in self.turns if t.speaker in mapping))
+            self.conversation_id,
+            self.path,
+            tuple(mapping[s] for s in self.speakers if s in mapping),
+            tuple(
+                replace(w, speaker=mapping[w.speaker]) for w in self.words if w.speaker in mapping
+            ),
+            tuple(
+                replace(t, speaker=mapping[t.speaker]) for t in self.turns if t.speaker in mapping
+            ),
+        )
 
 
 @dataclass(frozen=True)
@@ -130,7 +137,9 @@ class Conversation:
 
     def __post_init__(self):
         if self.speech and self.speech not in SPEECH_SOURCES:
-            raise ValueError(f"speech must be one of {SPEECH_SOURCES} or empty, got {self.speech!r}")
+            raise ValueError(
+                f"speech must be one of {SPEECH_SOURCES} or empty, got {self.speech!r}"
+            )
 
     @property
     def speech_source(self) -> str:

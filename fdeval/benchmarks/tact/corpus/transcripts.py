@@ -88,7 +88,9 @@ class _Tokens:
 
     def take(self, field: str, what: str) -> tuple[str, str]:
         if self.i >= len(self.items):
-            raise CorpusFileError(self.path, self.line, f"the file ends where {what} should be", field)
+            raise CorpusFileError(
+                self.path, self.line, f"the file ends where {what} should be", field
+            )
         kind, value, self.line = self.items[self.i]
         self.i += 1
         return kind, value
@@ -96,7 +98,9 @@ class _Tokens:
     def string(self, field: str) -> str:
         kind, value = self.take(field, "a quoted string")
         if kind != "str":
-            raise CorpusFileError(self.path, self.line, f"expected a quoted string, got {value!r}", field)
+            raise CorpusFileError(
+                self.path, self.line, f"expected a quoted string, got {value!r}", field
+            )
         return value
 
     def number(self, field: str) -> float:
@@ -106,13 +110,17 @@ class _Tokens:
             raise CorpusFileError(self.path, self.line, f"expected a number, got {shown!r}", field)
         x = float(value)
         if not math.isfinite(x):
-            raise CorpusFileError(self.path, self.line, f"expected a finite number, got {value!r}", field)
+            raise CorpusFileError(
+                self.path, self.line, f"expected a finite number, got {value!r}", field
+            )
         return x
 
     def count(self, field: str) -> int:
         x = self.number(field)
         if x < 0 or x != int(x):
-            raise CorpusFileError(self.path, self.line, f"expected a count (a whole number >= 0), got {x:g}", field)
+            raise CorpusFileError(
+                self.path, self.line, f"expected a count (a whole number >= 0), got {x:g}", field
+            )
         return int(x)
 
 
@@ -125,9 +133,13 @@ def read_textgrid(path: str | Path, conversation_id: str | None = None) -> Trans
         raise CorpusFileError(p, 1, "a binary TextGrid; save it from Praat as a text file")
     tk = _Tokens(p, text)
     if tk.string("File type") not in ("ooTextFile", "ooTextFile short"):
-        raise CorpusFileError(p, tk.line, "not a Praat text file (File type must be \"ooTextFile\")", "File type")
+        raise CorpusFileError(
+            p, tk.line, 'not a Praat text file (File type must be "ooTextFile")', "File type"
+        )
     if tk.string("Object class") != "TextGrid":
-        raise CorpusFileError(p, tk.line, "not a TextGrid (Object class must be \"TextGrid\")", "Object class")
+        raise CorpusFileError(
+            p, tk.line, 'not a TextGrid (Object class must be "TextGrid")', "Object class"
+        )
     tk.number("xmin")
     tk.number("xmax")
     kind, flag = tk.take("tiers?", "<exists> or <absent>")
@@ -146,15 +158,21 @@ def read_textgrid(path: str | Path, conversation_id: str | None = None) -> Trans
         if cls == "IntervalTier":
             n = tk.count(f"{item}.intervals: size")
             if name in speakers:
-                raise CorpusFileError(p, class_line, f"a second interval tier named {name!r}", f"{item}.name")
+                raise CorpusFileError(
+                    p, class_line, f"a second interval tier named {name!r}", f"{item}.name"
+                )
             speakers.append(name)
             prev_end = -math.inf
             for j in range(1, n + 1):
                 f = f"{item}.intervals[{j}]"
                 a = tk.number(f"{f}.xmin")
                 if a < prev_end - 1e-9:
-                    raise CorpusFileError(p, tk.line, f"{a:g} is before the previous interval's end {prev_end:g}",
-                                          f"{f}.xmin")
+                    raise CorpusFileError(
+                        p,
+                        tk.line,
+                        f"{a:g} is before the previous interval's end {prev_end:g}",
+                        f"{f}.xmin",
+                    )
                 b = tk.number(f"{f}.xmax")
                 if b < a:
                     raise CorpusFileError(p, tk.line, f"{b:g} is before xmin {a:g}", f"{f}.xmax")
@@ -167,9 +185,15 @@ def read_textgrid(path: str | Path, conversation_id: str | None = None) -> Trans
                 tk.number(f"{item}.points[{j}].number")
                 tk.string(f"{item}.points[{j}].mark")
         else:
-            raise CorpusFileError(p, class_line, f"unknown tier class {cls!r}; expected IntervalTier or TextTier",
-                                  f"{item}.class")
-    return Transcript(conv, str(p), tuple(speakers), tuple(sorted(words, key=lambda w: (w.start_s, w.speaker))))
+            raise CorpusFileError(
+                p,
+                class_line,
+                f"unknown tier class {cls!r}; expected IntervalTier or TextTier",
+                f"{item}.class",
+            )
+    return Transcript(
+        conv, str(p), tuple(speakers), tuple(sorted(words, key=lambda w: (w.start_s, w.speaker)))
+    )
 
 
 def _lines(path: str | Path):
@@ -193,13 +217,20 @@ def _field_num(p: Path, n: int, value: str, field: str, lo: float | None = None)
     return x
 
 
-def _transcripts(path: Path, words: dict[str, list[Word]], turns: dict[str, list[Turn]]) -> dict[str, Transcript]:
+def _transcripts(
+    path: Path, words: dict[str, list[Word]], turns: dict[str, list[Turn]]
+) -> dict[str, Transcript]:
     out = {}
     for conv in sorted(set(words) | set(turns)):
         ws, ts = words.get(conv, []), turns.get(conv, [])
         speakers = sorted({w.speaker for w in ws} | {t.speaker for t in ts})
-        out[conv] = Transcript(conv, str(path), tuple(speakers), tuple(sorted(ws, key=lambda w: (w.start_s, w.speaker))),
-                               tuple(sorted(ts, key=lambda t: (t.start_s, t.speaker))))
+        out[conv] = Transcript(
+            conv,
+            str(path),
+            tuple(speakers),
+            tuple(sorted(ws, key=lambda w: (w.start_s, w.speaker))),
+            tuple(sorted(ts, key=lambda t: (t.start_s, t.speaker))),
+        )
     return out
 
 
@@ -209,15 +240,21 @@ def read_ctm(path: str | Path) -> dict[str, Transcript]:
     p = Path(path)
     for p, n, f in _lines(path):
         if len(f) < len(CTM_FIELDS):
-            raise CorpusFileError(p, n, f"expected at least {len(CTM_FIELDS)} fields ({' '.join(CTM_FIELDS)}), "
-                                        f"got {len(f)}")
+            raise CorpusFileError(
+                p,
+                n,
+                f"expected at least {len(CTM_FIELDS)} fields ({' '.join(CTM_FIELDS)}), "
+                f"got {len(f)}",
+            )
         start = _field_num(p, n, f[2], "start", lo=0.0)
         dur = _field_num(p, n, f[3], "duration", lo=0.0)
         if len(f) > 5 and f[5].upper() not in ("NA", "-"):
             conf = _field_num(p, n, f[5], "confidence")
             if not 0.0 <= conf <= 1.0:
                 raise CorpusFileError(p, n, f"must be in [0, 1], got {f[5]}", "confidence")
-        words[f[0]].append(Word(f[0], f[1], f[4], start, round(start + dur, 6)))  # no 1.9000000000000001
+        words[f[0]].append(
+            Word(f[0], f[1], f[4], start, round(start + dur, 6))
+        )  # no 1.9000000000000001
     if not words:
         raise CorpusFileError(p, None, "no words (an empty CTM file)")
     return _transcripts(p, words, {})
@@ -231,8 +268,12 @@ def read_rttm(path: str | Path) -> dict[str, Transcript]:
         if f[0] != "SPEAKER":
             continue  # other RTTM line types (SPKR-INFO, LEXEME, NOSCORE, ...) carry no turns
         if len(f) < len(RTTM_FIELDS):
-            raise CorpusFileError(p, n, f"a SPEAKER line needs at least {len(RTTM_FIELDS)} fields "
-                                        f"({' '.join(RTTM_FIELDS)}), got {len(f)}")
+            raise CorpusFileError(
+                p,
+                n,
+                f"a SPEAKER line needs at least {len(RTTM_FIELDS)} fields "
+                f"({' '.join(RTTM_FIELDS)}), got {len(f)}",
+            )
         start = _field_num(p, n, f[3], "tbeg", lo=0.0)
         dur = _field_num(p, n, f[4], "tdur", lo=0.0)
         turns[f[1]].append(Turn(f[1], f[7], start, round(start + dur, 6)))
@@ -247,7 +288,9 @@ def _json_items(p: Path, text: str) -> list[tuple[int, object]]:
     line_of = lambda i: text.count("\n", 0, i) + 1  # noqa: E731
     i = len(text) - len(text.lstrip())
     if not text.startswith("[", i):
-        raise CorpusFileError(p, line_of(i), "expected a JSON list of {channel, text, start_s, end_s}")
+        raise CorpusFileError(
+            p, line_of(i), "expected a JSON list of {channel, text, start_s, end_s}"
+        )
     i += 1
     items: list[tuple[int, object]] = []
     while True:
@@ -260,7 +303,9 @@ def _json_items(p: Path, text: str) -> list[tuple[int, object]]:
         try:
             item, i = dec.raw_decode(text, i)
         except json.JSONDecodeError as e:
-            raise CorpusFileError(p, e.lineno, f"invalid JSON at column {e.colno}: {e.msg}") from None
+            raise CorpusFileError(
+                p, e.lineno, f"invalid JSON at column {e.colno}: {e.msg}"
+            ) from None
         items.append((line_of(start), item))
         while i < len(text) and text[i].isspace():
             i += 1
@@ -287,22 +332,38 @@ def read_json_words(path: str | Path, conversation_id: str | None = None) -> Tra
             raise CorpusFileError(p, n, "expected an object {channel, text, start_s, end_s}", at)
         for key in w:
             if key not in ("channel", "text", "start_s", "end_s"):
-                raise CorpusFileError(p, n, f"unknown key {key!r}; valid keys: channel, text, start_s, end_s", f"{at}.{key}")
+                raise CorpusFileError(
+                    p,
+                    n,
+                    f"unknown key {key!r}; valid keys: channel, text, start_s, end_s",
+                    f"{at}.{key}",
+                )
         for key in ("channel", "text", "start_s", "end_s"):
             if key not in w:
                 raise CorpusFileError(p, n, "missing required field", f"{at}.{key}")
         if isinstance(w["channel"], bool) or w["channel"] not in (0, 1):
             raise CorpusFileError(p, n, f"must be 0 or 1, got {w['channel']!r}", f"{at}.channel")
         if not isinstance(w["text"], str):
-            raise CorpusFileError(p, n, f"expected a string, got {type(w['text']).__name__}", f"{at}.text")
+            raise CorpusFileError(
+                p, n, f"expected a string, got {type(w['text']).__name__}", f"{at}.text"
+            )
         times = []
         for key in ("start_s", "end_s"):
             x = w[key]
-            if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x < 0:
-                raise CorpusFileError(p, n, f"expected a finite number >= 0, got {x!r}", f"{at}.{key}")
+            if (
+                isinstance(x, bool)
+                or not isinstance(x, (int, float))
+                or not math.isfinite(x)
+                or x < 0
+            ):
+                raise CorpusFileError(
+                    p, n, f"expected a finite number >= 0, got {x!r}", f"{at}.{key}"
+                )
             times.append(float(x))
         if times[1] < times[0]:
-            raise CorpusFileError(p, n, f"{times[1]:g} is before start_s {times[0]:g}", f"{at}.end_s")
+            raise CorpusFileError(
+                p, n, f"{times[1]:g} is before start_s {times[0]:g}", f"{at}.end_s"
+            )
         words.append(Word(conv, str(w["channel"]), w["text"], times[0], times[1]))
     return _transcripts(p, {conv: words}, {}).get(conv) or Transcript(conv, str(p), ())
 
@@ -328,11 +389,34 @@ def read_transcript(path: str | Path, conversation_id: str) -> Transcript:
             return found[conversation_id]
         if len(found) == 1:
             t = next(iter(found.values()))
-            return Transcript(conversation_id, t.path, t.speakers,
-                              tuple(Word(conversation_id, w.speaker, w.text, w.start_s, w.end_s) for w in t.words),
-                              tuple(Turn(conversation_id, u.speaker, u.start_s, u.end_s, u.text) for u in t.turns))
-        raise CorpusFileError(p, None, f"holds no conversation {conversation_id!r} (it has {', '.join(sorted(found))})")
-    raise CorpusFileError(p, None, f"unknown transcript format {p.suffix!r}; expected one of .TextGrid, .ctm, .rttm, .json")
+            return Transcript(
+                conversation_id,
+                t.path,
+                t.speakers,
+                tuple(
+                    Word(conversation_id, w.speaker, w.text, w.start_s, w.end_s) for w in t.words
+                ),
+                tuple(
+                    Turn(conversation_id, u.speaker, u.start_s, u.end_s, u.text) for u in t.turns
+                ),
+            )
+        raise CorpusFileError(
+            p,
+            None,
+            f"holds no conversation {conversation_id!r} (it has {', '.join(sorted(found))})",
+        )
+    raise CorpusFileError(
+        p,
+        None,
+        f"unknown transcript format {p.suffix!r}; expected one of .TextGrid, .ctm, .rttm, .json",
+    )
 
 
-__all__ = ["READERS", "read_ctm", "read_json_words", "read_rttm", "read_textgrid", "read_transcript"]
+__all__ = [
+    "READERS",
+    "read_ctm",
+    "read_json_words",
+    "read_rttm",
+    "read_textgrid",
+    "read_transcript",
+]

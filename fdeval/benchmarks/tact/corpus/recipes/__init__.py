@@ -22,7 +22,9 @@ def all_recipes() -> dict[str, Recipe]:
         recipe = getattr(importlib.import_module(f"{__name__}.{m.name}"), "RECIPE", None)
         if isinstance(recipe, Recipe):
             if recipe.name in found:
-                raise ConfigError(f"two corpus recipes are named {recipe.name!r} ({m.name}.py and another module)")
+                raise ConfigError(
+                    f"two corpus recipes are named {recipe.name!r} ({m.name}.py and another module)"
+                )
             found[recipe.name] = recipe
     return dict(sorted(found.items()))
 

@@ -44,7 +44,9 @@ def require_dir(root: Path, recipe: str) -> Path:
 
 def none_found(root: Path, recipe: str, layout: str) -> CorpusFileError:
     first = layout.strip().splitlines()[0]
-    return CorpusFileError(root, None, f"no conversation in the {recipe} layout here (expected {first.strip()} ...)")
+    return CorpusFileError(
+        root, None, f"no conversation in the {recipe} layout here (expected {first.strip()} ...)"
+    )
 
 
 def sidecar(audio_stem: Path) -> Path | None:
@@ -70,8 +72,12 @@ def channel_labels(t: Transcript) -> tuple[str, str]:
     else:
         labels = tuple(sorted(labels))
     if len(labels) != 2:
-        raise CorpusFileError(t.path, None, f"needs the speech of 2 speakers (one per channel), found "
-                                            f"{len(labels)}: {', '.join(map(repr, labels)) or 'none'}")
+        raise CorpusFileError(
+            t.path,
+            None,
+            f"needs the speech of 2 speakers (one per channel), found "
+            f"{len(labels)}: {', '.join(map(repr, labels)) or 'none'}",
+        )
     return labels[0], labels[1]
 
 
@@ -82,8 +88,13 @@ def two_speaker_transcript(path: Path, conv: str, speakers: tuple[Speaker, Speak
     return t.relabel({a: speakers[0].speaker_id, b: speakers[1].speaker_id})
 
 
-def folder_conversations(root: Path, recipe: str, layout: str, suffixes: tuple[str, ...] = AUDIO_SUFFIXES,
-                         pairs: bool = True) -> Iterator[Conversation]:
+def folder_conversations(
+    root: Path,
+    recipe: str,
+    layout: str,
+    suffixes: tuple[str, ...] = AUDIO_SUFFIXES,
+    pairs: bool = True,
+) -> Iterator[Conversation]:
     """The generic layout: `<conv>.<ext>` stereo files, or `<conv>_A.<ext>` + `<conv>_B.<ext>` mono
     pairs in one folder (when `pairs`), each with an optional transcript beside it (`sidecar`).
     Speakers are `<conv>-A` and `<conv>-B`: the layout names nobody, so no profile spans two
@@ -107,11 +118,16 @@ def folder_conversations(root: Path, recipe: str, layout: str, suffixes: tuple[s
         raise none_found(root, recipe, layout)
     for stem, audio in sorted(units):
         conv = safe_id(stem.name)
-        chans = stereo_channels(conv, audio[0]) if len(audio) == 1 else (
-            mono_channel(conv, audio[0]), mono_channel(conv, audio[1]))
+        chans = (
+            stereo_channels(conv, audio[0])
+            if len(audio) == 1
+            else (mono_channel(conv, audio[0]), mono_channel(conv, audio[1]))
+        )
         speakers = (Speaker(conv, f"{conv}-{SIDES[0]}"), Speaker(conv, f"{conv}-{SIDES[1]}"))
         tr = sidecar(stem)
-        yield Conversation(conv, chans, speakers, two_speaker_transcript(tr, conv, speakers) if tr else None)
+        yield Conversation(
+            conv, chans, speakers, two_speaker_transcript(tr, conv, speakers) if tr else None
+        )
 
 
 # --- speaker metadata -------------------------------------------------------------------------
@@ -120,7 +136,7 @@ AGE_BANDS = ((29, "18-29"), (49, "30-49"))  # older: "50+" (the synthetic speake
 
 
 def gender(value: str | None) -> str:
-    """"f" / "m" from the usual spellings; anything else as written (lower case), or unknown."""
+    """ "f" / "m" from the usual spellings; anything else as written (lower case), or unknown."""
     v = (value or "").strip().lower()
     if v in ("f", "female", "woman", "w"):
         return "f"
@@ -151,8 +167,12 @@ def read_csv_rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, 
         header = reader.fieldnames or []
         missing = [c for c in required if c not in header]
         if missing:
-            raise CorpusFileError(path, 1, f"the header has no column {', '.join(map(repr, missing))} "
-                                           f"(it has {', '.join(header) or 'nothing'})")
+            raise CorpusFileError(
+                path,
+                1,
+                f"the header has no column {', '.join(map(repr, missing))} "
+                f"(it has {', '.join(header) or 'nothing'})",
+            )
         try:
             for row in reader:
                 yield reader.line_num, row
@@ -168,4 +188,3 @@ def number(path: Path, line: int, value: str | None, field: str) -> float:
     if x != x or x in (float("inf"), float("-inf")):
         raise CorpusFileError(path, line, f"expected a finite number, got {value!r}", field)
     return x
-

@@ -50,7 +50,9 @@ def _run(p: "xml.parsers.expat.XMLParserType", path: Path) -> None:
     except OSError as e:
         raise CorpusFileError(path, None, f"cannot read: {e.strerror or e}") from None
     except xml.parsers.expat.ExpatError as e:
-        raise CorpusFileError(path, e.lineno, f"invalid XML: {xml.parsers.expat.ErrorString(e.code)}") from None
+        raise CorpusFileError(
+            path, e.lineno, f"invalid XML: {xml.parsers.expat.ErrorString(e.code)}"
+        ) from None
 
 
 def _parse(path: Path, start) -> None:
@@ -69,10 +71,18 @@ def read_meetings(path: Path) -> dict[str, list[Participant]]:
         if name == "meeting":
             current[:] = [attrs.get("observation", "")]
         elif name == "speaker" and current and current[0]:
-            agent, channel, gid = attrs.get("nxt_agent"), attrs.get("channel"), attrs.get("global_name")
+            agent, channel, gid = (
+                attrs.get("nxt_agent"),
+                attrs.get("channel"),
+                attrs.get("global_name"),
+            )
             if not agent or channel is None or not channel.isdigit() or not gid:
-                raise CorpusFileError(path, line, "a <speaker> needs nxt_agent, a numeric channel and global_name",
-                                      "speaker")
+                raise CorpusFileError(
+                    path,
+                    line,
+                    "a <speaker> needs nxt_agent, a numeric channel and global_name",
+                    "speaker",
+                )
             out.setdefault(current[0], []).append(Participant(current[0], agent, int(channel), gid))
 
     _parse(path, start)
@@ -111,9 +121,13 @@ def read_words(path: Path, conversation_id: str, speaker: str) -> list[Word]:
             try:
                 times.append(float(attrs[key]))
             except ValueError:
-                raise CorpusFileError(path, line, f"expected a time in seconds, got {attrs[key]!r}", key) from None
+                raise CorpusFileError(
+                    path, line, f"expected a time in seconds, got {attrs[key]!r}", key
+                ) from None
         if times[1] < times[0]:
-            raise CorpusFileError(path, line, f"{times[1]:g} is before starttime {times[0]:g}", "endtime")
+            raise CorpusFileError(
+                path, line, f"{times[1]:g} is before starttime {times[0]:g}", "endtime"
+            )
         words.append(Word(conversation_id, speaker, token, times[0], times[1]))
 
     p.StartElementHandler, p.CharacterDataHandler, p.EndElementHandler = start, chars, end
@@ -125,8 +139,11 @@ def _annotation_root(root: Path) -> Path:
     for cand in (root, *sorted(root.glob("ami_public_manual*"))):
         if (cand / "corpusResources" / "meetings.xml").is_file():
             return cand
-    raise CorpusFileError(root / "corpusResources" / "meetings.xml", None,
-                          "not found (nor under ami_public_manual*/): the AMI manual annotations are needed")
+    raise CorpusFileError(
+        root / "corpusResources" / "meetings.xml",
+        None,
+        "not found (nor under ami_public_manual*/): the AMI manual annotations are needed",
+    )
 
 
 def conversations(root: Path) -> Iterator[Conversation]:
@@ -136,27 +153,49 @@ def conversations(root: Path) -> Iterator[Conversation]:
     found = False
     for meeting, people in sorted(meetings.items()):
         audio_dir = root / "amicorpus" / meeting / "audio"
-        present = [pt for pt in sorted(people, key=lambda pt: pt.channel)
-                   if (audio_dir / f"{meeting}.Headset-{pt.channel}.wav").is_file()
-                   and (ann / "words" / f"{meeting}.{pt.agent}.words.xml").is_file()]
+        present = [
+            pt
+            for pt in sorted(people, key=lambda pt: pt.channel)
+            if (audio_dir / f"{meeting}.Headset-{pt.channel}.wav").is_file()
+            and (ann / "words" / f"{meeting}.{pt.agent}.words.xml").is_file()
+        ]
         if len(present) < 2:
             continue
-        words = {pt.agent: read_words(ann / "words" / f"{meeting}.{pt.agent}.words.xml", meeting, pt.global_name)
-                 for pt in present}
+        words = {
+            pt.agent: read_words(
+                ann / "words" / f"{meeting}.{pt.agent}.words.xml", meeting, pt.global_name
+            )
+            for pt in present
+        }
         for x, y in combinations(present, 2):
             found = True
             conv = f"{meeting}.{x.agent}{y.agent}"
-            chans = tuple(mono_channel(conv, audio_dir / f"{meeting}.Headset-{pt.channel}.wav") for pt in (x, y))
-            speakers = tuple(Speaker(conv, pt.global_name, gender(pt.global_name[:1])) for pt in (x, y))
-            pair = sorted((replace(w, conversation_id=conv) for pt in (x, y) for w in words[pt.agent]),
-                          key=lambda w: w.start_s)
-            others = tuple((w.start_s, w.end_s) for pt in present if pt not in (x, y) for w in words[pt.agent])
-            transcript = Transcript(conv, str(ann / "words"), (x.global_name, y.global_name), tuple(pair))
+            chans = tuple(
+                mono_channel(conv, audio_dir / f"{meeting}.Headset-{pt.channel}.wav")
+                for pt in (x, y)
+            )
+            speakers = tuple(
+                Speaker(conv, pt.global_name, gender(pt.global_name[:1])) for pt in (x, y)
+            )
+            pair = sorted(
+                (replace(w, conversation_id=conv) for pt in (x, y) for w in words[pt.agent]),
+                key=lambda w: w.start_s,
+            )
+            others = tuple(
+                (w.start_s, w.end_s) for pt in present if pt not in (x, y) for w in words[pt.agent]
+            )
+            transcript = Transcript(
+                conv, str(ann / "words"), (x.global_name, y.global_name), tuple(pair)
+            )
             yield Conversation(conv, chans, speakers, transcript, others_s=others)  # type: ignore[arg-type]
     if not found:
         raise none_found(root, "ami", LAYOUT)
 
 
-RECIPE = Recipe("ami", "AMI meeting corpus, individual headsets (AMI-IHM)", LAYOUT,
-                "the AMI download's amicorpus/ tree and the NXT manual annotations 1.6.2 (meetings.xml, words/)",
-                conversations)
+RECIPE = Recipe(
+    "ami",
+    "AMI meeting corpus, individual headsets (AMI-IHM)",
+    LAYOUT,
+    "the AMI download's amicorpus/ tree and the NXT manual annotations 1.6.2 (meetings.xml, words/)",
+    conversations,
+)

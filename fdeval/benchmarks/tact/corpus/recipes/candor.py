@@ -45,14 +45,19 @@ def read_turns(path: Path, conversation_id: str) -> list[Turn]:
         speaker = (row["speaker"] or "").strip()
         if not speaker:
             raise CorpusFileError(path, line, "empty speaker", "speaker")
-        turns.append(Turn(conversation_id, speaker, a, b, " ".join((row["utterance"] or "").split())))
+        turns.append(
+            Turn(conversation_id, speaker, a, b, " ".join((row["utterance"] or "").split()))
+        )
     return turns
 
 
 def read_survey(path: Path) -> dict[str, tuple[str, str]]:
     """user id -> (gender, age band) from a conversation's survey.csv."""
-    return {row["user_id"].strip(): (gender(row.get("sex")), age_band(row.get("age")))
-            for _, row in read_csv_rows(path, ("user_id",)) if (row.get("user_id") or "").strip()}
+    return {
+        row["user_id"].strip(): (gender(row.get("sex")), age_band(row.get("age")))
+        for _, row in read_csv_rows(path, ("user_id",))
+        if (row.get("user_id") or "").strip()
+    }
 
 
 def _channel_map(path: Path) -> tuple[str, str]:
@@ -61,8 +66,12 @@ def _channel_map(path: Path) -> tuple[str, str]:
     except OSError as e:
         raise CorpusFileError(path, None, f"cannot read: {e.strerror or e}") from None
     except json.JSONDecodeError as e:
-        raise CorpusFileError(path, e.lineno, f"invalid JSON at column {e.colno}: {e.msg}") from None
-    if not isinstance(d, dict) or not all(isinstance(d.get(k), str) and d[k].strip() for k in ("L", "R")):
+        raise CorpusFileError(
+            path, e.lineno, f"invalid JSON at column {e.colno}: {e.msg}"
+        ) from None
+    if not isinstance(d, dict) or not all(
+        isinstance(d.get(k), str) and d[k].strip() for k in ("L", "R")
+    ):
         raise CorpusFileError(path, None, 'expected {"L": <user_id>, "R": <user_id>}')
     return d["L"].strip(), d["R"].strip()
 
@@ -74,23 +83,36 @@ def conversations(root: Path) -> Iterator[Conversation]:
         raise none_found(root, "candor", LAYOUT)
     for d in folders:
         conv = safe_id(d.name)
-        audio = next((p for ext in AUDIO_EXTS if (p := d / "processed" / f"{d.name}{ext}").is_file()), None)
+        audio = next(
+            (p for ext in AUDIO_EXTS if (p := d / "processed" / f"{d.name}{ext}").is_file()), None
+        )
         if audio is None:
-            raise CorpusFileError(d / "processed", None, f"no {d.name}.mp3 (nor .wav, .flac): the call's audio")
+            raise CorpusFileError(
+                d / "processed", None, f"no {d.name}.mp3 (nor .wav, .flac): the call's audio"
+            )
         users = _channel_map(d / "processed" / "channel_map.json")
         survey = read_survey(d / "survey.csv") if (d / "survey.csv").is_file() else {}
-        speakers = tuple(Speaker(conv, safe_id(u), *survey.get(u, (UNKNOWN, UNKNOWN))) for u in users)
+        speakers = tuple(
+            Speaker(conv, safe_id(u), *survey.get(u, (UNKNOWN, UNKNOWN))) for u in users
+        )
         csv_path = d / "transcription" / "transcript_audiophile.csv"
         transcript = None
         if csv_path.is_file():
             ids = {u: safe_id(u) for u in users}
-            turns = [Turn(conv, ids[t.speaker], t.start_s, t.end_s, t.text)
-                     for t in read_turns(csv_path, conv) if t.speaker in ids]
+            turns = [
+                Turn(conv, ids[t.speaker], t.start_s, t.end_s, t.text)
+                for t in read_turns(csv_path, conv)
+                if t.speaker in ids
+            ]
             transcript = Transcript(conv, str(csv_path), tuple(ids.values()), (), tuple(turns))
         yield Conversation(conv, stereo_channels(conv, audio), speakers, transcript, speech="vad")  # type: ignore[arg-type]
 
 
-RECIPE = Recipe("candor", "CANDOR (BetterUp)", LAYOUT,
-                "public code reading the release (folder names, channel_map.json, the audiophile CSV's columns); "
-                "survey.csv columns from ConvoKit's CANDOR notes; not checked against the data dictionary",
-                conversations)
+RECIPE = Recipe(
+    "candor",
+    "CANDOR (BetterUp)",
+    LAYOUT,
+    "public code reading the release (folder names, channel_map.json, the audiophile CSV's columns); "
+    "survey.csv columns from ConvoKit's CANDOR notes; not checked against the data dictionary",
+    conversations,
+)

@@ -24,5 +24,10 @@ def conversations(root: Path):
     return folder_conversations(root, "folder", LAYOUT)
 
 
-RECIPE = Recipe("folder", "any two-speaker corpus in the generic layout", LAYOUT,
-                "fdeval's own layout (nothing to verify)", conversations)
+RECIPE = Recipe(
+    "folder",
+    "any two-speaker corpus in the generic layout",
+    LAYOUT,
+    "fdeval's own layout (nothing to verify)",
+    conversations,
+)

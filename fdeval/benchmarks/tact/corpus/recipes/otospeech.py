@@ -25,6 +25,10 @@ def conversations(root: Path):
     return folder_conversations(root, "otospeech", LAYOUT, suffixes=(".flac", ".wav"), pairs=False)
 
 
-RECIPE = Recipe("otospeech", "otoSpeech-full-duplex (280h raw / 141h processed)", LAYOUT,
-                "Hugging Face dataset cards (audio format only; the folder structure inside is not published)",
-                conversations)
+RECIPE = Recipe(
+    "otospeech",
+    "otoSpeech-full-duplex (280h raw / 141h processed)",
+    LAYOUT,
+    "Hugging Face dataset cards (audio format only; the folder structure inside is not published)",
+    conversations,
+)

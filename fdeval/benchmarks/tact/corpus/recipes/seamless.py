@@ -39,17 +39,25 @@ def _time(path: Path, v: Any, field: str) -> float:
     return float(v)
 
 
-def read_participant(path: Path, conversation_id: str, speaker: str) -> tuple[list[Word], list[Turn]]:
+def read_participant(
+    path: Path, conversation_id: str, speaker: str
+) -> tuple[list[Word], list[Turn]]:
     """One participant's words (and word-less segments as turns) from their JSON."""
     try:
         d = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as e:
-        raise CorpusFileError(path, None, f"cannot read: {getattr(e, 'strerror', None) or e}") from None
+        raise CorpusFileError(
+            path, None, f"cannot read: {getattr(e, 'strerror', None) or e}"
+        ) from None
     except json.JSONDecodeError as e:
-        raise CorpusFileError(path, e.lineno, f"invalid JSON at column {e.colno}: {e.msg}") from None
+        raise CorpusFileError(
+            path, e.lineno, f"invalid JSON at column {e.colno}: {e.msg}"
+        ) from None
     segs = d.get(TRANSCRIPT_KEY, []) if isinstance(d, dict) else None
     if not isinstance(segs, list):
-        raise CorpusFileError(path, None, "expected an object whose metadata:transcript is a list", TRANSCRIPT_KEY)
+        raise CorpusFileError(
+            path, None, "expected an object whose metadata:transcript is a list", TRANSCRIPT_KEY
+        )
     words, turns = [], []
     for i, seg in enumerate(segs):
         at = f"{TRANSCRIPT_KEY}[{i}]"
@@ -61,26 +69,42 @@ def read_participant(path: Path, conversation_id: str, speaker: str) -> tuple[li
         for j, w in enumerate(ws):
             if not isinstance(w, dict) or not isinstance(w.get("word"), str):
                 raise CorpusFileError(path, None, "expected {word, start, end}", f"{at}.words[{j}]")
-            a, b = _time(path, w.get("start"), f"{at}.words[{j}].start"), _time(path, w.get("end"), f"{at}.words[{j}].end")
+            a, b = (
+                _time(path, w.get("start"), f"{at}.words[{j}].start"),
+                _time(path, w.get("end"), f"{at}.words[{j}].end"),
+            )
             if b < a:
-                raise CorpusFileError(path, None, f"end {b:g} is before start {a:g}", f"{at}.words[{j}].end")
+                raise CorpusFileError(
+                    path, None, f"end {b:g} is before start {a:g}", f"{at}.words[{j}].end"
+                )
             if w["word"].strip():
                 words.append(Word(conversation_id, speaker, w["word"].strip(), a, b))
         if not ws:
-            a, b = _time(path, seg.get("start"), f"{at}.start"), _time(path, seg.get("end"), f"{at}.end")
+            a, b = (
+                _time(path, seg.get("start"), f"{at}.start"),
+                _time(path, seg.get("end"), f"{at}.end"),
+            )
             text = seg.get("transcript", "")
-            turns.append(Turn(conversation_id, speaker, a, b, text.strip() if isinstance(text, str) else ""))
+            turns.append(
+                Turn(conversation_id, speaker, a, b, text.strip() if isinstance(text, str) else "")
+            )
     return words, turns
 
 
 def conversations(root: Path) -> Iterator[Conversation]:
     require_dir(root, "seamless")
-    groups = pair_mono((p for p in root.rglob("*.wav") if re.fullmatch(FILE_ID, p.stem)), suffix_key(FILE_ID))
+    groups = pair_mono(
+        (p for p in root.rglob("*.wav") if re.fullmatch(FILE_ID, p.stem)), suffix_key(FILE_ID)
+    )
     if not groups:
         raise none_found(root, "seamless", LAYOUT)
     for conv, sides in groups.items():
         if len(sides) != 2:
-            log.warning("seamless: interaction %s has %d participant file(s), not 2: skipped", conv, len(sides))
+            log.warning(
+                "seamless: interaction %s has %d participant file(s), not 2: skipped",
+                conv,
+                len(sides),
+            )
             continue
         chans = (mono_channel(conv, sides[0][1]), mono_channel(conv, sides[1][1]))
         speakers = (Speaker(conv, sides[0][0]), Speaker(conv, sides[1][0]))
@@ -94,14 +118,23 @@ def conversations(root: Path) -> Iterator[Conversation]:
                 words, turns, worded = words + w, turns + t, worded + bool(w)
         transcript = None
         if words or turns:
-            transcript = Transcript(conv, str(jsons[0].parent), (sides[0][0], sides[1][0]),
-                                    tuple(sorted(words, key=lambda w: w.start_s)),
-                                    tuple(sorted(turns, key=lambda t: t.start_s)))
+            transcript = Transcript(
+                conv,
+                str(jsons[0].parent),
+                (sides[0][0], sides[1][0]),
+                tuple(sorted(words, key=lambda w: w.start_s)),
+                tuple(sorted(turns, key=lambda t: t.start_s)),
+            )
         # Word times for one participant only would hide the other's speech from the finder.
         speech = "" if worded in (0, 2) else "vad"
         yield Conversation(conv, chans, speakers, transcript, speech=speech)
 
 
-RECIPE = Recipe("seamless", "Seamless Interaction (Meta)", LAYOUT,
-                "github.com/facebookresearch/seamless_interaction README (file naming and modalities); "
-                "transcript JSON keys from public code that reads it", conversations)
+RECIPE = Recipe(
+    "seamless",
+    "Seamless Interaction (Meta)",
+    LAYOUT,
+    "github.com/facebookresearch/seamless_interaction README (file naming and modalities); "
+    "transcript JSON keys from public code that reads it",
+    conversations,
+)

@@ -17,5 +17,10 @@ def conversations(root: Path):
     return folder_conversations(root, "sssd", LAYOUT)
 
 
-RECIPE = Recipe("sssd", "SSSD (crowdsourced spontaneous English dyads)", LAYOUT,
-                "unverified: no published layout found; the generic layout is assumed", conversations)
+RECIPE = Recipe(
+    "sssd",
+    "SSSD (crowdsourced spontaneous English dyads)",
+    LAYOUT,
+    "unverified: no published layout found; the generic layout is assumed",
+    conversations,
+)

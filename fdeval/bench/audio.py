@@ -1,4 +1,4 @@
-"""Measures the audio layer's costs and accuracy on this machine: `python -m fdeval.audio.bench`.
+"""Measures the audio layer's costs and accuracy on this machine: `python -m fdeval.bench.audio`.
 
 Prints the Silero VAD cost per 512-sample chunk (streaming, one thread), the real-time factor
 (synthesis wall time / audio duration) of espeak-ng (process start included) and of Piper (model
@@ -12,12 +12,12 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from scipy.ndimage import uniform_filter1d
 
 from fdeval.audio.piper import PiperTTS
 from fdeval.audio.resample import StreamResampler
-from fdeval.audio.tts import SILENCE_THRESHOLD, EspeakTTS, Synthesis, silence
+from fdeval.audio.tts import SILENCE_THRESHOLD, EspeakTTS, silence
 from fdeval.audio.vad import CHUNK, SileroVAD
+from fdeval.audio.word_times import pause_boundary_errors
 
 SENTENCES = (
     "Can you tell me how to start running when I have never done it before?",
@@ -32,40 +32,6 @@ PAUSED = SENTENCES + (
     "No, the capital is Canberra. Sydney is just the largest city.",
     "Right, so first the flour, then the butter, and finally the sugar.",
 )
-ENVELOPE_S = 0.002  # RMS window of the loudness envelope
-LOUD = 0.02  # envelope level (-34 dBFS) above which a pause is over; Piper's pause floor is ~0.01
-MIN_PAUSE_S = 0.05
-
-
-def pause_boundary_errors(syn: Synthesis) -> tuple[list[float], list[float]]:
-    """(word-end errors, word-start errors) in seconds at every pause the audio has.
-
-    Where a token ends in , ; : . ? ! the voice pauses: the longest stretch of the loudness
-    envelope under `LOUD` between that word's start and the next word's end is the pause, and
-    its edges are where the sound truly stops and restarts. The errors are the word times minus
-    those edges (positive: the word time is later), so they measure how far the synthesizer's
-    duration boundaries sit from the acoustic ones. A word-final stop's weak release can fall
-    under the level and a word-initial stop's closure is silent, so part of what is measured is
-    the acoustic edge's own uncertainty.
-    """
-    x, sr = syn.samples.astype(np.float64), syn.sample_rate
-    quiet = np.sqrt(uniform_filter1d(x * x, max(1, int(ENVELOPE_S * sr)))) < LOUD
-    ends, starts = [], []
-    for w, nxt in zip(syn.words, syn.words[1:]):
-        if not w.text or w.text[-1] not in ",;:.?!":
-            continue
-        lo, hi = int(w.start_s * sr), int(nxt.end_s * sr)
-        q = np.concatenate([[False], quiet[lo:hi], [False]]).astype(np.int8)
-        edges = np.flatnonzero(np.diff(q))  # run starts at even, ends at odd positions
-        if edges.size < 2:
-            continue
-        runs = edges.reshape(-1, 2)
-        a, b = runs[np.argmax(runs[:, 1] - runs[:, 0])]
-        if (b - a) / sr < MIN_PAUSE_S:
-            continue
-        ends.append(w.end_s - (lo + a) / sr)
-        starts.append(nxt.start_s - (lo + b) / sr)
-    return ends, starts
 
 
 def _rtf(tts, texts) -> tuple[float, float]:
@@ -84,10 +50,14 @@ def tts_report(sr: int = 16000) -> None:
     espeak, piper = EspeakTTS(sample_rate=sr), PiperTTS(sample_rate=sr)
     t0 = time.perf_counter()
     piper.synthesize("Warm up.")  # loads and patches the model
-    print(f"piper: first call (model load) {time.perf_counter() - t0:.2f} s, {piper.threads} threads")
+    print(
+        f"piper: first call (model load) {time.perf_counter() - t0:.2f} s, {piper.threads} threads"
+    )
     for name, tts in (("espeak", espeak), ("piper", piper)):
         rtf, audio = _rtf(tts, PAUSED)
-        print(f"tts {name} {tts.voice}: RTF {rtf:.4f} over {audio:.1f} s of audio ({len(PAUSED)} sentences)")
+        print(
+            f"tts {name} {tts.voice}: RTF {rtf:.4f} over {audio:.1f} s of audio ({len(PAUSED)} sentences)"
+        )
     ends, starts = [], []
     for text in PAUSED:
         e, s = pause_boundary_errors(piper.synthesize(text))
@@ -95,8 +65,10 @@ def tts_report(sr: int = 16000) -> None:
         starts += s
     for name, err in (("word end", ends), ("word start", starts)):
         a = np.abs(np.array(err)) * 1e3
-        print(f"piper {name} vs pause edge (n={a.size}): |err| p50 {np.percentile(a, 50):.0f} ms, "
-              f"p95 {np.percentile(a, 95):.0f} ms, max {a.max():.0f} ms, mean signed {np.mean(err) * 1e3:+.0f} ms")
+        print(
+            f"piper {name} vs pause edge (n={a.size}): |err| p50 {np.percentile(a, 50):.0f} ms, "
+            f"p95 {np.percentile(a, 95):.0f} ms, max {a.max():.0f} ms, mean signed {np.mean(err) * 1e3:+.0f} ms"
+        )
 
 
 def main() -> None:
@@ -109,8 +81,10 @@ def main() -> None:
             t0 = time.perf_counter()
             syntheses.append(tts.synthesize(text))
             wall = time.perf_counter() - t0
-            print(f"tts {voice}: {wall * 1e3:5.1f} ms for {syntheses[-1].duration_s:.2f} s of audio, "
-                  f"RTF {wall / syntheses[-1].duration_s:.4f}")
+            print(
+                f"tts {voice}: {wall * 1e3:5.1f} ms for {syntheses[-1].duration_s:.2f} s of audio, "
+                f"RTF {wall / syntheses[-1].duration_s:.4f}"
+            )
 
     vad = SileroVAD()
     errors = []
@@ -124,9 +98,13 @@ def main() -> None:
         n_chunks += x.size // CHUNK
         truth = 1.0 + np.flatnonzero(np.abs(syn.samples) > SILENCE_THRESHOLD)[0] / sr
         errors.append(events[0].t_s - truth)
-    print(f"vad: {vad_wall / n_chunks * 1e3:.3f} ms per 512-sample chunk (20 ms pushes, {n_chunks} chunks)")
-    print(f"vad onset error vs TTS onset at 1.0 s: mean {np.mean(errors) * 1e3:+.1f} ms, "
-          f"max |err| {np.max(np.abs(errors)) * 1e3:.1f} ms")
+    print(
+        f"vad: {vad_wall / n_chunks * 1e3:.3f} ms per 512-sample chunk (20 ms pushes, {n_chunks} chunks)"
+    )
+    print(
+        f"vad onset error vs TTS onset at 1.0 s: mean {np.mean(errors) * 1e3:+.1f} ms, "
+        f"max |err| {np.max(np.abs(errors)) * 1e3:.1f} ms"
+    )
 
     x = syntheses[0].samples
     r = StreamResampler(16000, 24000)
@@ -134,7 +112,9 @@ def main() -> None:
     for i in range(0, x.size, 320):
         r.push(x[i : i + 320])
     r.flush()
-    print(f"stream resample 16k->24k: {(time.perf_counter() - t0) / (x.size / 320) * 1e3:.3f} ms per 20 ms frame")
+    print(
+        f"stream resample 16k->24k: {(time.perf_counter() - t0) / (x.size / 320) * 1e3:.3f} ms per 20 ms frame"
+    )
 
 
 if __name__ == "__main__":

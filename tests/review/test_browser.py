@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from helpers.launching import run_launch
 
 from fdeval.benchmarks.echochain.review import automatic_taxonomy
 from fdeval.benchmarks.instructfd.metrics.validation import HUMAN_LABELS
@@ -29,6 +30,7 @@ try:  # the timeline writer (issue 13 item 1); without it the page's canvas is t
 except ImportError:
     render = None
 
+TOY = Path(__file__).resolve().parents[1] / "engine" / "toy"  # a benchmark from outside fdeval
 CHROMIUM = os.environ.get("FDEVAL_CHROMIUM", "/usr/bin/chromium")
 sync_api = pytest.importorskip(
     "playwright.sync_api", reason="playwright is not installed (pip install playwright)"
@@ -580,6 +582,53 @@ def test_tact_and_echochain_pages(tact_run, echochain_run, chromium, artifacts):
         )
         assert inside, "the current word is out of the transcript's view"
         page.screenshot(path=str(artifacts / "t2_echochain_page.png"), full_page=True)
+        assert not p.errors, p.errors
+    finally:
+        p.close()
+
+
+def test_a_benchmark_from_outside_fdeval_gets_a_review_page(
+    tmp_path, chromium, artifacts, monkeypatch
+):
+    """The toy benchmark (tests/engine/toy: one module, one YAML) declares no review view and no
+    line of fdeval/review names it: the engine's generic view gives its session a page, and a
+    label picked and saved with the keyboard lands on disk."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(TOY), os.environ.get("PYTHONPATH")])),
+    }
+    proc = run_launch(
+        [
+            f"out_root={tmp_path / 'out'}",
+            "benchmark=toy",
+            f"hydra.searchpath=[file://{TOY / 'conf'}]",
+            "progress=false",
+        ],
+        tmp_path,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    (run,) = (tmp_path / "out" / "toy" / "reference").iterdir()
+    monkeypatch.syspath_prepend(str(TOY))  # the run's benchmark object is rebuilt from run.json
+    p = Page(chromium, [run], "toy-tester")
+    page = p.page
+    try:
+        case = p.app.views[0].sessions[0].case_id
+        page.goto(f"{p.base}#/session/0/{case}")
+        on_session(p, case)
+        form = page.locator("form.label.active")
+        values = form.locator("input[type=radio]").evaluate_all("(els) => els.map((e) => e.value)")
+        assert values == ["agree", "disagree"]
+        page.keyboard.press("2")
+        assert form.locator('input[type=radio][value="disagree"]').is_checked()
+        page.keyboard.press("Enter")
+        label = run / "review" / "labels" / f"{case}@case.json"
+        p.wait(
+            "() => document.querySelector('#flash') && document.querySelector('#flash').textContent.startsWith('saved')"
+        )
+        page.screenshot(path=str(artifacts / "toy_page.png"), full_page=True)
+        rec = json.loads(label.read_text())
+        assert (rec["kind"], rec["label"], rec["reviewer"]) == ("generic", "disagree", "toy-tester")
         assert not p.errors, p.errors
     finally:
         p.close()

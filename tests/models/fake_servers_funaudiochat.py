@@ -56,7 +56,13 @@ class FakeFunAudioChatServer:
             "recording": True,
             "pcm": [],
             "reader": sphn.OpusStreamReader(24000),
+            # what the client sent, decoded in arrival order by a reader of the receive loop's own,
+            # fresh at each START as it arrives: the inference loop replaces the server's reader
+            # only when it gets to the START (after a running answer), so audio in between is
+            # decoded by the old one, a timing the client does not control
+            "heard_reader": sphn.OpusStreamReader(24000),
             "n_reply": 0,
+            "busy": False,  # the inference loop is sending an answer (a START then waits for it)
             "writer": sphn.OpusStreamWriter(
                 24000
             ),  # one output stream per connection, as the server's encode thread
@@ -76,7 +82,9 @@ class FakeFunAudioChatServer:
                         pcm = st["reader"].append_bytes(payload)
                         if pcm is not None and len(pcm):
                             st["pcm"].append(np.asarray(pcm, np.float32))
-                            st["heard"].add(pcm)
+                        sent = st["heard_reader"].append_bytes(payload)
+                        if sent is not None and len(sent):
+                            st["heard"].add(sent)
                 elif kind == 0x03:
                     action = payload[0]
                     self.log.append((time.monotonic(), "control", action))
@@ -85,6 +93,17 @@ class FakeFunAudioChatServer:
                         await signals.put("pause")
                     elif action == START:
                         st["recording"] = True
+                        st["heard_reader"] = sphn.OpusStreamReader(24000)
+                        if not st["busy"]:
+                            # an idle loop takes the START at once: done here, so that audio this
+                            # loop reads before the inference loop runs again is not dropped with
+                            # the old recording (a wall-clock race the real server's idle loop,
+                            # waiting on its queue, does not have)
+                            st["pcm"], st["reader"], st["reset"] = (
+                                [],
+                                sphn.OpusStreamReader(24000),
+                                True,
+                            )
                         await signals.put("start")
                 elif kind == 0x04:
                     meta = json.loads(payload.decode("utf-8"))
@@ -100,7 +119,8 @@ class FakeFunAudioChatServer:
                 except TimeoutError:
                     continue
                 if signal == "start":
-                    st["pcm"], st["reader"] = [], sphn.OpusStreamReader(24000)
+                    if not st.pop("reset", False):  # a START that waited for an answer to go out
+                        st["pcm"], st["reader"] = [], sphn.OpusStreamReader(24000)
                     if st.get("texts") is not None:
                         st["texts"].cancel()  # the real server empties its text queue
                 elif signal == "pause" and st["pcm"]:
@@ -108,7 +128,11 @@ class FakeFunAudioChatServer:
                     self.turns_heard.append(heard)
                     reply = self.replies[st["n_reply"] % len(self.replies)]
                     st["n_reply"] += 1
-                    st["texts"] = await self._answer(ws, reply, st["writer"])
+                    st["busy"] = True
+                    try:
+                        st["texts"] = await self._answer(ws, reply, st["writer"])
+                    finally:
+                        st["busy"] = False
 
         await ws.send_bytes(bytes([0x00, 0, 0]))
         self.log.append((time.monotonic(), "handshake", None))

@@ -9,6 +9,7 @@ forms come from the same numbers. Kinds:
 - ``delta``: a signed percentage-point change (``+42.5%``, ``-11.2%``);
 - ``ci``: a ``(low, high)`` rate interval (``[40.1, 90.0]``);
 - ``pct_ci``: a ``(rate, low, high)`` triple (``66.7 [40.1, 90.0]``);
+- ``num_ci``: a ``(value, low, high)`` triple of plain numbers, three decimals (``0.412 [0.30, 0.55]``);
 - ``p``: a p-value (four decimals, ``<0.0001`` below that);
 - ``flag``: a boolean as ``yes`` / ``no``;
 - ``rate``: a fraction in [0, 1] with three decimals.
@@ -76,6 +77,15 @@ def format_cell(value: Any, kind: str) -> str:
         return (
             f"{_pct(x)}%"
             + ("" if low is None else f" [{_pct(low)}, {_pct(high)}]")
+            + (SMALL_N_MARK if low is not None and any(small) else "")
+        )
+    if kind == "num_ci":  # (x, low, high[, small]): seconds, ratings, divergences
+        x, low, high, *small = value
+        if x is None:
+            return NA
+        return (
+            f"{x:.3f}"
+            + ("" if low is None else f" [{low:.3f}, {high:.3f}]")
             + (SMALL_N_MARK if low is not None and any(small) else "")
         )
     if kind == "p":

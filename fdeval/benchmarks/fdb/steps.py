@@ -54,6 +54,12 @@ def _chunks(words: list[tuple[str, float, float]]) -> dict[str, Any]:
     }
 
 
+def _copy(src: Path, dest: Path) -> None:
+    tmp = dest.with_name(f".{dest.name}.tmp")
+    shutil.copyfile(src, tmp)
+    tmp.replace(dest)
+
+
 def _fit(x: np.ndarray, n: int) -> np.ndarray:
     return x[:n] if len(x) >= n else np.pad(x, (0, n - len(x)))
 
@@ -208,9 +214,10 @@ class FdbTranscribe(CaseStep):
             names.append("clean_input.wav")
         for name in names:
             if name and (src / name).is_file():
-                tmp = d / f".{name}.tmp"
-                shutil.copyfile(src / name, tmp)
-                tmp.replace(d / name)
+                _copy(src / name, d / name)
+        ref = self.bench.reference_distribution(run.data_dir, data.subset)
+        if data.task == "backchannel" and ref is not None:
+            _copy(ref, d.parent / "reference_distribution.json")  # the JSD's, keyed by sample
         words = [tuple(w) for w in main["model_words"]]
         write_wav(d / "output.wav", main["_model"], main["_sr"])
         if data.task == "user_interruption":

@@ -7,8 +7,11 @@ stops early (a user that yielded) by the first 32 ms frame where the turn's audi
 the channel is near silent; the model's speech segments are Silero VAD on channel 1 with the
 orchestrator's VAD settings; the model's words, when given (FDB `output.json` layout), become
 the log's `model_text` rows (`text_stream = words`), else the run needs an ASR (`asr=whisper`).
-The log is marked `imported = true` with its source file; what a live session measures and an
-import cannot (pacing, the injection error, wall time) is NaN; a turn counts as due where it starts.
+The log is marked `imported = true` with its source file, how its words came (`imported_words`:
+given, cropped with `imported_words_from_s`, or none) and each source file's own sample rate
+(`imported_rates`; the channels arrive here at the run's rate); what a live session measures and
+an import cannot (pacing, the injection error, wall time) is NaN; a turn counts as due where it
+starts.
 """
 
 from __future__ import annotations
@@ -42,47 +45,108 @@ SILENT_SHARE = 0.1
 NAN = float("nan")
 
 
+# How far a word's time may run past the end of the recording it was taken from (one 32 ms
+# frame: an ASR's last word may end on the frame after the audio's last sample).
+WORDS_END_TOLERANCE_S = FRAME_S
+
+
 @dataclass(frozen=True)
 class Words:
-    """Model words with times on the recording's clock (FDB `output.json`: text + chunks)."""
+    """Model words with times on the recording's clock (FDB `output.json`: text + chunks).
+    `from_s`: the words are known only from there on (an output.json that FDB's asr.py cropped
+    at a user interruption's end); what the model said before is unknown, not silence."""
 
     words: tuple[tuple[str, float, float], ...]
+    from_s: float = 0.0
 
     @classmethod
-    def read(cls, path: Path, case_id: str) -> "Words":
+    def read(cls, path: Path, case_id: str, duration_s: float | None = None) -> "Words":
+        """Read and check an FDB `output.json`: every `chunks[i]` is `{text: str, timestamp:
+        [start, end]}` with finite, non-negative seconds (a JSON `true` is no number), end >= start,
+        both within `duration_s` (the recording's length, when given) plus
+        WORDS_END_TOLERANCE_S. Only the last chunk's end may be null (a Whisper pipeline leaves
+        it so when the audio stops mid-word, and FDB's eval_pause_handling reads it that way):
+        the word runs to the end of the recording (NaN when `duration_s` is not given)."""
         try:
             d = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, ValueError) as e:
             raise FileFieldError(
                 str(path), case_id, "<file>", f"unreadable JSON ({type(e).__name__})"
             ) from None
-        chunks = d.get("chunks") if isinstance(d, dict) else None
+        if not isinstance(d, dict):
+            raise FileFieldError(
+                str(path),
+                case_id,
+                "<file>",
+                f"a JSON {_kind(d)}; expected an object {{text, chunks: [...]}}",
+            )
+        chunks = d.get("chunks")
         if not isinstance(chunks, list):
             raise FileFieldError(
                 str(path), case_id, "chunks", "expected a list of {text, timestamp: [start, end]}"
             )
+
+        def bad(field: str, why: str) -> FileFieldError:
+            return FileFieldError(str(path), case_id, f"chunks[{i}]{field}", why)
+
         out = []
         for i, c in enumerate(chunks):
-            ts = c.get("timestamp") if isinstance(c, dict) else None
-            if (
-                not isinstance(c, dict)
-                or not isinstance(c.get("text"), str)
-                or not isinstance(ts, list)
-                or len(ts) != 2
-                or not isinstance(ts[0], (int, float))
-            ):
-                raise FileFieldError(
-                    str(path),
-                    case_id,
-                    f"chunks[{i}]",
-                    "expected {text: str, timestamp: [start, end]}",
-                )
-            start = float(ts[0])
-            end = (
-                float(ts[1]) if isinstance(ts[1], (int, float)) else NAN
-            )  # FDB's ASR may leave an end null
+            if not isinstance(c, dict):
+                raise bad("", f"a JSON {_kind(c)}; expected {{text: str, timestamp: [start, end]}}")
+            if not isinstance(c.get("text"), str):
+                raise bad(".text", f"a JSON {_kind(c.get('text'))}; expected a string")
+            if "timestamp" not in c:
+                raise bad("", "no timestamp; expected {text: str, timestamp: [start, end]}")
+            ts = c["timestamp"]
+            if not isinstance(ts, list) or len(ts) != 2:
+                raise bad(".timestamp", "expected [start_s, end_s]")
+            start = _seconds(ts[0])
+            if start is None:
+                raise bad(".timestamp[0]", f"{_show(ts[0])}; expected a finite number >= 0")
+            last = i == len(chunks) - 1
+            if ts[1] is None and last:
+                end = max(start, duration_s) if duration_s is not None else NAN
+            elif ts[1] is None:
+                raise bad(".timestamp[1]", "null; only the last chunk's end may be null")
+            else:
+                end = _seconds(ts[1])
+                if end is None:
+                    raise bad(".timestamp[1]", f"{_show(ts[1])}; expected a finite number >= 0")
+                if end < start:
+                    raise bad(".timestamp[1]", f"{end:g} s, before the word's start {start:g} s")
+            if duration_s is not None:
+                limit = duration_s + WORDS_END_TOLERANCE_S
+                for k, v in ((0, start), (1, end)):
+                    if v > limit:
+                        raise bad(
+                            f".timestamp[{k}]",
+                            f"{v:g} s, past the end of the recording ({duration_s:g} s)",
+                        )
             out.append((c["text"], start, end))
         return cls(tuple(out))
+
+
+def _seconds(v: object) -> float | None:
+    """A JSON number as seconds (finite, >= 0); None for anything else (bool included)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    f = float(v)
+    return f if math.isfinite(f) and f >= 0 else None
+
+
+def _kind(v: object) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, (int, float)):
+        return "number"
+    return {str: "string", list: "array", dict: "object"}.get(type(v), type(v).__name__)
+
+
+def _show(v: object) -> str:
+    """A JSON value as the file spells it (true, null, NaN, "text")."""
+    return json.dumps(v)[:40] if isinstance(v, (bool, int, float, str)) or v is None else _kind(v)
 
 
 def load_stereo(path: Path, case_id: str, sample_rate: int) -> tuple[np.ndarray, np.ndarray]:
@@ -167,10 +231,15 @@ def build_log(
     words: Words | None,
     vad: SileroVAD,
     partial: bool = False,
+    source_rates: dict[str, int] | None = None,
+    digest: str | None = None,
+    step: str = "run",
 ) -> SessionLog:
     """The session log of an imported recording (see the module doc). `partial`: the recording
     was cut (an FDB export's `--window turn`): the turns from the first one not found on are
-    left out as never played."""
+    left out as never played. `source_rates`: each source file's sample rate before it was
+    resampled to the run's (recorded as `imported_rates`). `digest`: the case digest the session
+    step that owns it checks (default: the run step's)."""
     settings = typed(run.cfg.orchestrator, OrchestratorSettings, "orchestrator")
     ocfg = settings.to_config()
     sr = ocfg.sample_rate
@@ -250,14 +319,14 @@ def build_log(
         "user_policy_asks": 0,
         "user_policy_think_max_s": NAN,
         "oracle_user_text": False,
-        "session_step": "run",
+        "session_step": step,
         "model": {"imported": True},
         "versions": versions(),
         "turn_config": asdict(turn_cfg),
         "health_bounds": asdict(ocfg.health),
         "run_id": run.run_id,
         "run_identity": run.folder.identity,
-        "case_digest": run.case_digest(case),
+        "case_digest": digest or run.case_digest(case),
         "session_id": uuid.uuid4().hex,
         "valid": True,
         "invalid_reason": "",
@@ -269,7 +338,9 @@ def build_log(
         "health_realtime_factor": NAN,
         "imported": True,
         "imported_from": str(source.resolve()),
-        "imported_words": "given" if words is not None else "none",
+        "imported_words": ("none" if words is None else "cropped" if words.from_s > 0 else "given"),
+        "imported_words_from_s": words.from_s if words is not None else NAN,
+        "imported_rates": dict(source_rates or {source.name: sr}),
     }
     return log
 
@@ -278,13 +349,30 @@ def import_session(
     run: Run, case: TestCase, wav: Path, words_path: Path | None, vad: SileroVAD
 ) -> None:
     """Validate one stereo recording against its case and write the run's sessions/<case>.wav + .h5."""
-    user, model = load_stereo(wav, case.case_id, run_rate(run))
-    words = Words.read(words_path, case.case_id) if words_path is not None else None
+    sr = run_rate(run)
+    user, model = load_stereo(wav, case.case_id, sr)
+    check_length(run, case, wav, user)  # before the words are held against the recording's end
+    words = (
+        Words.read(words_path, case.case_id, len(model) / sr) if words_path is not None else None
+    )
     import_arrays(run, case, wav, user, model, words, vad)
 
 
 def run_rate(run: Run) -> int:
     return int(typed(run.cfg.orchestrator, OrchestratorSettings, "orchestrator").sample_rate)
+
+
+def check_length(run: Run, case: TestCase, source: Path, user: np.ndarray) -> None:
+    """A whole recording is at least as long as the case's user turns together."""
+    sr = run_rate(run)
+    need = sum(t.duration_s for t in case.turns)
+    if len(user) / sr < need:
+        raise FileFieldError(
+            str(source),
+            case.case_id,
+            "length",
+            f"{len(user) / sr:.2f} s, shorter than the case's {need:.2f} s of user turns",
+        )
 
 
 def import_arrays(
@@ -296,18 +384,17 @@ def import_arrays(
     words: Words | None,
     vad: SileroVAD,
     partial: bool = False,
+    source_rates: dict[str, int] | None = None,
+    folder: str = "sessions",
+    digest: str | None = None,
+    step: str = "run",
 ) -> None:
-    """Write one imported session from its two channels (at the run's rate); `partial`: see build_log."""
-    sr = run_rate(run)
-    need = sum(t.duration_s for t in case.turns)
-    if len(user) / sr < need and not partial:
-        raise FileFieldError(
-            str(source),
-            case.case_id,
-            "length",
-            f"{len(user) / sr:.2f} s, shorter than the case's {need:.2f} s of user turns",
-        )
-    log = build_log(run, case, source, user, model, words, vad, partial)
-    h5, out_wav = run.folder.session_paths(case.case_id)
+    """Write one imported session from its two channels (at the run's rate) into `folder` (a
+    benchmark's own session step's, e.g. `clean_sessions`, with that step's `digest`);
+    `partial` and `source_rates`: see build_log."""
+    if not partial:
+        check_length(run, case, source, user)
+    log = build_log(run, case, source, user, model, words, vad, partial, source_rates, digest, step)
+    h5, out_wav = run.folder.session_paths(case.case_id, folder)
     h5.parent.mkdir(parents=True, exist_ok=True)
     write_session(log, user, model, out_wav, h5)

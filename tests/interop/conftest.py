@@ -9,7 +9,12 @@ from pathlib import Path
 import pytest
 from helpers import launching
 
-CASES = "benchmark.cases=[fresh_pasta_stop__acknowledge,fresh_pasta_stop__none,bathroom_cleaning_mix__interrupt]"
+# Two sessions with an interrupting barge-in, one with a backchannel barge-in only (no
+# interruption for FDB's user_interruption task) and one with no barge-in.
+CASES = (
+    "benchmark.cases=[fresh_pasta_stop__acknowledge,fresh_pasta_stop__none,"
+    "bathroom_cleaning_mix__interrupt,balcony_tomatoes__continue]"
+)
 
 
 def launch(cwd: Path, *args: str) -> subprocess.CompletedProcess:

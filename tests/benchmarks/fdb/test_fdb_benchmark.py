@@ -16,6 +16,8 @@ import csv
 import json
 import math
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -284,3 +286,27 @@ def test_stereo_input_and_unnamed_v15_folder_are_refused(tmp_path):
     assert [s.case_id for s in got] == ["mine-1"] and got[
         0
     ].clean_audio_path == "mine/1/clean_input.wav"
+
+
+def test_fdb_folders_of_a_run_import_back_to_the_same_numbers(fdb_run, tmp_path):
+    """The run's FDB-layout folders, imported as FDB's own samples (no fdeval.json: the cases come
+    from the task files, v1.5's clean pair becomes each case's clean session), score the same
+    sample for sample."""
+    run, _, _ = fdb_run
+    out = tmp_path / "imported"
+    cmd = [sys.executable, "-m", "fdeval.interop.fdb", "import", str(fdb_root(run))]
+    args = ["--stages", "transcribe,rate,score", f"out_root={out}", "progress=false"]
+    proc = subprocess.run([*cmd, *args], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (imported,) = [p.parent for p in out.glob("fdb/reference/*/run.json")]
+    assert sorted(p.name for p in (imported / "clean_sessions").glob("*.h5")) == [
+        "v15_user_backchannel-1.h5",
+        "v15_user_interruption-1.h5",
+    ]
+    keep = ("took_turn", "latency_s", "n_backchannels", "frequency_hz", "jsd")
+    keep += ("stop_latency_s", "response_latency_s")
+    live = {r["case_id"]: r for r in _rows(step_dir(run, "score") / "fdb_samples.csv")}
+    back = {r["case_id"]: r for r in _rows(step_dir(imported, "score") / "fdb_samples.csv")}
+    assert set(back) == set(live)
+    for cid, r in live.items():
+        assert {k: r.get(k) for k in keep} == {k: back[cid].get(k) for k in keep}, cid

@@ -44,10 +44,14 @@ def build_transcript(
     log_path: Path,
     model_words: list[Word] | None = None,
     triggers: Sequence[Sequence[tuple[str, Seconds]]] = (),
+    cropped_ok: bool = False,
 ) -> Transcript:
     """The session transcript; `model_words` (e.g. from ASR on the model channel) replace the
     model's own text stream when given. `triggers[i]`: the (kind, time in the turn audio) points
-    of turn i (a turn past the end has none)."""
+    of turn i (a turn past the end has none). An imported recording whose words were cropped
+    (FDB's user-interruption output.json) has no text stream before the crop: without
+    `model_words` it is refused in one line, unless the caller reads only words after the crop
+    (`cropped_ok`, Full-Duplex-Bench's own steps)."""
     log = read_session(log_path, tables=("turns", "model_text", "model_chunks", "flushes"))
     duration_s = log.duration_s
     words: list[Word] = []
@@ -93,6 +97,15 @@ def build_transcript(
     if model_words is not None:
         words.extend(w for w in model_words if w.start_s < duration_s)
     else:
+        if log.info.attrs.get("imported_words") == "cropped" and not cropped_ok:
+            raise FileFieldError(
+                str(log_path),
+                case.case_id,
+                "imported_words",
+                "cropped: the model's words before "
+                f"{log.info.attrs.get('imported_words_from_s')} s are unknown; transcribe its "
+                "channel (asr=whisper or asr=qwen3)",
+            )
         words.extend(log_model_words(case.case_id, log, str(log_path)))
     words.sort(key=lambda w: (w.start_s, w.speaker))
     return Transcript(case.case_id, tuple(words), tuple(played), duration_s)

@@ -139,7 +139,8 @@ class FdbTranscribe(CaseStep):
         model_words = (
             None if self.asr is None else self.asr.transcribe_channel(wav, 1, case.case_id, "model")
         )
-        tr = build_transcript(case, h5, model_words=model_words)
+        # FDB's user-interruption numbers read only the words after the crop of an imported one
+        tr = build_transcript(case, h5, model_words=model_words, cropped_ok=True)
         played = [t for t in tr.user_turns if t.index == 0]
         if not played:
             raise RuntimeError(f"{folder}/{case.case_id}: the sample's input was never played")

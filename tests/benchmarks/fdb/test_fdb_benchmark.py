@@ -16,6 +16,7 @@ import csv
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -27,10 +28,12 @@ from helpers import fake_openai_server as oai
 from helpers import launching
 from helpers.fake_openai_server import fake_openai  # noqa: F401  (a fixture, taken by name)
 
+from fdeval.benchmarks.fdb.benchmark import FullDuplexBench
 from fdeval.benchmarks.fdb.layout import read_data_dir
 from fdeval.benchmarks.fdb.metrics import Chunk, take_turn, turn_latency_s
 from fdeval.engine.run import step_dir
 from fdeval.errors import FdevalError
+from fdeval.transcript.build import build_transcript
 
 
 def launch(cwd: Path, *args: str):
@@ -310,3 +313,29 @@ def test_fdb_folders_of_a_run_import_back_to_the_same_numbers(fdb_run, tmp_path)
     assert set(back) == set(live)
     for cid, r in live.items():
         assert {k: r.get(k) for k in keep} == {k: back[cid].get(k) for k in keep}, cid
+
+
+def test_a_cropped_import_refuses_an_exact_transcript_outside_fdb(fdb_run, tmp_path):
+    """FDB's own user-interruption sample has only the words after the interruption (no
+    output_full.json): benchmark=fdb reads it (its numbers need no more), any other reader of the
+    session's text stream is refused in one line."""
+    run, _, _ = fdb_run
+    root = tmp_path / "ui"
+    shutil.copytree(fdb_root(run) / "user_interruption", root)
+    (root / "1" / "output_full.json").unlink()
+    cmd = [sys.executable, "-m", "fdeval.interop.fdb", "import", str(root)]
+    proc = subprocess.run(
+        [*cmd, f"out_root={tmp_path / 'out'}", "progress=false"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (h5,) = (tmp_path / "out").glob("fdb/reference/*/sessions/ui-1.h5")
+    (case,) = FullDuplexBench(data_dir=str(root)).load(root)
+    with pytest.raises(FdevalError, match="imported_words") as e:
+        build_transcript(case, h5)
+    assert "\n" not in str(e.value)
+    words = [w for w in build_transcript(case, h5, cropped_ok=True).words if w.speaker == "model"]
+    assert words and min(w.start_s for w in words) >= case.data.reference_s[1] - 0.05

@@ -1,10 +1,10 @@
 """`stage=status`: what a run folder holds, step by step, for any benchmark.
 
 Sessions by state (recorded, invalid with reason, failed with reason, unreadable, another run's,
-missing); for every declared case step its files done / expected, error records (judged again on
-relaunch) and failed units, in the folder of this command's settings (`verdicts/<key>`); for the
-score step which of its tables exist; then whatever the launcher knows of the run's jobs. Also
-written to `<run>/status.json`.
+missing); a benchmark's own session step's sessions by state; for every declared case step its
+files done / expected, error records (judged again on relaunch) and failed units, in the folder
+of this command's settings (`verdicts/<key>`); for the score step which of its tables exist;
+then whatever the launcher knows of the run's jobs. Also written to `<run>/status.json`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from fdeval.engine.executor import count_units
 from fdeval.engine.run import Run
-from fdeval.engine.shared import Score
+from fdeval.engine.shared import RecordSessions, Score
 from fdeval.engine.steps import CaseStep, Step
 from fdeval.files import write_json_atomic
 
@@ -40,6 +40,15 @@ def collect(run: Run) -> dict[str, Any]:
                     **n,
                     "expected": sum(n.values()),
                 }
+            )
+        elif isinstance(step, RecordSessions) and step.folder != "sessions":
+            # a benchmark's own session step (EchoChain's control, FDB's clean inputs)
+            got: dict[str, int] = {}
+            for c in step.session_cases(run):
+                state = step.state(run, c).state
+                got[state] = got.get(state, 0) + 1
+            steps.append(
+                {"step": step.name, "stage": step.stage, "folder": step.folder, "sessions": got}
             )
         elif isinstance(step, Score):
             tables = [t for m in step.metrics for t in m.tables]
@@ -94,7 +103,14 @@ class Status(Step):
             f"unreadable: {len(s['unreadable'])}  foreign: {len(s['foreign'])}  missing: {len(s['missing'])}",
         ]
         for st in s["steps"]:
-            if "expected" in st:
+            if "sessions" in st:
+                n = st["sessions"]
+                others = "".join(f"  {k}: {v}" for k, v in sorted(n.items()) if k != "done")
+                lines.append(
+                    f"step {st['step']} ({st['stage']}) {st['folder']}: "
+                    f"{n.get('done', 0)}/{sum(n.values())} recorded{others}"
+                )
+            elif "expected" in st:
                 extra = "".join(f"  {k}: {st[k]}" for k in ("error", "failed") if st[k])
                 lines.append(
                     f"step {st['step']} ({st['stage']}) {st['folder']}: {st['done']}/{st['expected']}{extra}"

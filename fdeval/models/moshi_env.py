@@ -59,8 +59,9 @@ FDEVAL_DEPS = [
     "omegaconf>=2.3",
     "tqdm>=4.66",
     "matplotlib>=3.8",
-    "pyloudnorm>=0.1.1",
-]  # (the batched PersonaPlex's audio voice prompts: loudness as its server sets it)
+    "pyloudnorm>=0.1.1",  # the batched PersonaPlex's audio voice prompts: loudness as its server sets it
+    "submitit>=1.5",  # launcher=slurm from this venv: its array tasks run in it
+]
 STAMP = ".fdeval-moshi-venv.json"
 
 

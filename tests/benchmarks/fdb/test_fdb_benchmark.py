@@ -181,6 +181,8 @@ def test_relaunch_rewrites_nothing(fdb_run):
     }
     launch(cwd, *overrides)
     assert {p: p.stat().st_mtime_ns for p in kept} == kept
+    status = launch(cwd, *overrides, "stage=status").stdout
+    assert "step clean (run) clean_sessions: 2/2 recorded" in status, status
 
 
 def test_judged_numbers_go_through_the_llm_client_and_errors_stay_errors(fdb_run, fake_openai):

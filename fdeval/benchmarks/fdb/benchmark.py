@@ -241,12 +241,11 @@ class FullDuplexBench(Benchmark):
         the folder's own `reference_distribution.json` (the embedded set writes one), else none."""
         if self.backchannel_reference is not None:
             return self.backchannel_reference
-        p = (self.data_root or Path(data_dir)) / subset / "reference_distribution.json"
-        if (
-            self.data_root is not None
-            and (self.data_root / "reference_distribution.json").is_file()
-        ):
-            p = self.data_root / "reference_distribution.json"  # data_dir is the task folder
+        root = self.data_root or Path(data_dir)
+        folder = root / subset
+        if not folder.is_dir() and root.name == subset:
+            folder = root  # data_dir is the task folder itself
+        p = folder / "reference_distribution.json"
         return p if p.is_file() else None
 
     # -- engine hooks -------------------------------------------------------------------------

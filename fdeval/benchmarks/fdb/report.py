@@ -195,8 +195,9 @@ def fdb_tables(bench: Any, run: Run, scores_dir: Path) -> str:
     n_skip = sum(len(v) for v in skipped.values())
     notes = [
         f"† interval from fewer than {bench.min_n_ci} samples.",
-        "Rates and latencies follow FDB's evaluators (docs/fdb.md); intervals are BCa over samples "
-        f"({bench.n_resamples} resamples, {bench.confidence:.0%}).",
+        f"FDB's numbers, definitions={bench.definitions} (docs/fdb.md: `paper` follows FDB's "
+        "papers where its code differs, `fdb_code` its evaluators as written); intervals are BCa "
+        f"over samples ({bench.n_resamples} resamples, {bench.confidence:.0%}).",
     ]
     if n_skip:
         notes.append(

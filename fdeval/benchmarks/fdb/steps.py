@@ -54,6 +54,11 @@ def _chunks(words: list[tuple[str, float, float]]) -> dict[str, Any]:
     }
 
 
+def _public(d: dict[str, Any]) -> dict[str, Any]:
+    """What of `_listen`'s result goes into the file (not the audio arrays)."""
+    return {k: v for k, v in d.items() if not k.startswith("_")}
+
+
 def _copy(src: Path, dest: Path) -> None:
     tmp = dest.with_name(f".{dest.name}.tmp")
     shutil.copyfile(src, tmp)
@@ -188,7 +193,6 @@ class FdbTranscribe(CaseStep):
             else:
                 clean = self._listen(run, cc, CLEAN_FOLDER)
         fdb_dir = self._write_fdb(run, unit, main, clean)
-        strip = lambda d: {k: v for k, v in d.items() if not k.startswith("_")}  # noqa: E731
         return {
             "case_id": unit.case_id,
             "task": data.task,
@@ -196,8 +200,8 @@ class FdbTranscribe(CaseStep):
             "sample": data.sample,
             "duration_s": data.duration_s,
             "reference_s": list(data.reference_s) if data.reference_s else None,
-            **strip(main),
-            "clean": None if clean is None else strip(clean),
+            **_public(main),
+            "clean": None if clean is None else _public(clean),
             "fdb_dir": str(fdb_dir.relative_to(run.run_dir)),
             "model_id": run.model_id,
         }

@@ -90,6 +90,27 @@ class FdbCaseData:
     def turn_fields(self, index: int) -> dict[str, Any]:
         return {}
 
+    @property
+    def triggers(self) -> tuple[tuple[Mark, ...], ...]:
+        """The points the task scores from, in `input.wav`'s time (timelines draw them)."""
+        if self.reference_s is None:
+            return ((),)
+        start, end = self.reference_s
+        if self.task == "smooth_turn_taking":
+            return ((Mark("turn end", start),),)
+        if self.task == "pause_handling":
+            return ((Mark("pause", start), Mark("pause end", end)),)
+        kind = "interruption" if self.task == "user_interruption" else "overlap"
+        return ((Mark(kind, start), Mark(f"{kind} end", end)),)
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A point of a sample's annotation: what it is, and seconds from the start of input.wav."""
+
+    kind: str
+    at_s: float
+
 
 class FullDuplexBench(Benchmark):
     name = "fdb"

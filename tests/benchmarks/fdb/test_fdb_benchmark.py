@@ -336,6 +336,11 @@ def test_a_cropped_import_refuses_an_exact_transcript_outside_fdb(fdb_run, tmp_p
     assert proc.returncode == 0, proc.stderr[-3000:]
     (h5,) = (tmp_path / "out").glob("fdb/reference/*/sessions/ui-1.h5")
     (case,) = FullDuplexBench(data_dir=str(root)).load(root)
+    marks = [(m.kind, m.at_s) for m in case.data.triggers[0]]  # what the timelines draw
+    assert marks == [
+        ("interruption", case.data.reference_s[0]),
+        ("interruption end", case.data.reference_s[1]),
+    ]
     with pytest.raises(FdevalError, match="imported_words") as e:
         build_transcript(case, h5)
     assert "\n" not in str(e.value)

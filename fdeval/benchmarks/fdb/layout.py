@@ -2,10 +2,11 @@
 sample's annotation file says, and one `FdbSample` record per sample.
 
 A data folder (`benchmark.data_dir`) is either one task folder (sample folders `<id>/` holding
-`input.wav` and the task's annotation) or a folder of task folders (FDB's `v1_0/` and `v1_5/`
-downloads, or both side by side). The task of a folder is found from its samples' files, as FDB's
-evaluators tell them apart (github.com/DanielLin94144/Full-Duplex-Bench, commit d7336bd,
-`v1_v1.5/evaluation/` and `v1_v1.5/dataset/README.md`):
+`input.wav` and the task's annotation) or a folder of task folders (FDB's `v1_0/` or `v1_5/`
+download), or a folder of those (both downloads side by side). The task of a folder is found
+from its samples' files, as FDB's evaluators tell them apart
+(github.com/DanielLin94144/Full-Duplex-Bench, commit d7336bd, `v1_v1.5/evaluation/` and
+`v1_v1.5/dataset/README.md`):
 
 | task | a sample's annotation | the point the task scores from |
 | --- | --- | --- |
@@ -164,7 +165,7 @@ def task_of_folder(folder: Path, given: Mapping[str, str]) -> str | None:
 
 def task_folders(data_dir: Path, given: Mapping[str, str]) -> list[tuple[Path, str]]:
     """(folder, task) of every task folder of the data folder: itself when it holds samples, else
-    its subfolders that do, by name."""
+    its subfolders that do, and theirs (a folder holding FDB's `v1_0/` and `v1_5/` downloads)."""
     data_dir = Path(data_dir)
     if not data_dir.is_dir():
         raise ConfigError(f"benchmark.data_dir: {data_dir} is not a folder")
@@ -173,18 +174,21 @@ def task_folders(data_dir: Path, given: Mapping[str, str]) -> list[tuple[Path, s
             raise ConfigError(
                 f"benchmark.task_of: {name}: unknown task {task!r}; valid: {', '.join(TASKS)}"
             )
-    own = task_of_folder(data_dir, given)
-    if own is not None:
-        return [(data_dir, own)]
-    out = []
-    for sub in sorted(p for p in data_dir.iterdir() if p.is_dir()):
-        task = task_of_folder(sub, given)
+
+    def find(folder: Path, depth: int) -> list[tuple[Path, str]]:
+        task = task_of_folder(folder, given)
         if task is not None:
-            out.append((sub, task))
+            return [(folder, task)]
+        if depth == 0:
+            return []
+        subs = sorted(p for p in folder.iterdir() if p.is_dir())
+        return [found for sub in subs for found in find(sub, depth - 1)]
+
+    out = find(data_dir, 2)
     if not out:
         raise ConfigError(
             f"benchmark.data_dir: {data_dir} holds no FDB sample folder (<id>/input.wav), "
-            "itself or one level down"
+            "itself or up to two levels down"
         )
     return out
 

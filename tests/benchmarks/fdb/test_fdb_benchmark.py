@@ -282,8 +282,13 @@ def test_stereo_input_and_unnamed_v15_folder_are_refused(tmp_path):
     sf.write(d / "input.wav", np.zeros((16000, 2), dtype=np.float32), 16000)
     with pytest.raises(FdevalError, match="channels"):
         read_data_dir(tmp_path / "a", None, {})
-    d = _sample(tmp_path / "b", "mine", "1", {"context_text": "a", "current_turn_text": "b",
-                                              "timestamps": [1.0, 2.0]}, "metadata.json")  # fmt: skip
+    d = _sample(
+        tmp_path / "b",
+        "mine",
+        "1",
+        {"context_text": "a", "current_turn_text": "b", "timestamps": [1.0, 2.0]},
+        "metadata.json",
+    )
     sf.write(d / "clean_input.wav", np.zeros(16000 * 4, dtype=np.float32), 16000)
     with pytest.raises(FdevalError, match="benchmark.task_of"):
         read_data_dir(tmp_path / "b", None, {})
@@ -346,3 +351,26 @@ def test_a_cropped_import_refuses_an_exact_transcript_outside_fdb(fdb_run, tmp_p
     assert "\n" not in str(e.value)
     words = [w for w in build_transcript(case, h5, cropped_ok=True).words if w.speaker == "model"]
     assert words and min(w.start_s for w in words) >= case.data.reference_s[1] - 0.05
+
+
+def test_both_downloads_side_by_side_are_found_two_levels_down(tmp_path):
+    _sample(
+        tmp_path / "v1_0",
+        "candor_turn_taking",
+        "3",
+        [{"text": "x", "timestamp": [1.0, 2.0]}],
+        "turn_taking.json",
+    )
+    d = _sample(
+        tmp_path / "v1_5",
+        "user_backchannel",
+        "1",
+        {"context_text": "a", "current_turn_text": "b", "timestamps": [1.0, 1.5]},
+        "metadata.json",
+    )
+    sf.write(d / "clean_input.wav", np.zeros(16000 * 4, dtype=np.float32), 16000)
+    got = read_data_dir(tmp_path, None, {})
+    assert [(s.case_id, s.task) for s in got] == [
+        ("candor_turn_taking-3", "smooth_turn_taking"),
+        ("user_backchannel-1", "v15_user_backchannel"),
+    ]

@@ -223,6 +223,12 @@ def _sample(root: Path, task: str, n: str, annotation: dict | list | None, name:
     return d
 
 
+def _v15_sample(root: Path, folder: str) -> None:
+    meta = {"context_text": "a", "current_turn_text": "b", "timestamps": [1.0, 1.5]}
+    d = _sample(root, folder, "1", meta, "metadata.json")
+    sf.write(d / "clean_input.wav", np.zeros(16000 * 4, dtype=np.float32), 16000)
+
+
 BAD_LAYOUTS = [
     # (case, task folder, annotation file, annotation, expected words in the message)
     (
@@ -282,20 +288,12 @@ def test_stereo_input_and_unnamed_v15_folder_are_refused(tmp_path):
     sf.write(d / "input.wav", np.zeros((16000, 2), dtype=np.float32), 16000)
     with pytest.raises(FdevalError, match="channels"):
         read_data_dir(tmp_path / "a", None, {})
-    d = _sample(
-        tmp_path / "b",
-        "mine",
-        "1",
-        {"context_text": "a", "current_turn_text": "b", "timestamps": [1.0, 2.0]},
-        "metadata.json",
-    )
-    sf.write(d / "clean_input.wav", np.zeros(16000 * 4, dtype=np.float32), 16000)
+    _v15_sample(tmp_path / "b", "mine")
     with pytest.raises(FdevalError, match="benchmark.task_of"):
         read_data_dir(tmp_path / "b", None, {})
     got = read_data_dir(tmp_path / "b", None, {"mine": "v15_talking_to_other"})
-    assert [s.case_id for s in got] == ["mine-1"] and got[
-        0
-    ].clean_audio_path == "mine/1/clean_input.wav"
+    assert [s.case_id for s in got] == ["mine-1"]
+    assert got[0].clean_audio_path == "mine/1/clean_input.wav"
 
 
 def test_fdb_folders_of_a_run_import_back_to_the_same_numbers(fdb_run, tmp_path):
@@ -361,14 +359,7 @@ def test_both_downloads_side_by_side_are_found_two_levels_down(tmp_path):
         [{"text": "x", "timestamp": [1.0, 2.0]}],
         "turn_taking.json",
     )
-    d = _sample(
-        tmp_path / "v1_5",
-        "user_backchannel",
-        "1",
-        {"context_text": "a", "current_turn_text": "b", "timestamps": [1.0, 1.5]},
-        "metadata.json",
-    )
-    sf.write(d / "clean_input.wav", np.zeros(16000 * 4, dtype=np.float32), 16000)
+    _v15_sample(tmp_path / "v1_5", "user_backchannel")
     got = read_data_dir(tmp_path, None, {})
     assert [(s.case_id, s.task) for s in got] == [
         ("candor_turn_taking-3", "smooth_turn_taking"),

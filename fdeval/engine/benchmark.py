@@ -46,6 +46,9 @@ class Benchmark(abc.ABC):
     # True when `generate` speaks its cases with the run's `tts`: the data folder then carries the
     # synthesizer's settings too, so data spoken by another voice or backend is never reused.
     data_uses_tts: bool = False
+    # True when its steps read a recording's model words only after the point where FDB's ASR
+    # crops them (Full-Duplex-Bench): an import with only those words is then complete for it.
+    cropped_words_ok: bool = False
 
     @abc.abstractmethod
     def data_id(self, seed: int) -> str:

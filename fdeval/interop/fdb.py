@@ -488,7 +488,7 @@ def import_root(root: Path, given: list[str] | None = None) -> tuple[Path, list[
                 f"benchmark.cases out (the samples' cases) or list only cases that have one"
             )
     if str(run.cfg.asr.name) == "exact":
-        _check_exact([*found, *clean], run.benchmark.name)
+        _check_exact([*found, *clean], run.benchmark.cropped_words_ok)
     sr = run_rate(run)
     vad = SileroVAD(sample_rate=sr)
     sessions = [(s, by_id[s.case_id], {}) for s in found]
@@ -517,10 +517,11 @@ def import_root(root: Path, given: list[str] | None = None) -> tuple[Path, list[
     return run.run_dir, overrides
 
 
-def _check_exact(found: list[Sample], benchmark: str) -> None:
+def _check_exact(found: list[Sample], cropped_ok: bool) -> None:
     """With asr=exact the model's words are the files' words: each sample needs them, whole.
-    A cropped output.json passes only into benchmark=fdb, whose user_interruption numbers read
-    the model's words from interrupt.json's timestamp[1] on, as FDB's do."""
+    A cropped output.json passes only into a benchmark that reads no earlier words
+    (`Benchmark.cropped_words_ok`: benchmark=fdb, whose user_interruption numbers read the
+    model's words from interrupt.json's timestamp[1] on, as FDB's do)."""
     for s in found:
         if s.words is None:
             raise FileFieldError(
@@ -530,7 +531,7 @@ def _check_exact(found: list[Sample], benchmark: str) -> None:
                 "missing: the model's words; with asr=exact they come from this file "
                 "(or transcribe the model channel: asr=whisper or asr=qwen3)",
             )
-        if s.words.from_s > 0 and benchmark != "fdb":
+        if s.words.from_s > 0 and not cropped_ok:
             raise FileFieldError(
                 str(s.words_file),
                 s.case_id,

@@ -116,6 +116,7 @@ class FullDuplexBench(Benchmark):
     name = "fdb"
     version = BENCHMARK_VERSION
     data_uses_tts = True
+    cropped_words_ok = True  # user interruption reads the words after the interruption only
 
     def __init__(
         self,

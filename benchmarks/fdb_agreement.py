@@ -334,9 +334,31 @@ def fixture_hashes(root: Path) -> dict[str, str]:
 
 # ------------------------------------------------------------------------------- running FDB
 
+# How the harnesses run one of FDB's evaluators and read the numbers it prints (FDB's Python;
+# benchmarks/fdb_run_agreement.py uses them too).
+CAPTURE = r"""
+def capture(fn, *args):
+    out = io.StringIO()
+    error = None
+    with contextlib.redirect_stdout(out):
+        try:
+            fn(*args)
+        except Exception as e:
+            error = f"{type(e).__name__}: {e}"
+    return out.getvalue(), error
+
+
+def printed(text, label):
+    for line in reversed(text.splitlines()):
+        if line.startswith(label):
+            return float(line[len(label):].split()[0])
+    return None
+"""
+
 # Run by the FDB Python (it has torch; fdeval's does not): argv = evaluator folder, fixtures,
 # scratch folder, output JSON. Works on a copy, since two evaluators write into sample folders.
-_HARNESS = r'''
+_HARNESS = (
+    r"""
 import ast, contextlib, importlib.metadata, io, json, os, platform, shutil, sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -366,23 +388,9 @@ torch.hub.load = hub_load
 import eval_backchannel, eval_pause_handling, eval_smooth_turn_taking
 import eval_user_interruption, get_timing
 
-
-def capture(fn, *args):
-    out = io.StringIO()
-    error = None
-    with contextlib.redirect_stdout(out):
-        try:
-            fn(*args)
-        except Exception as e:
-            error = f"{type(e).__name__}: {e}"
-    return out.getvalue(), error
-
-
-def printed(text, label):
-    for line in reversed(text.splitlines()):
-        if line.startswith(label):
-            return float(line[len(label):].split()[0])
-    return None
+"""
+    + CAPTURE
+    + r'''
 
 
 def alone(task, name):
@@ -541,6 +549,7 @@ json.dump(
     indent=2,
 )
 '''
+)
 
 
 def copy_evaluators(fdb_repo: Path, dest: Path) -> None:

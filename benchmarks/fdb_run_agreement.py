@@ -44,7 +44,8 @@ agreement = importlib.util.module_from_spec(_spec)
 sys.modules["fdb_agreement"] = agreement  # its dataclasses look their module up by name
 _spec.loader.exec_module(agreement)
 
-DRIVER = r"""
+DRIVER = (
+    r"""
 import contextlib, io, json, os, shutil, sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -67,51 +68,38 @@ class Judge:  # FDB's OpenAI client, answered by a stand-in: its rating means no
         text = "Analysis: stand-in.\nI would rate the AI's response as 3"
         return SimpleNamespace(choices=[SimpleNamespace(message=SimpleNamespace(content=text))])
 
-
-def run(fn, *args):
-    out, error = io.StringIO(), None
-    with contextlib.redirect_stdout(out):
-        try:
-            fn(*args)
-        except Exception as e:
-            error = f"{type(e).__name__}: {e}"
-    return out.getvalue(), error
-
-
-def printed(text, label):
-    for line in reversed(text.splitlines()):
-        if line.startswith(label):
-            return float(line[len(label):].split()[0])
-    return None
-
+"""
+    + agreement.CAPTURE
+    + r"""
 
 results = {}
 for job in JOBS:
     folder, task = job["folder"], job["task"]
     if task == "smooth_turn_taking":
-        text, err = run(eval_smooth_turn_taking.eval_smooth_turn_taking, folder)
+        text, err = capture(eval_smooth_turn_taking.eval_smooth_turn_taking, folder)
         got = {"took_turn": printed(text, "Average take turn:"),
                "latency_s": printed(text, "Average latency:")}
     elif task == "pause_handling":
-        text, err = run(eval_pause_handling.eval_pause_handling, folder)
+        text, err = capture(eval_pause_handling.eval_pause_handling, folder)
         got = {"took_turn": printed(text, "Average take turn:")}
     elif task == "user_interruption":
-        text, err = run(eval_user_interruption.eval_user_interruption, folder, Judge())
+        text, err = capture(eval_user_interruption.eval_user_interruption, folder, Judge())
         got = {"took_turn": printed(text, "Average take turn:"),
                "latency_s": printed(text, "Average latency:")}
     elif task == "backchannel":
         os.chdir(job["cwd"])  # eval_backchannel reads ./icc_gt_distribution.json
-        text, err = run(eval_backchannel.eval_backchannel, folder)
+        text, err = capture(eval_backchannel.eval_backchannel, folder)
         got = {"jsd": printed(text, "JSD - Mean:"), "took_turn": printed(text, "TOR - Mean:"),
                "frequency_hz": printed(text, "Frequency - Mean:")}
     else:
         sys.argv = ["get_timing.py", "--root_dir", folder]
-        text, err = run(get_timing.main)
+        text, err = capture(get_timing.main)
         got = {p.name: json.loads((p / "latency_intervals.json").read_text())
                for p in Path(folder).iterdir() if (p / "latency_intervals.json").is_file()}
     results[job["name"]] = {"task": task, "numbers": got, "error": err}
 print("RESULTS " + json.dumps(results))
 """
+)
 
 
 def _rows(path: Path) -> list[dict[str, str]]:

@@ -46,7 +46,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import soundfile as sf
 import yaml
 
 from fdeval.audio.io import read_wav, write_wav
@@ -54,6 +53,7 @@ from fdeval.audio.resample import resample
 from fdeval.audio.vad import SileroVAD
 from fdeval.errors import FdevalError, FileFieldError
 from fdeval.files import write_json_atomic
+from fdeval.benchmarks.fdb.layout import mono_rate
 from fdeval.benchmarks.fdb.steps import CleanSessions, clean_case
 from fdeval.interop.recording import FRAME_S, Words, import_arrays, run_rate
 from fdeval.interop.runs import cli, open_import_run, read_json, then
@@ -292,21 +292,6 @@ class Sample:
     words_file: Path | None
 
 
-def _mono_rate(path: Path, case_id: str) -> tuple[int, int]:
-    """(sample rate, frames) of a mono audio file; one-line errors for anything else."""
-    try:
-        info = sf.info(str(path))
-    except Exception:
-        raise FileFieldError(
-            str(path), case_id, "<file>", "missing or not a readable audio file"
-        ) from None
-    if info.channels != 1:
-        raise FileFieldError(
-            str(path), case_id, "channels", f"{info.channels} channel(s); expected 1"
-        )
-    return int(info.samplerate), int(info.frames)
-
-
 def _interrupt_end(path: Path, case_id: str) -> float:
     """`[0].timestamp[1]` of an interrupt.json (the interruption's end, where FDB crops)."""
     d = read_json(path)
@@ -339,7 +324,7 @@ def _check_files(d: Path, cid: str, meta: dict[str, Any], prefix: str = "") -> S
     user_wav, model_wav = d / f"{prefix}input.wav", d / f"{prefix}output.wav"
     rates = {}
     for p in (user_wav, model_wav):
-        rates[p.name], frames = _mono_rate(p, cid)
+        rates[p.name], frames = mono_rate(p, cid)
     duration = frames / rates[model_wav.name]  # the model's words are timed on its own file
     crop = None
     if not prefix and (d / "interrupt.json").is_file():

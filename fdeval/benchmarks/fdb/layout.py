@@ -124,8 +124,8 @@ def _text(d: Mapping[str, Any], key: str, path: Path, case_id: str, field: str) 
     return v
 
 
-def audio_seconds(path: Path, case_id: str) -> float:
-    """The length of a mono WAV (a stereo or unreadable one is one line)."""
+def mono_rate(path: Path, case_id: str) -> tuple[int, int]:
+    """(sample rate, frames) of a mono audio file; one-line errors for anything else."""
     try:
         info = sf.info(str(path))
     except Exception:
@@ -134,9 +134,15 @@ def audio_seconds(path: Path, case_id: str) -> float:
         ) from None
     if info.channels != 1:
         raise FileFieldError(
-            str(path), case_id, "channels", f"{info.channels} channels; FDB's audio is mono"
+            str(path), case_id, "channels", f"{info.channels} channel(s); expected 1"
         )
-    return info.frames / info.samplerate
+    return int(info.samplerate), int(info.frames)
+
+
+def audio_seconds(path: Path, case_id: str) -> float:
+    """The length of a mono WAV (a stereo or unreadable one is one line)."""
+    rate, frames = mono_rate(path, case_id)
+    return frames / rate
 
 
 def task_of_folder(folder: Path, given: Mapping[str, str]) -> str | None:
